@@ -1,0 +1,410 @@
+package sql
+
+import "github.com/fvsql/fvsql/types"
+
+// Statement is one parsed SQL statement. Every statement type of this file
+// implements it; the planner and the server switch on the concrete type.
+type Statement interface{ statement() }
+
+// ---------------------------------------------------------------------------
+// Expressions.
+
+// Expr is a scalar expression.
+type Expr interface{ expr() }
+
+// ColumnRef names a column, optionally qualified by a table name or alias.
+// Names are folded to lower case unless they were double-quoted.
+type ColumnRef struct {
+	Table string
+	Name  string
+}
+
+// Star is `*` or `t.*` in a select list or in count(*) (there, Table is "").
+type Star struct{ Table string }
+
+// Literal is a constant. Its Value's type follows PostgreSQL's literal
+// typing: an integer literal is Int4 if it fits, else Int8, else Numeric; a
+// literal with a point or exponent is Numeric; a quoted string is Unknown
+// (its type comes from context); TRUE/FALSE are Bool; NULL is Null;
+// INTERVAL '…' [unit] is an Interval value.
+type Literal struct{ Value types.Value }
+
+// Param is a $n placeholder (N is 1-based).
+type Param struct{ N int }
+
+// Unary is a prefix operator: "-", "+", "not", "~".
+type Unary struct {
+	Op string
+	X  Expr
+}
+
+// Binary is an infix operator. Op is one of: + - * / % ^ || = <> < <= > >=
+// and or, "is distinct from", "is not distinct from", & | # << >>.
+type Binary struct {
+	Op   string
+	L, R Expr
+}
+
+// IsNull is `X IS [NOT] NULL`.
+type IsNull struct {
+	X   Expr
+	Not bool
+}
+
+// IsBool is `X IS [NOT] TRUE|FALSE`.
+type IsBool struct {
+	X     Expr
+	Not   bool
+	Value bool
+}
+
+// Between is `X [NOT] BETWEEN Lo AND Hi`.
+type Between struct {
+	X, Lo, Hi Expr
+	Not       bool
+}
+
+// In is `X [NOT] IN (list)` or `X [NOT] IN (subquery)`; exactly one of
+// List and Sub is set.
+type In struct {
+	X    Expr
+	List []Expr
+	Sub  QueryExpr
+	Not  bool
+}
+
+// Like is `X [NOT] LIKE|ILIKE Pattern [ESCAPE e]`; Regex marks the
+// `~`, `~*`, `!~`, `!~*` operators (and MySQL's REGEXP), with Not and
+// CaseInsensitive set to match.
+type Like struct {
+	X, Pattern      Expr
+	Not             bool
+	CaseInsensitive bool
+	Regex           bool
+	Escape          Expr // nil for the default backslash
+}
+
+// FuncCall is a function or aggregate call. Name is lower case with a
+// pg_catalog. prefix removed (other schemas are kept: "information_schema.x").
+// Star marks count(*). Over is set for window functions.
+type FuncCall struct {
+	Name     string
+	Args     []Expr
+	Star     bool
+	Distinct bool
+	Filter   Expr
+	Over     *WindowSpec
+}
+
+// WindowSpec is an OVER (…) clause.
+type WindowSpec struct {
+	PartitionBy []Expr
+	OrderBy     []OrderItem
+}
+
+// Cast is `CAST(X AS type)` or `X::type`; TypeName is as written, Type resolved.
+type Cast struct {
+	X        Expr
+	Type     types.Type
+	TypeName string
+}
+
+// Case is a CASE expression; Operand is nil for the searched form.
+type Case struct {
+	Operand Expr
+	Whens   []When
+	Else    Expr
+}
+
+// When is one WHEN … THEN … arm.
+type When struct{ Cond, Result Expr }
+
+// Subquery is a scalar subquery `(SELECT …)` or `EXISTS (SELECT …)`.
+type Subquery struct {
+	Query  QueryExpr
+	Exists bool
+}
+
+// Row is a row constructor `(a, b)` / ROW(a, b).
+type RowExpr struct{ Items []Expr }
+
+func (*ColumnRef) expr() {}
+func (*Star) expr()      {}
+func (*Literal) expr()   {}
+func (*Param) expr()     {}
+func (*Unary) expr()     {}
+func (*Binary) expr()    {}
+func (*IsNull) expr()    {}
+func (*IsBool) expr()    {}
+func (*Between) expr()   {}
+func (*In) expr()        {}
+func (*Like) expr()      {}
+func (*FuncCall) expr()  {}
+func (*Cast) expr()      {}
+func (*Case) expr()      {}
+func (*Subquery) expr()  {}
+func (*RowExpr) expr()   {}
+
+// ---------------------------------------------------------------------------
+// Queries.
+
+// QueryExpr is a SELECT or a set operation over SELECTs.
+type QueryExpr interface{ queryExpr() }
+
+// Select is one SELECT block.
+type Select struct {
+	Distinct bool
+	Items    []SelectItem
+	From     []TableExpr // a comma list; empty for SELECT without FROM
+	Where    Expr
+	GroupBy  []Expr
+	Having   Expr
+	OrderBy  []OrderItem
+	Limit    Expr
+	Offset   Expr
+}
+
+// SetOp is UNION / INTERSECT / EXCEPT, with ORDER BY/LIMIT of the whole.
+type SetOp struct {
+	Op          string // "union", "intersect", "except"
+	All         bool
+	Left, Right QueryExpr
+	OrderBy     []OrderItem
+	Limit       Expr
+	Offset      Expr
+}
+
+func (*Select) queryExpr() {}
+func (*SetOp) queryExpr()  {}
+
+// SelectItem is one output column; Expr may be *Star.
+type SelectItem struct {
+	Expr  Expr
+	Alias string
+}
+
+// OrderItem is one ORDER BY term. NullsFirst nil means the default
+// (NULLS LAST for ASC, NULLS FIRST for DESC, as PostgreSQL).
+type OrderItem struct {
+	Expr       Expr
+	Desc       bool
+	NullsFirst *bool
+}
+
+// TableExpr is an item of FROM.
+type TableExpr interface{ tableExpr() }
+
+// TableName is a named relation (stream, view, system table).
+type TableName struct {
+	Schema string
+	Name   string
+	Alias  string
+}
+
+// WindowTVF is TUMBLE(t, col, size), HOP(t, col, slide, size) or
+// SESSION(t, col, gap) in FROM. Size/Slide/Gap are constant interval
+// expressions as written (normally *Literal holding an Interval).
+type WindowTVF struct {
+	Kind    string // "tumble", "hop", "session"
+	Source  *TableName
+	TimeCol string
+	Size    Expr // tumble, hop
+	Slide   Expr // hop
+	Gap     Expr // session
+	Alias   string
+}
+
+// DerivedTable is `(SELECT …) AS alias`.
+type DerivedTable struct {
+	Query QueryExpr
+	Alias string
+}
+
+// Join is `Left [kind] JOIN Right ON …|USING (…)`; Kind is "inner",
+// "left", "right", "full" or "cross".
+type Join struct {
+	Kind        string
+	Left, Right TableExpr
+	On          Expr
+	Using       []string
+}
+
+func (*TableName) tableExpr()    {}
+func (*WindowTVF) tableExpr()    {}
+func (*DerivedTable) tableExpr() {}
+func (*Join) tableExpr()         {}
+
+// ---------------------------------------------------------------------------
+// Statements.
+
+// EmitMode is the EMIT clause of a continuous query.
+type EmitMode int
+
+const (
+	EmitDefault       EmitMode = iota // the object kind's default
+	EmitOnWindowClose                 // final rows only
+	EmitChanges                       // every update
+)
+
+// Query is a SELECT statement (bounded when run directly, continuous
+// inside CREATE … AS). NumParams is the highest $n used.
+type Query struct {
+	Body      QueryExpr
+	Emit      EmitMode
+	NumParams int
+}
+
+// ObjectKind names what CREATE/DROP/SHOW act on.
+type ObjectKind string
+
+// Object kinds.
+const (
+	KindStream           ObjectKind = "stream"
+	KindMaterializedView ObjectKind = "materialized view"
+	KindSink             ObjectKind = "sink"
+	KindTable            ObjectKind = "table" // DROP TABLE etc.: rejected with a clear message
+	KindView             ObjectKind = "view"
+)
+
+// Option is one `key = value` of a WITH clause; Key is lower case, Value
+// the literal's text (quotes removed; numbers and words as written).
+type Option struct {
+	Key   string
+	Value string
+}
+
+// ColumnDef is one column of CREATE STREAM.
+type ColumnDef struct {
+	Name     string
+	Type     types.Type
+	TypeName string
+	NotNull  bool
+}
+
+// Watermark is `WATERMARK FOR col AS expr` (expr usually col - INTERVAL …).
+type Watermark struct {
+	Column string
+	Expr   Expr
+}
+
+// CreateStream is CREATE STREAM name (columns …) WITH (…).
+type CreateStream struct {
+	Name        string
+	IfNotExists bool
+	Columns     []ColumnDef
+	Watermark   *Watermark
+	Options     []Option
+}
+
+// CreateAs is CREATE STREAM|MATERIALIZED VIEW|SINK name [WITH (…)] AS
+// query [EMIT …] [WITH (…)]: a continuous query. Options from either WITH
+// position are merged.
+type CreateAs struct {
+	Kind        ObjectKind
+	Name        string
+	IfNotExists bool
+	Query       *Query
+	Options     []Option
+}
+
+// Insert is INSERT INTO table [(cols)] VALUES … | query.
+type Insert struct {
+	Table   *TableName
+	Columns []string
+	Values  [][]Expr // set for VALUES
+	Query   *Query   // set for INSERT … SELECT
+}
+
+// Drop is DROP <kind> [IF EXISTS] name[, …].
+type Drop struct {
+	Kind     ObjectKind
+	Names    []string
+	IfExists bool
+}
+
+// Show is SHOW <what>: What is "streams", "materialized views", "sinks",
+// "pipelines", "tables", "all", or a setting name (lower case).
+type Show struct{ What string }
+
+// Set is SET [SESSION|LOCAL] name =|TO value[, …] (Value is the joined
+// text of the value list; DEFAULT gives "default").
+type Set struct {
+	Name  string
+	Value string
+	Local bool
+}
+
+// Flush is FLUSH.
+type Flush struct{}
+
+// Subscribe is SUBSCRIBE [TO] name | (query).
+type Subscribe struct {
+	Name  string
+	Query *Query
+}
+
+// DeclareCursor is DECLARE name CURSOR FOR subscribe|query.
+type DeclareCursor struct {
+	Name      string
+	Subscribe *Subscribe
+	Query     *Query
+}
+
+// Fetch is FETCH [FORWARD] [n|ALL] [FROM|IN] cursor; Count -1 means ALL.
+type Fetch struct {
+	Cursor string
+	Count  int64
+}
+
+// CloseCursor is CLOSE name | CLOSE ALL (Name "").
+type CloseCursor struct{ Name string }
+
+// Explain is EXPLAIN statement.
+type Explain struct{ Stmt Statement }
+
+// Describe is DESCRIBE name (also DESC name).
+type Describe struct{ Name string }
+
+// TxKind is the kind of a transaction control statement.
+type TxKind string
+
+// Transaction statement kinds.
+const (
+	TxBegin    TxKind = "begin"
+	TxCommit   TxKind = "commit"
+	TxRollback TxKind = "rollback"
+)
+
+// Transaction is BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT.
+type Transaction struct{ Kind TxKind }
+
+// Discard is DISCARD ALL and friends (accepted, no effect).
+type Discard struct{}
+
+// Unsupported is a statement that parses but fvsql does not run (CREATE
+// TABLE, UPDATE, DELETE, GRANT …); What names it for the 0A000 message.
+type Unsupported struct{ What string }
+
+func (*Query) statement()         {}
+func (*CreateStream) statement()  {}
+func (*CreateAs) statement()      {}
+func (*Insert) statement()        {}
+func (*Drop) statement()          {}
+func (*Show) statement()          {}
+func (*Set) statement()           {}
+func (*Flush) statement()         {}
+func (*Subscribe) statement()     {}
+func (*DeclareCursor) statement() {}
+func (*Fetch) statement()         {}
+func (*CloseCursor) statement()   {}
+func (*Explain) statement()       {}
+func (*Describe) statement()      {}
+func (*Transaction) statement()   {}
+func (*Discard) statement()       {}
+func (*Unsupported) statement()   {}
+
+// Parsed is one statement with the source text it came from.
+type Parsed struct {
+	Stmt Statement
+	SQL  string // the statement's own text, trimmed, without the trailing ';'
+}
