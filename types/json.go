@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/fvsql/fvsql/pgerror"
 )
@@ -162,7 +163,7 @@ func (c *JSONCodec) Decode(data []byte, dst Row) error {
 	}
 	for {
 		d.ws()
-		key, err := d.str()
+		rawKey, err := d.rawStr()
 		if err != nil {
 			return d.fail(err)
 		}
@@ -171,9 +172,9 @@ func (c *JSONCodec) Decode(data []byte, dst Row) error {
 			return d.fail(errors.New("expected ':'"))
 		}
 		d.ws()
-		idx, ok := c.index[key]
+		idx, ok := c.index[string(rawKey)]
 		if !ok {
-			idx, ok = c.lower[strings.ToLower(key)]
+			idx, ok = c.lower[strings.ToLower(string(rawKey))]
 		}
 		if ok {
 			v, err := d.value(c.types[idx])
@@ -239,6 +240,27 @@ func (d *jsonDecoder) peek() byte {
 }
 
 var errUnterminated = errors.New("unterminated string")
+
+// rawStr reads a JSON string and returns a view of its bytes when it has
+// no escapes (valid until data changes), else an unescaped copy.
+func (d *jsonDecoder) rawStr() ([]byte, error) {
+	if d.eat('"') {
+		start := d.pos
+		for i := start; i < len(d.data); i++ {
+			c := d.data[i]
+			if c == '"' {
+				d.pos = i + 1
+				return d.data[start:i], nil
+			}
+			if c == '\\' || c < 0x20 {
+				break
+			}
+		}
+		d.pos = start - 1
+	}
+	s, err := d.str()
+	return []byte(s), err
+}
 
 // str reads a JSON string and returns its unescaped, UTF-8 checked value.
 func (d *jsonDecoder) str() (string, error) {
@@ -355,7 +377,8 @@ func (d *jsonDecoder) number() (string, error) {
 	if d.pos == start {
 		return "", errors.New("expected a value")
 	}
-	return string(d.data[start:d.pos]), nil
+	// A view of the payload: callers parse it and must copy to keep it.
+	return unsafe.String(&d.data[start], d.pos-start), nil
 }
 
 // fastInt parses a plain JSON integer in place; ok is false when the number
@@ -473,6 +496,17 @@ func (d *jsonDecoder) value(t Type) (Value, error) {
 			return NullValue, nil
 		}
 	case c == '"':
+		if t.IsTime() || t.IsNumeric() || t == Bool {
+			// Parsed, not kept: look at the bytes in place.
+			raw, err := d.rawStr()
+			if err != nil {
+				return NullValue, err
+			}
+			if len(raw) == 0 {
+				return fromJSONString(t, "")
+			}
+			return fromJSONString(t, unsafe.String(&raw[0], len(raw)))
+		}
 		s, err := d.str()
 		if err != nil {
 			return NullValue, err
@@ -566,12 +600,12 @@ func fromJSONNumber(t Type, num string) (Value, error) {
 	case Interval:
 		return ParseText(t, num+" seconds")
 	case Text, Varchar:
-		return NewString(t, num), nil
+		return NewString(t, strings.Clone(num)), nil
 	case JSONB:
 		if _, err := ParseDecimal(num); err != nil {
 			return NullValue, badSyntax(t, num)
 		}
-		return NewJSONB(num), nil
+		return NewJSONB(strings.Clone(num)), nil
 	}
 	return NullValue, pgerror.New(pgerror.InvalidTextRepresentation, "a number is not a %s", t)
 }

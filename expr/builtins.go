@@ -1,0 +1,453 @@
+package expr
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+func textFn(name string, fn func(s string) string) *Func {
+	return &Func{Name: name, Args: []types.Type{types.Text}, Ret: types.Text,
+		Eval1: func(a types.Value) (types.Value, error) { return types.NewText(fn(a.S)), nil }}
+}
+
+func fn(name string, args []types.Type, ret types.Type, eval func(a []types.Value) (types.Value, error)) *Func {
+	return &Func{Name: name, Args: args, Ret: ret, Eval: eval}
+}
+
+func tt(ts ...types.Type) []types.Type { return ts }
+
+func runeSlice(s string, from, count int64, hasCount bool) string {
+	r := []rune(s)
+	start := from - 1
+	end := int64(len(r))
+	if hasCount {
+		end = start + count
+	}
+	if start < 0 {
+		start = 0
+	}
+	if end > int64(len(r)) {
+		end = int64(len(r))
+	}
+	if start >= end {
+		return ""
+	}
+	return string(r[start:end])
+}
+
+func pad(s string, n int64, fill string, left bool) string {
+	r := []rune(s)
+	if int64(len(r)) >= n {
+		return string(r[:max(n, 0)])
+	}
+	if fill == "" {
+		return s
+	}
+	f := []rune(fill)
+	var p []rune
+	for int64(len(p)) < n-int64(len(r)) {
+		p = append(p, f[len(p)%len(f)])
+	}
+	if left {
+		return string(p) + s
+	}
+	return s + string(p)
+}
+
+// truncTime truncates microseconds to a date_trunc field.
+func truncTime(field string, us int64) (int64, error) {
+	t := types.TimeFromMicros(us)
+	var r time.Time
+	switch strings.ToLower(field) {
+	case "microseconds":
+		return us, nil
+	case "milliseconds":
+		return floorDiv(us, 1000) * 1000, nil
+	case "second":
+		r = t.Truncate(time.Second)
+	case "minute":
+		r = t.Truncate(time.Minute)
+	case "hour":
+		r = t.Truncate(time.Hour)
+	case "day":
+		r = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	case "week":
+		d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		wd := (int(d.Weekday()) + 6) % 7
+		r = d.AddDate(0, 0, -wd)
+	case "month":
+		r = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	case "quarter":
+		r = time.Date(t.Year(), time.Month((int(t.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC)
+	case "year":
+		r = time.Date(t.Year(), 1, 1, 0, 0, 0, 0, time.UTC)
+	default:
+		return 0, pgerror.New(pgerror.InvalidParameterValue, "unit %q not recognized for type timestamp", field)
+	}
+	return r.UnixMicro(), nil
+}
+
+// extract implements EXTRACT/date_part for timestamps.
+func extract(field string, us int64) (float64, error) {
+	t := types.TimeFromMicros(us)
+	switch strings.ToLower(field) {
+	case "epoch":
+		return float64(us) / 1e6, nil
+	case "year":
+		return float64(t.Year()), nil
+	case "quarter":
+		return float64((int(t.Month())-1)/3 + 1), nil
+	case "month":
+		return float64(t.Month()), nil
+	case "week":
+		_, w := t.ISOWeek()
+		return float64(w), nil
+	case "day":
+		return float64(t.Day()), nil
+	case "doy":
+		return float64(t.YearDay()), nil
+	case "dow":
+		return float64(t.Weekday()), nil
+	case "isodow":
+		return float64((int(t.Weekday())+6)%7 + 1), nil
+	case "hour":
+		return float64(t.Hour()), nil
+	case "minute":
+		return float64(t.Minute()), nil
+	case "second":
+		return float64(t.Second()) + float64(t.Nanosecond())/1e9, nil
+	case "milliseconds":
+		return float64(t.Second())*1e3 + float64(t.Nanosecond())/1e6, nil
+	case "microseconds":
+		return float64(t.Second())*1e6 + float64(t.Nanosecond())/1e3, nil
+	}
+	return 0, pgerror.New(pgerror.InvalidParameterValue, "unit %q not recognized for type timestamp", field)
+}
+
+func roundDecimal(d *apd.Decimal, places int32) (types.Value, error) {
+	r := new(apd.Decimal)
+	ctx := types.DecimalContext
+	ctx.Rounding = apd.RoundHalfUp
+	if _, err := ctx.Quantize(r, d, -places); err != nil {
+		return types.NullValue, pgerror.New(pgerror.NumericValueOutOfRange, "numeric value out of range")
+	}
+	return types.NewNumeric(r), nil
+}
+
+func init() {
+	text, i4, i8, f8, num, b := types.Text, types.Int4, types.Int8, types.Float8, types.Numeric, types.Bool
+	ts, tz, iv := types.Timestamp, types.TimestampTZ, types.Interval
+	fs := []*Func{
+		textFn("upper", strings.ToUpper), textFn("lower", strings.ToLower),
+		textFn("btrim", func(s string) string { return strings.Trim(s, " ") }),
+		textFn("trim", func(s string) string { return strings.Trim(s, " ") }),
+		textFn("ltrim", func(s string) string { return strings.TrimLeft(s, " ") }),
+		textFn("rtrim", func(s string) string { return strings.TrimRight(s, " ") }),
+		textFn("reverse", func(s string) string {
+			r := []rune(s)
+			for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+				r[i], r[j] = r[j], r[i]
+			}
+			return string(r)
+		}),
+		textFn("md5", func(s string) string { h := md5.Sum([]byte(s)); return hex.EncodeToString(h[:]) }),
+		textFn("initcap", func(s string) string {
+			prev := false
+			return strings.Map(func(r rune) rune {
+				alnum := unicode.IsLetter(r) || unicode.IsDigit(r)
+				defer func() { prev = alnum }()
+				if !prev {
+					return unicode.ToUpper(r)
+				}
+				return unicode.ToLower(r)
+			}, s)
+		}),
+		fn("btrim", tt(text, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(strings.Trim(a[0].S, a[1].S)), nil }),
+		fn("trim", tt(text, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(strings.Trim(a[0].S, a[1].S)), nil }),
+		fn("ltrim", tt(text, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(strings.TrimLeft(a[0].S, a[1].S)), nil }),
+		fn("rtrim", tt(text, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(strings.TrimRight(a[0].S, a[1].S)), nil }),
+		{Name: "length", Args: tt(text), Ret: i4, Eval1: func(a types.Value) (types.Value, error) {
+			return types.NewInt(i4, int64(utf8.RuneCountInString(a.S))), nil
+		}},
+		{Name: "char_length", Args: tt(text), Ret: i4, Eval1: func(a types.Value) (types.Value, error) {
+			return types.NewInt(i4, int64(utf8.RuneCountInString(a.S))), nil
+		}},
+		{Name: "octet_length", Args: tt(text), Ret: i4, Eval1: func(a types.Value) (types.Value, error) {
+			return types.NewInt(i4, int64(len(a.S))), nil
+		}},
+		{Name: "length", Args: tt(types.Bytea), Ret: i4, Eval1: func(a types.Value) (types.Value, error) {
+			return types.NewInt(i4, int64(len(a.S))), nil
+		}},
+		fn("substring", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
+			return types.NewText(runeSlice(a[0].S, a[1].I, 0, false)), nil
+		}),
+		fn("substring", tt(text, i4, i4), text, func(a []types.Value) (types.Value, error) {
+			if a[2].I < 0 {
+				return types.NullValue, pgerror.New(pgerror.InvalidParameterValue, "negative substring length not allowed")
+			}
+			return types.NewText(runeSlice(a[0].S, a[1].I, a[2].I, true)), nil
+		}),
+		fn("substr", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
+			return types.NewText(runeSlice(a[0].S, a[1].I, 0, false)), nil
+		}),
+		fn("substr", tt(text, i4, i4), text, func(a []types.Value) (types.Value, error) {
+			return types.NewText(runeSlice(a[0].S, a[1].I, a[2].I, true)), nil
+		}),
+		fn("left", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
+			r := []rune(a[0].S)
+			n := a[1].I
+			if n < 0 {
+				n = max(int64(len(r))+n, 0)
+			}
+			return types.NewText(string(r[:min(n, int64(len(r)))])), nil
+		}),
+		fn("right", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
+			r := []rune(a[0].S)
+			n := a[1].I
+			if n < 0 {
+				n = max(int64(len(r))+n, 0)
+			}
+			n = min(n, int64(len(r)))
+			return types.NewText(string(r[int64(len(r))-n:])), nil
+		}),
+		fn("replace", tt(text, text, text), text, func(a []types.Value) (types.Value, error) {
+			return types.NewText(strings.ReplaceAll(a[0].S, a[1].S, a[2].S)), nil
+		}),
+		fn("repeat", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
+			if a[1].I <= 0 {
+				return types.NewText(""), nil
+			}
+			if int64(len(a[0].S))*a[1].I > 1<<28 {
+				return types.NullValue, pgerror.New(pgerror.ProgramLimitExceeded, "requested length too large")
+			}
+			return types.NewText(strings.Repeat(a[0].S, int(a[1].I))), nil
+		}),
+		fn("strpos", tt(text, text), i4, func(a []types.Value) (types.Value, error) {
+			i := strings.Index(a[0].S, a[1].S)
+			if i < 0 {
+				return types.NewInt(i4, 0), nil
+			}
+			return types.NewInt(i4, int64(utf8.RuneCountInString(a[0].S[:i]))+1), nil
+		}),
+		fn("position", tt(text, text), i4, func(a []types.Value) (types.Value, error) {
+			// position(substring IN string): arguments arrive as (substring, string)
+			i := strings.Index(a[1].S, a[0].S)
+			if i < 0 {
+				return types.NewInt(i4, 0), nil
+			}
+			return types.NewInt(i4, int64(utf8.RuneCountInString(a[1].S[:i]))+1), nil
+		}),
+		fn("starts_with", tt(text, text), b, func(a []types.Value) (types.Value, error) {
+			return types.NewBool(strings.HasPrefix(a[0].S, a[1].S)), nil
+		}),
+		fn("split_part", tt(text, text, i4), text, func(a []types.Value) (types.Value, error) {
+			parts := strings.Split(a[0].S, a[1].S)
+			n := a[2].I
+			if n == 0 {
+				return types.NullValue, pgerror.New(pgerror.InvalidParameterValue, "field position must not be zero")
+			}
+			if n < 0 {
+				n = int64(len(parts)) + n + 1
+			}
+			if n < 1 || n > int64(len(parts)) {
+				return types.NewText(""), nil
+			}
+			return types.NewText(parts[n-1]), nil
+		}),
+		fn("lpad", tt(text, i4), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, " ", true)), nil }),
+		fn("lpad", tt(text, i4, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, a[2].S, true)), nil }),
+		fn("rpad", tt(text, i4), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, " ", false)), nil }),
+		fn("rpad", tt(text, i4, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, a[2].S, false)), nil }),
+		{Name: "concat", Args: tt(Any), Variadic: true, Ret: text, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
+			var sb strings.Builder
+			for _, v := range a {
+				if v.K != types.Null {
+					sb.WriteString(v.Text())
+				}
+			}
+			return types.NewText(sb.String()), nil
+		}},
+		// math
+		{Name: "abs", Args: tt(i8), Ret: i8, Eval1: func(a types.Value) (types.Value, error) {
+			if a.I == math.MinInt64 {
+				return types.NullValue, intOverflow(i8)
+			}
+			return types.NewInt8(abs64(a.I)), nil
+		}},
+		{Name: "abs", Args: tt(num), Ret: num, Eval1: func(a types.Value) (types.Value, error) {
+			d := new(apd.Decimal)
+			d.Abs(a.N)
+			return types.NewNumeric(d), nil
+		}},
+		{Name: "abs", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) { return types.NewFloat8(math.Abs(a.Float())), nil }},
+		{Name: "round", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) { return types.NewFloat8(math.RoundToEven(a.Float())), nil }},
+		{Name: "round", Args: tt(num), Ret: num, Eval1: func(a types.Value) (types.Value, error) { return roundDecimal(a.N, 0) }},
+		fn("round", tt(num, i4), num, func(a []types.Value) (types.Value, error) { return roundDecimal(a[0].N, int32(a[1].I)) }),
+		{Name: "ceil", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) { return types.NewFloat8(math.Ceil(a.Float())), nil }},
+		{Name: "ceiling", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) { return types.NewFloat8(math.Ceil(a.Float())), nil }},
+		{Name: "floor", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) { return types.NewFloat8(math.Floor(a.Float())), nil }},
+		{Name: "trunc", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) { return types.NewFloat8(math.Trunc(a.Float())), nil }},
+		{Name: "sign", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) {
+			f := a.Float()
+			switch {
+			case f > 0:
+				return types.NewFloat8(1), nil
+			case f < 0:
+				return types.NewFloat8(-1), nil
+			}
+			return types.NewFloat8(0), nil
+		}},
+		{Name: "sqrt", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) {
+			if a.Float() < 0 {
+				return types.NullValue, pgerror.New("2201F", "cannot take square root of a negative number")
+			}
+			return types.NewFloat8(math.Sqrt(a.Float())), nil
+		}},
+		{Name: "exp", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) { return checkFloat(f8, math.Exp(a.Float()), a.Float()) }},
+		{Name: "ln", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) {
+			if a.Float() <= 0 {
+				return types.NullValue, pgerror.New("2201E", "cannot take logarithm of a non-positive number")
+			}
+			return types.NewFloat8(math.Log(a.Float())), nil
+		}},
+		{Name: "log", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) {
+			if a.Float() <= 0 {
+				return types.NullValue, pgerror.New("2201E", "cannot take logarithm of a non-positive number")
+			}
+			return types.NewFloat8(math.Log10(a.Float())), nil
+		}},
+		fn("power", tt(f8, f8), f8, func(a []types.Value) (types.Value, error) {
+			return checkFloat(f8, math.Pow(a[0].Float(), a[1].Float()), a[0].Float(), a[1].Float())
+		}),
+		fn("pow", tt(f8, f8), f8, func(a []types.Value) (types.Value, error) {
+			return checkFloat(f8, math.Pow(a[0].Float(), a[1].Float()), a[0].Float(), a[1].Float())
+		}),
+		fn("mod", tt(i8, i8), i8, func(a []types.Value) (types.Value, error) { return intMod(i8)(a[0], a[1]) }),
+		fn("mod", tt(num, num), num, func(a []types.Value) (types.Value, error) {
+			if a[1].N.IsZero() {
+				return types.NullValue, errDivZero
+			}
+			return decOp(types.DecimalContext.Rem)(a[0], a[1])
+		}),
+		{Name: "random", Ret: f8, Volatile: true, Eval: func([]types.Value) (types.Value, error) { return types.NewFloat8(rand.Float64()), nil }},
+		{Name: "pi", Ret: f8, Eval: func([]types.Value) (types.Value, error) { return types.NewFloat8(math.Pi), nil }},
+		// time
+		{Name: "now", Ret: tz, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
+			return types.NewTimestamp(tz, time.Now().UnixMicro()), nil
+		}},
+		{Name: "current_timestamp", Ret: tz, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
+			return types.NewTimestamp(tz, time.Now().UnixMicro()), nil
+		}},
+		{Name: "localtimestamp", Ret: ts, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
+			return types.NewTimestamp(ts, time.Now().UnixMicro()), nil
+		}},
+		{Name: "clock_timestamp", Ret: tz, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
+			return types.NewTimestamp(tz, time.Now().UnixMicro()), nil
+		}},
+		{Name: "current_date", Ret: types.Date, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
+			return types.NewDate(floorDiv(time.Now().UnixMicro(), types.MicrosPerDay)), nil
+		}},
+		fn("date_trunc", tt(text, ts), ts, func(a []types.Value) (types.Value, error) {
+			us, err := truncTime(a[0].S, a[1].I)
+			return types.NewTimestamp(ts, us), err
+		}),
+		fn("date_trunc", tt(text, tz), tz, func(a []types.Value) (types.Value, error) {
+			us, err := truncTime(a[0].S, a[1].I)
+			return types.NewTimestamp(tz, us), err
+		}),
+		fn("date_part", tt(text, ts), f8, func(a []types.Value) (types.Value, error) {
+			f, err := extract(a[0].S, a[1].I)
+			return types.NewFloat8(f), err
+		}),
+		fn("date_part", tt(text, tz), f8, func(a []types.Value) (types.Value, error) {
+			f, err := extract(a[0].S, a[1].I)
+			return types.NewFloat8(f), err
+		}),
+		fn("extract", tt(text, ts), num, func(a []types.Value) (types.Value, error) {
+			f, err := extract(a[0].S, a[1].I)
+			if err != nil {
+				return types.NullValue, err
+			}
+			return types.Cast(types.NewFloat8(f), num)
+		}),
+		fn("extract", tt(text, tz), num, func(a []types.Value) (types.Value, error) {
+			f, err := extract(a[0].S, a[1].I)
+			if err != nil {
+				return types.NullValue, err
+			}
+			return types.Cast(types.NewFloat8(f), num)
+		}),
+		fn("extract", tt(text, iv), num, func(a []types.Value) (types.Value, error) {
+			if strings.EqualFold(a[0].S, "epoch") {
+				return types.Cast(types.NewFloat8(float64(a[1].Interval().Duration())/1e6), num)
+			}
+			return types.NullValue, pgerror.New(pgerror.FeatureNotSupported, "extract(%s from interval) is not supported yet", a[0].S)
+		}),
+		{Name: "to_timestamp", Args: tt(f8), Ret: tz, Eval1: func(a types.Value) (types.Value, error) {
+			return types.NewTimestamp(tz, int64(math.Round(a.Float()*1e6))), nil
+		}},
+		// nulls and comparisons
+		{Name: "nullif", Args: tt(Any, Any), Ret: Any, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
+			if a[0].K != types.Null && a[1].K != types.Null && types.Compare(a[0], a[1]) == 0 {
+				return types.NullValue, nil
+			}
+			return a[0], nil
+		}},
+		{Name: "greatest", Args: tt(Any), Variadic: true, Ret: Any, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
+			best := types.NullValue
+			for _, v := range a {
+				if v.K != types.Null && (best.K == types.Null || types.Compare(v, best) > 0) {
+					best = v
+				}
+			}
+			return best, nil
+		}},
+		{Name: "least", Args: tt(Any), Variadic: true, Ret: Any, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
+			best := types.NullValue
+			for _, v := range a {
+				if v.K != types.Null && (best.K == types.Null || types.Compare(v, best) < 0) {
+					best = v
+				}
+			}
+			return best, nil
+		}},
+		fn("like", tt(text, text), b, func(a []types.Value) (types.Value, error) {
+			m, err := likeMatch(a[0].S, a[1].S, false)
+			return types.NewBool(m), err
+		}),
+		fn("ilike", tt(text, text), b, func(a []types.Value) (types.Value, error) {
+			m, err := likeMatch(a[0].S, a[1].S, true)
+			return types.NewBool(m), err
+		}),
+		fn("regexp_match_bool", tt(text, text), b, func(a []types.Value) (types.Value, error) {
+			m, err := regexMatch(a[0].S, a[1].S, false)
+			return types.NewBool(m), err
+		}),
+		fn("regexp_imatch_bool", tt(text, text), b, func(a []types.Value) (types.Value, error) {
+			m, err := regexMatch(a[0].S, a[1].S, true)
+			return types.NewBool(m), err
+		}),
+		{Name: "pg_typeof", Args: tt(Any), Ret: text, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
+			return types.NewText(a[0].K.String()), nil
+		}},
+		// jsonb
+		fn("->>", tt(types.JSONB, text), text, func(a []types.Value) (types.Value, error) { return jsonField(a[0], a[1].S, true) }),
+		fn("->", tt(types.JSONB, text), types.JSONB, func(a []types.Value) (types.Value, error) { return jsonField(a[0], a[1].S, false) }),
+	}
+	for _, f := range fs {
+		if f.Name == "->>" || f.Name == "->" {
+			f.Infix = true
+		}
+	}
+	Register(fs...)
+}

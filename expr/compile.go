@@ -1,0 +1,328 @@
+package expr
+
+import (
+	"fmt"
+
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Eval evaluates a compiled expression over one input row.
+type Eval func(row types.Row) (types.Value, error)
+
+// Predicate evaluates a boolean expression; NULL counts as false, as in WHERE.
+type Predicate func(row types.Row) (bool, error)
+
+// Compile turns e into an Eval; params are the bound values of $1…$n.
+func Compile(e *Expr, params []types.Value) (Eval, error) { return compile(e, params) }
+
+// CompilePredicate compiles a boolean expression for filtering.
+func CompilePredicate(e *Expr, params []types.Value) (Predicate, error) {
+	if e.Type != types.Bool && e.Type != types.Null {
+		return nil, pgerror.New(pgerror.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", e.Type)
+	}
+	ev, err := compile(e, params)
+	if err != nil {
+		return nil, err
+	}
+	return func(row types.Row) (bool, error) {
+		v, err := ev(row)
+		return v.K == types.Bool && v.I != 0, err
+	}, nil
+}
+
+func compile(e *Expr, params []types.Value) (Eval, error) {
+	switch e.Kind {
+	case KCol:
+		i := e.Col
+		return func(row types.Row) (types.Value, error) { return row[i], nil }, nil
+	case KConst:
+		v := e.Val
+		if v.K == types.Unknown && e.Type != types.Unknown && e.Type != types.Null {
+			var err error
+			if v, err = types.Cast(v, e.Type); err != nil {
+				return nil, err
+			}
+		}
+		return func(types.Row) (types.Value, error) { return v, nil }, nil
+	case KParam:
+		if e.Col >= len(params) {
+			return nil, pgerror.New(pgerror.UndefinedParameter, "there is no parameter $%d", e.Col+1)
+		}
+		v, err := types.Cast(params[e.Col], e.Type)
+		if err != nil {
+			return nil, err
+		}
+		return func(types.Row) (types.Value, error) { return v, nil }, nil
+	}
+	args := make([]Eval, len(e.Args))
+	for i, a := range e.Args {
+		ev, err := compile(a, params)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = ev
+	}
+	switch e.Kind {
+	case KCast:
+		to, x := e.Type, args[0]
+		return func(row types.Row) (types.Value, error) {
+			v, err := x(row)
+			if err != nil || v.K == types.Null {
+				return v, err
+			}
+			return types.Cast(v, to)
+		}, nil
+	case KAnd, KOr:
+		isAnd := e.Kind == KAnd
+		return func(row types.Row) (types.Value, error) {
+			sawNull := false
+			for _, a := range args {
+				v, err := a(row)
+				if err != nil {
+					return v, err
+				}
+				if v.K == types.Null {
+					sawNull = true
+					continue
+				}
+				if (v.I != 0) != isAnd { // false for AND, true for OR decides
+					return v, nil
+				}
+			}
+			if sawNull {
+				return types.NullValue, nil
+			}
+			return types.NewBool(isAnd), nil
+		}, nil
+	case KNot:
+		x := args[0]
+		return func(row types.Row) (types.Value, error) {
+			v, err := x(row)
+			if err != nil || v.K == types.Null {
+				return v, err
+			}
+			return types.NewBool(v.I == 0), nil
+		}, nil
+	case KIsNull:
+		x := args[0]
+		return func(row types.Row) (types.Value, error) {
+			v, err := x(row)
+			return types.NewBool(v.K == types.Null), err
+		}, nil
+	case KDistinct:
+		l, r := args[0], args[1]
+		return func(row types.Row) (types.Value, error) {
+			a, err := l(row)
+			if err != nil {
+				return a, err
+			}
+			b, err := r(row)
+			if err != nil {
+				return b, err
+			}
+			return types.NewBool(!types.Equal(a, b)), nil
+		}, nil
+	case KCase:
+		n := len(args)
+		hasElse := e.HasElse
+		return func(row types.Row) (types.Value, error) {
+			m := n
+			if hasElse {
+				m--
+			}
+			for i := 0; i+1 < m; i += 2 {
+				c, err := args[i](row)
+				if err != nil {
+					return c, err
+				}
+				if c.K == types.Bool && c.I != 0 {
+					return args[i+1](row)
+				}
+			}
+			if hasElse {
+				return args[n-1](row)
+			}
+			return types.NullValue, nil
+		}, nil
+	case KCoalesce:
+		return func(row types.Row) (types.Value, error) {
+			for _, a := range args {
+				v, err := a(row)
+				if err != nil || v.K != types.Null {
+					return v, err
+				}
+			}
+			return types.NullValue, nil
+		}, nil
+	case KIn:
+		x, list := args[0], args[1:]
+		return func(row types.Row) (types.Value, error) {
+			v, err := x(row)
+			if err != nil || v.K == types.Null {
+				return types.NullValue, err
+			}
+			sawNull := false
+			for _, a := range list {
+				w, err := a(row)
+				if err != nil {
+					return w, err
+				}
+				if w.K == types.Null {
+					sawNull = true
+				} else if types.Compare(v, w) == 0 {
+					return types.NewBool(true), nil
+				}
+			}
+			if sawNull {
+				return types.NullValue, nil
+			}
+			return types.NewBool(false), nil
+		}, nil
+	case KCall:
+		f := lookupKey(e.Fn)
+		if f == nil {
+			return nil, pgerror.New(pgerror.UndefinedFunction, "function %s is not known to this server", e.Fn)
+		}
+		if cmp, ok := compileCompare(f.Name, e.Args[0].Type, args); ok {
+			return cmp, nil
+		}
+		return callEval(f, args), nil
+	}
+	return nil, fmt.Errorf("expr: unknown node kind %d", e.Kind)
+}
+
+func callEval(f *Func, args []Eval) Eval {
+	strict := !f.NonStrict
+	fn := f.Eval
+	switch len(args) {
+	case 0:
+		return func(types.Row) (types.Value, error) { return fn(nil) }
+	case 1:
+		a0 := args[0]
+		if f.Eval1 != nil {
+			fn1 := f.Eval1
+			return func(row types.Row) (types.Value, error) {
+				v, err := a0(row)
+				if err != nil || (strict && v.K == types.Null) {
+					return types.NullValue, err
+				}
+				return fn1(v)
+			}
+		}
+		return func(row types.Row) (types.Value, error) {
+			v, err := a0(row)
+			if err != nil {
+				return v, err
+			}
+			if strict && v.K == types.Null {
+				return types.NullValue, nil
+			}
+			var buf [1]types.Value
+			buf[0] = v
+			return fn(buf[:])
+		}
+	case 2:
+		a0, a1 := args[0], args[1]
+		if f.Eval2 != nil {
+			fn2 := f.Eval2
+			return func(row types.Row) (types.Value, error) {
+				v0, err := a0(row)
+				if err != nil {
+					return v0, err
+				}
+				v1, err := a1(row)
+				if err != nil {
+					return v1, err
+				}
+				if strict && (v0.K == types.Null || v1.K == types.Null) {
+					return types.NullValue, nil
+				}
+				return fn2(v0, v1)
+			}
+		}
+		return func(row types.Row) (types.Value, error) {
+			v0, err := a0(row)
+			if err != nil {
+				return v0, err
+			}
+			v1, err := a1(row)
+			if err != nil {
+				return v1, err
+			}
+			if strict && (v0.K == types.Null || v1.K == types.Null) {
+				return types.NullValue, nil
+			}
+			var buf [2]types.Value
+			buf[0], buf[1] = v0, v1
+			return fn(buf[:])
+		}
+	}
+	return func(row types.Row) (types.Value, error) {
+		vals := make([]types.Value, len(args))
+		for i, a := range args {
+			v, err := a(row)
+			if err != nil {
+				return v, err
+			}
+			if strict && v.K == types.Null {
+				return types.NullValue, nil
+			}
+			vals[i] = v
+		}
+		return fn(vals)
+	}
+}
+
+// compileCompare specialises the comparison operators by operand type.
+func compileCompare(op string, t types.Type, args []Eval) (Eval, bool) {
+	if !compareOps[op] || len(args) != 2 {
+		return nil, false
+	}
+	var test func(c int) bool
+	switch op {
+	case "=":
+		test = func(c int) bool { return c == 0 }
+	case "<>":
+		test = func(c int) bool { return c != 0 }
+	case "<":
+		test = func(c int) bool { return c < 0 }
+	case "<=":
+		test = func(c int) bool { return c <= 0 }
+	case ">":
+		test = func(c int) bool { return c > 0 }
+	case ">=":
+		test = func(c int) bool { return c >= 0 }
+	}
+	l, r := args[0], args[1]
+	if t.IsInteger() || t == types.Timestamp || t == types.TimestampTZ || t == types.Date || t == types.Bool {
+		return func(row types.Row) (types.Value, error) {
+			a, err := l(row)
+			if err != nil || a.K == types.Null {
+				return types.NullValue, err
+			}
+			b, err := r(row)
+			if err != nil || b.K == types.Null {
+				return types.NullValue, err
+			}
+			c := 0
+			if a.I < b.I {
+				c = -1
+			} else if a.I > b.I {
+				c = 1
+			}
+			return types.NewBool(test(c)), nil
+		}, true
+	}
+	return func(row types.Row) (types.Value, error) {
+		a, err := l(row)
+		if err != nil || a.K == types.Null {
+			return types.NullValue, err
+		}
+		b, err := r(row)
+		if err != nil || b.K == types.Null {
+			return types.NullValue, err
+		}
+		return types.NewBool(test(types.Compare(a, b))), nil
+	}, true
+}

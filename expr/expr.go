@@ -1,0 +1,247 @@
+package expr
+
+import (
+	"strings"
+
+	"github.com/fvsql/fvsql/types"
+)
+
+// Kind is the kind of an expression node.
+type Kind uint8
+
+// Node kinds.
+const (
+	KCol      Kind = iota + 1 // input column Col
+	KConst                    // constant Val
+	KParam                    // $Col+1, bound at compile time
+	KCall                     // function or operator Fn over Args
+	KCast                     // Args[0] cast to Type
+	KAnd                      // three-valued AND of Args
+	KOr                       // three-valued OR of Args
+	KNot                      // NOT Args[0]
+	KIsNull                   // Args[0] IS NULL
+	KCase                     // Args: cond1, res1, cond2, res2, …, [else]; HasElse
+	KCoalesce                 // first non-null of Args
+	KIn                       // Args[0] IN (Args[1:])
+	KDistinct                 // Args[0] IS DISTINCT FROM Args[1]
+)
+
+// Expr is a typed expression tree. It is plain data: safe to share,
+// serialisable to JSON, never mutated after building.
+type Expr struct {
+	Kind    Kind        `json:"k"`
+	Type    types.Type  `json:"t"`
+	Col     int         `json:"c,omitempty"`
+	Val     types.Value `json:"v,omitempty"`
+	Fn      string      `json:"f,omitempty"` // overload key, see Func.Key
+	Args    []*Expr     `json:"a,omitempty"`
+	HasElse bool        `json:"e,omitempty"`
+	Name    string      `json:"n,omitempty"` // column name or display name
+}
+
+// Col returns a reference to input column i of type t.
+func Col(i int, t types.Type, name string) *Expr {
+	return &Expr{Kind: KCol, Type: t, Col: i, Name: name}
+}
+
+// Const returns a constant.
+func Const(v types.Value) *Expr {
+	t := v.K
+	return &Expr{Kind: KConst, Type: t, Val: v}
+}
+
+// TypedNull returns a NULL constant of type t.
+func TypedNull(t types.Type) *Expr { return &Expr{Kind: KConst, Type: t} }
+
+// Param returns a reference to parameter n (0-based) of type t.
+func Param(n int, t types.Type) *Expr { return &Expr{Kind: KParam, Type: t, Col: n} }
+
+// IsConst reports whether e is a constant.
+func (e *Expr) IsConst() bool { return e.Kind == KConst }
+
+// Walk calls fn on e and every node below it, depth first.
+func (e *Expr) Walk(fn func(*Expr)) {
+	fn(e)
+	for _, a := range e.Args {
+		a.Walk(fn)
+	}
+}
+
+// Columns returns the sorted set of input columns e reads.
+func (e *Expr) Columns() []int {
+	seen := map[int]bool{}
+	var out []int
+	e.Walk(func(n *Expr) {
+		if n.Kind == KCol && !seen[n.Col] {
+			seen[n.Col] = true
+			out = append(out, n.Col)
+		}
+	})
+	return out
+}
+
+// Remap returns a copy of e with column i replaced by column m[i].
+func (e *Expr) Remap(m map[int]int) *Expr {
+	c := *e
+	if c.Kind == KCol {
+		if n, ok := m[c.Col]; ok {
+			c.Col = n
+		}
+	}
+	if len(e.Args) > 0 {
+		c.Args = make([]*Expr, len(e.Args))
+		for i, a := range e.Args {
+			c.Args[i] = a.Remap(m)
+		}
+	}
+	return &c
+}
+
+// Substitute returns a copy of e with every column reference replaced by
+// the expression at that index of by (used to push expressions through a
+// projection).
+func (e *Expr) Substitute(by []*Expr) *Expr {
+	if e.Kind == KCol {
+		return by[e.Col]
+	}
+	c := *e
+	if len(e.Args) > 0 {
+		c.Args = make([]*Expr, len(e.Args))
+		for i, a := range e.Args {
+			c.Args[i] = a.Substitute(by)
+		}
+	}
+	return &c
+}
+
+// String renders e as SQL-like text for EXPLAIN and messages.
+func (e *Expr) String() string {
+	var sb strings.Builder
+	e.format(&sb)
+	return sb.String()
+}
+
+func (e *Expr) format(sb *strings.Builder) {
+	switch e.Kind {
+	case KCol:
+		if e.Name != "" {
+			sb.WriteString(e.Name)
+		} else {
+			sb.WriteString("#")
+			sb.WriteString(itoa(e.Col))
+		}
+	case KConst:
+		switch {
+		case e.Val.K == types.Null:
+			sb.WriteString("NULL")
+		case e.Val.K.IsNumeric() || e.Val.K == types.Bool:
+			sb.WriteString(e.Val.Text())
+		default:
+			sb.WriteString("'")
+			sb.WriteString(strings.ReplaceAll(e.Val.Text(), "'", "''"))
+			sb.WriteString("'")
+			if e.Val.K != types.Unknown && e.Val.K != types.Text {
+				sb.WriteString("::")
+				sb.WriteString(e.Val.K.String())
+			}
+		}
+	case KParam:
+		sb.WriteString("$")
+		sb.WriteString(itoa(e.Col + 1))
+	case KCall:
+		f := lookupKey(e.Fn)
+		name := e.Fn
+		if f != nil {
+			name = f.Name
+		}
+		if f != nil && f.Infix && len(e.Args) == 2 {
+			sb.WriteString("(")
+			e.Args[0].format(sb)
+			sb.WriteString(" " + name + " ")
+			e.Args[1].format(sb)
+			sb.WriteString(")")
+			return
+		}
+		if f != nil && f.Infix && len(e.Args) == 1 {
+			sb.WriteString(name)
+			e.Args[0].format(sb)
+			return
+		}
+		sb.WriteString(name)
+		sb.WriteString("(")
+		for i, a := range e.Args {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			a.format(sb)
+		}
+		sb.WriteString(")")
+	case KCast:
+		e.Args[0].format(sb)
+		sb.WriteString("::")
+		sb.WriteString(e.Type.String())
+	case KAnd, KOr:
+		op := " AND "
+		if e.Kind == KOr {
+			op = " OR "
+		}
+		sb.WriteString("(")
+		for i, a := range e.Args {
+			if i > 0 {
+				sb.WriteString(op)
+			}
+			a.format(sb)
+		}
+		sb.WriteString(")")
+	case KNot:
+		sb.WriteString("NOT ")
+		e.Args[0].format(sb)
+	case KIsNull:
+		e.Args[0].format(sb)
+		sb.WriteString(" IS NULL")
+	case KDistinct:
+		e.Args[0].format(sb)
+		sb.WriteString(" IS DISTINCT FROM ")
+		e.Args[1].format(sb)
+	case KCase:
+		sb.WriteString("CASE")
+		n := len(e.Args)
+		if e.HasElse {
+			n--
+		}
+		for i := 0; i+1 < n; i += 2 {
+			sb.WriteString(" WHEN ")
+			e.Args[i].format(sb)
+			sb.WriteString(" THEN ")
+			e.Args[i+1].format(sb)
+		}
+		if e.HasElse {
+			sb.WriteString(" ELSE ")
+			e.Args[n].format(sb)
+		}
+		sb.WriteString(" END")
+	case KCoalesce:
+		sb.WriteString("coalesce(")
+		for i, a := range e.Args {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			a.format(sb)
+		}
+		sb.WriteString(")")
+	case KIn:
+		e.Args[0].format(sb)
+		sb.WriteString(" IN (")
+		for i, a := range e.Args[1:] {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			a.format(sb)
+		}
+		sb.WriteString(")")
+	}
+}
+
+func itoa(i int) string {
+	return types.NewInt8(int64(i)).Text()
+}

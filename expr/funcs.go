@@ -1,0 +1,268 @@
+package expr
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Any is the pseudo-type of a polymorphic parameter: it accepts every type
+// and, for functions whose Ret is Any, the result takes the arguments'
+// common type. It reuses the otherwise unused Null type code.
+const Any = types.Null
+
+// Func is one overload of a function or operator.
+type Func struct {
+	Name     string
+	Args     []types.Type
+	Variadic bool       // the last parameter repeats
+	Ret      types.Type // Any: the common type of the arguments
+	Infix    bool       // printed as an operator
+	// NonStrict functions are called with NULL arguments; strict ones
+	// (the default) return NULL when any argument is NULL.
+	NonStrict bool
+	// Volatile functions (now(), random()) are never constant-folded.
+	Volatile bool
+	Eval     func(args []types.Value) (types.Value, error)
+	// Eval1 and Eval2, when set, replace Eval for one and two arguments
+	// on the hot path (no argument slice).
+	Eval1 func(a types.Value) (types.Value, error)
+	Eval2 func(a, b types.Value) (types.Value, error)
+	key   string
+}
+
+// Key identifies the overload in serialised plans: name(type,…).
+func (f *Func) Key() string {
+	if f.key == "" {
+		parts := make([]string, len(f.Args))
+		for i, a := range f.Args {
+			parts[i] = fmt.Sprint(uint8(a))
+		}
+		v := ""
+		if f.Variadic {
+			v = "..."
+		}
+		f.key = f.Name + "(" + strings.Join(parts, ",") + v + ")"
+	}
+	return f.key
+}
+
+var registry = struct {
+	sync.RWMutex
+	byName map[string][]*Func
+	byKey  map[string]*Func
+}{byName: map[string][]*Func{}, byKey: map[string]*Func{}}
+
+// Register adds overloads to the registry. Earlier registrations win ties
+// in overload resolution, so register the preferred overload first.
+func Register(fs ...*Func) {
+	registry.Lock()
+	defer registry.Unlock()
+	for _, f := range fs {
+		switch {
+		case f.Eval != nil:
+		case f.Eval1 != nil:
+			f1 := f.Eval1
+			f.Eval = func(a []types.Value) (types.Value, error) { return f1(a[0]) }
+		case f.Eval2 != nil:
+			f2 := f.Eval2
+			f.Eval = func(a []types.Value) (types.Value, error) { return f2(a[0], a[1]) }
+		}
+		registry.byName[f.Name] = append(registry.byName[f.Name], f)
+		registry.byKey[f.Key()] = f
+	}
+}
+
+func lookupKey(key string) *Func {
+	registry.RLock()
+	defer registry.RUnlock()
+	return registry.byKey[key]
+}
+
+// Exists reports whether any overload of name is registered.
+func Exists(name string) bool {
+	registry.RLock()
+	defer registry.RUnlock()
+	return len(registry.byName[name]) > 0
+}
+
+// castCost is the cost of an implicit cast from one type to another, or -1
+// when PostgreSQL would not cast implicitly.
+func castCost(from, to types.Type) int {
+	if from == to || to == Any {
+		return 0
+	}
+	if from == types.Null || from == types.Unknown {
+		return 1
+	}
+	rank := func(t types.Type) int {
+		switch t {
+		case types.Int2:
+			return 1
+		case types.Int4:
+			return 2
+		case types.Int8:
+			return 3
+		case types.Numeric:
+			return 4
+		case types.Float4:
+			return 5
+		case types.Float8:
+			return 6
+		}
+		return 0
+	}
+	if rf, rt := rank(from), rank(to); rf > 0 && rt > 0 {
+		if rf < rt {
+			return 1 + rt - rf
+		}
+		return -1
+	}
+	switch {
+	case from == types.Oid && (to == types.Int8 || to == types.Int4):
+		return 1
+	case from.IsInteger() && to == types.Oid:
+		return 1
+	case from.IsString() && to == types.Text:
+		return 1
+	case from == types.Text && (to == types.Varchar || to == types.Name):
+		return 2
+	case from == types.Date && to == types.Timestamp:
+		return 1
+	case from == types.Date && to == types.TimestampTZ:
+		return 2
+	case from == types.Timestamp && to == types.TimestampTZ:
+		return 1
+	case from == types.TimestampTZ && to == types.Timestamp:
+		return 3
+	}
+	return -1
+}
+
+// CanImplicitCast reports whether from casts to to implicitly.
+func CanImplicitCast(from, to types.Type) bool { return castCost(from, to) >= 0 }
+
+// Resolve picks the overload of name for the given argument types and
+// returns it with the parameter type each argument must be cast to.
+func Resolve(name string, args []types.Type) (*Func, []types.Type, error) {
+	registry.RLock()
+	cands := registry.byName[name]
+	registry.RUnlock()
+	if len(cands) == 0 {
+		return nil, nil, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", signature(name, args))
+	}
+	var best *Func
+	bestCost := -1
+	for _, f := range cands {
+		params, ok := expand(f, len(args))
+		if !ok {
+			continue
+		}
+		cost := 0
+		for i, a := range args {
+			c := castCost(a, params[i])
+			if c < 0 {
+				cost = -1
+				break
+			}
+			cost += c
+		}
+		if cost >= 0 && (bestCost < 0 || cost < bestCost) {
+			best, bestCost = f, cost
+		}
+	}
+	if best == nil {
+		what := "function"
+		if cands[0].Infix {
+			what = "operator"
+		}
+		return nil, nil, pgerror.New(pgerror.UndefinedFunction, "%s %s does not exist", what, signature(name, args)).
+			WithHint("No %s matches the given name and argument types. You might need to add explicit type casts.", what)
+	}
+	params, _ := expand(best, len(args))
+	if best.Ret == Any || containsAny(params) {
+		common, err := CommonType(args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range params {
+			if params[i] == Any {
+				params[i] = common
+			}
+		}
+	}
+	return best, params, nil
+}
+
+func containsAny(ts []types.Type) bool {
+	for _, t := range ts {
+		if t == Any {
+			return true
+		}
+	}
+	return false
+}
+
+func expand(f *Func, n int) ([]types.Type, bool) {
+	if !f.Variadic {
+		return f.Args, len(f.Args) == n
+	}
+	if n < len(f.Args)-1 {
+		return nil, false
+	}
+	out := make([]types.Type, n)
+	copy(out, f.Args)
+	for i := len(f.Args) - 1; i < n; i++ {
+		out[i] = f.Args[len(f.Args)-1]
+	}
+	return out, true
+}
+
+func signature(name string, args []types.Type) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = a.String()
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// CommonType is the type values of the given types unify to (CASE arms,
+// UNION columns, IN lists, comparison operands), following PostgreSQL's
+// rules: unknown literals take the others' type, numbers widen, strings
+// become text, dates widen to timestamps.
+func CommonType(ts ...types.Type) (types.Type, error) {
+	var out types.Type = types.Null
+	for _, t := range ts {
+		if t == types.Null || t == types.Unknown {
+			continue
+		}
+		if out == types.Null {
+			out = t
+			continue
+		}
+		if out == t {
+			continue
+		}
+		switch {
+		case castCost(t, out) >= 0 && (castCost(out, t) < 0 || castCost(t, out) <= castCost(out, t)):
+			// t widens into out
+		case castCost(out, t) >= 0:
+			out = t
+		case out.IsNumeric() && t.IsNumeric():
+			out = types.Float8
+		default:
+			return types.Null, pgerror.New(pgerror.DatatypeMismatch, "types %s and %s cannot be matched", out, t)
+		}
+	}
+	if out == types.Null {
+		for _, t := range ts {
+			if t == types.Unknown {
+				return types.Text, nil
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,163 @@
+package expr
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Patterns are nearly always constants, so compiled regexps are cached by
+// pattern text; the cache is bounded to keep hostile queries from growing it.
+var patternCache = struct {
+	sync.Mutex
+	m map[string]*regexp.Regexp
+}{m: map[string]*regexp.Regexp{}}
+
+func cachedRegexp(key, expr string) (*regexp.Regexp, error) {
+	patternCache.Lock()
+	re, ok := patternCache.m[key]
+	patternCache.Unlock()
+	if ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, pgerror.New("2201B", "invalid regular expression: %v", err)
+	}
+	patternCache.Lock()
+	if len(patternCache.m) > 4096 {
+		patternCache.m = map[string]*regexp.Regexp{}
+	}
+	patternCache.m[key] = re
+	patternCache.Unlock()
+	return re, nil
+}
+
+// likeMatch implements LIKE/ILIKE with % and _ wildcards and backslash
+// escapes.
+func likeMatch(s, pattern string, ci bool) (bool, error) {
+	// Fast paths for the common shapes: 'abc', 'abc%', '%abc', '%abc%'.
+	if !ci && !strings.ContainsAny(pattern, "_\\") {
+		inner := strings.Trim(pattern, "%")
+		if !strings.Contains(inner, "%") {
+			pre := strings.HasPrefix(pattern, "%")
+			suf := strings.HasSuffix(pattern, "%") && len(pattern) > len(inner)+btoi(pre)
+			switch {
+			case pre && suf:
+				return strings.Contains(s, inner), nil
+			case pre:
+				return strings.HasSuffix(s, inner), nil
+			case suf:
+				return strings.HasPrefix(s, inner), nil
+			default:
+				return s == pattern, nil
+			}
+		}
+	}
+	var sb strings.Builder
+	if ci {
+		sb.WriteString("(?is)^")
+	} else {
+		sb.WriteString("(?s)^")
+	}
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch c {
+		case '%':
+			sb.WriteString(".*")
+		case '_':
+			sb.WriteString(".")
+		case '\\':
+			if i+1 >= len(pattern) {
+				return false, pgerror.New(pgerror.InvalidEscapeSequence, "LIKE pattern must not end with escape character")
+			}
+			i++
+			sb.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+		default:
+			sb.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+		}
+	}
+	sb.WriteString("$")
+	key := "L" + string(btoc(ci)) + pattern
+	re, err := cachedRegexp(key, sb.String())
+	if err != nil {
+		return false, err
+	}
+	return re.MatchString(s), nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func btoc(b bool) byte {
+	if b {
+		return 'i'
+	}
+	return 'c'
+}
+
+// regexMatch implements the ~ and ~* operators (POSIX regular expressions,
+// approximated by Go's RE2 syntax).
+func regexMatch(s, pattern string, ci bool) (bool, error) {
+	expr := pattern
+	if ci {
+		expr = "(?i)" + pattern
+	}
+	re, err := cachedRegexp("R"+string(btoc(ci))+pattern, expr)
+	if err != nil {
+		return false, err
+	}
+	return re.MatchString(s), nil
+}
+
+// jsonField implements jsonb -> 'key' and ->> 'key' (and array indexes
+// given as text digits).
+func jsonField(doc types.Value, key string, asText bool) (types.Value, error) {
+	var v any
+	if err := json.Unmarshal([]byte(doc.S), &v); err != nil {
+		return types.NullValue, pgerror.New(pgerror.InvalidTextRepresentation, "invalid jsonb value")
+	}
+	var field any
+	switch o := v.(type) {
+	case map[string]any:
+		f, ok := o[key]
+		if !ok {
+			return types.NullValue, nil
+		}
+		field = f
+	case []any:
+		i, err := types.ParseText(types.Int4, key)
+		if err != nil || i.I < 0 || int(i.I) >= len(o) {
+			return types.NullValue, nil
+		}
+		field = o[i.I]
+	default:
+		return types.NullValue, nil
+	}
+	if field == nil {
+		if asText {
+			return types.NullValue, nil
+		}
+		return types.NewJSONB("null"), nil
+	}
+	if s, ok := field.(string); ok && asText {
+		return types.NewText(s), nil
+	}
+	raw, _ := json.Marshal(field)
+	norm, err := types.NormalizeJSON(raw)
+	if err != nil {
+		return types.NullValue, err
+	}
+	if asText {
+		return types.NewText(norm), nil
+	}
+	return types.NewJSONB(norm), nil
+}

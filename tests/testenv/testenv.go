@@ -1,0 +1,88 @@
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"strings"
+	"testing"
+)
+
+const (
+	kafkaEnv = "FVSQL_TEST_KAFKA"
+	redisEnv = "FVSQL_TEST_REDIS"
+)
+
+// Kafka returns the Kafka bootstrap brokers from FVSQL_TEST_KAFKA, as given
+// (comma separated host:port list). When the variable is unset it skips the
+// test, or fails it if the CI environment variable is non-empty.
+func Kafka(t testing.TB) string {
+	t.Helper()
+	return service(t, kafkaEnv, "a Kafka broker")
+}
+
+// Redis returns the Redis server address (host:port) from FVSQL_TEST_REDIS.
+// When the variable is unset it skips the test, or fails it if the CI
+// environment variable is non-empty.
+func Redis(t testing.TB) string {
+	t.Helper()
+	return service(t, redisEnv, "a Redis server")
+}
+
+func service(t testing.TB, env, what string) string {
+	t.Helper()
+	if addr := strings.TrimSpace(os.Getenv(env)); addr != "" {
+		return addr
+	}
+	if ci := os.Getenv("CI"); ci != "" {
+		t.Fatalf("%s is not set but CI=%q: CI must run this test against %s; run it through ./scripts/test.sh", env, ci, what)
+	}
+	t.Skip("set " + env + " to " + what + " to run this test (./scripts/test.sh does)")
+	return ""
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago: it
+// binds 127.0.0.1:0, reads the port the kernel chose and closes the listener.
+// Another process may take the port before the caller binds it, which is
+// unlikely on a test machine; callers that start a server should still report
+// a failed bind clearly.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testenv: finding a free port on 127.0.0.1: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		t.Fatalf("testenv: closing probe listener on port %d: %v", port, err)
+	}
+	return port
+}
+
+// UniqueName returns prefix followed by 16 random lowercase hex characters,
+// for topics, consumer groups, Redis streams and keys of tests that share one
+// service. The prefix should end with a separator, e.g.
+// UniqueName("services-txn-"). Characters of prefix that are not allowed in a
+// Kafka topic name ([a-zA-Z0-9._-]) are replaced by '-', so t.Name() may be
+// used as a prefix, and the result is at most 249 characters, Kafka's limit.
+func UniqueName(prefix string) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand.Read does not fail on supported platforms.
+		panic("testenv: reading random bytes: " + err.Error())
+	}
+	clean := []byte(prefix)
+	for i, c := range clean {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			clean[i] = '-'
+		}
+	}
+	suffix := hex.EncodeToString(b[:])
+	const maxTopicLen = 249
+	if len(clean) > maxTopicLen-len(suffix) {
+		clean = clean[:maxTopicLen-len(suffix)]
+	}
+	return string(clean) + suffix
+}
