@@ -184,8 +184,10 @@ func compile(e *Expr, params []types.Value) (Eval, error) {
 		if f == nil {
 			return nil, pgerror.New(pgerror.UndefinedFunction, "function %s is not known to this server", e.Fn)
 		}
-		if cmp, ok := compileCompare(f.Name, e.Args[0].Type, args); ok {
-			return cmp, nil
+		if compareOps[f.Name] && len(e.Args) == 2 {
+			if cmp, ok := compileCompare(f.Name, e.Args[0].Type, args); ok {
+				return cmp, nil
+			}
 		}
 		return callEval(f, args), nil
 	}

@@ -371,3 +371,7 @@ func init() {
 	}
 	Register(fs...)
 }
+
+// DivNumeric divides two numerics with PostgreSQL's result scale (used by
+// avg over integers and numerics).
+func DivNumeric(a, b types.Value) (types.Value, error) { return divDecimal(a, b) }

@@ -1,0 +1,113 @@
+// Command fvsql runs the fvsql server: a PostgreSQL-wire gateway to
+// streams on Kafka. It only reads flags and environment and wires the
+// packages together; see ARCHITECTURE.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	_ "github.com/fvsql/fvsql/backends/kafka" // kafka:// streams
+	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/server"
+)
+
+// envDefault returns the environment variable's value, or def.
+func envDefault(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "fvsql:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("fvsql", flag.ContinueOnError)
+	listen := fs.String("listen", envDefault("FVSQL_LISTEN", "127.0.0.1:5433"), "PostgreSQL wire protocol address (FVSQL_LISTEN)")
+	dataDir := fs.String("data-dir", envDefault("FVSQL_DATA_DIR", "./fvsql-data"), "data directory (FVSQL_DATA_DIR)")
+	kafkaBrokers := fs.String("kafka", envDefault("FVSQL_KAFKA_BROKERS", ""), "brokers of a real Kafka cluster, comma-separated; empty runs the embedded broker (FVSQL_KAFKA_BROKERS)")
+	kafkaListen := fs.String("kafka-listen", envDefault("FVSQL_KAFKA_LISTEN", "127.0.0.1:9092"), "the embedded broker's Kafka endpoint (FVSQL_KAFKA_LISTEN)")
+	auth := fs.String("auth", envDefault("FVSQL_AUTH", "trust"), "client authentication: trust, password, md5 or scram-sha-256 (FVSQL_AUTH)")
+	users := fs.String("users", envDefault("FVSQL_USERS", ""), "user:password pairs, comma-separated, for password authentication (FVSQL_USERS)")
+	topicPrefix := fs.String("topic-prefix", envDefault("FVSQL_TOPIC_PREFIX", ""), "prefix of every Kafka topic and group fvsql creates (FVSQL_TOPIC_PREFIX)")
+	logLevel := fs.String("log-level", envDefault("FVSQL_LOG_LEVEL", "info"), "debug, info, warn or error (FVSQL_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	userMap, err := parseUsers(*users)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var brokers []string
+	if *kafkaBrokers != "" {
+		brokers = strings.Split(*kafkaBrokers, ",")
+	}
+	srv, err := server.Open(ctx, server.Config{
+		DataDir: *dataDir, Kafka: brokers, KafkaListen: *kafkaListen, TopicPrefix: *topicPrefix, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	wire, err := pgwire.NewServer(pgwire.Config{
+		Addr: *listen, Auth: *auth, Users: userMap, ServerVersion: server.ServerVersion, Logger: log,
+	}, srv)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	log.Info("fvsql ready", "listen", ln.Addr().String(), "kafka", strings.Join(srv.KafkaBrokers(), ","), "data_dir", *dataDir)
+	errc := make(chan error, 1)
+	go func() { errc <- wire.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-errc:
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+	}
+	return wire.Close()
+}
+
+func parseUsers(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if s == "" {
+		return out, nil
+	}
+	for _, pair := range strings.Split(s, ",") {
+		u, p, ok := strings.Cut(pair, ":")
+		if !ok || u == "" {
+			return nil, fmt.Errorf("--users: %q is not user:password", pair)
+		}
+		out[u] = p
+	}
+	return out, nil
+}

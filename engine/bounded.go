@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Node is a bounded query plan: plain data, a tree of sources and step
+// chains. The planner builds it; RunBounded runs it.
+type Node interface{ node() }
+
+// Source reads a dataset the host resolves (a stream's data present at
+// query start, a materialized view's state, a system relation).
+type Source struct {
+	Dataset string
+}
+
+// Values is constant rows (SELECT without FROM, VALUES lists).
+type Values struct {
+	Rows []types.Row
+}
+
+// Chain runs steps over its input.
+type Chain struct {
+	Input Node
+	Steps []operators.Step
+}
+
+// UnionAll concatenates its inputs.
+type UnionAll struct {
+	Inputs []Node
+}
+
+func (*Source) node()   {}
+func (*Values) node()   {}
+func (*Chain) node()    {}
+func (*UnionAll) node() {}
+
+// Dataset is a bounded input.
+type Dataset interface {
+	// Scan calls fn with batches of rows. Calls for different shards may
+	// run concurrently; within a shard they are in order. Scan returns when
+	// the data present at its start has been read, or fn failed.
+	Scan(ctx context.Context, fn func(shard int32, b *operators.Batch) error) error
+}
+
+// Resolver finds datasets by name (the host's side of bounded queries).
+type Resolver interface {
+	Dataset(ctx context.Context, name string) (Dataset, error)
+}
+
+// RunBounded runs a bounded plan, sending result batches to sink from one
+// goroutine. params are the bound values of $1…$n; onErr is the policy for
+// per-row errors.
+func RunBounded(ctx context.Context, n Node, r Resolver, params []types.Value, onErr operators.RowError, sink operators.Emit) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err := run(ctx, n, r, params, onErr, sink)
+	if errors.Is(err, operators.ErrDone) {
+		return nil
+	}
+	return err
+}
+
+func run(ctx context.Context, n Node, r Resolver, params []types.Value, onErr operators.RowError, emit operators.Emit) error {
+	switch n := n.(type) {
+	case *Values:
+		if len(n.Rows) == 0 {
+			return nil
+		}
+		return emit(&operators.Batch{Rows: n.Rows})
+	case *Source:
+		return runSource(ctx, n, nil, r, params, onErr, emit)
+	case *UnionAll:
+		for _, in := range n.Inputs {
+			if err := run(ctx, in, r, params, onErr, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *Chain:
+		// The stateless steps right above a source run per shard in parallel.
+		prefix := 0
+		if _, ok := n.Input.(*Source); ok {
+			for prefix < len(n.Steps) && n.Steps[prefix].Stateless() {
+				prefix++
+			}
+		}
+		ops := make([]operators.Operator, 0, len(n.Steps)-prefix)
+		for i := prefix; i < len(n.Steps); i++ {
+			op, err := operators.Build(&n.Steps[i], params, onErr)
+			if err != nil {
+				return err
+			}
+			ops = append(ops, op)
+		}
+		chain := operators.NewChain(emit, ops...)
+		push := emit
+		if len(ops) > 0 {
+			push = chain.Push
+		}
+		var err error
+		if prefix > 0 {
+			err = runSource(ctx, n.Input.(*Source), n.Steps[:prefix], r, params, onErr, push)
+		} else {
+			err = run(ctx, n.Input, r, params, onErr, push)
+		}
+		if err != nil {
+			return err
+		}
+		if len(ops) > 0 {
+			return chain.Finish()
+		}
+		return nil
+	}
+	return errors.New("engine: unknown plan node")
+}
+
+// runSource scans a dataset, running the stateless prefix steps on each
+// shard's goroutine, and hands the results to emit on this goroutine.
+func runSource(ctx context.Context, src *Source, prefix []operators.Step, r Resolver, params []types.Value, onErr operators.RowError, emit operators.Emit) error {
+	ds, err := r.Dataset(ctx, src.Dataset)
+	if err != nil {
+		return err
+	}
+	// Compile once up front so plan errors surface before any data moves.
+	for i := range prefix {
+		if _, err := operators.Build(&prefix[i], params, onErr); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make(chan *operators.Batch, 16)
+	var (
+		mu     sync.Mutex
+		chains = map[int32]*operators.Chain{}
+	)
+	shardChain := func(shard int32) (*operators.Chain, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if c, ok := chains[shard]; ok {
+			return c, nil
+		}
+		ops := make([]operators.Operator, len(prefix))
+		for i := range prefix {
+			op, err := operators.Build(&prefix[i], params, onErr)
+			if err != nil {
+				return nil, err
+			}
+			ops[i] = op
+		}
+		c := operators.NewChain(func(b *operators.Batch) error {
+			// Operators reuse their output batch: hand over a copy of the row headers.
+			cp := &operators.Batch{Rows: append([]types.Row(nil), b.Rows...)}
+			select {
+			case out <- cp:
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}, ops...)
+		chains[shard] = c
+		return c, nil
+	}
+	scanErr := make(chan error, 1)
+	go func() {
+		defer close(out)
+		scanErr <- ds.Scan(ctx, func(shard int32, b *operators.Batch) error {
+			if len(prefix) == 0 {
+				select {
+				case out <- b:
+					return nil
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			}
+			c, err := shardChain(shard)
+			if err != nil {
+				return err
+			}
+			return c.Push(b)
+		})
+	}()
+	var emitErr error
+	for b := range out {
+		if emitErr != nil {
+			continue // drain so the scan can finish
+		}
+		if err := emit(b); err != nil {
+			emitErr = err
+			cancel()
+		}
+	}
+	err = <-scanErr
+	if emitErr != nil {
+		return emitErr
+	}
+	if err != nil && ctx.Err() != nil && context.Cause(ctx) == context.Canceled {
+		return err
+	}
+	return err
+}

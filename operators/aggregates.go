@@ -1,0 +1,333 @@
+package operators
+
+import (
+	"math"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Accumulator folds the values of one group for one aggregate.
+type Accumulator interface {
+	Add(v types.Value) error
+	Result() types.Value
+}
+
+// AggFunc is a resolved aggregate function.
+type AggFunc struct {
+	Name string
+	Arg  types.Type // types.Null for count(*)
+	Ret  types.Type
+	New  func() Accumulator
+}
+
+// IsAggregate reports whether name is an aggregate function.
+func IsAggregate(name string) bool {
+	switch name {
+	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every":
+		return true
+	}
+	return false
+}
+
+// ResolveAgg types an aggregate call as PostgreSQL does: count gives
+// bigint; sum of smallint/integer gives bigint, of bigint and numeric
+// gives numeric, of floats the float; avg of integers and numeric gives
+// numeric, of floats double precision; min and max keep their type. star
+// marks count(*).
+func ResolveAgg(name string, arg types.Type, star bool) (*AggFunc, error) {
+	f := &AggFunc{Name: name, Arg: arg}
+	bad := func() (*AggFunc, error) {
+		return nil, pgerror.New(pgerror.UndefinedFunction, "function %s(%s) does not exist", name, arg)
+	}
+	switch name {
+	case "count":
+		f.Ret = types.Int8
+		if star {
+			f.Arg = types.Null
+			f.New = func() Accumulator { return &countAcc{star: true} }
+		} else {
+			f.New = func() Accumulator { return &countAcc{} }
+		}
+	case "sum":
+		switch arg {
+		case types.Int2, types.Int4:
+			f.Ret = types.Int8
+			f.New = func() Accumulator { return &sumIntAcc{} }
+		case types.Int8, types.Numeric, types.Unknown, types.Null:
+			f.Ret = types.Numeric
+			f.New = func() Accumulator { return &sumIntAcc{numeric: true} }
+		case types.Float4, types.Float8:
+			t := arg
+			f.Ret = t
+			f.New = func() Accumulator { return &sumFloatAcc{t: t} }
+		case types.Interval:
+			f.Ret = types.Interval
+			f.New = func() Accumulator { return &sumIntervalAcc{} }
+		default:
+			return bad()
+		}
+	case "avg":
+		switch {
+		case arg.IsInteger() || arg == types.Numeric || arg == types.Unknown:
+			f.Ret = types.Numeric
+			f.New = func() Accumulator { return &avgAcc{sum: sumIntAcc{numeric: true}} }
+		case arg.IsFloat():
+			f.Ret = types.Float8
+			f.New = func() Accumulator { return &avgAcc{float: true, fsum: sumFloatAcc{t: types.Float8}} }
+		default:
+			return bad()
+		}
+	case "min", "max":
+		if arg == types.JSONB {
+			return bad()
+		}
+		f.Ret = arg
+		if arg == types.Unknown || arg == types.Null {
+			f.Ret = types.Text
+		}
+		sign := 1
+		if name == "min" {
+			sign = -1
+		}
+		f.New = func() Accumulator { return &extremeAcc{sign: sign} }
+	case "bool_and", "every", "bool_or":
+		if arg != types.Bool {
+			return bad()
+		}
+		f.Ret = types.Bool
+		and := name != "bool_or"
+		f.New = func() Accumulator { return &boolAcc{and: and} }
+	default:
+		return nil, pgerror.New(pgerror.UndefinedFunction, "aggregate %s does not exist", name)
+	}
+	return f, nil
+}
+
+type countAcc struct {
+	star bool
+	n    int64
+}
+
+func (a *countAcc) Add(v types.Value) error {
+	if a.star || v.K != types.Null {
+		a.n++
+	}
+	return nil
+}
+func (a *countAcc) Result() types.Value { return types.NewInt8(a.n) }
+
+// sumIntAcc sums integers in an int64 and moves to a decimal on overflow;
+// numeric inputs go to the decimal directly.
+type sumIntAcc struct {
+	numeric bool // result type numeric (else bigint)
+	seen    bool
+	i       int64
+	d       *apd.Decimal
+}
+
+func (a *sumIntAcc) Add(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	a.seen = true
+	if v.K == types.Numeric {
+		if a.d == nil {
+			a.d = new(apd.Decimal)
+		}
+		_, err := types.DecimalContext.Add(a.d, a.d, v.N)
+		return err
+	}
+	r := a.i + v.I
+	if (a.i > 0 && v.I > 0 && r < 0) || (a.i < 0 && v.I < 0 && r >= 0) {
+		if !a.numeric {
+			return pgerror.New(pgerror.NumericValueOutOfRange, "bigint out of range")
+		}
+		if a.d == nil {
+			a.d = new(apd.Decimal)
+		}
+		_, err := types.DecimalContext.Add(a.d, a.d, apd.New(a.i, 0))
+		if err != nil {
+			return err
+		}
+		a.i = v.I
+		return nil
+	}
+	a.i = r
+	return nil
+}
+
+func (a *sumIntAcc) decimal() *apd.Decimal {
+	d := apd.New(a.i, 0)
+	if a.d != nil {
+		types.DecimalContext.Add(d, d, a.d)
+	}
+	return d
+}
+
+func (a *sumIntAcc) Result() types.Value {
+	if !a.seen {
+		return types.NullValue
+	}
+	if !a.numeric {
+		return types.NewInt8(a.i)
+	}
+	return types.NewNumeric(a.decimal())
+}
+
+type sumFloatAcc struct {
+	t    types.Type
+	seen bool
+	f    float64
+}
+
+func (a *sumFloatAcc) Add(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	a.seen = true
+	a.f += types.AsFloat(v)
+	return nil
+}
+
+func (a *sumFloatAcc) Result() types.Value {
+	if !a.seen {
+		return types.NullValue
+	}
+	if a.t == types.Float4 {
+		return types.NewFloat(types.Float4, float64(float32(a.f)))
+	}
+	return types.NewFloat8(a.f)
+}
+
+type sumIntervalAcc struct {
+	seen bool
+	iv   types.IntervalValue
+}
+
+func (a *sumIntervalAcc) Add(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	a.seen = true
+	x := v.Interval()
+	a.iv.Months += x.Months
+	a.iv.Days += x.Days
+	a.iv.Micros += x.Micros
+	return nil
+}
+
+func (a *sumIntervalAcc) Result() types.Value {
+	if !a.seen {
+		return types.NullValue
+	}
+	return types.NewInterval(a.iv)
+}
+
+type avgAcc struct {
+	float bool
+	n     int64
+	sum   sumIntAcc
+	fsum  sumFloatAcc
+}
+
+func (a *avgAcc) Add(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	a.n++
+	if a.float {
+		return a.fsum.Add(v)
+	}
+	return a.sum.Add(v)
+}
+
+func (a *avgAcc) Result() types.Value {
+	if a.n == 0 {
+		return types.NullValue
+	}
+	if a.float {
+		return types.NewFloat8(a.fsum.f / float64(a.n))
+	}
+	r, err := expr.DivNumeric(types.NewNumeric(a.sum.decimal()), types.NewNumeric(apd.New(a.n, 0)))
+	if err != nil {
+		return types.NullValue
+	}
+	return r
+}
+
+type extremeAcc struct {
+	sign int
+	v    types.Value
+}
+
+func (a *extremeAcc) Add(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	if a.v.K == types.Null {
+		a.v = v
+		return nil
+	}
+	if v.K.IsFloat() && math.IsNaN(v.Float()) && a.sign < 0 {
+		return nil
+	}
+	if types.Compare(v, a.v)*a.sign > 0 {
+		a.v = v
+	}
+	return nil
+}
+
+func (a *extremeAcc) Result() types.Value { return a.v }
+
+type boolAcc struct {
+	and  bool
+	seen bool
+	b    bool
+}
+
+func (a *boolAcc) Add(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	if !a.seen {
+		a.seen, a.b = true, v.I != 0
+		return nil
+	}
+	if a.and {
+		a.b = a.b && v.I != 0
+	} else {
+		a.b = a.b || v.I != 0
+	}
+	return nil
+}
+
+func (a *boolAcc) Result() types.Value {
+	if !a.seen {
+		return types.NullValue
+	}
+	return types.NewBool(a.b)
+}
+
+// distinctAcc feeds each distinct non-null value once to the inner accumulator.
+type distinctAcc struct {
+	inner Accumulator
+	seen  map[string]struct{}
+	buf   []byte
+}
+
+func (a *distinctAcc) Add(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	a.buf = types.AppendKey(a.buf[:0], v)
+	if _, ok := a.seen[string(a.buf)]; ok {
+		return nil
+	}
+	a.seen[string(a.buf)] = struct{}{}
+	return a.inner.Add(v)
+}
+
+func (a *distinctAcc) Result() types.Value { return a.inner.Result() }

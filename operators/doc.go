@@ -1,0 +1,15 @@
+// Package operators holds the engine's step vocabulary as batch
+// operators: the inline steps (filter, project — which covers select,
+// rename, drop and applyExpression) and the stateful ones (hash and
+// windowed aggregation, sort, top-N, limit, distinct). The same operator
+// instances serve bounded queries (input ends, Finish flushes) and
+// continuous pipelines (the engine feeds batches forever).
+//
+// Work moves in batches, never a goroutine hop per row. An operator is
+// used by one goroutine at a time; rows are immutable once emitted, so a
+// downstream operator may keep them.
+//
+// Per-row evaluation errors go to the chain's RowError policy: bounded
+// queries abort with the error (PostgreSQL semantics), pipelines count the
+// row as poison and go on.
+package operators

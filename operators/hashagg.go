@@ -1,0 +1,128 @@
+package operators
+
+import (
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/types"
+)
+
+// AggCall is one aggregate of a GROUP BY: the function and its argument
+// (nil for count(*)).
+type AggCall struct {
+	Func     *AggFunc
+	Arg      expr.Eval
+	Distinct bool
+}
+
+func (c *AggCall) newAcc() Accumulator {
+	acc := c.Func.New()
+	if c.Distinct {
+		return &distinctAcc{inner: acc, seen: map[string]struct{}{}}
+	}
+	return acc
+}
+
+// HashAggregate groups rows by the GroupBy expressions and folds the
+// aggregates per group; at Finish it emits one row per group: the group
+// values followed by the aggregate results. Without GROUP BY it emits one
+// row even for empty input, as SQL requires.
+type HashAggregate struct {
+	GroupBy []expr.Eval
+	Aggs    []AggCall
+	OnError RowError
+
+	groups map[string]*aggGroup
+	order  []*aggGroup
+	key    []byte
+	vals   types.Row
+}
+
+type aggGroup struct {
+	vals types.Row
+	accs []Accumulator
+}
+
+// Groups returns how many groups the operator holds.
+func (h *HashAggregate) Groups() int { return len(h.order) }
+
+// Process implements Operator.
+func (h *HashAggregate) Process(b *Batch, _ Emit) error {
+	if h.groups == nil {
+		h.groups = map[string]*aggGroup{}
+		h.vals = make(types.Row, len(h.GroupBy))
+	}
+rows:
+	for i, row := range b.Rows {
+		h.key = h.key[:0]
+		for j, g := range h.GroupBy {
+			v, err := g(row)
+			if err != nil {
+				if err := h.OnError(b, i, err); err != nil {
+					return err
+				}
+				continue rows
+			}
+			h.vals[j] = v
+			h.key = types.AppendKey(h.key, v)
+		}
+		grp, ok := h.groups[string(h.key)]
+		if !ok {
+			grp = &aggGroup{vals: append(types.Row(nil), h.vals...), accs: make([]Accumulator, len(h.Aggs))}
+			for j := range h.Aggs {
+				grp.accs[j] = h.Aggs[j].newAcc()
+			}
+			h.groups[string(h.key)] = grp
+			h.order = append(h.order, grp)
+		}
+		for j := range h.Aggs {
+			v := types.NullValue
+			if a := h.Aggs[j].Arg; a != nil {
+				var err error
+				if v, err = a(row); err != nil {
+					if err := h.OnError(b, i, err); err != nil {
+						return err
+					}
+					continue rows
+				}
+			}
+			if err := grp.accs[j].Add(v); err != nil {
+				if err := h.OnError(b, i, err); err != nil {
+					return err
+				}
+				continue rows
+			}
+		}
+	}
+	return nil
+}
+
+// Finish implements Operator.
+func (h *HashAggregate) Finish(emit Emit) error {
+	if len(h.order) == 0 && len(h.GroupBy) == 0 {
+		grp := &aggGroup{accs: make([]Accumulator, len(h.Aggs))}
+		for j := range h.Aggs {
+			grp.accs[j] = h.Aggs[j].newAcc()
+		}
+		h.order = append(h.order, grp)
+	}
+	const batchSize = 1024
+	out := &Batch{}
+	for _, g := range h.order {
+		row := make(types.Row, 0, len(g.vals)+len(g.accs))
+		row = append(row, g.vals...)
+		for _, a := range g.accs {
+			row = append(row, a.Result())
+		}
+		out.Rows = append(out.Rows, row)
+		if len(out.Rows) == batchSize {
+			if err := emit(out); err != nil {
+				return err
+			}
+			out = &Batch{}
+		}
+	}
+	h.groups, h.order = nil, nil
+	if len(out.Rows) > 0 {
+		return emit(out)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package operators
+
+import (
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Filter keeps the rows for which a predicate is true.
+type Filter struct {
+	Pred    expr.Predicate
+	OnError RowError
+	// Filtered counts rows dropped by the predicate (not by errors).
+	Filtered int64
+	out      Batch
+}
+
+// Process implements Operator.
+func (f *Filter) Process(b *Batch, emit Emit) error {
+	f.out.Rows = f.out.Rows[:0]
+	f.out.Source = f.out.Source[:0]
+	for i, row := range b.Rows {
+		ok, err := f.Pred(row)
+		if err != nil {
+			if err := f.OnError(b, i, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if !ok {
+			f.Filtered++
+			continue
+		}
+		f.out.Rows = append(f.out.Rows, row)
+		if b.Source != nil {
+			f.out.Source = append(f.out.Source, b.Source[i])
+		}
+	}
+	if len(f.out.Rows) == 0 {
+		return nil
+	}
+	if b.Source == nil {
+		f.out.Source = nil
+	}
+	return emit(&f.out)
+}
+
+// Finish implements Operator.
+func (f *Filter) Finish(Emit) error { return nil }
+
+// Project computes new rows from expressions over each input row (the
+// select, rename, drop and applyExpression steps all compile to it).
+type Project struct {
+	Exprs   []expr.Eval
+	OnError RowError
+	out     Batch
+}
+
+// Process implements Operator.
+func (p *Project) Process(b *Batch, emit Emit) error {
+	w := len(p.Exprs)
+	flat := make([]types.Value, len(b.Rows)*w)
+	p.out.Rows = p.out.Rows[:0]
+	p.out.Source = p.out.Source[:0]
+	n := 0
+rows:
+	for i, row := range b.Rows {
+		dst := flat[n*w : (n+1)*w : (n+1)*w]
+		for j, e := range p.Exprs {
+			v, err := e(row)
+			if err != nil {
+				if err := p.OnError(b, i, err); err != nil {
+					return err
+				}
+				continue rows
+			}
+			dst[j] = v
+		}
+		n++
+		p.out.Rows = append(p.out.Rows, types.Row(dst))
+		if b.Source != nil {
+			p.out.Source = append(p.out.Source, b.Source[i])
+		}
+	}
+	if len(p.out.Rows) == 0 {
+		return nil
+	}
+	if b.Source == nil {
+		p.out.Source = nil
+	}
+	return emit(&p.out)
+}
+
+// Finish implements Operator.
+func (p *Project) Finish(Emit) error { return nil }

@@ -1,0 +1,187 @@
+package operators
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Step is one step of a stage in the engine's vocabulary, as plain data:
+// the planner writes it, the catalog stores it (JSON), Build turns it into
+// an Operator. Which fields are used depends on Op.
+type Step struct {
+	Op string `json:"op"`
+
+	// filter
+	Pred *expr.Expr `json:"pred,omitempty"`
+
+	// project (select, rename, drop and applyExpression compile to it)
+	Exprs []*expr.Expr `json:"exprs,omitempty"`
+	Names []string     `json:"names,omitempty"`
+
+	// aggregate
+	GroupBy []*expr.Expr `json:"group_by,omitempty"`
+	Aggs    []AggSpec    `json:"aggs,omitempty"`
+
+	// sort, limit
+	Keys   []SortKey `json:"keys,omitempty"`
+	Limit  int64     `json:"limit,omitempty"`
+	Offset int64     `json:"offset,omitempty"`
+}
+
+// Step ops.
+const (
+	OpFilter    = "filter"
+	OpProject   = "project"
+	OpAggregate = "aggregate"
+	OpSort      = "sort"
+	OpLimit     = "limit"
+	OpDistinct  = "distinct"
+)
+
+// AggSpec is one aggregate call of an aggregate step.
+type AggSpec struct {
+	Name     string     `json:"name"`
+	Arg      *expr.Expr `json:"arg,omitempty"` // nil for count(*)
+	Star     bool       `json:"star,omitempty"`
+	Distinct bool       `json:"distinct,omitempty"`
+}
+
+// Resolve types the aggregate.
+func (a AggSpec) Resolve() (*AggFunc, error) {
+	argType := types.Null
+	if a.Arg != nil {
+		argType = a.Arg.Type
+	}
+	return ResolveAgg(a.Name, argType, a.Star)
+}
+
+// Stateless reports whether the step keeps no state across rows, so that
+// copies of it can run on each partition in parallel.
+func (s *Step) Stateless() bool { return s.Op == OpFilter || s.Op == OpProject }
+
+// Build makes the operator a step describes; params are the bound $n
+// values; onErr is the per-row error policy.
+func Build(s *Step, params []types.Value, onErr RowError) (Operator, error) {
+	switch s.Op {
+	case OpFilter:
+		p, err := expr.CompilePredicate(s.Pred, params)
+		if err != nil {
+			return nil, err
+		}
+		return &Filter{Pred: p, OnError: onErr}, nil
+	case OpProject:
+		evs, err := compileAll(s.Exprs, params)
+		if err != nil {
+			return nil, err
+		}
+		return &Project{Exprs: evs, OnError: onErr}, nil
+	case OpAggregate:
+		groupBy, err := compileAll(s.GroupBy, params)
+		if err != nil {
+			return nil, err
+		}
+		h := &HashAggregate{GroupBy: groupBy, OnError: onErr}
+		for _, a := range s.Aggs {
+			f, err := a.Resolve()
+			if err != nil {
+				return nil, err
+			}
+			call := AggCall{Func: f, Distinct: a.Distinct}
+			if a.Arg != nil {
+				if call.Arg, err = expr.Compile(a.Arg, params); err != nil {
+					return nil, err
+				}
+			}
+			h.Aggs = append(h.Aggs, call)
+		}
+		return h, nil
+	case OpSort:
+		return &Sort{Keys: s.Keys, Limit: s.Limit}, nil
+	case OpLimit:
+		return &Limit{Offset: s.Offset, Count: s.Limit}, nil
+	case OpDistinct:
+		return &Distinct{}, nil
+	}
+	return nil, pgerror.New(pgerror.Internal, "operators: unknown step %q", s.Op)
+}
+
+func compileAll(es []*expr.Expr, params []types.Value) ([]expr.Eval, error) {
+	out := make([]expr.Eval, len(es))
+	for i, e := range es {
+		ev, err := expr.Compile(e, params)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ev
+	}
+	return out, nil
+}
+
+// String renders the step for EXPLAIN.
+func (s *Step) String() string {
+	var sb strings.Builder
+	sb.WriteString(s.Op)
+	switch s.Op {
+	case OpFilter:
+		fmt.Fprintf(&sb, " %s", s.Pred)
+	case OpProject:
+		for i, e := range s.Exprs {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			fmt.Fprintf(&sb, " %s", e)
+			if i < len(s.Names) && s.Names[i] != e.String() {
+				fmt.Fprintf(&sb, " AS %s", s.Names[i])
+			}
+		}
+	case OpAggregate:
+		if len(s.GroupBy) > 0 {
+			sb.WriteString(" by")
+			for i, e := range s.GroupBy {
+				if i > 0 {
+					sb.WriteString(",")
+				}
+				fmt.Fprintf(&sb, " %s", e)
+			}
+		}
+		sb.WriteString(":")
+		for i, a := range s.Aggs {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			arg := "*"
+			if a.Arg != nil {
+				arg = a.Arg.String()
+			}
+			if a.Distinct {
+				arg = "DISTINCT " + arg
+			}
+			fmt.Fprintf(&sb, " %s(%s)", a.Name, arg)
+		}
+	case OpSort:
+		for i, k := range s.Keys {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			fmt.Fprintf(&sb, " #%d", k.Col)
+			if k.Desc {
+				sb.WriteString(" DESC")
+			}
+		}
+		if s.Limit >= 0 {
+			fmt.Fprintf(&sb, " (top %d)", s.Limit)
+		}
+	case OpLimit:
+		if s.Limit >= 0 {
+			fmt.Fprintf(&sb, " %d", s.Limit)
+		}
+		if s.Offset > 0 {
+			fmt.Fprintf(&sb, " offset %d", s.Offset)
+		}
+	}
+	return sb.String()
+}

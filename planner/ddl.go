@@ -1,0 +1,160 @@
+package planner
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Stream options every backend understands; others pass to the backend.
+var streamOptions = map[string]bool{
+	"backend": true, "topic": true, "format": true, "partitions": true, "key": true,
+}
+
+// PlanCreateStream validates CREATE STREAM and returns the relation to
+// store (without OID). Options: backend (URI, default the server's
+// Kafka), topic (default the name), format (json), partitions (1), key
+// (none; a column or comma-separated columns).
+func PlanCreateStream(cs *sql.CreateStream) (*catalog.Relation, error) {
+	if err := checkName(cs.Name); err != nil {
+		return nil, err
+	}
+	rel := &catalog.Relation{Name: cs.Name, Kind: catalog.Stream, Topic: cs.Name, Format: "json", Partitions: 1}
+	seen := map[string]bool{}
+	for _, c := range cs.Columns {
+		if seen[c.Name] {
+			return nil, pgerror.New(pgerror.DuplicateColumn, "column %q specified more than once", c.Name)
+		}
+		if strings.HasPrefix(c.Name, "_") && isMetaColumn(c.Name) {
+			return nil, pgerror.New(pgerror.DuplicateColumn, "column name %q is reserved for record metadata", c.Name)
+		}
+		seen[c.Name] = true
+		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type, NotNull: c.NotNull})
+	}
+	if len(rel.Columns) == 0 {
+		return nil, pgerror.New(pgerror.InvalidObjectDefinition, "a stream needs at least one column")
+	}
+	if err := applyOptions(rel, cs.Options); err != nil {
+		return nil, err
+	}
+	if cs.Watermark != nil {
+		wm, err := planWatermark(rel, cs.Watermark)
+		if err != nil {
+			return nil, err
+		}
+		rel.Watermark = wm
+	}
+	return rel, nil
+}
+
+func isMetaColumn(name string) bool {
+	switch name {
+	case "_key", "_partition", "_offset", "_timestamp":
+		return true
+	}
+	return false
+}
+
+func checkName(name string) error {
+	if name == "" || len(name) > 200 {
+		return pgerror.New(pgerror.InvalidParameterValue, "invalid name %q", name)
+	}
+	if strings.HasPrefix(name, "pg_") {
+		return pgerror.New(pgerror.InsufficientPrivilege, "name %q is reserved: the pg_ prefix is for system relations", name)
+	}
+	return nil
+}
+
+// applyOptions fills the relation's backend settings from WITH options.
+func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
+	seen := map[string]bool{}
+	for _, o := range opts {
+		if seen[o.Key] {
+			return pgerror.New(pgerror.SyntaxError, "option %q given more than once", o.Key)
+		}
+		seen[o.Key] = true
+		switch o.Key {
+		case "backend":
+			if o.Value != "" && !strings.Contains(o.Value, "://") {
+				return pgerror.New(pgerror.InvalidParameterValue, "backend must be a URI like kafka://host:9092, not %q", o.Value)
+			}
+			rel.Backend = o.Value
+		case "topic":
+			if o.Value == "" {
+				return pgerror.New(pgerror.InvalidParameterValue, "topic must not be empty")
+			}
+			rel.Topic = o.Value
+		case "format":
+			switch strings.ToLower(o.Value) {
+			case "json":
+				rel.Format = "json"
+			default:
+				return pgerror.NotSupported("format %q", o.Value)
+			}
+		case "partitions":
+			n, err := strconv.Atoi(o.Value)
+			if err != nil || n < 1 || n > 10000 {
+				return pgerror.New(pgerror.InvalidParameterValue, "partitions must be an integer from 1 to 10000, not %q", o.Value)
+			}
+			rel.Partitions = n
+		case "key":
+			for _, k := range strings.Split(o.Value, ",") {
+				k = strings.TrimSpace(k)
+				if rel.ColumnIndex(k) < 0 {
+					return pgerror.New(pgerror.UndefinedColumn, "key column %q does not exist", k)
+				}
+				rel.Key = append(rel.Key, k)
+			}
+		default:
+			if rel.Options == nil {
+				rel.Options = map[string]string{}
+			}
+			rel.Options[o.Key] = o.Value
+		}
+	}
+	return nil
+}
+
+// planWatermark accepts WATERMARK FOR col AS col [- interval].
+func planWatermark(rel *catalog.Relation, w *sql.Watermark) (*catalog.Watermark, error) {
+	i := rel.ColumnIndex(w.Column)
+	if i < 0 {
+		return nil, pgerror.New(pgerror.UndefinedColumn, "watermark column %q does not exist", w.Column)
+	}
+	if t := rel.Columns[i].Type; t != types.Timestamp && t != types.TimestampTZ {
+		return nil, pgerror.New(pgerror.DatatypeMismatch, "watermark column %q must be a timestamp, not %s", w.Column, t)
+	}
+	bad := pgerror.New(pgerror.InvalidObjectDefinition,
+		"WATERMARK FOR %s AS … must be %s or %s - INTERVAL '…'", w.Column, w.Column, w.Column)
+	switch e := w.Expr.(type) {
+	case *sql.ColumnRef:
+		if e.Name != w.Column {
+			return nil, bad
+		}
+		return &catalog.Watermark{Column: w.Column}, nil
+	case *sql.Binary:
+		c, ok := e.L.(*sql.ColumnRef)
+		if !ok || c.Name != w.Column || e.Op != "-" {
+			return nil, bad
+		}
+		b := &builder{}
+		d, err := b.build(&exprCtx{scope: &scope{}, what: "WATERMARK", noAggs: true}, e.R)
+		if err != nil {
+			return nil, err
+		}
+		if d, err = expr.Coerce(d, types.Interval, false); err != nil || d.Kind != expr.KConst || d.Val.K != types.Interval {
+			return nil, bad
+		}
+		delay := d.Val.Interval().Duration()
+		if delay < 0 {
+			return nil, pgerror.New(pgerror.InvalidObjectDefinition, "watermark delay must not be negative")
+		}
+		return &catalog.Watermark{Column: w.Column, Delay: delay}, nil
+	}
+	return nil, bad
+}

@@ -1,0 +1,448 @@
+package planner
+
+import (
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// exprCtx says how expressions of one clause are built.
+type exprCtx struct {
+	scope *scope
+	// what names the clause for error messages ("WHERE", "GROUP BY").
+	what string
+	// aggs, when set, is the aggregation this clause sits above: group
+	// expressions and aggregate calls resolve to its output columns, and
+	// any other column reference is a grouping error.
+	aggs *aggState
+	// noAggs forbids aggregate calls (WHERE, GROUP BY, inside aggregates).
+	noAggs bool
+}
+
+// aggState tracks the GROUP BY terms and aggregate calls of a SELECT.
+type aggState struct {
+	groupKeys []string // fingerprints of GROUP BY expressions
+	groupCols []int    // their output columns
+	aggKeys   []string
+	specs     []operators.AggSpec
+	out       *scope // the aggregate step's output scope
+}
+
+func (a *aggState) find(fp string) (int, bool) {
+	for i, k := range a.groupKeys {
+		if k == fp {
+			return a.groupCols[i], true
+		}
+	}
+	for i, k := range a.aggKeys {
+		if k == fp {
+			return len(a.groupKeys) + i, true
+		}
+	}
+	return 0, false
+}
+
+// paramRef returns the parameter node for $n, typed if known.
+func (b *builder) paramRef(n int) (*expr.Expr, error) {
+	if n < 1 || n > 65535 {
+		return nil, pgerror.New(pgerror.UndefinedParameter, "there is no parameter $%d", n)
+	}
+	for len(b.params) < n {
+		b.params = append(b.params, types.Unknown)
+	}
+	return expr.Param(n-1, b.params[n-1]), nil
+}
+
+// inferParam gives an untyped parameter the type t (from the other side
+// of an operator, or the target column of an INSERT).
+func (b *builder) inferParam(e *expr.Expr, t types.Type) *expr.Expr {
+	if e.Kind != expr.KParam || e.Type != types.Unknown || t == types.Unknown || t == types.Null {
+		return e
+	}
+	b.params[e.Col] = t
+	return expr.Param(e.Col, t)
+}
+
+func isUntypedParam(e *expr.Expr) bool { return e.Kind == expr.KParam && e.Type == types.Unknown }
+
+// build converts an AST expression into a typed expression.
+func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
+	if c.aggs != nil {
+		if col, ok := c.aggs.find(fingerprint(e)); ok {
+			return c.aggs.out.ref(col), nil
+		}
+	}
+	switch e := e.(type) {
+	case *sql.Literal:
+		return expr.Const(e.Value), nil
+	case *sql.Param:
+		return b.paramRef(e.N)
+	case *sql.ColumnRef:
+		if c.aggs != nil {
+			// Not a GROUP BY term: is it a column of the input at all?
+			if _, err := c.scope.resolve(e.Table, e.Name); err != nil {
+				return nil, err
+			}
+			return nil, pgerror.New(pgerror.GroupingError,
+				"column %q must appear in the GROUP BY clause or be used in an aggregate function", qualified(e))
+		}
+		i, err := c.scope.resolve(e.Table, e.Name)
+		if err != nil {
+			return nil, err
+		}
+		return c.scope.ref(i), nil
+	case *sql.Star:
+		return nil, pgerror.New(pgerror.SyntaxError, "* is not allowed in %s", c.what)
+	case *sql.Unary:
+		x, err := b.build(c, e.X)
+		if err != nil {
+			return nil, err
+		}
+		if e.Op == "not" {
+			return expr.Not(x)
+		}
+		if isUntypedParam(x) {
+			x = b.inferParam(x, types.Int8)
+		}
+		return expr.Call(e.Op, x)
+	case *sql.Binary:
+		return b.buildBinary(c, e)
+	case *sql.IsNull:
+		x, err := b.build(c, e.X)
+		if err != nil {
+			return nil, err
+		}
+		return expr.IsNull(x, e.Not)
+	case *sql.IsBool:
+		x, err := b.build(c, e.X)
+		if err != nil {
+			return nil, err
+		}
+		x = b.inferParam(x, types.Bool)
+		// x IS TRUE is (x = true) with NULL as false; IS NOT TRUE the negation.
+		return expr.Distinct(x, expr.Const(types.NewBool(e.Value)), !e.Not)
+	case *sql.Between:
+		x, err := b.build(c, e.X)
+		if err != nil {
+			return nil, err
+		}
+		lo, err := b.build(c, e.Lo)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := b.build(c, e.Hi)
+		if err != nil {
+			return nil, err
+		}
+		lo, hi = b.inferParam(lo, x.Type), b.inferParam(hi, x.Type)
+		ge, err := expr.Compare(">=", x, lo)
+		if err != nil {
+			return nil, err
+		}
+		le, err := expr.Compare("<=", x, hi)
+		if err != nil {
+			return nil, err
+		}
+		both, err := expr.And(ge, le)
+		if err != nil || !e.Not {
+			return both, err
+		}
+		return expr.Not(both)
+	case *sql.In:
+		if e.Sub != nil {
+			return nil, pgerror.NotSupported("IN (subquery)")
+		}
+		x, err := b.build(c, e.X)
+		if err != nil {
+			return nil, err
+		}
+		list := make([]*expr.Expr, len(e.List))
+		for i, it := range e.List {
+			if list[i], err = b.build(c, it); err != nil {
+				return nil, err
+			}
+			list[i] = b.inferParam(list[i], x.Type)
+		}
+		return expr.In(x, list, e.Not)
+	case *sql.Like:
+		return b.buildLike(c, e)
+	case *sql.Cast:
+		x, err := b.build(c, e.X)
+		if err != nil {
+			return nil, err
+		}
+		x = b.inferParam(x, e.Type)
+		return expr.Cast(x, e.Type)
+	case *sql.Case:
+		return b.buildCase(c, e)
+	case *sql.FuncCall:
+		return b.buildFunc(c, e)
+	case *sql.Subquery:
+		return nil, pgerror.NotSupported("subqueries in expressions")
+	case *sql.RowExpr:
+		return nil, pgerror.NotSupported("row constructors")
+	}
+	return nil, pgerror.NotSupported("expression %T", e)
+}
+
+func qualified(c *sql.ColumnRef) string {
+	if c.Table != "" {
+		return c.Table + "." + c.Name
+	}
+	return c.Name
+}
+
+func (b *builder) buildBinary(c *exprCtx, e *sql.Binary) (*expr.Expr, error) {
+	l, err := b.build(c, e.L)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.build(c, e.R)
+	if err != nil {
+		return nil, err
+	}
+	switch e.Op {
+	case "and":
+		return expr.And(b.inferParam(l, types.Bool), b.inferParam(r, types.Bool))
+	case "or":
+		return expr.Or(b.inferParam(l, types.Bool), b.inferParam(r, types.Bool))
+	case "is distinct from", "is not distinct from":
+		l, r = b.inferParam(l, r.Type), b.inferParam(r, l.Type)
+		return expr.Distinct(l, r, e.Op == "is not distinct from")
+	}
+	l, r = b.inferParam(l, r.Type), b.inferParam(r, l.Type)
+	if isUntypedParam(l) && isUntypedParam(r) {
+		l, r = b.inferParam(l, types.Text), b.inferParam(r, types.Text)
+	}
+	if e.Op == "<>" || e.Op == "!=" {
+		return expr.Compare("<>", l, r)
+	}
+	return expr.Call(e.Op, l, r)
+}
+
+func (b *builder) buildLike(c *exprCtx, e *sql.Like) (*expr.Expr, error) {
+	if e.Escape != nil {
+		return nil, pgerror.NotSupported("LIKE … ESCAPE")
+	}
+	x, err := b.build(c, e.X)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.build(c, e.Pattern)
+	if err != nil {
+		return nil, err
+	}
+	x, p = b.inferParam(x, types.Text), b.inferParam(p, types.Text)
+	name := "like"
+	switch {
+	case e.Regex && e.CaseInsensitive:
+		name = "regexp_imatch_bool"
+	case e.Regex:
+		name = "regexp_match_bool"
+	case e.CaseInsensitive:
+		name = "ilike"
+	}
+	m, err := expr.Call(name, x, p)
+	if err != nil {
+		return nil, err
+	}
+	if e.Not {
+		return expr.Not(m)
+	}
+	return m, nil
+}
+
+func (b *builder) buildCase(c *exprCtx, e *sql.Case) (*expr.Expr, error) {
+	var operand *expr.Expr
+	if e.Operand != nil {
+		var err error
+		if operand, err = b.build(c, e.Operand); err != nil {
+			return nil, err
+		}
+	}
+	conds := make([]*expr.Expr, len(e.Whens))
+	results := make([]*expr.Expr, len(e.Whens))
+	for i, w := range e.Whens {
+		cond, err := b.build(c, w.Cond)
+		if err != nil {
+			return nil, err
+		}
+		if operand != nil {
+			if cond, err = expr.Compare("=", operand, b.inferParam(cond, operand.Type)); err != nil {
+				return nil, err
+			}
+		}
+		conds[i] = b.inferParam(cond, types.Bool)
+		if results[i], err = b.build(c, w.Result); err != nil {
+			return nil, err
+		}
+	}
+	var els *expr.Expr
+	if e.Else != nil {
+		var err error
+		if els, err = b.build(c, e.Else); err != nil {
+			return nil, err
+		}
+	}
+	return expr.Case(conds, results, els)
+}
+
+func (b *builder) buildFunc(c *exprCtx, e *sql.FuncCall) (*expr.Expr, error) {
+	if e.Over != nil {
+		return nil, pgerror.New(pgerror.WindowingError, "window function %s is only supported as ROW_NUMBER() in a top-N subquery", e.Name)
+	}
+	if operators.IsAggregate(e.Name) {
+		if c.aggs != nil {
+			// find() above matched every aggregate of this SELECT; reaching
+			// here means an aggregate nested in another one.
+			return nil, pgerror.New(pgerror.GroupingError, "aggregate function calls cannot be nested")
+		}
+		return nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in %s", c.what)
+	}
+	if e.Distinct || e.Star || e.Filter != nil {
+		return nil, pgerror.New(pgerror.WrongObjectType, "%s is not an aggregate function", e.Name)
+	}
+	args := make([]*expr.Expr, len(e.Args))
+	for i, a := range e.Args {
+		x, err := b.build(c, a)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = x
+	}
+	switch e.Name {
+	case "coalesce":
+		return expr.Coalesce(args...)
+	case "nullif", "greatest", "least":
+		// polymorphic: untyped params take the others' type
+		var t types.Type = types.Null
+		for _, a := range args {
+			if !isUntypedParam(a) && a.Type != types.Unknown && a.Type != types.Null {
+				t = a.Type
+			}
+		}
+		for i := range args {
+			args[i] = b.inferParam(args[i], t)
+		}
+	}
+	for i := range args {
+		if isUntypedParam(args[i]) {
+			args[i] = b.inferParam(args[i], types.Text)
+		}
+	}
+	if !expr.Exists(e.Name) {
+		return nil, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", e.Name)
+	}
+	return expr.Call(e.Name, args...)
+}
+
+// collectAggs finds the aggregate calls of an expression tree (not
+// descending into them) and records them in a.
+func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
+	var err error
+	walkExpr(e, func(n sql.Expr) bool {
+		if err != nil {
+			return false
+		}
+		f, ok := n.(*sql.FuncCall)
+		if !ok || !operators.IsAggregate(f.Name) || f.Over != nil {
+			return true
+		}
+		fp := fingerprint(f)
+		for _, k := range a.aggKeys {
+			if k == fp {
+				return false
+			}
+		}
+		spec := operators.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
+		if f.Filter != nil {
+			err = pgerror.NotSupported("aggregate FILTER")
+			return false
+		}
+		if !f.Star {
+			if len(f.Args) != 1 {
+				err = pgerror.New(pgerror.UndefinedFunction, "function %s with %d arguments does not exist", f.Name, len(f.Args))
+				return false
+			}
+			inner := &exprCtx{scope: c.scope, what: "aggregate function arguments", noAggs: true}
+			var arg *expr.Expr
+			if arg, err = b.build(inner, f.Args[0]); err != nil {
+				return false
+			}
+			if isUntypedParam(arg) {
+				arg = b.inferParam(arg, types.Numeric)
+			}
+			spec.Arg = arg
+		}
+		if _, err = spec.Resolve(); err != nil {
+			return false
+		}
+		a.aggKeys = append(a.aggKeys, fp)
+		a.specs = append(a.specs, spec)
+		return false
+	})
+	return err
+}
+
+// walkExpr visits AST expressions depth first; fn returns false to skip
+// a node's children.
+func walkExpr(e sql.Expr, fn func(sql.Expr) bool) {
+	if e == nil || !fn(e) {
+		return
+	}
+	switch e := e.(type) {
+	case *sql.Unary:
+		walkExpr(e.X, fn)
+	case *sql.Binary:
+		walkExpr(e.L, fn)
+		walkExpr(e.R, fn)
+	case *sql.IsNull:
+		walkExpr(e.X, fn)
+	case *sql.IsBool:
+		walkExpr(e.X, fn)
+	case *sql.Between:
+		walkExpr(e.X, fn)
+		walkExpr(e.Lo, fn)
+		walkExpr(e.Hi, fn)
+	case *sql.In:
+		walkExpr(e.X, fn)
+		for _, x := range e.List {
+			walkExpr(x, fn)
+		}
+	case *sql.Like:
+		walkExpr(e.X, fn)
+		walkExpr(e.Pattern, fn)
+	case *sql.FuncCall:
+		for _, x := range e.Args {
+			walkExpr(x, fn)
+		}
+		walkExpr(e.Filter, fn)
+	case *sql.Cast:
+		walkExpr(e.X, fn)
+	case *sql.Case:
+		walkExpr(e.Operand, fn)
+		for _, w := range e.Whens {
+			walkExpr(w.Cond, fn)
+			walkExpr(w.Result, fn)
+		}
+		walkExpr(e.Else, fn)
+	case *sql.RowExpr:
+		for _, x := range e.Items {
+			walkExpr(x, fn)
+		}
+	}
+}
+
+// hasAggregate reports whether e calls an aggregate.
+func hasAggregate(e sql.Expr) bool {
+	found := false
+	walkExpr(e, func(n sql.Expr) bool {
+		if f, ok := n.(*sql.FuncCall); ok && operators.IsAggregate(f.Name) && f.Over == nil {
+			found = true
+		}
+		return !found
+	})
+	return found
+}

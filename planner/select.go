@@ -1,0 +1,603 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Catalog is what the planner needs of the catalog: relations by name
+// (user and system) for bounded reads.
+type Catalog interface {
+	Lookup(schema, name string) (*catalog.Relation, error)
+}
+
+// builder carries the state of planning one statement.
+type builder struct {
+	cat    Catalog
+	params []types.Type // $1…$n: declared by the client or inferred
+}
+
+// Query is a planned bounded query.
+type Query struct {
+	Root       engine.Node
+	Columns    []Column
+	ParamTypes []types.Type
+	// Relations lists the user relations read (for EXPLAIN and locking).
+	Relations []string
+}
+
+// PlanQuery plans a bounded SELECT. paramTypes are the types the client
+// declared for $1…$n (types.Unknown where it left them open).
+func PlanQuery(cat Catalog, q *sql.Query, paramTypes []types.Type) (*Query, error) {
+	b := &builder{cat: cat, params: append([]types.Type(nil), paramTypes...)}
+	if q.Emit != sql.EmitDefault {
+		return nil, pgerror.New(pgerror.SyntaxError, "EMIT is only allowed in CREATE … AS queries")
+	}
+	node, sc, err := b.buildQuery(q.Body)
+	if err != nil {
+		return nil, err
+	}
+	for len(b.params) < q.NumParams {
+		b.params = append(b.params, types.Unknown)
+	}
+	return &Query{Root: node, Columns: sc.outColumns(), ParamTypes: b.finalParams()}, nil
+}
+
+// finalParams gives parameters still untyped the type text, as PostgreSQL
+// does for unknown-typed parameters.
+func (b *builder) finalParams() []types.Type {
+	out := append([]types.Type(nil), b.params...)
+	for i, t := range out {
+		if t == types.Unknown || t == types.Null {
+			out[i] = types.Text
+		}
+	}
+	return out
+}
+
+func (b *builder) buildQuery(q sql.QueryExpr) (engine.Node, *scope, error) {
+	switch q := q.(type) {
+	case *sql.Select:
+		return b.buildSelect(q)
+	case *sql.SetOp:
+		return b.buildSetOp(q)
+	}
+	return nil, nil, pgerror.NotSupported("query %T", q)
+}
+
+func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
+	if q.Op != "union" {
+		return nil, nil, pgerror.NotSupported("%s", strings.ToUpper(q.Op))
+	}
+	ln, ls, err := b.buildQuery(q.Left)
+	if err != nil {
+		return nil, nil, err
+	}
+	rn, rs, err := b.buildQuery(q.Right)
+	if err != nil {
+		return nil, nil, err
+	}
+	lc, rc := ls.outColumns(), rs.outColumns()
+	if len(lc) != len(rc) {
+		return nil, nil, pgerror.New(pgerror.SyntaxError, "each UNION query must have the same number of columns")
+	}
+	out := &scope{}
+	var lcast, rcast []*expr.Expr
+	for i := range lc {
+		t, err := expr.CommonType(lc[i].Type, rc[i].Type)
+		if err != nil {
+			return nil, nil, pgerror.New(pgerror.DatatypeMismatch, "UNION types %s and %s cannot be matched", lc[i].Type, rc[i].Type)
+		}
+		if t == types.Null || t == types.Unknown {
+			t = types.Text
+		}
+		l, err := expr.Coerce(expr.Col(i, lc[i].Type, lc[i].Name), t, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := expr.Coerce(expr.Col(i, rc[i].Type, rc[i].Name), t, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		lcast, rcast = append(lcast, l), append(rcast, r)
+		out.cols = append(out.cols, scopeCol{name: lc[i].Name, typ: t})
+	}
+	names := make([]string, len(lc))
+	for i, c := range lc {
+		names[i] = c.Name
+	}
+	var node engine.Node = &engine.UnionAll{Inputs: []engine.Node{
+		&engine.Chain{Input: ln, Steps: []operators.Step{{Op: operators.OpProject, Exprs: lcast, Names: names}}},
+		&engine.Chain{Input: rn, Steps: []operators.Step{{Op: operators.OpProject, Exprs: rcast, Names: names}}},
+	}}
+	var steps []operators.Step
+	if !q.All {
+		steps = append(steps, operators.Step{Op: operators.OpDistinct})
+	}
+	sortSteps, err := b.orderAndLimit(out, q.OrderBy, q.Limit, q.Offset)
+	if err != nil {
+		return nil, nil, err
+	}
+	steps = append(steps, sortSteps...)
+	if len(steps) > 0 {
+		node = &engine.Chain{Input: node, Steps: steps}
+	}
+	return node, out, nil
+}
+
+// orderAndLimit plans ORDER BY (by output column name or ordinal) and
+// LIMIT/OFFSET over an output scope.
+func (b *builder) orderAndLimit(sc *scope, order []sql.OrderItem, limit, offset sql.Expr) ([]operators.Step, error) {
+	var steps []operators.Step
+	lim, off, err := b.limitOffset(limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	if len(order) > 0 {
+		keys := make([]operators.SortKey, len(order))
+		for i, o := range order {
+			col, err := outputRef(sc, o.Expr)
+			if err != nil {
+				return nil, err
+			}
+			if col < 0 {
+				return nil, pgerror.New(pgerror.InvalidColumnReference, "ORDER BY on a UNION result must name an output column")
+			}
+			keys[i] = sortKey(col, o)
+		}
+		top := int64(-1)
+		if lim >= 0 {
+			top = lim + off
+		}
+		steps = append(steps, operators.Step{Op: operators.OpSort, Keys: keys, Limit: top})
+	}
+	if lim >= 0 || off > 0 {
+		steps = append(steps, operators.Step{Op: operators.OpLimit, Limit: lim, Offset: off})
+	}
+	return steps, nil
+}
+
+func sortKey(col int, o sql.OrderItem) operators.SortKey {
+	k := operators.SortKey{Col: col, Desc: o.Desc, NullsFirst: o.Desc}
+	if o.NullsFirst != nil {
+		k.NullsFirst = *o.NullsFirst
+	}
+	return k
+}
+
+// outputRef matches an ORDER BY term against the output columns: an
+// ordinal, or a bare name equal to an output column. -1 if neither.
+func outputRef(sc *scope, e sql.Expr) (int, error) {
+	visible := []int{}
+	for i, c := range sc.cols {
+		if !c.hidden {
+			visible = append(visible, i)
+		}
+	}
+	switch e := e.(type) {
+	case *sql.Literal:
+		if e.Value.K.IsInteger() {
+			n := int(e.Value.I)
+			if n < 1 || n > len(visible) {
+				return -1, pgerror.New(pgerror.InvalidColumnReference, "ORDER BY position %d is not in select list", n)
+			}
+			return visible[n-1], nil
+		}
+	case *sql.ColumnRef:
+		if e.Table == "" {
+			found := -1
+			for _, i := range visible {
+				if sc.cols[i].name == e.Name {
+					if found >= 0 {
+						return -1, pgerror.New(pgerror.AmbiguousColumn, "ORDER BY %q is ambiguous", e.Name)
+					}
+					found = i
+				}
+			}
+			return found, nil
+		}
+	}
+	return -1, nil
+}
+
+func (b *builder) limitOffset(limit, offset sql.Expr) (lim, off int64, err error) {
+	lim = -1
+	eval := func(e sql.Expr, what string) (int64, error) {
+		if e == nil {
+			return -1, nil
+		}
+		x, err := b.build(&exprCtx{scope: &scope{}, what: what, noAggs: true}, e)
+		if err != nil {
+			return 0, err
+		}
+		if isUntypedParam(x) {
+			x = b.inferParam(x, types.Int8)
+		}
+		if x.Kind == expr.KConst && x.Val.K == types.Null {
+			return -1, nil
+		}
+		if x.Kind != expr.KConst {
+			return 0, pgerror.NotSupported("%s with a parameter", what)
+		}
+		v, err := types.Cast(x.Val, types.Int8)
+		if err != nil {
+			return 0, err
+		}
+		if v.I < 0 {
+			return 0, pgerror.New("2201W", "%s must not be negative", what)
+		}
+		return v.I, nil
+	}
+	if lim, err = eval(limit, "LIMIT"); err != nil {
+		return
+	}
+	if off, err = eval(offset, "OFFSET"); err != nil {
+		return
+	}
+	if off < 0 {
+		off = 0
+	}
+	return
+}
+
+// buildFrom plans the FROM clause.
+func (b *builder) buildFrom(from []sql.TableExpr) (engine.Node, *scope, error) {
+	if len(from) == 0 {
+		return &engine.Values{Rows: []types.Row{{}}}, &scope{}, nil
+	}
+	if len(from) > 1 {
+		return nil, nil, pgerror.NotSupported("joins in bounded queries (FROM a, b)")
+	}
+	switch t := from[0].(type) {
+	case *sql.TableName:
+		rel, err := b.cat.Lookup(t.Schema, t.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		qual := t.Name
+		if t.Alias != "" {
+			qual = t.Alias
+		}
+		sc := &scope{}
+		for i, c := range rel.Columns {
+			sc.cols = append(sc.cols, scopeCol{table: qual, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: rel.OID, attnum: int16(i + 1)})
+		}
+		return &engine.Source{Dataset: DatasetName(rel)}, sc, nil
+	case *sql.DerivedTable:
+		node, sc, err := b.buildQuery(t.Query)
+		if err != nil {
+			return nil, nil, err
+		}
+		out := &scope{}
+		for _, c := range sc.cols {
+			if c.hidden {
+				continue
+			}
+			out.cols = append(out.cols, scopeCol{table: t.Alias, name: c.name, typ: c.typ})
+		}
+		if len(out.cols) != len(sc.cols) {
+			node = dropHidden(node, sc)
+		}
+		return node, out, nil
+	case *sql.WindowTVF:
+		return nil, nil, pgerror.NotSupported("%s windows in a bounded query (use them in CREATE STREAM/MATERIALIZED VIEW … AS)", strings.ToUpper(t.Kind))
+	case *sql.Join:
+		return nil, nil, pgerror.NotSupported("JOIN in bounded queries")
+	}
+	return nil, nil, pgerror.NotSupported("FROM item %T", from[0])
+}
+
+// DatasetName is the name under which the server resolves a relation's
+// data for bounded reads.
+func DatasetName(rel *catalog.Relation) string {
+	if rel.Kind == catalog.System {
+		return rel.Name
+	}
+	return "rel:" + rel.Name
+}
+
+func dropHidden(node engine.Node, sc *scope) engine.Node {
+	var exprs []*expr.Expr
+	var names []string
+	for i, c := range sc.cols {
+		if !c.hidden {
+			exprs = append(exprs, sc.ref(i))
+			names = append(names, c.name)
+		}
+	}
+	return appendSteps(node, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names})
+}
+
+func appendSteps(node engine.Node, steps ...operators.Step) engine.Node {
+	if c, ok := node.(*engine.Chain); ok {
+		return &engine.Chain{Input: c.Input, Steps: append(append([]operators.Step(nil), c.Steps...), steps...)}
+	}
+	return &engine.Chain{Input: node, Steps: steps}
+}
+
+// buildSelect plans one SELECT block.
+func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
+	node, in, err := b.buildFrom(sel.From)
+	if err != nil {
+		return nil, nil, err
+	}
+	var steps []operators.Step
+	if sel.Where != nil {
+		if hasAggregate(sel.Where) {
+			return nil, nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in WHERE")
+		}
+		pred, err := b.build(&exprCtx{scope: in, what: "WHERE", noAggs: true}, sel.Where)
+		if err != nil {
+			return nil, nil, err
+		}
+		pred = b.inferParam(pred, types.Bool)
+		if pred.Type != types.Bool && pred.Type != types.Null {
+			return nil, nil, pgerror.New(pgerror.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", pred.Type)
+		}
+		steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: pred})
+	}
+
+	items, err := expandStars(in, sel.Items)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// Aggregation.
+	cur := in
+	var aggs *aggState
+	needAgg := len(sel.GroupBy) > 0 || sel.Having != nil
+	for _, it := range items {
+		needAgg = needAgg || hasAggregate(it.Expr)
+	}
+	for _, o := range sel.OrderBy {
+		needAgg = needAgg || hasAggregate(o.Expr)
+	}
+	if needAgg {
+		aggs, err = b.planAggregate(in, sel, items, &steps)
+		if err != nil {
+			return nil, nil, err
+		}
+		cur = aggs.out
+	}
+	ctx := &exprCtx{scope: in, what: "SELECT", aggs: aggs}
+
+	if sel.Having != nil {
+		pred, err := b.build(&exprCtx{scope: in, what: "HAVING", aggs: aggs}, sel.Having)
+		if err != nil {
+			return nil, nil, err
+		}
+		steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: b.inferParam(pred, types.Bool)})
+	}
+
+	// Projection: the select list, then hidden columns for ORDER BY terms
+	// that are not output columns.
+	out := &scope{}
+	var exprs []*expr.Expr
+	var names []string
+	for _, it := range items {
+		x, err := b.build(ctx, it.Expr)
+		if err != nil {
+			return nil, nil, err
+		}
+		if isUntypedParam(x) {
+			x = b.inferParam(x, types.Text)
+		}
+		if x.Type == types.Unknown {
+			if x, err = expr.Cast(x, types.Text); err != nil {
+				return nil, nil, err
+			}
+		}
+		name := it.Alias
+		if name == "" {
+			name = columnName(it.Expr)
+		}
+		col := scopeCol{name: name, typ: x.Type}
+		if x.Kind == expr.KCol {
+			src := cur.cols[x.Col]
+			col.relOID, col.attnum, col.table = src.relOID, src.attnum, src.table
+		}
+		exprs = append(exprs, x)
+		names = append(names, name)
+		out.cols = append(out.cols, col)
+	}
+	var keys []operators.SortKey
+	for _, o := range sel.OrderBy {
+		col, err := outputRef(out, o.Expr)
+		if err != nil {
+			return nil, nil, err
+		}
+		if col < 0 {
+			if sel.Distinct {
+				return nil, nil, pgerror.New(pgerror.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+			}
+			x, err := b.build(&exprCtx{scope: in, what: "ORDER BY", aggs: aggs}, o.Expr)
+			if err != nil {
+				return nil, nil, err
+			}
+			// An expression equal to a select item sorts by that item.
+			for i, e := range exprs {
+				if e.String() == x.String() {
+					col = i
+					break
+				}
+			}
+			if col < 0 {
+				col = len(exprs)
+				exprs = append(exprs, x)
+				names = append(names, "?order?")
+				out.cols = append(out.cols, scopeCol{name: "?order?", typ: x.Type, hidden: true})
+			}
+		}
+		keys = append(keys, sortKey(col, o))
+	}
+	steps = append(steps, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names})
+	if sel.Distinct {
+		steps = append(steps, operators.Step{Op: operators.OpDistinct})
+	}
+	lim, off, err := b.limitOffset(sel.Limit, sel.Offset)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(keys) > 0 {
+		top := int64(-1)
+		if lim >= 0 {
+			top = lim + off
+		}
+		steps = append(steps, operators.Step{Op: operators.OpSort, Keys: keys, Limit: top})
+	}
+	if lim >= 0 || off > 0 {
+		steps = append(steps, operators.Step{Op: operators.OpLimit, Limit: lim, Offset: off})
+	}
+	node = appendSteps(node, steps...)
+	for _, c := range out.cols {
+		if c.hidden {
+			node = dropHidden(node, out)
+			vis := &scope{}
+			for _, c := range out.cols {
+				if !c.hidden {
+					vis.cols = append(vis.cols, c)
+				}
+			}
+			out = vis
+			break
+		}
+	}
+	return node, out, nil
+}
+
+// planAggregate adds the aggregate step for a SELECT and returns the
+// aggregation state the clauses above it resolve against.
+func (b *builder) planAggregate(in *scope, sel *sql.Select, items []sql.SelectItem, steps *[]operators.Step) (*aggState, error) {
+	a := &aggState{out: &scope{}}
+	var groupBy []*expr.Expr
+	gctx := &exprCtx{scope: in, what: "GROUP BY", noAggs: true}
+	for _, g := range sel.GroupBy {
+		term := g
+		// GROUP BY 2 and GROUP BY alias name select items.
+		if lit, ok := g.(*sql.Literal); ok && lit.Value.K.IsInteger() {
+			n := int(lit.Value.I)
+			if n < 1 || n > len(items) {
+				return nil, pgerror.New(pgerror.InvalidColumnReference, "GROUP BY position %d is not in select list", n)
+			}
+			term = items[n-1].Expr
+		} else if c, ok := g.(*sql.ColumnRef); ok && c.Table == "" {
+			if _, err := in.resolve("", c.Name); err != nil {
+				for _, it := range items {
+					if it.Alias == c.Name {
+						term = it.Expr
+					}
+				}
+			}
+		}
+		if hasAggregate(term) {
+			return nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in GROUP BY")
+		}
+		x, err := b.build(gctx, term)
+		if err != nil {
+			return nil, err
+		}
+		fp := fingerprint(term)
+		dup := false
+		for _, k := range a.groupKeys {
+			dup = dup || k == fp
+		}
+		if dup {
+			continue
+		}
+		a.groupKeys = append(a.groupKeys, fp)
+		a.groupCols = append(a.groupCols, len(groupBy))
+		groupBy = append(groupBy, x)
+		name := columnName(term)
+		sc := scopeCol{name: name, typ: x.Type}
+		if x.Kind == expr.KCol {
+			src := in.cols[x.Col]
+			sc.table, sc.relOID, sc.attnum = src.table, src.relOID, src.attnum
+		}
+		a.out.cols = append(a.out.cols, sc)
+	}
+	actx := &exprCtx{scope: in, what: "aggregate"}
+	for _, it := range items {
+		if err := b.collectAggs(actx, a, it.Expr); err != nil {
+			return nil, err
+		}
+	}
+	if sel.Having != nil {
+		if err := b.collectAggs(actx, a, sel.Having); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range sel.OrderBy {
+		if err := b.collectAggs(actx, a, o.Expr); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range a.specs {
+		f, _ := s.Resolve()
+		a.out.cols = append(a.out.cols, scopeCol{name: s.Name, typ: f.Ret})
+	}
+	// Group columns also resolve by their plain column name (SELECT sym …
+	// GROUP BY t.sym), via the fingerprint of an unqualified reference.
+	for i, g := range groupBy {
+		if g.Kind == expr.KCol {
+			src := in.cols[g.Col]
+			for _, alt := range []*sql.ColumnRef{{Name: src.name}, {Table: src.table, Name: src.name}} {
+				a.groupKeys = append(a.groupKeys, fingerprint(alt))
+				a.groupCols = append(a.groupCols, i)
+			}
+		}
+	}
+	*steps = append(*steps, operators.Step{Op: operators.OpAggregate, GroupBy: groupBy, Aggs: a.specs})
+	return a, nil
+}
+
+// expandStars replaces * and t.* by the columns they stand for.
+func expandStars(in *scope, items []sql.SelectItem) ([]sql.SelectItem, error) {
+	var out []sql.SelectItem
+	for _, it := range items {
+		st, ok := it.Expr.(*sql.Star)
+		if !ok {
+			out = append(out, it)
+			continue
+		}
+		n := 0
+		for _, c := range in.cols {
+			if c.hidden || (st.Table != "" && c.table != st.Table) {
+				continue
+			}
+			out = append(out, sql.SelectItem{Expr: &sql.ColumnRef{Table: c.table, Name: c.name}, Alias: c.name})
+			n++
+		}
+		if st.Table != "" && n == 0 && !in.hasTable(st.Table) {
+			return nil, pgerror.New(pgerror.UndefinedTable, "missing FROM-clause entry for table %q", st.Table)
+		}
+		if st.Table == "" && len(in.cols) == 0 {
+			return nil, pgerror.New(pgerror.SyntaxError, "SELECT * with no tables specified is not valid")
+		}
+	}
+	return out, nil
+}
+
+// columnName is the output name PostgreSQL gives an unaliased select item.
+func columnName(e sql.Expr) string {
+	switch e := e.(type) {
+	case *sql.ColumnRef:
+		return e.Name
+	case *sql.FuncCall:
+		return e.Name
+	case *sql.Cast:
+		if n := columnName(e.X); n != "?column?" {
+			return n
+		}
+		return strings.Fields(e.TypeName + " ")[0]
+	case *sql.Case:
+		return "case"
+	}
+	return "?column?"
+}

@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/planner"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// maxInsertBuffer bounds how many encoded rows an INSERT holds before
+// writing; larger INSERT … SELECT statements write in several sends.
+const maxInsertBuffer = 64 << 20
+
+func (s *session) planInsert(ins *sql.Insert, params []types.Type) (*statement, error) {
+	plan, err := planner.PlanInsert(s.srv.cat, ins, params)
+	if err != nil {
+		return nil, err
+	}
+	return &statement{
+		params: plan.ParamTypes,
+		exec: func(ctx context.Context, args []types.Value) (pgwire.Result, error) {
+			n, err := s.srv.insert(ctx, plan, args)
+			if err != nil {
+				return nil, err
+			}
+			return tagOnly("INSERT 0 " + itoa(n)), nil
+		},
+	}, nil
+}
+
+// insert evaluates every row first and writes only if all of them are
+// valid, so a bad value fails the statement with nothing written.
+func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []types.Value) (int64, error) {
+	rel := plan.Rel
+	st, err := s.backend(ctx, rel)
+	if err != nil {
+		return 0, err
+	}
+	codec := codecFor(rel)
+	keyCols := make([]int, len(rel.Key))
+	for i, k := range rel.Key {
+		keyCols[i] = rel.ColumnIndex(k)
+	}
+	var msgs []backends.Message
+	size := 0
+	var n int64
+	prod, err := st.Producer(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer prod.Close()
+	flush := func() error {
+		if len(msgs) == 0 {
+			return nil
+		}
+		err := prod.Send(ctx, msgs)
+		msgs, size = msgs[:0], 0
+		return err
+	}
+	err = engine.RunBounded(ctx, plan.Source, &datasets{srv: s}, args, operators.AbortOnError, func(b *operators.Batch) error {
+		for _, row := range b.Rows {
+			if err := checkNotNull(rel, row); err != nil {
+				return err
+			}
+			payload := codec.Append(make([]byte, 0, 64), row)
+			msgs = append(msgs, backends.Message{Stream: rel.Topic, Key: recordKey(row, keyCols), Payload: payload})
+			size += len(payload)
+			n++
+		}
+		if size > maxInsertBuffer && plan.Source != nil {
+			if _, isValues := plan.Source.(*engine.Values); !isValues {
+				return flush()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func checkNotNull(rel *catalog.Relation, row types.Row) error {
+	for i, c := range rel.Columns {
+		if c.NotNull && row[i].IsNull() {
+			return pgerror.New(pgerror.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.Name, rel.Name)
+		}
+	}
+	return nil
+}
+
+// recordKey is the Kafka record key of a row: the text of its key column,
+// or a JSON array of the key columns' values when there are several.
+func recordKey(row types.Row, keyCols []int) []byte {
+	switch len(keyCols) {
+	case 0:
+		return nil
+	case 1:
+		v := row[keyCols[0]]
+		if v.IsNull() {
+			return nil
+		}
+		return []byte(v.Text())
+	}
+	vals := make([]json.RawMessage, len(keyCols))
+	for i, c := range keyCols {
+		vals[i] = types.AppendJSONValue(nil, row[c])
+	}
+	b, _ := json.Marshal(vals)
+	return b
+}

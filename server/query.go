@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/planner"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+func toWireColumns(cols []planner.Column) []pgwire.Column {
+	out := make([]pgwire.Column, len(cols))
+	for i, c := range cols {
+		out[i] = pgwire.Column{Name: c.Name, Type: c.Type, TableOID: c.TableOID, AttNum: c.AttNum}
+	}
+	return out
+}
+
+// planQuery plans a bounded SELECT.
+func (s *session) planQuery(q *sql.Query, params []types.Type) (*statement, error) {
+	plan, err := planner.PlanQuery(s.srv.cat, q, params)
+	if err != nil {
+		return nil, err
+	}
+	return &statement{
+		params: plan.ParamTypes,
+		cols:   toWireColumns(plan.Columns),
+		exec: func(ctx context.Context, args []types.Value) (pgwire.Result, error) {
+			ds := &datasets{srv: s.srv}
+			r := newStreamResult(ctx, "SELECT", func(ctx context.Context, emit operators.Emit) error {
+				return engine.RunBounded(ctx, plan.Root, ds, args, operators.AbortOnError, emit)
+			})
+			r.notices = ds.notices
+			return r, nil
+		},
+	}, nil
+}
+
+// planExplain describes the plan of a statement.
+func (s *session) planExplain(e *sql.Explain, params []types.Type) (*statement, error) {
+	var lines []string
+	switch st := e.Stmt.(type) {
+	case *sql.Query:
+		plan, err := planner.PlanQuery(s.srv.cat, st, params)
+		if err != nil {
+			return nil, err
+		}
+		lines = explainNode(plan.Root, 0)
+	case *sql.Insert:
+		plan, err := planner.PlanInsert(s.srv.cat, st, params)
+		if err != nil {
+			return nil, err
+		}
+		lines = append([]string{"insert into " + plan.Rel.Name}, explainNode(plan.Source, 1)...)
+	default:
+		return nil, fmt.Errorf("EXPLAIN of %T is not supported yet", e.Stmt)
+	}
+	rows := make([]types.Row, len(lines))
+	for i, l := range lines {
+		rows[i] = types.Row{types.NewText(l)}
+	}
+	return rowsStatement(textCols("QUERY PLAN"), func(context.Context) ([]types.Row, error) { return rows, nil }), nil
+}
+
+// explainNode renders a bounded plan, one line per node or step, the
+// input below what consumes it.
+func explainNode(n engine.Node, depth int) []string {
+	pad := strings.Repeat("  ", depth)
+	switch n := n.(type) {
+	case *engine.Source:
+		return []string{pad + "scan " + strings.TrimPrefix(n.Dataset, "rel:")}
+	case *engine.Values:
+		return []string{fmt.Sprintf("%svalues (%d rows)", pad, len(n.Rows))}
+	case *engine.UnionAll:
+		out := []string{pad + "union all"}
+		for _, in := range n.Inputs {
+			out = append(out, explainNode(in, depth+1)...)
+		}
+		return out
+	case *engine.Chain:
+		var out []string
+		for i := len(n.Steps) - 1; i >= 0; i-- {
+			out = append(out, pad+n.Steps[i].String())
+		}
+		return append(out, explainNode(n.Input, depth+1)...)
+	}
+	return []string{pad + "?"}
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/backends/kafka"
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/state"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Version is fvsql's version; ServerVersion is what clients see as the
+// PostgreSQL server_version.
+const (
+	Version       = "0.1.0"
+	ServerVersion = "15.0 (fvsql " + Version + ")"
+)
+
+// Config configures a server.
+type Config struct {
+	DataDir     string   // default ./fvsql-data
+	Kafka       []string // brokers of a real cluster; empty: embedded broker
+	KafkaListen string   // embedded broker's endpoint, default 127.0.0.1:9092
+	TopicPrefix string   // prefix of every topic and group fvsql creates
+	Logger      *slog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.DataDir == "" {
+		c.DataDir = "./fvsql-data"
+	}
+	if c.KafkaListen == "" {
+		c.KafkaListen = "127.0.0.1:9092"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if len(c.Kafka) == 0 {
+		if _, _, err := net.SplitHostPort(c.KafkaListen); err != nil {
+			return fmt.Errorf("server: --kafka-listen %q: %w", c.KafkaListen, err)
+		}
+	}
+	return nil
+}
+
+// Server is a running fvsql instance.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *state.Store
+	cat     *catalog.Catalog
+	broker  *kfake.Cluster // nil when using a real cluster
+	kafka   *kafka.Streamer
+	env     backends.Env
+	ddl     sync.Mutex // serialises catalog changes
+	backMu  sync.Mutex
+	streams map[string]backends.Streamer // by backend URI
+}
+
+// Open starts a server: it opens the data directory, starts or connects
+// to Kafka, and loads the catalog.
+func Open(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("server: data directory: %w", err)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, streams: map[string]backends.Streamer{}}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+	var err error
+	if s.store, err = state.Open(filepath.Join(cfg.DataDir, "state")); err != nil {
+		return nil, err
+	}
+	if s.cat, err = catalog.Open(s.store); err != nil {
+		return nil, err
+	}
+	brokers := cfg.Kafka
+	if len(brokers) == 0 {
+		if s.broker, err = startEmbeddedBroker(cfg.DataDir, cfg.KafkaListen); err != nil {
+			return nil, err
+		}
+		brokers = s.broker.ListenAddrs()
+		s.log.Info("embedded Kafka broker started", "addr", strings.Join(brokers, ","), "dir", filepath.Join(cfg.DataDir, "kafka"))
+	}
+	s.env = backends.Env{KafkaBrokers: brokers, TopicPrefix: cfg.TopicPrefix, DataDir: cfg.DataDir}
+	if s.kafka, err = kafka.Connect(ctx, kafka.Config{Brokers: brokers, TopicPrefix: cfg.TopicPrefix}); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+// startEmbeddedBroker runs franz-go's kfake in-process, persisted under
+// the data directory, listening on addr.
+func startEmbeddedBroker(dataDir, addr string) (*kfake.Cluster, error) {
+	host, portStr, _ := net.SplitHostPort(addr)
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("server: --kafka-listen port %q: %w", portStr, err)
+	}
+	if port == 0 {
+		// kfake needs a concrete port to advertise; pick a free one.
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("server: embedded broker: %w", err)
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.Ports(port),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			return net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
+		}),
+		kfake.DataDir(filepath.Join(dataDir, "kafka")),
+		kfake.ClusterID("fvsql-embedded"),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("server: embedded Kafka broker on %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// Catalog returns the server's catalog.
+func (s *Server) Catalog() *catalog.Catalog { return s.cat }
+
+// KafkaBrokers are the brokers the server uses.
+func (s *Server) KafkaBrokers() []string { return s.env.KafkaBrokers }
+
+// Close stops the server.
+func (s *Server) Close() error {
+	s.backMu.Lock()
+	for _, st := range s.streams {
+		st.Close()
+	}
+	s.streams = map[string]backends.Streamer{}
+	s.backMu.Unlock()
+	if s.kafka != nil {
+		s.kafka.Close()
+	}
+	if s.broker != nil {
+		s.broker.Close()
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
+	return nil
+}
+
+// backend returns the Streamer holding a relation's data.
+func (s *Server) backend(ctx context.Context, rel *catalog.Relation) (backends.Streamer, error) {
+	if rel.Backend == "" {
+		return s.kafka, nil
+	}
+	return s.openBackend(ctx, rel.Backend)
+}
+
+func (s *Server) openBackend(ctx context.Context, uri string) (backends.Streamer, error) {
+	s.backMu.Lock()
+	defer s.backMu.Unlock()
+	if st, ok := s.streams[uri]; ok {
+		return st, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	st, err := backends.Open(cctx, uri, s.env)
+	if err != nil {
+		return nil, pgerror.WithCode(err, pgerror.SQLClientUnableToEstablish)
+	}
+	s.streams[uri] = st
+	return st, nil
+}
+
+// NewSession implements pgwire.Handler.
+func (s *Server) NewSession(_ context.Context, p pgwire.SessionParams) (pgwire.Session, error) {
+	return newSession(s, p), nil
+}
+
+var _ pgwire.Handler = (*Server)(nil)

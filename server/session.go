@@ -1,0 +1,249 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// session is the state of one connection.
+type session struct {
+	srv      *Server
+	user     string
+	settings map[string]string
+	changed  map[string]bool
+	tx       byte // 'I', 'T', 'E'
+}
+
+func newSession(srv *Server, p pgwire.SessionParams) *session {
+	s := &session{srv: srv, user: p.User, settings: map[string]string{}, changed: map[string]bool{}, tx: 'I'}
+	for k, v := range defaultSettings {
+		s.settings[k] = v
+	}
+	if p.ApplicationName != "" {
+		s.settings["application_name"] = p.ApplicationName
+	}
+	for k, v := range p.Options {
+		k = strings.ToLower(k)
+		if _, ok := defaultSettings[k]; ok && !readOnly[k] && k != "application_name" {
+			_ = s.set(k, v) // startup options apply like SET; bad ones are ignored, as clients send many
+		}
+	}
+	return s
+}
+
+// Parse implements pgwire.Session.
+func (s *session) Parse(ctx context.Context, text string) ([]pgwire.Statement, error) {
+	parsed, err := sql.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pgwire.Statement, 0, len(parsed))
+	for _, p := range parsed {
+		out = append(out, &lazyStatement{s: s, p: p})
+	}
+	return out, nil
+}
+
+// Prepare implements pgwire.Session.
+func (s *session) Prepare(ctx context.Context, text string, paramOIDs []uint32) (pgwire.Statement, error) {
+	parsed, err := sql.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	switch len(parsed) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, pgerror.New(pgerror.SyntaxError, "cannot insert multiple commands into a prepared statement")
+	}
+	params := make([]types.Type, len(paramOIDs))
+	for i, o := range paramOIDs {
+		if o == 0 {
+			params[i] = types.Unknown
+			continue
+		}
+		t, ok := types.ByOID(o)
+		if !ok {
+			return nil, pgerror.New(pgerror.UndefinedObject, "type with OID %d is not supported", o)
+		}
+		params[i] = t
+	}
+	return s.plan(ctx, parsed[0], params)
+}
+
+// lazyStatement plans a simple-query statement only when it runs, after
+// the statements before it, so that "CREATE STREAM s …; INSERT INTO s …"
+// works in one message.
+type lazyStatement struct {
+	s    *session
+	p    sql.Parsed
+	plan *statement
+}
+
+func (l *lazyStatement) ParamTypes() []types.Type { return nil }
+
+func (l *lazyStatement) Columns() []pgwire.Column {
+	if l.plan == nil {
+		return nil
+	}
+	return l.plan.cols
+}
+
+func (l *lazyStatement) Execute(ctx context.Context, params []types.Value) (pgwire.Result, error) {
+	st, err := l.s.plan(ctx, l.p, nil)
+	if err != nil {
+		return nil, err
+	}
+	l.plan = st
+	return st.Execute(ctx, params)
+}
+
+// TxStatus implements pgwire.Session.
+func (s *session) TxStatus() byte { return s.tx }
+
+// FailTx implements pgwire.Session.
+func (s *session) FailTx() {
+	if s.tx == 'T' {
+		s.tx = 'E'
+	}
+}
+
+// ParameterChanges implements pgwire.Session.
+func (s *session) ParameterChanges() []pgwire.Parameter {
+	var out []pgwire.Parameter
+	for _, k := range sortedSettings(boolKeys(s.changed)) {
+		out = append(out, pgwire.Parameter{Name: displayName(k), Value: s.settings[k]})
+	}
+	s.changed = map[string]bool{}
+	return out
+}
+
+func boolKeys(m map[string]bool) map[string]string {
+	out := map[string]string{}
+	for k := range m {
+		out[k] = ""
+	}
+	return out
+}
+
+// Close implements pgwire.Session.
+func (s *session) Close() {}
+
+// statement is a planned statement.
+type statement struct {
+	params []types.Type
+	cols   []pgwire.Column
+	exec   func(ctx context.Context, params []types.Value) (pgwire.Result, error)
+}
+
+func (st *statement) ParamTypes() []types.Type { return st.params }
+func (st *statement) Columns() []pgwire.Column { return st.cols }
+func (st *statement) Execute(ctx context.Context, params []types.Value) (pgwire.Result, error) {
+	return st.exec(ctx, params)
+}
+
+// plan turns a parsed statement into an executable one.
+func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (*statement, error) {
+	if s.tx == 'E' {
+		if t, ok := p.Stmt.(*sql.Transaction); !ok || t.Kind == sql.TxBegin {
+			return nil, pgerror.New("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+		}
+	}
+	switch st := p.Stmt.(type) {
+	case *sql.Query:
+		return s.planQuery(st, params)
+	case *sql.Insert:
+		return s.planInsert(st, params)
+	case *sql.CreateStream:
+		return s.command("CREATE STREAM", func(ctx context.Context) (pgwire.Result, error) {
+			return s.srv.createStream(ctx, st)
+		}), nil
+	case *sql.Drop:
+		return s.command("DROP "+strings.ToUpper(string(st.Kind)), func(ctx context.Context) (pgwire.Result, error) {
+			return s.srv.drop(ctx, st)
+		}), nil
+	case *sql.Show:
+		return s.planShow(st)
+	case *sql.Set:
+		return s.command("SET", func(context.Context) (pgwire.Result, error) {
+			return tagOnly("SET"), s.set(st.Name, st.Value)
+		}), nil
+	case *sql.Transaction:
+		return s.command(strings.ToUpper(string(st.Kind)), func(context.Context) (pgwire.Result, error) {
+			return s.transaction(st.Kind), nil
+		}), nil
+	case *sql.Discard:
+		return s.command("DISCARD ALL", func(context.Context) (pgwire.Result, error) { return tagOnly("DISCARD ALL"), nil }), nil
+	case *sql.Flush:
+		return s.command("FLUSH", func(ctx context.Context) (pgwire.Result, error) { return tagOnly("FLUSH"), nil }), nil
+	case *sql.Describe:
+		return s.planDescribe(st)
+	case *sql.Explain:
+		return s.planExplain(st, params)
+	case *sql.CreateAs:
+		return nil, pgerror.NotSupported("CREATE %s … AS SELECT (continuous queries)", strings.ToUpper(string(st.Kind)))
+	case *sql.Subscribe, *sql.DeclareCursor, *sql.Fetch, *sql.CloseCursor:
+		return nil, pgerror.NotSupported("SUBSCRIBE and cursors")
+	case *sql.Unsupported:
+		return nil, pgerror.NotSupported("%s", st.What)
+	}
+	return nil, pgerror.NotSupported("statement %T", p.Stmt)
+}
+
+// command wraps a statement that returns no rows.
+func (s *session) command(_ string, run func(ctx context.Context) (pgwire.Result, error)) *statement {
+	return &statement{exec: func(ctx context.Context, _ []types.Value) (pgwire.Result, error) { return run(ctx) }}
+}
+
+func (s *session) transaction(kind sql.TxKind) pgwire.Result {
+	switch kind {
+	case sql.TxBegin:
+		if s.tx != 'I' {
+			return &rowsResult{tag: "BEGIN", notices: []string{"there is already a transaction in progress"}}
+		}
+		s.tx = 'T'
+		return tagOnly("BEGIN")
+	case sql.TxCommit:
+		tag := "COMMIT"
+		if s.tx == 'E' {
+			tag = "ROLLBACK"
+		}
+		if s.tx == 'I' {
+			s.tx = 'I'
+			return &rowsResult{tag: tag, notices: []string{"there is no transaction in progress"}}
+		}
+		s.tx = 'I'
+		return tagOnly(tag)
+	default:
+		if s.tx == 'I' {
+			return &rowsResult{tag: "ROLLBACK", notices: []string{"there is no transaction in progress"}}
+		}
+		s.tx = 'I'
+		return tagOnly("ROLLBACK")
+	}
+}
+
+func textCols(names ...string) []pgwire.Column {
+	out := make([]pgwire.Column, len(names))
+	for i, n := range names {
+		out[i] = pgwire.Column{Name: n, Type: types.Text}
+	}
+	return out
+}
+
+func rowsStatement(cols []pgwire.Column, rows func(ctx context.Context) ([]types.Row, error)) *statement {
+	return &statement{cols: cols, exec: func(ctx context.Context, _ []types.Value) (pgwire.Result, error) {
+		r, err := rows(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &rowsResult{rows: r, tag: fmt.Sprintf("SELECT %d", len(r))}, nil
+	}}
+}

@@ -1,0 +1,976 @@
+package sql
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+	tast "github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// converter turns TiDB's AST of a normalized statement into sql's AST,
+// undoing the normalizer's synthetic functions and markers.
+type converter struct {
+	params []int        // params[k] is the $n of TiDB's k-th "?"
+	tvfs   []*WindowTVF // the window TVFs, by the index in their synthetic name
+	ctes   []map[string]QueryExpr
+}
+
+func unsupported(format string, args ...any) error {
+	return pgerror.NotSupported(format, args...)
+}
+
+// ---------------------------------------------------------------------------
+// Queries.
+
+func (c *converter) query(n tast.Node) (QueryExpr, error) {
+	switch n := n.(type) {
+	case *tast.SelectStmt:
+		return c.selectStmt(n)
+	case *tast.SetOprStmt:
+		return c.setOprStmt(n)
+	case *tast.SetOprSelectList:
+		return c.setOprList(n)
+	case *tast.SubqueryExpr:
+		return c.query(n.Query)
+	}
+	return nil, unsupported("statement %s", strings.TrimPrefix(fmt.Sprintf("%T", n), "*ast."))
+}
+
+// with brings the CTEs of a WITH clause into scope. Non-recursive CTEs
+// are inlined where they are referenced (as derived tables), which is
+// what PostgreSQL does with a CTE referenced once.
+func (c *converter) with(w *tast.WithClause) (pop func(), err error) {
+	if w == nil {
+		return func() {}, nil
+	}
+	if w.IsRecursive {
+		return nil, unsupported("WITH RECURSIVE")
+	}
+	scope := make(map[string]QueryExpr)
+	c.ctes = append(c.ctes, scope)
+	pop = func() { c.ctes = c.ctes[:len(c.ctes)-1] }
+	for _, cte := range w.CTEs {
+		if len(cte.ColNameList) > 0 {
+			pop()
+			return nil, unsupported("column lists of WITH queries")
+		}
+		q, err := c.query(cte.Query.Query)
+		if err != nil {
+			pop()
+			return nil, err
+		}
+		scope[cte.Name.O] = q
+	}
+	return pop, nil
+}
+
+func (c *converter) cte(name string) QueryExpr {
+	for i := len(c.ctes) - 1; i >= 0; i-- {
+		if q, ok := c.ctes[i][name]; ok {
+			return q
+		}
+	}
+	return nil
+}
+
+func (c *converter) selectStmt(s *tast.SelectStmt) (QueryExpr, error) {
+	pop, err := c.with(s.With)
+	if err != nil {
+		return nil, err
+	}
+	defer pop()
+	switch {
+	case s.Kind == tast.SelectStmtKindValues:
+		return nil, unsupported("VALUES as a query")
+	case s.LockInfo != nil && s.LockInfo.LockType != tast.SelectLockNone:
+		return nil, unsupported("SELECT … FOR UPDATE/SHARE")
+	case s.SelectIntoOpt != nil:
+		return nil, unsupported("SELECT INTO")
+	case len(s.WindowSpecs) > 0:
+		return nil, unsupported("the WINDOW clause")
+	case s.GroupBy != nil && s.GroupBy.Rollup:
+		return nil, unsupported("GROUP BY … WITH ROLLUP")
+	}
+	sel := &Select{Distinct: s.Distinct}
+	if s.Kind == tast.SelectStmtKindTable {
+		sel.Items = []SelectItem{{Expr: &Star{}}}
+	} else if sel.Items, err = c.fields(s.Fields); err != nil {
+		return nil, err
+	}
+	if s.From != nil {
+		if sel.From, err = c.fromList(s.From.TableRefs); err != nil {
+			return nil, err
+		}
+	}
+	if sel.Where, err = c.optExpr(s.Where); err != nil {
+		return nil, err
+	}
+	if s.GroupBy != nil {
+		for _, it := range s.GroupBy.Items {
+			e, err := c.expr(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			sel.GroupBy = append(sel.GroupBy, e)
+		}
+	}
+	if s.Having != nil {
+		if sel.Having, err = c.expr(s.Having.Expr); err != nil {
+			return nil, err
+		}
+	}
+	if sel.OrderBy, err = c.orderBy(s.OrderBy); err != nil {
+		return nil, err
+	}
+	if sel.Limit, sel.Offset, err = c.limit(s.Limit); err != nil {
+		return nil, err
+	}
+	return sel, nil
+}
+
+func (c *converter) fields(fl *tast.FieldList) ([]SelectItem, error) {
+	if fl == nil {
+		return nil, nil
+	}
+	items := make([]SelectItem, 0, len(fl.Fields))
+	for _, f := range fl.Fields {
+		if f.WildCard != nil {
+			items = append(items, SelectItem{Expr: &Star{Table: f.WildCard.Table.O}})
+			continue
+		}
+		e, err := c.expr(f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, SelectItem{Expr: e, Alias: f.AsName.O})
+	}
+	return items, nil
+}
+
+func (c *converter) optExpr(e tast.ExprNode) (Expr, error) {
+	if e == nil {
+		return nil, nil
+	}
+	return c.expr(e)
+}
+
+func (c *converter) orderBy(ob *tast.OrderByClause) ([]OrderItem, error) {
+	if ob == nil {
+		return nil, nil
+	}
+	items := make([]OrderItem, 0, len(ob.Items))
+	for _, it := range ob.Items {
+		oi := OrderItem{Desc: it.Desc}
+		e := it.Expr
+		if f, ok := e.(*tast.FuncCallExpr); ok && len(f.Args) == 1 &&
+			(f.FnName.O == fnNullsFirst || f.FnName.O == fnNullsLast) {
+			first := f.FnName.O == fnNullsFirst
+			oi.NullsFirst = &first
+			e = f.Args[0]
+		}
+		x, err := c.expr(e)
+		if err != nil {
+			return nil, err
+		}
+		oi.Expr = x
+		items = append(items, oi)
+	}
+	return items, nil
+}
+
+func (c *converter) limit(l *tast.Limit) (count, offset Expr, err error) {
+	if l == nil {
+		return nil, nil, nil
+	}
+	if v, ok := l.Count.(*driver.ValueExpr); !ok || v.Kind() != driver.KindUint64 || v.GetUint64() != math.MaxUint64 {
+		if count, err = c.expr(l.Count); err != nil {
+			return nil, nil, err
+		}
+	}
+	offset, err = c.optExpr(l.Offset)
+	return count, offset, err
+}
+
+// setOprStmt folds TiDB's flat list of set operations into a tree, with
+// INTERSECT binding tighter than UNION and EXCEPT as in PostgreSQL.
+func (c *converter) setOprStmt(s *tast.SetOprStmt) (QueryExpr, error) {
+	pop, err := c.with(s.With)
+	if err != nil {
+		return nil, err
+	}
+	defer pop()
+	q, err := c.setOprList(s.SelectList)
+	if err != nil {
+		return nil, err
+	}
+	return c.setOprTail(q, s.OrderBy, s.Limit)
+}
+
+func (c *converter) setOprTail(q QueryExpr, ob *tast.OrderByClause, l *tast.Limit) (QueryExpr, error) {
+	if ob == nil && l == nil {
+		return q, nil
+	}
+	order, err := c.orderBy(ob)
+	if err != nil {
+		return nil, err
+	}
+	count, offset, err := c.limit(l)
+	if err != nil {
+		return nil, err
+	}
+	op, ok := q.(*SetOp)
+	if !ok || op.OrderBy != nil || op.Limit != nil || op.Offset != nil {
+		// ORDER BY/LIMIT after a lone parenthesized query: wrap it.
+		return &Select{Items: []SelectItem{{Expr: &Star{}}}, From: []TableExpr{&DerivedTable{Query: q, Alias: "__fvsql_sub"}},
+			OrderBy: order, Limit: count, Offset: offset}, nil
+	}
+	op.OrderBy, op.Limit, op.Offset = order, count, offset
+	return op, nil
+}
+
+func (c *converter) setOprList(l *tast.SetOprSelectList) (QueryExpr, error) {
+	pop, err := c.with(l.With)
+	if err != nil {
+		return nil, err
+	}
+	defer pop()
+	type arm struct {
+		q  QueryExpr
+		op *tast.SetOprType
+	}
+	arms := make([]arm, 0, len(l.Selects))
+	for _, n := range l.Selects {
+		var a arm
+		switch n := n.(type) {
+		case *tast.SelectStmt:
+			a.op = n.AfterSetOperator
+			a.q, err = c.selectStmt(n)
+		case *tast.SetOprSelectList:
+			a.op = n.AfterSetOperator
+			a.q, err = c.setOprList(n)
+		default:
+			return nil, unsupported("set operation over %T", n)
+		}
+		if err != nil {
+			return nil, err
+		}
+		arms = append(arms, a)
+	}
+	if len(arms) == 0 {
+		return nil, unsupported("empty set operation")
+	}
+	// INTERSECT first, then UNION/EXCEPT left to right.
+	var merged []arm
+	for i, a := range arms {
+		if i > 0 && a.op != nil && (*a.op == tast.Intersect || *a.op == tast.IntersectAll) {
+			last := &merged[len(merged)-1]
+			last.q = setOp(*a.op, last.q, a.q)
+			continue
+		}
+		merged = append(merged, a)
+	}
+	q := merged[0].q
+	for _, a := range merged[1:] {
+		q = setOp(*a.op, q, a.q)
+	}
+	return c.setOprTail(q, l.OrderBy, l.Limit)
+}
+
+func setOp(t tast.SetOprType, l, r QueryExpr) *SetOp {
+	op := &SetOp{Left: l, Right: r}
+	switch t {
+	case tast.Union, tast.UnionAll:
+		op.Op = "union"
+	case tast.Except, tast.ExceptAll:
+		op.Op = "except"
+	default:
+		op.Op = "intersect"
+	}
+	op.All = t == tast.UnionAll || t == tast.ExceptAll || t == tast.IntersectAll
+	return op
+}
+
+// ---------------------------------------------------------------------------
+// FROM.
+
+// fromList flattens the top-level comma (cross) joins into Select.From.
+func (c *converter) fromList(j *tast.Join) ([]TableExpr, error) {
+	if j.Right == nil {
+		t, err := c.tableExpr(j.Left)
+		if err != nil {
+			return nil, err
+		}
+		return []TableExpr{t}, nil
+	}
+	if j.Tp == tast.CrossJoin && j.On == nil && len(j.Using) == 0 && !j.NaturalJoin && !j.StraightJoin && !j.ExplicitParens {
+		var left []TableExpr
+		var err error
+		if lj, ok := j.Left.(*tast.Join); ok {
+			left, err = c.fromList(lj)
+		} else {
+			var t TableExpr
+			t, err = c.tableExpr(j.Left)
+			left = []TableExpr{t}
+		}
+		if err != nil {
+			return nil, err
+		}
+		right, err := c.tableExpr(j.Right)
+		if err != nil {
+			return nil, err
+		}
+		return append(left, right), nil
+	}
+	t, err := c.join(j)
+	if err != nil {
+		return nil, err
+	}
+	return []TableExpr{t}, nil
+}
+
+func (c *converter) tableExpr(n tast.ResultSetNode) (TableExpr, error) {
+	switch n := n.(type) {
+	case *tast.Join:
+		if n.Right == nil {
+			return c.tableExpr(n.Left)
+		}
+		return c.join(n)
+	case *tast.TableSource:
+		return c.tableSource(n)
+	case *tast.TableName:
+		return c.tableName(n, "")
+	}
+	return nil, unsupported("FROM item %T", n)
+}
+
+func (c *converter) join(j *tast.Join) (TableExpr, error) {
+	if j.NaturalJoin {
+		return nil, unsupported("NATURAL JOIN")
+	}
+	out := &Join{}
+	switch {
+	case j.StraightJoin:
+		out.Kind = "full" // the normalizer's mark for FULL [OUTER] JOIN
+	case j.Tp == tast.LeftJoin:
+		out.Kind = "left"
+	case j.Tp == tast.RightJoin:
+		out.Kind = "right"
+	case j.On != nil || len(j.Using) > 0:
+		out.Kind = "inner"
+	default:
+		out.Kind = "cross"
+	}
+	var err error
+	if out.Left, err = c.tableExpr(j.Left); err != nil {
+		return nil, err
+	}
+	if out.Right, err = c.tableExpr(j.Right); err != nil {
+		return nil, err
+	}
+	if j.On != nil {
+		if out.On, err = c.expr(j.On.Expr); err != nil {
+			return nil, err
+		}
+	}
+	for _, col := range j.Using {
+		out.Using = append(out.Using, col.Name.O)
+	}
+	if out.Kind == "full" && out.On == nil && out.Using == nil {
+		return nil, pgerror.New(pgerror.SyntaxError, "syntax error: FULL JOIN needs ON or USING")
+	}
+	return out, nil
+}
+
+func (c *converter) tableSource(ts *tast.TableSource) (TableExpr, error) {
+	if ts.Lateral {
+		return nil, unsupported("LATERAL")
+	}
+	if len(ts.ColumnNames) > 0 {
+		return nil, unsupported("column aliases in FROM")
+	}
+	alias := ts.AsName.O
+	switch src := ts.Source.(type) {
+	case *tast.TableName:
+		return c.tableName(src, alias)
+	case *tast.SelectStmt, *tast.SetOprStmt:
+		q, err := c.query(src)
+		if err != nil {
+			return nil, err
+		}
+		return &DerivedTable{Query: q, Alias: alias}, nil
+	case *tast.Join:
+		return c.tableExpr(src)
+	}
+	return nil, unsupported("FROM item %T", ts.Source)
+}
+
+func (c *converter) tableName(t *tast.TableName, alias string) (TableExpr, error) {
+	if len(t.IndexHints) > 0 || len(t.PartitionNames) > 0 || t.TableSample != nil || t.AsOf != nil {
+		return nil, unsupported("MySQL table options")
+	}
+	name := t.Name.O
+	if t.Schema.O == "" {
+		if k, ok := strings.CutPrefix(name, tvfPrefix); ok {
+			i, err := strconv.Atoi(k)
+			if err == nil && i < len(c.tvfs) {
+				w := *c.tvfs[i]
+				w.Alias = alias
+				return &w, nil
+			}
+		}
+		if q := c.cte(name); q != nil {
+			if alias == "" {
+				alias = name
+			}
+			return &DerivedTable{Query: q, Alias: alias}, nil
+		}
+	}
+	return &TableName{Schema: t.Schema.O, Name: name, Alias: alias}, nil
+}
+
+// ---------------------------------------------------------------------------
+// Expressions.
+
+var binaryOps = map[opcode.Op]string{
+	opcode.LogicAnd: "and", opcode.LogicOr: "or",
+	opcode.GE: ">=", opcode.LE: "<=", opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.GT: ">",
+	opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.Mod: "%",
+	opcode.Xor: "^", // MySQL's ^ is XOR; the text was PostgreSQL, where ^ is power
+	opcode.And: "&", opcode.Or: "|", opcode.LeftShift: "<<", opcode.RightShift: ">>",
+}
+
+func (c *converter) exprs(list []tast.ExprNode) ([]Expr, error) {
+	out := make([]Expr, 0, len(list))
+	for _, e := range list {
+		x, err := c.expr(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+func (c *converter) expr(e tast.ExprNode) (Expr, error) {
+	switch e := e.(type) {
+	case *driver.ParamMarkerExpr:
+		if e.Order < 0 || e.Order >= len(c.params) {
+			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"?\"")
+		}
+		return &Param{N: c.params[e.Order]}, nil
+	case *driver.ValueExpr:
+		return literal(e)
+	case *tast.ColumnNameExpr:
+		return columnRef(e.Name)
+	case *tast.ParenthesesExpr:
+		return c.expr(e.Expr)
+	case *tast.BinaryOperationExpr:
+		return c.binary(e)
+	case *tast.UnaryOperationExpr:
+		return c.unary(e)
+	case *tast.FuncCallExpr:
+		return c.funcCall(e)
+	case *tast.AggregateFuncExpr:
+		return c.aggregate(e)
+	case *tast.WindowFuncExpr:
+		return c.windowFunc(e)
+	case *tast.PatternLikeOrIlikeExpr:
+		return c.like(e)
+	case *tast.PatternRegexpExpr:
+		pat, ci := stripBinaryMarker(e.Pattern)
+		return c.pattern(e.Expr, pat, &Like{Not: e.Not, Regex: true, CaseInsensitive: ci})
+	case *tast.PatternInExpr:
+		return c.in(e)
+	case *tast.IsNullExpr:
+		x, err := c.expr(e.Expr)
+		return &IsNull{X: x, Not: e.Not}, err
+	case *tast.IsTruthExpr:
+		x, err := c.expr(e.Expr)
+		return &IsBool{X: x, Not: e.Not, Value: e.True != 0}, err
+	case *tast.BetweenExpr:
+		return c.between(e)
+	case *tast.CaseExpr:
+		return c.caseExpr(e)
+	case *tast.SubqueryExpr:
+		q, err := c.query(e.Query)
+		return &Subquery{Query: q, Exists: e.Exists}, err
+	case *tast.ExistsSubqueryExpr:
+		return c.exists(e)
+	case *tast.CompareSubqueryExpr:
+		return c.compareSubquery(e)
+	case *tast.RowExpr:
+		items, err := c.exprs(e.Values)
+		return &RowExpr{Items: items}, err
+	case *tast.PositionExpr:
+		if e.P != nil {
+			return c.expr(e.P)
+		}
+		return &Literal{Value: intLiteral(int64(e.N))}, nil
+	case *tast.DefaultExpr:
+		return nil, unsupported("DEFAULT in expressions")
+	}
+	return nil, unsupported("expression %s", strings.TrimPrefix(fmt.Sprintf("%T", e), "*ast."))
+}
+
+func columnRef(n *tast.ColumnName) (Expr, error) {
+	if n.Name.O == colStar {
+		return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"*\"")
+	}
+	table := n.Table.O
+	if n.Schema.O != "" {
+		table = n.Schema.O + "." + table
+	}
+	return &ColumnRef{Table: table, Name: n.Name.O}, nil
+}
+
+// literal types a TiDB literal as PostgreSQL would.
+func literal(v *driver.ValueExpr) (Expr, error) {
+	switch v.Kind() {
+	case driver.KindNull:
+		return &Literal{Value: types.NullValue}, nil
+	case driver.KindInt64:
+		if v.Type.GetFlag()&mysql.IsBooleanFlag != 0 {
+			return &Literal{Value: types.NewBool(v.GetInt64() != 0)}, nil
+		}
+		return &Literal{Value: intLiteral(v.GetInt64())}, nil
+	case driver.KindUint64:
+		return numericLiteral(strconv.FormatUint(v.GetUint64(), 10))
+	case driver.KindMysqlDecimal:
+		return numericLiteral(v.GetMysqlDecimal().String())
+	case driver.KindFloat64:
+		return numericLiteral(strconv.FormatFloat(v.GetFloat64(), 'g', -1, 64))
+	case driver.KindString:
+		return &Literal{Value: types.NewString(types.Unknown, v.GetString())}, nil
+	}
+	return nil, unsupported("literal of kind %d", v.Kind())
+}
+
+// intLiteral is Int4 when i fits, else Int8.
+func intLiteral(i int64) types.Value {
+	if i >= math.MinInt32 && i <= math.MaxInt32 {
+		return types.NewInt(types.Int4, i)
+	}
+	return types.NewInt8(i)
+}
+
+func numericLiteral(s string) (Expr, error) {
+	v, err := types.ParseText(types.Numeric, s)
+	if err != nil {
+		return nil, err
+	}
+	return &Literal{Value: v}, nil
+}
+
+func (c *converter) binary(e *tast.BinaryOperationExpr) (Expr, error) {
+	l, err := c.expr(e.L)
+	if err != nil {
+		return nil, err
+	}
+	if e.Op == opcode.NullEQ {
+		rn, distinct := stripBinaryMarker(e.R)
+		r, err := c.expr(rn)
+		op := "is not distinct from"
+		if distinct {
+			op = "is distinct from"
+		}
+		return &Binary{Op: op, L: l, R: r}, err
+	}
+	op, ok := binaryOps[e.Op]
+	if !ok {
+		return nil, unsupported("operator %s", e.Op)
+	}
+	r, err := c.expr(e.R)
+	return &Binary{Op: op, L: l, R: r}, err
+}
+
+// stripBinaryMarker removes the BINARY prefix the normalizer puts on the
+// leftmost primary of an operand (see patternOp and isWord).
+func stripBinaryMarker(e tast.ExprNode) (tast.ExprNode, bool) {
+	switch x := e.(type) {
+	case *tast.FuncCastExpr:
+		if x.FunctionType == tast.CastBinaryOperator {
+			return x.Expr, true
+		}
+	case *tast.BinaryOperationExpr:
+		if l, ok := stripBinaryMarker(x.L); ok {
+			x.L = l
+			return x, true
+		}
+	case *tast.FuncCallExpr:
+		if x.FnName.O == tast.Concat && x.Schema.O == "" && len(x.Args) > 0 {
+			if l, ok := stripBinaryMarker(x.Args[0]); ok {
+				x.Args[0] = l
+				return x, true
+			}
+		}
+	}
+	return e, false
+}
+
+func (c *converter) unary(e *tast.UnaryOperationExpr) (Expr, error) {
+	x, err := c.expr(e.V)
+	if err != nil {
+		return nil, err
+	}
+	switch e.Op {
+	case opcode.Minus:
+		if lit, ok := x.(*Literal); ok {
+			if v, ok := negate(lit.Value); ok {
+				return &Literal{Value: v}, nil
+			}
+		}
+		return &Unary{Op: "-", X: x}, nil
+	case opcode.Plus:
+		return &Unary{Op: "+", X: x}, nil
+	case opcode.Not, opcode.Not2:
+		return &Unary{Op: "not", X: x}, nil
+	case opcode.BitNeg:
+		return &Unary{Op: "~", X: x}, nil
+	}
+	return nil, unsupported("operator %s", e.Op)
+}
+
+// negate folds -constant as PostgreSQL's grammar does, so that -5 is a
+// constant and -2147483648 is an integer.
+func negate(v types.Value) (types.Value, bool) {
+	switch v.K {
+	case types.Int4, types.Int8:
+		return intLiteral(-v.I), true
+	case types.Numeric:
+		s := v.N.Text('f')
+		neg, err := types.ParseText(types.Numeric, "-"+s)
+		if err != nil {
+			return v, false
+		}
+		if i, err := strconv.ParseInt("-"+s, 10, 64); err == nil {
+			return intLiteral(i), true // -9223372036854775808
+		}
+		return neg, true
+	}
+	return v, false
+}
+
+func (c *converter) like(e *tast.PatternLikeOrIlikeExpr) (Expr, error) {
+	l := &Like{Not: e.Not, CaseInsensitive: !e.IsLike}
+	if e.EscapeExplicit {
+		l.Escape = &Literal{Value: types.NewString(types.Unknown, string([]byte{e.Escape}))}
+	}
+	return c.pattern(e.Expr, e.Pattern, l)
+}
+
+func (c *converter) pattern(x, pat tast.ExprNode, l *Like) (Expr, error) {
+	var err error
+	if l.X, err = c.expr(x); err != nil {
+		return nil, err
+	}
+	l.Pattern, err = c.expr(pat)
+	return l, err
+}
+
+func (c *converter) in(e *tast.PatternInExpr) (Expr, error) {
+	x, err := c.expr(e.Expr)
+	if err != nil {
+		return nil, err
+	}
+	in := &In{X: x, Not: e.Not}
+	if e.Sel != nil {
+		sq, ok := e.Sel.(*tast.SubqueryExpr)
+		if !ok {
+			return nil, unsupported("IN over %T", e.Sel)
+		}
+		in.Sub, err = c.query(sq.Query)
+		return in, err
+	}
+	in.List, err = c.exprs(e.List)
+	return in, err
+}
+
+func (c *converter) between(e *tast.BetweenExpr) (Expr, error) {
+	x, err := c.expr(e.Expr)
+	if err != nil {
+		return nil, err
+	}
+	lo, err := c.expr(e.Left)
+	if err != nil {
+		return nil, err
+	}
+	hi, err := c.expr(e.Right)
+	return &Between{X: x, Lo: lo, Hi: hi, Not: e.Not}, err
+}
+
+func (c *converter) caseExpr(e *tast.CaseExpr) (Expr, error) {
+	out := &Case{}
+	var err error
+	if out.Operand, err = c.optExpr(e.Value); err != nil {
+		return nil, err
+	}
+	for _, w := range e.WhenClauses {
+		cond, err := c.expr(w.Expr)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.expr(w.Result)
+		if err != nil {
+			return nil, err
+		}
+		out.Whens = append(out.Whens, When{Cond: cond, Result: res})
+	}
+	out.Else, err = c.optExpr(e.ElseClause)
+	return out, err
+}
+
+func (c *converter) exists(e *tast.ExistsSubqueryExpr) (Expr, error) {
+	sq, ok := e.Sel.(*tast.SubqueryExpr)
+	if !ok {
+		return nil, unsupported("EXISTS over %T", e.Sel)
+	}
+	q, err := c.query(sq.Query)
+	if err != nil {
+		return nil, err
+	}
+	var out Expr = &Subquery{Query: q, Exists: true}
+	if e.Not {
+		out = &Unary{Op: "not", X: out}
+	}
+	return out, nil
+}
+
+// compareSubquery maps x = ANY (…) to IN and x <> ALL (…) to NOT IN, the
+// forms sql's AST has.
+func (c *converter) compareSubquery(e *tast.CompareSubqueryExpr) (Expr, error) {
+	sq, ok := e.R.(*tast.SubqueryExpr)
+	if !ok || !(e.Op == opcode.EQ && !e.All || e.Op == opcode.NE && e.All) {
+		return nil, unsupported("ANY/ALL with operator %s", e.Op)
+	}
+	x, err := c.expr(e.L)
+	if err != nil {
+		return nil, err
+	}
+	q, err := c.query(sq.Query)
+	return &In{X: x, Sub: q, Not: e.All}, err
+}
+
+// ---------------------------------------------------------------------------
+// Function calls.
+
+func (c *converter) funcCall(e *tast.FuncCallExpr) (Expr, error) {
+	name := e.FnName.O
+	if s := e.Schema.O; s != "" && s != "pg_catalog" {
+		name = s + "." + name
+	} else if s == "" {
+		switch name {
+		case fnCast:
+			return c.cast(e)
+		case fnInterval:
+			return intervalLiteral(e)
+		case fnNum:
+			return numericLiteral(stringArg(e, 0))
+		case fnFilter:
+			return c.filter(e)
+		case tast.Concat:
+			if len(e.Args) == 2 { // a || b; a written concat() carries pg_catalog.
+				l, err := c.expr(e.Args[0])
+				if err != nil {
+					return nil, err
+				}
+				r, err := c.expr(e.Args[1])
+				return &Binary{Op: "||", L: l, R: r}, err
+			}
+		}
+	}
+	name = strings.ToLower(name)
+	if alias, ok := funcAliases[name]; ok {
+		name = alias
+	}
+	f := &FuncCall{Name: name}
+	switch {
+	case len(e.Args) == 1 && isStarArg(e.Args[0]):
+		f.Star = true
+		return f, nil
+	case name == "trim":
+		return c.trim(e)
+	case name == "position" && len(e.Args) == 2:
+		e.Args[0], e.Args[1] = e.Args[1], e.Args[0]
+		f.Name = "strpos"
+	}
+	var err error
+	f.Args, err = c.exprs(e.Args)
+	return f, err
+}
+
+// funcAliases maps TiDB's spellings to PostgreSQL's.
+var funcAliases = map[string]string{
+	fnExtract:      "extract",
+	"user":         "current_user",
+	"current_role": "current_user",
+	"curdate":      "current_date",
+	"curtime":      "current_time",
+	"substr":       "substring",
+}
+
+func isStarArg(e tast.ExprNode) bool {
+	c, ok := e.(*tast.ColumnNameExpr)
+	return ok && c.Name.Name.O == colStar && c.Name.Table.O == ""
+}
+
+func stringArg(e *tast.FuncCallExpr, i int) string {
+	if i < len(e.Args) {
+		if v, ok := e.Args[i].(*driver.ValueExpr); ok && v.Kind() == driver.KindString {
+			return v.GetString()
+		}
+	}
+	return ""
+}
+
+func (c *converter) cast(e *tast.FuncCallExpr) (Expr, error) {
+	if len(e.Args) != 2 {
+		return nil, pgerror.New(pgerror.SyntaxError, "syntax error in CAST")
+	}
+	x, err := c.expr(e.Args[0])
+	if err != nil {
+		return nil, err
+	}
+	name := stringArg(e, 1)
+	t, err := types.Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Cast{X: x, Type: t, TypeName: name}, nil
+}
+
+func intervalLiteral(e *tast.FuncCallExpr) (Expr, error) {
+	iv, err := types.ParseInterval(stringArg(e, 0), stringArg(e, 1))
+	if err != nil {
+		return nil, err
+	}
+	return &Literal{Value: types.NewInterval(iv)}, nil
+}
+
+// filter attaches FILTER (WHERE …) to its aggregate.
+func (c *converter) filter(e *tast.FuncCallExpr) (Expr, error) {
+	if len(e.Args) != 2 {
+		return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"FILTER\"")
+	}
+	agg, err := c.expr(e.Args[0])
+	if err != nil {
+		return nil, err
+	}
+	f, ok := agg.(*FuncCall)
+	if !ok || f.Over != nil {
+		return nil, pgerror.New(pgerror.SyntaxError, "FILTER specified, but it is not an aggregate function")
+	}
+	if f.Filter, err = c.expr(e.Args[1]); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// trim maps TiDB's TRIM([BOTH|LEADING|TRAILING] [chars] FROM s) to
+// PostgreSQL's btrim/ltrim/rtrim(s [, chars]).
+func (c *converter) trim(e *tast.FuncCallExpr) (Expr, error) {
+	f := &FuncCall{Name: "btrim"}
+	args := e.Args
+	if len(args) == 3 {
+		if d, ok := args[2].(*tast.TrimDirectionExpr); ok {
+			switch d.Direction {
+			case tast.TrimLeading:
+				f.Name = "ltrim"
+			case tast.TrimTrailing:
+				f.Name = "rtrim"
+			}
+			args = args[:2]
+		}
+	}
+	var err error
+	f.Args, err = c.exprs(args)
+	return f, err
+}
+
+func (c *converter) aggregate(e *tast.AggregateFuncExpr) (Expr, error) {
+	if e.Order != nil {
+		return nil, unsupported("ORDER BY in aggregate calls")
+	}
+	f := &FuncCall{Name: strings.ToLower(e.F), Distinct: e.Distinct}
+	if len(e.Args) == 1 && isStarArg(e.Args[0]) {
+		f.Star = true
+		return f, nil
+	}
+	var err error
+	f.Args, err = c.exprs(e.Args)
+	return f, err
+}
+
+func (c *converter) windowFunc(e *tast.WindowFuncExpr) (Expr, error) {
+	switch {
+	case e.IgnoreNull || e.FromLast:
+		return nil, unsupported("IGNORE NULLS / FROM LAST")
+	case e.Spec.Name.O != "" || e.Spec.Ref.O != "":
+		return nil, unsupported("named windows")
+	case e.Spec.Frame != nil:
+		return nil, unsupported("window frame clauses")
+	}
+	f := &FuncCall{Name: strings.ToLower(e.Name), Distinct: e.Distinct, Over: &WindowSpec{}}
+	if len(e.Args) == 1 && isStarArg(e.Args[0]) {
+		f.Star = true
+	} else {
+		var err error
+		if f.Args, err = c.exprs(e.Args); err != nil {
+			return nil, err
+		}
+	}
+	if pb := e.Spec.PartitionBy; pb != nil {
+		for _, it := range pb.Items {
+			x, err := c.expr(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			f.Over.PartitionBy = append(f.Over.PartitionBy, x)
+		}
+	}
+	var err error
+	f.Over.OrderBy, err = c.orderBy(e.Spec.OrderBy)
+	return f, err
+}
+
+// insert converts INSERT INTO t [(cols)] VALUES … | query.
+func (c *converter) insert(s *tast.InsertStmt) (*Insert, error) {
+	if s.IsReplace || s.IgnoreErr || s.Setlist || len(s.OnDuplicate) > 0 || len(s.PartitionNames) > 0 {
+		return nil, unsupported("MySQL INSERT options")
+	}
+	ts, ok := s.Table.TableRefs.Left.(*tast.TableSource)
+	if !ok {
+		return nil, unsupported("INSERT target")
+	}
+	tn, ok := ts.Source.(*tast.TableName)
+	if !ok {
+		return nil, unsupported("INSERT target")
+	}
+	ins := &Insert{Table: &TableName{Schema: tn.Schema.O, Name: tn.Name.O, Alias: ts.AsName.O}}
+	for _, col := range s.Columns {
+		ins.Columns = append(ins.Columns, col.Name.O)
+	}
+	if s.Select != nil {
+		q, err := c.query(s.Select)
+		if err != nil {
+			return nil, err
+		}
+		ins.Query = &Query{Body: q}
+		return ins, nil
+	}
+	ins.Values = make([][]Expr, 0, len(s.Lists))
+	for _, row := range s.Lists {
+		vals, err := c.exprs(row)
+		if err != nil {
+			return nil, err
+		}
+		ins.Values = append(ins.Values, vals)
+	}
+	return ins, nil
+}

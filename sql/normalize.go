@@ -1,0 +1,1117 @@
+package sql
+
+import (
+	"encoding/hex"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// The normalizer rewrites the tokens of one PostgreSQL statement (or
+// expression) into text that TiDB's MySQL grammar parses with the same
+// meaning, remembering for every output token the source offset it came
+// from. Constructs TiDB lacks become calls of synthetic functions
+// (__fvsql_cast, __fvsql_interval, …) or marker syntax that the converter
+// recognises and turns back into sql's AST; see doc.go for the list.
+
+// Synthetic names shared by the normalizer and the converter.
+const (
+	fnCast       = "__fvsql_cast"
+	fnInterval   = "__fvsql_interval"
+	fnNum        = "__fvsql_num"
+	fnExtract    = "__fvsql_extract"
+	fnFilter     = "__fvsql_filter"
+	fnNullsFirst = "__fvsql_nulls_first"
+	fnNullsLast  = "__fvsql_nulls_last"
+	colStar      = "__fvsql_star"
+	tvfPrefix    = "__fvsql_tvf_"
+	// noLimit stands for "no LIMIT" when only OFFSET was written, since
+	// TiDB needs a count before OFFSET.
+	noLimit = "18446744073709551615"
+)
+
+// okind classifies output tokens for the backward scans that find the
+// operand of a postfix construct (::type, FILTER, AT TIME ZONE).
+type okind uint8
+
+const (
+	oOther   okind = iota
+	oName          // identifier (possibly a function name)
+	oValue         // literal, parameter
+	oKeyword       // reserved word
+	oOpen          // (
+	oClose         // )
+)
+
+// otok is one output token.
+type otok struct {
+	text  string
+	pos   int // byte offset of the source token it stands for
+	kind  okind
+	param int // $n for a "?" token
+}
+
+// frame is the state of one parenthesis level (the top level included).
+type frame struct {
+	clause     string // the last clause keyword seen at this level
+	orderStart int    // index in out where the current ORDER BY item starts, or -1
+}
+
+// tvfSpan is a window TVF found in FROM, kept for separate parsing.
+type tvfSpan struct {
+	kind string
+	pos  int
+	args [][2]int // token index ranges of the arguments
+}
+
+// normalized is the normalizer's result.
+type normalized struct {
+	text     string
+	outPos   []int // byte offset in text of each output token
+	srcPos   []int // source offset of each output token
+	params   []int // params[k] is the $n of the k-th "?"
+	emit     EmitMode
+	tvfs     []tvfSpan
+	maxParam int
+	end      int // source offset of the end of the normalized range
+}
+
+type normalizer struct {
+	src     string
+	toks    []token
+	after   token // what follows toks: ";" or ")" of the statement, or EOF
+	out     []otok
+	frames  []frame
+	emit    EmitMode
+	tvfs    []tvfSpan
+	max     int
+	closers map[int]int // input index of a ")" -> extra ")" to emit after it
+}
+
+// normalize rewrites the tokens of u. A non-empty prefix ("SELECT " for
+// an expression) is emitted first.
+func normalize(u unit, prefix string) (*normalized, error) {
+	n := &normalizer{src: u.src, toks: u.toks, after: u.after, out: make([]otok, 0, len(u.toks)+8)}
+	n.frames = append(n.frames, frame{orderStart: -1})
+	if prefix != "" {
+		n.put(prefix, n.at(0, len(u.toks)).pos, oKeyword)
+	}
+	if err := n.run(0, len(u.toks)); err != nil {
+		return nil, err
+	}
+	return n.render(), nil
+}
+
+func (n *normalizer) render() *normalized {
+	r := &normalized{emit: n.emit, tvfs: n.tvfs, maxParam: n.max, end: n.after.pos}
+	var sb strings.Builder
+	size := 0
+	for _, t := range n.out {
+		size += len(t.text) + 1
+	}
+	sb.Grow(size)
+	r.outPos = make([]int, len(n.out))
+	r.srcPos = make([]int, len(n.out))
+	for i, t := range n.out {
+		if i > 0 && t.text != "." && n.out[i-1].text != "." {
+			sb.WriteByte(' ')
+		}
+		r.outPos[i] = sb.Len()
+		r.srcPos[i] = t.pos
+		sb.WriteString(t.text)
+		if t.text == "?" && t.kind == oValue {
+			r.params = append(r.params, t.param)
+		}
+	}
+	r.text = sb.String()
+	return r
+}
+
+// srcOffset maps a byte offset of the normalized text to the source.
+func (r *normalized) srcOffset(off int) int {
+	i := sort.Search(len(r.outPos), func(i int) bool { return r.outPos[i] > off }) - 1
+	if i < 0 {
+		return r.end
+	}
+	return r.srcPos[i]
+}
+
+// at returns token i of the range ending at hi, or the token after it.
+func (n *normalizer) at(i, hi int) token {
+	if i < hi {
+		return n.toks[i]
+	}
+	if hi < len(n.toks) {
+		return n.toks[hi]
+	}
+	return n.after
+}
+
+func (n *normalizer) frame() *frame { return &n.frames[len(n.frames)-1] }
+
+func (n *normalizer) put(text string, pos int, kind okind) {
+	n.out = append(n.out, otok{text: text, pos: pos, kind: kind})
+}
+
+// open emits a "(" whose ")" the main loop will see.
+func (n *normalizer) open(pos int) {
+	n.put("(", pos, oOpen)
+	n.frames = append(n.frames, frame{orderStart: -1})
+}
+
+func (n *normalizer) run(lo, hi int) error {
+	for i := lo; i < hi; {
+		next, err := n.step(i, hi)
+		if err != nil {
+			return err
+		}
+		i = next
+	}
+	return nil
+}
+
+// step emits token i (and whatever construct starts there) and returns
+// the index of the next unprocessed token.
+func (n *normalizer) step(i, hi int) (int, error) {
+	t := n.toks[i]
+	switch t.kind {
+	case tParam:
+		n.out = append(n.out, otok{text: "?", pos: t.pos, kind: oValue, param: t.n})
+		n.max = max(n.max, t.n)
+	case tString:
+		if i > 0 && n.toks[i-1].kind == tString {
+			return 0, syntaxErrorAt(n.src, t)
+		}
+		n.put(quoteString(t.val), t.pos, oValue)
+	case tBits:
+		return 0, notSupportedAt(n.src, t.pos, "bit string constants")
+	case tBytes:
+		n.synthCall(fnCast, t.pos, quoteString(`\x`+hex.EncodeToString([]byte(t.val))), "'bytea'")
+	case tNumber:
+		if strings.ContainsAny(t.val, "eE") {
+			// TiDB reads 1e3 as a float; keep the digits exact for numeric.
+			n.synthCall(fnNum, t.pos, quoteString(t.val))
+		} else {
+			n.put(t.val, t.pos, oValue)
+		}
+	case tQIdent:
+		n.put(quoteIdent(t.val), t.pos, oName)
+	case tOp:
+		return n.opStep(i, hi)
+	case tIdent:
+		return n.wordStep(i, hi)
+	}
+	return i + 1, nil
+}
+
+// synthCall emits name(args…) as one primary.
+func (n *normalizer) synthCall(name string, pos int, args ...string) {
+	n.put(name, pos, oName)
+	n.put("(", pos, oOpen)
+	for k, a := range args {
+		if k > 0 {
+			n.put(",", pos, oOther)
+		}
+		n.put(a, pos, oValue)
+	}
+	n.put(")", pos, oClose)
+}
+
+func quoteString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+func quoteIdent(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// ---------------------------------------------------------------------------
+// Operators and punctuation.
+
+// passOps are operators whose meaning TiDB shares (with the converter
+// mapping ^ back from XOR to power).
+var passOps = setOf(`+ - * / % ^ || = <> != < <= > >= & | << >> , . :: ( ) ~ ~* !~ !~* ~~ !~~ ~~* !~~*`)
+
+func (n *normalizer) opStep(i, hi int) (int, error) {
+	t := n.toks[i]
+	if !passOps[t.val] {
+		switch t.val {
+		case "[", "]":
+			return 0, notSupportedAt(n.src, t.pos, "array subscripts")
+		case ":", ":=", "=>", ";":
+			return 0, syntaxErrorAt(n.src, t)
+		}
+		return 0, notSupportedAt(n.src, t.pos, "operator "+strconv.Quote(t.val))
+	}
+	switch t.val {
+	case "(":
+		if n.at(i+1, hi).isOp("*") && n.at(i+2, hi).isOp(")") && n.last().kind == oName {
+			// f(*): TiDB turns count(*) into count(1); keep the star.
+			n.put("(", t.pos, oOpen)
+			n.put(colStar, n.toks[i+1].pos, oName)
+			n.put(")", n.toks[i+2].pos, oClose)
+			return i + 3, nil
+		}
+		n.open(t.pos)
+	case ")":
+		if len(n.frames) > 1 {
+			n.frames = n.frames[:len(n.frames)-1]
+		}
+		n.put(")", t.pos, oClose)
+		for k := n.closers[i]; k > 0; k-- {
+			n.put(")", t.pos, oClose)
+		}
+	case "::":
+		return n.typecast(i, hi)
+	case ",":
+		n.put(",", t.pos, oOther)
+		f := n.frame()
+		if f.orderStart >= 0 {
+			f.orderStart = len(n.out)
+		}
+		if f.clause == "on" || f.clause == "using" {
+			f.clause = "from"
+		}
+	case "~", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*":
+		return n.patternOp(i)
+	case "!=":
+		n.put("<>", t.pos, oOther)
+	default:
+		n.put(t.val, t.pos, oOther)
+	}
+	return i + 1, nil
+}
+
+func (n *normalizer) last() otok {
+	if len(n.out) == 0 {
+		return otok{}
+	}
+	return n.out[len(n.out)-1]
+}
+
+// operandEnds reports whether the output so far ends with an operand, so
+// that a following ~ is binary.
+func (n *normalizer) operandEnds() bool {
+	k := n.last().kind
+	return k == oName || k == oValue || k == oClose
+}
+
+// patternOp rewrites PostgreSQL's ~ family. TiDB's REGEXP/LIKE/ILIKE sit
+// at comparison precedence, PostgreSQL's operators one level higher; the
+// difference only shows in unusual mixes (a ~ b = c). Case-insensitive
+// regular expressions mark the pattern with MySQL's BINARY prefix, which
+// PostgreSQL text can never contain (binary is reserved there).
+func (n *normalizer) patternOp(i int) (int, error) {
+	t := n.toks[i]
+	if t.val == "~" && !n.operandEnds() {
+		n.put("~", t.pos, oOther)
+		return i + 1, nil
+	}
+	not := strings.HasPrefix(t.val, "!")
+	op := strings.TrimPrefix(t.val, "!")
+	if not {
+		n.put("NOT", t.pos, oKeyword)
+	}
+	switch op {
+	case "~":
+		n.put("REGEXP", t.pos, oKeyword)
+	case "~*":
+		n.put("REGEXP", t.pos, oKeyword)
+		n.put("BINARY", t.pos, oKeyword)
+	case "~~":
+		n.put("LIKE", t.pos, oKeyword)
+	case "~~*":
+		n.put("ILIKE", t.pos, oKeyword)
+	}
+	return i + 1, nil
+}
+
+// primaryStart finds where the primary expression ending the output
+// starts: a name chain, a literal, or a parenthesis group with its
+// function name. It returns -1 when the output does not end in one.
+func (n *normalizer) primaryStart() int {
+	k := len(n.out) - 1
+	if k < 0 {
+		return -1
+	}
+	switch n.out[k].kind {
+	case oClose:
+		depth := 0
+		for ; k >= 0; k-- {
+			switch n.out[k].kind {
+			case oClose:
+				depth++
+			case oOpen:
+				depth--
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		if k < 0 {
+			return -1
+		}
+		if k > 0 && n.out[k-1].kind == oName {
+			k--
+		}
+	case oName, oValue:
+	default:
+		return -1
+	}
+	for k >= 2 && n.out[k-1].text == "." && n.out[k-2].kind == oName {
+		k -= 2
+	}
+	return k
+}
+
+// wrap surrounds out[start:] with name( … , extra…).
+func (n *normalizer) wrap(start int, name string, pos int, extra ...otok) {
+	n.out = slices.Insert(n.out, start, otok{text: name, pos: pos, kind: oName}, otok{text: "(", pos: pos, kind: oOpen})
+	for _, e := range extra {
+		n.out = append(n.out, otok{text: ",", pos: pos}, e)
+	}
+	n.put(")", pos, oClose)
+}
+
+// typecast rewrites `x::type` into __fvsql_cast(x, 'type'); applied left
+// to right, a::int::text nests.
+func (n *normalizer) typecast(i, hi int) (int, error) {
+	t := n.toks[i]
+	start := n.primaryStart()
+	if start < 0 {
+		return 0, syntaxErrorAt(n.src, t)
+	}
+	name, next, err := n.typeName(i+1, hi)
+	if err != nil {
+		return 0, err
+	}
+	n.wrap(start, fnCast, t.pos, otok{text: quoteString(name), pos: t.pos, kind: oValue})
+	return next, nil
+}
+
+// typeName reads a type name at i, checks that fvsql knows it, and returns
+// its canonical text ("double precision", "numeric(10,2)", "text[]").
+func (n *normalizer) typeName(i, hi int) (string, int, error) {
+	return readTypeName(n.src, n.toks, i, hi, n.after)
+}
+
+// readTypeName reads a type name from toks[i:hi].
+func readTypeName(src string, toks []token, i, hi int, after token) (string, int, error) {
+	at := func(k int) token {
+		if k < hi {
+			return toks[k]
+		}
+		if hi < len(toks) {
+			return toks[hi]
+		}
+		return after
+	}
+	first := at(i)
+	var words []string
+	switch first.kind {
+	case tQIdent:
+		words = append(words, quoteIdent(first.val))
+		i++
+	case tIdent:
+		words = append(words, first.val)
+		i++
+		if at(i).isOp(".") && at(i+1).kind == tIdent {
+			words[0] += "." + at(i+1).val
+			i += 2
+		}
+	default:
+		return "", 0, syntaxErrorAt(src, first)
+	}
+	base := strings.TrimPrefix(words[0], "pg_catalog.")
+	switch base {
+	case "double":
+		if at(i).is("precision") {
+			words = append(words, "precision")
+			i++
+		}
+	case "character", "char", "nchar", "bit":
+		if at(i).is("varying") {
+			words = append(words, "varying")
+			i++
+		}
+	case "national":
+		for at(i).is("character") || at(i).is("char") || at(i).is("varying") {
+			words = append(words, at(i).val)
+			i++
+		}
+	case "interval":
+		for intervalFields[at(i).val] && at(i).kind == tIdent || at(i).is("to") {
+			i++
+		}
+	}
+	name := strings.Join(words, " ")
+	if at(i).isOp("(") {
+		mods := []string{}
+		k := i + 1
+		for ; k < hi && !toks[k].isOp(")"); k++ {
+			if toks[k].kind != tNumber && !toks[k].isOp(",") {
+				return "", 0, syntaxErrorAt(src, toks[k])
+			}
+			mods = append(mods, toks[k].val)
+		}
+		if !at(k).isOp(")") {
+			return "", 0, syntaxErrorAt(src, at(k))
+		}
+		name += "(" + strings.Join(mods, "") + ")"
+		i = k + 1
+	}
+	if (base == "timestamp" || base == "time") && (at(i).is("with") || at(i).is("without")) {
+		if !at(i+1).is("time") || !at(i+2).is("zone") {
+			return "", 0, syntaxErrorAt(src, at(i+1))
+		}
+		name += " " + at(i).val + " time zone"
+		i += 3
+	}
+	for at(i).isOp("[") {
+		k := i + 1
+		if at(k).kind == tNumber {
+			k++
+		}
+		if !at(k).isOp("]") {
+			return "", 0, syntaxErrorAt(src, at(k))
+		}
+		name += "[]"
+		i = k + 1
+	}
+	if _, err := types.Parse(name); err != nil {
+		return "", 0, pgerror.WithPosition(err, runePos(src, first.pos))
+	}
+	return name, i, nil
+}
+
+// ---------------------------------------------------------------------------
+// Words.
+
+func (n *normalizer) wordStep(i, hi int) (int, error) {
+	t := n.toks[i]
+	next := n.at(i+1, hi)
+	if h, ok := wordRewrites[t.val]; ok {
+		if j, done, err := h(n, i, hi); done || err != nil {
+			return j, err
+		}
+	}
+	if typeStartWords[t.val] && !n.prevIsDot(i) {
+		if j, ok, err := n.typedLiteral(i, hi); ok || err != nil {
+			return j, err
+		}
+	}
+	if sqlValueFuncs[t.val] && !next.isOp("(") && !n.prevIsDot(i) {
+		n.put(t.val, t.pos, oName)
+		n.put("(", t.pos, oOpen)
+		n.put(")", t.pos, oClose)
+		return i + 1, nil
+	}
+	if n.mustQuote(i, hi) {
+		n.put(quoteIdent(t.val), t.pos, oName)
+		return i + 1, nil
+	}
+	n.clause(t, i)
+	switch {
+	case t.val == "true" || t.val == "false" || t.val == "null":
+		n.put(t.val, t.pos, oValue)
+	case pgReserved[t.val] || syntaxWords[t.val]:
+		n.put(t.val, t.pos, oKeyword)
+	default:
+		n.put(t.val, t.pos, oName)
+	}
+	if t.is("by") && i > 0 && n.toks[i-1].is("order") {
+		n.frame().orderStart = len(n.out)
+	}
+	return i + 1, nil
+}
+
+func (n *normalizer) prevIsDot(i int) bool { return i > 0 && n.toks[i-1].isOp(".") }
+
+// clause tracks which clause each parenthesis level is in.
+func (n *normalizer) clause(t token, i int) {
+	if !clauseWords[t.val] || n.prevIsDot(i) {
+		return
+	}
+	f := n.frame()
+	f.clause = t.val
+	if t.val == "join" {
+		f.clause = "from"
+	}
+	f.orderStart = -1
+}
+
+// mustQuote reports whether word i is reserved in TiDB but an ordinary
+// identifier here, as `key`, `lag` or `rank` are in PostgreSQL.
+func (n *normalizer) mustQuote(i, hi int) bool {
+	t := n.toks[i]
+	if !tidbReserved[t.val] || pgReserved[t.val] || syntaxWords[t.val] {
+		return false
+	}
+	next := n.at(i+1, hi)
+	if next.isOp("(") && !n.prevIsDot(i) {
+		return false // a function: rank(), lag(), replace(), left()
+	}
+	switch t.val {
+	case "partition":
+		return !next.is("by")
+	case "rows", "range", "groups":
+		return !(next.is("between") || next.is("unbounded") || next.is("current") ||
+			(next.kind == tNumber || next.kind == tParam) && (n.at(i+2, hi).is("preceding") || n.at(i+2, hi).is("following")))
+	case "over":
+		return n.last().kind != oClose
+	case "recursive":
+		return !(i > 0 && n.toks[i-1].is("with"))
+	}
+	return true
+}
+
+type wordRewrite func(n *normalizer, i, hi int) (next int, done bool, err error)
+
+var wordRewrites map[string]wordRewrite
+
+func init() {
+	wordRewrites = map[string]wordRewrite{
+		"interval": (*normalizer).interval,
+		"cast":     (*normalizer).castCall,
+		"extract":  (*normalizer).extract,
+		"is":       (*normalizer).isWord,
+		"isnull":   (*normalizer).postfixNull,
+		"notnull":  (*normalizer).postfixNull,
+		"full":     (*normalizer).fullJoin,
+		"nulls":    (*normalizer).nulls,
+		"limit":    (*normalizer).limitClause,
+		"offset":   (*normalizer).limitClause,
+		"fetch":    (*normalizer).limitClause,
+		"emit":     (*normalizer).emitClause,
+		"tumble":   (*normalizer).windowTVF,
+		"hop":      (*normalizer).windowTVF,
+		"session":  (*normalizer).windowTVF,
+		"filter":   (*normalizer).filter,
+		"collate":  (*normalizer).collate,
+		"at":       (*normalizer).atTimeZone,
+		"any":      (*normalizer).quantifier,
+		"some":     (*normalizer).quantifier,
+		"all":      (*normalizer).quantifier,
+		"array":    (*normalizer).unsupportedWord,
+		"distinct": (*normalizer).distinctOn,
+		"similar":  (*normalizer).similar,
+		"binary":   (*normalizer).rejectWord,
+		"stddev":   (*normalizer).renameFunc,
+		"variance": (*normalizer).renameFunc,
+		"std":      (*normalizer).renameFunc,
+		"concat":   (*normalizer).renameFunc,
+	}
+}
+
+// interval rewrites INTERVAL 'text' [field [TO field]] into
+// __fvsql_interval('text', 'FIELD'), checking the value now so that a bad
+// one is reported at its position.
+func (n *normalizer) interval(i, hi int) (int, bool, error) {
+	t := n.toks[i]
+	lit := n.at(i+1, hi)
+	if lit.kind != tString || n.prevIsDot(i) {
+		return 0, false, nil
+	}
+	j, unit := i+2, ""
+	for {
+		w := n.at(j, hi)
+		if w.kind == tIdent && intervalFields[w.val] {
+			unit = w.val
+			j++
+			if n.at(j, hi).isOp("(") && n.at(j+1, hi).kind == tNumber && n.at(j+2, hi).isOp(")") {
+				j += 3
+			}
+			if n.at(j, hi).is("to") {
+				j++
+				continue
+			}
+		}
+		break
+	}
+	if _, err := types.ParseInterval(lit.val, unit); err != nil {
+		return 0, false, pgerror.WithPosition(err, runePos(n.src, lit.pos))
+	}
+	n.synthCall(fnInterval, t.pos, quoteString(lit.val), quoteString(strings.ToUpper(unit)))
+	return j, true, nil
+}
+
+// typedLiteral rewrites `type 'text'` (DATE '2026-01-01', TIMESTAMP WITH
+// TIME ZONE '…') into a cast of the string.
+func (n *normalizer) typedLiteral(i, hi int) (int, bool, error) {
+	k := i + 1
+	for k < hi && n.toks[k].kind != tString && k-i < 8 {
+		k++
+	}
+	if k >= hi || n.toks[k].kind != tString {
+		return 0, false, nil
+	}
+	name, j, err := n.typeName(i, hi)
+	if err != nil || j != k {
+		return 0, false, nil
+	}
+	n.synthCall(fnCast, n.toks[i].pos, quoteString(n.toks[k].val), quoteString(name))
+	return k + 1, true, nil
+}
+
+// castCall rewrites CAST(x AS type) for every type name (TiDB only knows
+// MySQL's cast targets).
+func (n *normalizer) castCall(i, hi int) (int, bool, error) {
+	if !n.at(i+1, hi).isOp("(") {
+		return 0, false, nil
+	}
+	closeIdx := n.match(i+1, hi)
+	if closeIdx < 0 {
+		return 0, false, nil
+	}
+	as := -1
+	depth := 0
+	for k := i + 2; k < closeIdx; k++ {
+		switch {
+		case n.toks[k].isOp("("):
+			depth++
+		case n.toks[k].isOp(")"):
+			depth--
+		case depth == 0 && n.toks[k].is("as"):
+			as = k
+		}
+		if as >= 0 {
+			break
+		}
+	}
+	if as < 0 {
+		return 0, false, syntaxErrorAt(n.src, n.toks[closeIdx])
+	}
+	name, j, err := n.typeName(as+1, closeIdx)
+	if err != nil {
+		return 0, false, err
+	}
+	if j != closeIdx {
+		return 0, false, syntaxErrorAt(n.src, n.toks[j])
+	}
+	t := n.toks[i]
+	n.put(fnCast, t.pos, oName)
+	n.put("(", n.toks[i+1].pos, oOpen)
+	n.frames = append(n.frames, frame{orderStart: -1})
+	if err := n.run(i+2, as); err != nil {
+		return 0, false, err
+	}
+	n.frames = n.frames[:len(n.frames)-1]
+	n.put(",", n.toks[as].pos, oOther)
+	n.put(quoteString(name), n.toks[as+1].pos, oValue)
+	n.put(")", n.toks[closeIdx].pos, oClose)
+	return closeIdx + 1, true, nil
+}
+
+// match returns the index of the ")" matching the "(" at i, or -1.
+func (n *normalizer) match(i, hi int) int {
+	depth := 0
+	for k := i; k < hi; k++ {
+		switch {
+		case n.toks[k].isOp("("):
+			depth++
+		case n.toks[k].isOp(")"):
+			depth--
+			if depth == 0 {
+				return k
+			}
+		}
+	}
+	return -1
+}
+
+// extract rewrites EXTRACT(field FROM x), whose fields TiDB limits to
+// MySQL's units, into __fvsql_extract('field', x).
+func (n *normalizer) extract(i, hi int) (int, bool, error) {
+	field := n.at(i+2, hi)
+	if !n.at(i+1, hi).isOp("(") || !n.at(i+3, hi).is("from") ||
+		(field.kind != tIdent && field.kind != tString && field.kind != tQIdent) {
+		return 0, false, nil
+	}
+	t := n.toks[i]
+	n.put(fnExtract, t.pos, oName)
+	n.open(n.toks[i+1].pos)
+	n.put(quoteString(strings.ToLower(field.val)), field.pos, oValue)
+	n.put(",", n.toks[i+3].pos, oOther)
+	return i + 4, true, nil
+}
+
+// isWord handles IS [NOT] DISTINCT FROM (as MySQL's <=>, the negated form
+// marking its right operand with BINARY) and IS [NOT] UNKNOWN.
+func (n *normalizer) isWord(i, hi int) (int, bool, error) {
+	t := n.toks[i]
+	j := i + 1
+	not := n.at(j, hi).is("not")
+	if not {
+		j++
+	}
+	switch {
+	case n.at(j, hi).is("distinct") && n.at(j+1, hi).is("from"):
+		n.put("<=>", t.pos, oOther)
+		if !not {
+			n.put("BINARY", t.pos, oKeyword)
+		}
+		return j + 2, true, nil
+	case n.at(j, hi).is("unknown"):
+		n.put("is", t.pos, oKeyword)
+		if not {
+			n.put("not", t.pos, oKeyword)
+		}
+		n.put("null", t.pos, oValue)
+		return j + 1, true, nil
+	}
+	return 0, false, nil
+}
+
+// postfixNull rewrites PostgreSQL's x ISNULL / x NOTNULL.
+func (n *normalizer) postfixNull(i, hi int) (int, bool, error) {
+	t := n.toks[i]
+	n.put("is", t.pos, oKeyword)
+	if t.val == "notnull" {
+		n.put("not", t.pos, oKeyword)
+	}
+	n.put("null", t.pos, oValue)
+	return i + 1, true, nil
+}
+
+// fullJoin marks FULL [OUTER] JOIN, which TiDB lacks, as STRAIGHT_JOIN;
+// PostgreSQL has no STRAIGHT_JOIN (and the normalizer quotes a written
+// straight_join), so the converter can read it back as "full".
+func (n *normalizer) fullJoin(i, hi int) (int, bool, error) {
+	j := i + 1
+	if n.at(j, hi).is("outer") {
+		j++
+	}
+	if !n.at(j, hi).is("join") {
+		return 0, false, nil
+	}
+	n.put("STRAIGHT_JOIN", n.toks[i].pos, oKeyword)
+	n.frame().clause = "from"
+	return j + 1, true, nil
+}
+
+// nulls rewrites `item [ASC|DESC] NULLS FIRST|LAST` of an ORDER BY into
+// __fvsql_nulls_first(item) [ASC|DESC], which TiDB parses.
+func (n *normalizer) nulls(i, hi int) (int, bool, error) {
+	w := n.at(i+1, hi)
+	f := n.frame()
+	if !(w.is("first") || w.is("last")) || f.orderStart < 0 || f.orderStart >= len(n.out) {
+		return 0, false, nil
+	}
+	name := fnNullsFirst
+	if w.is("last") {
+		name = fnNullsLast
+	}
+	end := len(n.out)
+	var dir []otok
+	if l := n.last(); l.kind == oKeyword && (l.text == "asc" || l.text == "desc") {
+		dir = append(dir, l)
+		end--
+	}
+	n.out = n.out[:end]
+	n.wrap(f.orderStart, name, n.toks[i].pos)
+	n.out = append(n.out, dir...)
+	return i + 2, true, nil
+}
+
+// limitClause reads a run of LIMIT/OFFSET/FETCH clauses in any of
+// PostgreSQL's orders and emits TiDB's `LIMIT count OFFSET off`.
+func (n *normalizer) limitClause(i, hi int) (int, bool, error) {
+	if n.toks[i].is("fetch") && !(n.at(i+1, hi).is("first") || n.at(i+1, hi).is("next")) {
+		return 0, false, nil
+	}
+	start := n.toks[i]
+	var count, offset [2]int
+	haveCount, haveOffset, countAll := false, false, false
+	for {
+		t := n.at(i, hi)
+		switch {
+		case t.is("limit") && !haveCount:
+			haveCount = true
+			if n.at(i+1, hi).is("all") {
+				countAll = true
+				i += 2
+				continue
+			}
+			j, err := n.limitExpr(i+1, hi)
+			if err != nil {
+				return 0, false, err
+			}
+			count, i = [2]int{i + 1, j}, j
+		case t.is("offset") && !haveOffset:
+			haveOffset = true
+			j, err := n.limitExpr(i+1, hi)
+			if err != nil {
+				return 0, false, err
+			}
+			offset, i = [2]int{i + 1, j}, j
+			if n.at(i, hi).is("row") || n.at(i, hi).is("rows") {
+				i++
+			}
+		case t.is("fetch") && !haveCount && (n.at(i+1, hi).is("first") || n.at(i+1, hi).is("next")):
+			haveCount = true
+			lo := i + 2
+			j := lo
+			if !(n.at(j, hi).is("row") || n.at(j, hi).is("rows")) {
+				var err error
+				if j, err = n.limitExpr(lo, hi); err != nil {
+					return 0, false, err
+				}
+			}
+			count = [2]int{lo, j}
+			if !(n.at(j, hi).is("row") || n.at(j, hi).is("rows")) {
+				return 0, false, syntaxErrorAt(n.src, n.at(j, hi))
+			}
+			if n.at(j+1, hi).is("with") {
+				return 0, false, notSupportedAt(n.src, n.toks[j+1].pos, "FETCH … WITH TIES")
+			}
+			if !n.at(j+1, hi).is("only") {
+				return 0, false, syntaxErrorAt(n.src, n.at(j+1, hi))
+			}
+			i = j + 2
+		default:
+			return i, true, n.emitLimit(start.pos, count, offset, haveCount && !countAll, haveOffset)
+		}
+	}
+}
+
+func (n *normalizer) emitLimit(pos int, count, offset [2]int, haveCount, haveOffset bool) error {
+	f := n.frame()
+	f.clause, f.orderStart = "limit", -1
+	if !haveCount && !haveOffset {
+		return nil
+	}
+	n.put("LIMIT", pos, oKeyword)
+	switch {
+	case haveCount && count[0] == count[1]:
+		n.put("1", pos, oValue) // FETCH FIRST ROW ONLY
+	case haveCount:
+		if err := n.run(count[0], count[1]); err != nil {
+			return err
+		}
+	default:
+		n.put(noLimit, pos, oValue)
+	}
+	if haveOffset {
+		n.put("OFFSET", pos, oKeyword)
+		return n.run(offset[0], offset[1])
+	}
+	return nil
+}
+
+// limitExpr returns the end of a LIMIT/OFFSET/FETCH count starting at lo.
+func (n *normalizer) limitExpr(lo, hi int) (int, error) {
+	depth := 0
+	for k := lo; k < hi; k++ {
+		t := n.toks[k]
+		switch {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			if depth == 0 {
+				return n.nonEmpty(lo, k)
+			}
+			depth--
+		case depth > 0:
+		case t.isOp(","):
+			return 0, pgerror.WithPosition(pgerror.New(pgerror.SyntaxError, "LIMIT #,# syntax is not supported").
+				WithHint("Use separate LIMIT and OFFSET clauses."), runePos(n.src, t.pos))
+		case t.kind == tIdent && limitEnd[t.val]:
+			return n.nonEmpty(lo, k)
+		}
+	}
+	return n.nonEmpty(lo, hi)
+}
+
+func (n *normalizer) nonEmpty(lo, k int) (int, error) {
+	if k == lo {
+		return 0, syntaxErrorAt(n.src, n.at(k, k))
+	}
+	return k, nil
+}
+
+var limitEnd = setOf(`limit offset fetch union intersect except emit for with row rows order`)
+
+// emitClause strips a trailing EMIT ON WINDOW CLOSE / EMIT CHANGES.
+func (n *normalizer) emitClause(i, hi int) (int, bool, error) {
+	if len(n.frames) != 1 {
+		return 0, false, nil
+	}
+	j := i + 1
+	switch {
+	case n.at(j, hi).is("changes"):
+		n.emit = EmitChanges
+		j++
+	case n.at(j, hi).is("on") && n.at(j+1, hi).is("window") && n.at(j+2, hi).is("close"):
+		n.emit = EmitOnWindowClose
+		j += 3
+	default:
+		return 0, false, nil // a column named emit
+	}
+	if j < hi {
+		return 0, false, syntaxErrorAt(n.src, n.toks[j])
+	}
+	return j, true, nil
+}
+
+// windowTVF replaces TUMBLE/HOP/SESSION(…) in FROM by a synthetic table
+// name; the arguments are parsed separately.
+func (n *normalizer) windowTVF(i, hi int) (int, bool, error) {
+	prev := token{}
+	if i > 0 {
+		prev = n.toks[i-1]
+	}
+	if !n.at(i+1, hi).isOp("(") || n.frame().clause != "from" ||
+		!(prev.is("from") || prev.is("join") || prev.isOp(",") || prev.is("straight_join")) {
+		return 0, false, nil
+	}
+	closeIdx := n.match(i+1, hi)
+	if closeIdx < 0 {
+		return 0, false, nil
+	}
+	span := tvfSpan{kind: n.toks[i].val, pos: n.toks[i].pos}
+	depth, lo := 0, i+2
+	for k := i + 2; k <= closeIdx; k++ {
+		switch {
+		case n.toks[k].isOp("("):
+			depth++
+		case n.toks[k].isOp(")") && k < closeIdx:
+			depth--
+		case depth == 0 && (n.toks[k].isOp(",") || k == closeIdx):
+			span.args = append(span.args, [2]int{lo, k})
+			lo = k + 1
+		}
+	}
+	n.put(tvfPrefix+strconv.Itoa(len(n.tvfs)), n.toks[i].pos, oName)
+	n.tvfs = append(n.tvfs, span)
+	return closeIdx + 1, true, nil
+}
+
+// filter rewrites agg(…) FILTER (WHERE cond) into
+// __fvsql_filter(agg(…), (cond)).
+func (n *normalizer) filter(i, hi int) (int, bool, error) {
+	if !n.at(i+1, hi).isOp("(") || !n.at(i+2, hi).is("where") || n.last().kind != oClose {
+		return 0, false, nil
+	}
+	start := n.primaryStart()
+	closeIdx := n.match(i+1, hi)
+	if start < 0 || closeIdx < 0 {
+		return 0, false, nil
+	}
+	t := n.toks[i]
+	n.out = slices.Insert(n.out, start, otok{text: fnFilter, pos: t.pos, kind: oName}, otok{text: "(", pos: t.pos, kind: oOpen})
+	n.put(",", t.pos, oOther)
+	n.open(n.toks[i+1].pos)
+	if n.closers == nil {
+		n.closers = make(map[int]int)
+	}
+	n.closers[closeIdx]++
+	return i + 3, true, nil
+}
+
+// collate drops COLLATE name: fvsql compares strings by code point.
+func (n *normalizer) collate(i, hi int) (int, bool, error) {
+	j := i + 1
+	w := n.at(j, hi)
+	if w.kind != tIdent && w.kind != tQIdent {
+		return 0, false, syntaxErrorAt(n.src, w)
+	}
+	j++
+	for n.at(j, hi).isOp(".") && (n.at(j+1, hi).kind == tIdent || n.at(j+1, hi).kind == tQIdent) {
+		j += 2
+	}
+	return j, true, nil
+}
+
+// atTimeZone rewrites x AT TIME ZONE z into timezone(z, x), PostgreSQL's
+// own spelling; z must be a single token.
+func (n *normalizer) atTimeZone(i, hi int) (int, bool, error) {
+	if !n.at(i+1, hi).is("time") || !n.at(i+2, hi).is("zone") {
+		return 0, false, nil
+	}
+	t := n.toks[i]
+	start := n.primaryStart()
+	if start < 0 {
+		return 0, false, syntaxErrorAt(n.src, t)
+	}
+	z := n.at(i+3, hi)
+	var zt otok
+	switch z.kind {
+	case tString:
+		zt = otok{text: quoteString(z.val), pos: z.pos, kind: oValue}
+	case tParam:
+		zt = otok{text: "?", pos: z.pos, kind: oValue, param: z.n}
+		n.max = max(n.max, z.n)
+	case tIdent, tQIdent:
+		zt = otok{text: quoteIdent(z.val), pos: z.pos, kind: oName}
+	default:
+		return 0, false, notSupportedAt(n.src, z.pos, "AT TIME ZONE with an expression")
+	}
+	n.out = slices.Insert(n.out, start, otok{text: "timezone", pos: t.pos, kind: oName},
+		otok{text: "(", pos: t.pos, kind: oOpen}, zt, otok{text: ",", pos: t.pos})
+	n.put(")", t.pos, oClose)
+	return i + 4, true, nil
+}
+
+// quantifier rejects x op ANY(array): TiDB only has the subquery form.
+func (n *normalizer) quantifier(i, hi int) (int, bool, error) {
+	if !n.at(i+1, hi).isOp("(") {
+		return 0, false, nil
+	}
+	inner := n.at(i+2, hi)
+	if inner.is("select") || inner.is("with") || inner.is("values") || inner.isOp("(") {
+		return 0, false, nil
+	}
+	return 0, false, notSupportedAt(n.src, n.toks[i].pos, strings.ToUpper(n.toks[i].val)+" (array)")
+}
+
+func (n *normalizer) unsupportedWord(i, hi int) (int, bool, error) {
+	return 0, false, notSupportedAt(n.src, n.toks[i].pos, strings.ToUpper(n.toks[i].val))
+}
+
+func (n *normalizer) distinctOn(i, hi int) (int, bool, error) {
+	if n.at(i+1, hi).is("on") {
+		return 0, false, notSupportedAt(n.src, n.toks[i].pos, "SELECT DISTINCT ON")
+	}
+	return 0, false, nil
+}
+
+func (n *normalizer) similar(i, hi int) (int, bool, error) {
+	if n.at(i+1, hi).is("to") {
+		return 0, false, notSupportedAt(n.src, n.toks[i].pos, "SIMILAR TO")
+	}
+	return 0, false, nil
+}
+
+// rejectWord refuses words that PostgreSQL reserves without using them in
+// expressions but that mean something to TiDB.
+func (n *normalizer) rejectWord(i, hi int) (int, bool, error) {
+	return 0, false, syntaxErrorAt(n.src, n.toks[i])
+}
+
+// renameFunc keeps PostgreSQL's meaning of aggregates TiDB renames:
+// stddev and variance are the sample forms in PostgreSQL, the population
+// forms in MySQL; std is MySQL only; concat must not look like ||.
+func (n *normalizer) renameFunc(i, hi int) (int, bool, error) {
+	if !n.at(i+1, hi).isOp("(") || n.prevIsDot(i) {
+		return 0, false, nil
+	}
+	t := n.toks[i]
+	switch t.val {
+	case "stddev":
+		n.put("stddev_samp", t.pos, oName)
+	case "variance":
+		n.put("var_samp", t.pos, oName)
+	case "concat":
+		// TiDB turns a || b into concat(a, b); qualify the real one.
+		n.put("pg_catalog", t.pos, oName)
+		n.put(".", t.pos, oOther)
+		n.put("concat", t.pos, oName)
+	default:
+		n.put(quoteIdent(t.val), t.pos, oName)
+	}
+	return i + 1, true, nil
+}

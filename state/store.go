@@ -1,0 +1,99 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// ErrNotFound is returned by Get for a missing key.
+var ErrNotFound = errors.New("state: not found")
+
+// Store is one Pebble database. It is safe for concurrent use.
+type Store struct {
+	db *pebble.DB
+}
+
+// Open opens (creating if needed) the Pebble database in dir.
+func Open(dir string) (*Store, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Get returns a copy of the value stored under key, or ErrNotFound.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: get: %w", err)
+	}
+	out := bytes.Clone(v)
+	return out, closer.Close()
+}
+
+// Set stores value under key durably (fsync). It is safe to modify the
+// contents of the arguments after Set returns.
+func (s *Store) Set(key, value []byte) error {
+	if err := s.db.Set(key, value, pebble.Sync); err != nil {
+		return fmt.Errorf("state: set: %w", err)
+	}
+	return nil
+}
+
+// Delete removes key durably. It is safe to modify key after Delete returns.
+func (s *Store) Delete(key []byte) error {
+	if err := s.db.Delete(key, pebble.Sync); err != nil {
+		return fmt.Errorf("state: delete: %w", err)
+	}
+	return nil
+}
+
+// Scan calls fn for every key with the given prefix, in key order. The
+// slices passed to fn are only valid until fn returns.
+func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return fmt.Errorf("state: scan: %w", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return fmt.Errorf("state: scan: %w", err)
+	}
+	return it.Close()
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix.
+func prefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
