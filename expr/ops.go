@@ -62,36 +62,56 @@ func decimalScale(d *apd.Decimal) int32 {
 	return 0
 }
 
-// divDecimal divides with PostgreSQL's result scale: at least 16
-// significant digits, and no fewer decimals than either input.
+// divDecimal divides with PostgreSQL's result scale (select_div_scale):
+// at least 16 significant digits, estimated from the base-10000 weights
+// and first digits of the operands, and no fewer decimals than either.
 func divDecimal(a, b types.Value) (types.Value, error) {
 	if b.N.IsZero() {
 		return types.NullValue, errDivZero
 	}
+	w1, f1 := baseWeight(a.N)
+	w2, f2 := baseWeight(b.N)
+	qweight := w1 - w2
+	if f1 <= f2 {
+		qweight--
+	}
+	scale := 16 - qweight*4
+	scale = max(scale, decimalScale(a.N), decimalScale(b.N), 0)
+	scale = min(scale, 1000)
 	q := new(apd.Decimal)
 	ctx := types.DecimalContext
+	ctx.Rounding = apd.RoundHalfUp
 	if _, err := ctx.Quo(q, a.N, b.N); err != nil {
 		return types.NullValue, pgerror.New(pgerror.NumericValueOutOfRange, "numeric value out of range")
-	}
-	intDigits := int32(q.NumDigits()) + q.Exponent
-	scale := 16 - intDigits
-	if intDigits <= 0 {
-		scale = 20
-	}
-	if s := decimalScale(a.N); s > scale {
-		scale = s
-	}
-	if s := decimalScale(b.N); s > scale {
-		scale = s
-	}
-	if scale < 0 {
-		scale = 0
 	}
 	r := new(apd.Decimal)
 	if _, err := ctx.Quantize(r, q, -scale); err != nil {
 		return types.NullValue, pgerror.New(pgerror.NumericValueOutOfRange, "numeric value out of range")
 	}
 	return types.NewNumeric(r), nil
+}
+
+// baseWeight returns a decimal's weight and leading digit in base 10000,
+// PostgreSQL's numeric representation.
+func baseWeight(d *apd.Decimal) (weight int32, first int64) {
+	if d.IsZero() {
+		return 0, 0
+	}
+	digits := d.Coeff.String()
+	msd := int32(len(digits)) + d.Exponent - 1 // power of ten of the leading digit
+	weight = msd / 4
+	if msd < 0 && msd%4 != 0 {
+		weight--
+	}
+	// the leading base-10000 digit is floor(|d| / 10^(4*weight))
+	shift := d.Exponent - 4*weight
+	for _, c := range digits[:max(0, int32(len(digits))+min(shift, 0))] {
+		first = first*10 + int64(c-'0')
+	}
+	for i := int32(0); i < shift; i++ {
+		first *= 10
+	}
+	return weight, first
 }
 
 func intAdd(t types.Type) func(a, b types.Value) (types.Value, error) {

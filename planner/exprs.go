@@ -23,8 +23,9 @@ type exprCtx struct {
 
 // aggState tracks the GROUP BY terms and aggregate calls of a SELECT.
 type aggState struct {
-	groupKeys []string // fingerprints of GROUP BY expressions
+	groupKeys []string // fingerprints of GROUP BY expressions (several may name one column)
 	groupCols []int    // their output columns
+	ngroups   int      // number of group columns; aggregates follow them
 	aggKeys   []string
 	specs     []operators.AggSpec
 	out       *scope // the aggregate step's output scope
@@ -38,7 +39,7 @@ func (a *aggState) find(fp string) (int, bool) {
 	}
 	for i, k := range a.aggKeys {
 		if k == fp {
-			return len(a.groupKeys) + i, true
+			return a.ngroups + i, true
 		}
 	}
 	return 0, false

@@ -522,6 +522,7 @@ func (b *builder) planAggregate(in *scope, sel *sql.Select, items []sql.SelectIt
 		}
 		a.out.cols = append(a.out.cols, sc)
 	}
+	a.ngroups = len(groupBy)
 	actx := &exprCtx{scope: in, what: "aggregate"}
 	for _, it := range items {
 		if err := b.collectAggs(actx, a, it.Expr); err != nil {

@@ -17,7 +17,7 @@ import (
 // converter turns TiDB's AST of a normalized statement into sql's AST,
 // undoing the normalizer's synthetic functions and markers.
 type converter struct {
-	params []int        // params[k] is the $n of TiDB's k-th "?"
+	params map[int]int  // byte offset of a "?" in the normalized text -> $n
 	tvfs   []*WindowTVF // the window TVFs, by the index in their synthetic name
 	ctes   []map[string]QueryExpr
 }
@@ -461,10 +461,11 @@ func (c *converter) exprs(list []tast.ExprNode) ([]Expr, error) {
 func (c *converter) expr(e tast.ExprNode) (Expr, error) {
 	switch e := e.(type) {
 	case *driver.ParamMarkerExpr:
-		if e.Order < 0 || e.Order >= len(c.params) {
+		n, ok := c.params[e.Offset]
+		if !ok {
 			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"?\"")
 		}
-		return &Param{N: c.params[e.Order]}, nil
+		return &Param{N: n}, nil
 	case *driver.ValueExpr:
 		return literal(e)
 	case *tast.ColumnNameExpr:
@@ -541,6 +542,9 @@ func literal(v *driver.ValueExpr) (Expr, error) {
 		}
 		return &Literal{Value: intLiteral(v.GetInt64())}, nil
 	case driver.KindUint64:
+		if u := v.GetUint64(); u <= math.MaxInt64 {
+			return &Literal{Value: intLiteral(int64(u))}, nil
+		}
 		return numericLiteral(strconv.FormatUint(v.GetUint64(), 10))
 	case driver.KindMysqlDecimal:
 		return numericLiteral(v.GetMysqlDecimal().String())

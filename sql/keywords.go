@@ -22,7 +22,7 @@ using variadic verbose when where window with`)
 
 // syntaxWords are TiDB-reserved words that are syntax in PostgreSQL too
 // and so must stay keywords although PostgreSQL does not reserve them.
-var syntaxWords = setOf(`between exists values`)
+var syntaxWords = setOf(`between by exists insert values`)
 
 // tidbReserved is the set of words TiDB's grammar reserves, from the
 // parser's own keyword table so it follows the parser version.

@@ -73,7 +73,7 @@ type normalized struct {
 	text     string
 	outPos   []int // byte offset in text of each output token
 	srcPos   []int // source offset of each output token
-	params   []int // params[k] is the $n of the k-th "?"
+	params   map[int]int // byte offset of a "?" in text -> its $n
 	emit     EmitMode
 	tvfs     []tvfSpan
 	maxParam int
@@ -90,6 +90,7 @@ type normalizer struct {
 	tvfs    []tvfSpan
 	max     int
 	closers map[int]int // input index of a ")" -> extra ")" to emit after it
+	before  map[int]int // input index -> ")" to emit before it (|| operands)
 }
 
 // normalize rewrites the tokens of u. A non-empty prefix ("SELECT " for
@@ -117,18 +118,32 @@ func (n *normalizer) render() *normalized {
 	r.outPos = make([]int, len(n.out))
 	r.srcPos = make([]int, len(n.out))
 	for i, t := range n.out {
-		if i > 0 && t.text != "." && n.out[i-1].text != "." {
+		if i > 0 && spaceBetween(n.out[i-1].text, t.text) {
 			sb.WriteByte(' ')
 		}
 		r.outPos[i] = sb.Len()
 		r.srcPos[i] = t.pos
-		sb.WriteString(t.text)
 		if t.text == "?" && t.kind == oValue {
-			r.params = append(r.params, t.param)
+			if r.params == nil {
+				r.params = make(map[int]int)
+			}
+			r.params[sb.Len()] = t.param
 		}
+		sb.WriteString(t.text)
 	}
 	r.text = sb.String()
 	return r
+}
+
+// spaceBetween decides whether two output tokens need a space. A name and
+// its "(" must touch: without MySQL's IGNORE_SPACE mode, TiDB only reads
+// count(…), now() and friends as built-ins when they do.
+func spaceBetween(prev, next string) bool {
+	switch next {
+	case "(", ")", ",", ".":
+		return false
+	}
+	return prev != "(" && prev != "."
 }
 
 // srcOffset maps a byte offset of the normalized text to the source.
@@ -165,13 +180,24 @@ func (n *normalizer) open(pos int) {
 
 func (n *normalizer) run(lo, hi int) error {
 	for i := lo; i < hi; {
+		n.closeBefore(i)
 		next, err := n.step(i, hi)
 		if err != nil {
 			return err
 		}
 		i = next
 	}
+	n.closeBefore(hi)
 	return nil
+}
+
+func (n *normalizer) closeBefore(i int) {
+	if k := n.before[i]; k > 0 {
+		delete(n.before, i)
+		for ; k > 0; k-- {
+			n.put(")", n.at(i, i).pos, oClose)
+		}
+	}
 }
 
 // step emits token i (and whatever construct starts there) and returns
@@ -183,7 +209,8 @@ func (n *normalizer) step(i, hi int) (int, error) {
 		n.out = append(n.out, otok{text: "?", pos: t.pos, kind: oValue, param: t.n})
 		n.max = max(n.max, t.n)
 	case tString:
-		if i > 0 && n.toks[i-1].kind == tString {
+		if n.operandEnds() {
+			// 'a' 'b' and x 'alias' are MySQL, not PostgreSQL.
 			return 0, syntaxErrorAt(n.src, t)
 		}
 		n.put(quoteString(t.val), t.pos, oValue)
@@ -278,6 +305,8 @@ func (n *normalizer) opStep(i, hi int) (int, error) {
 		}
 	case "~", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*":
 		return n.patternOp(i)
+	case "||":
+		n.concat(i, hi)
 	case "!=":
 		n.put("<>", t.pos, oOther)
 	default:
@@ -328,6 +357,100 @@ func (n *normalizer) patternOp(i int) (int, error) {
 		n.put("ILIKE", t.pos, oKeyword)
 	}
 	return i + 1, nil
+}
+
+// concat emits ||, parenthesizing operands that hold + - * / % ^: in
+// PostgreSQL those bind tighter than ||, in TiDB's grammar || takes plain
+// operands ('x' || 1 + 2 would read as ('x' || 1) + 2).
+func (n *normalizer) concat(i, hi int) {
+	t := n.toks[i]
+	if start := n.leftArith(); start >= 0 {
+		n.out = slices.Insert(n.out, start, otok{text: "(", pos: n.out[start].pos, kind: oOpen})
+		n.put(")", t.pos, oClose)
+	}
+	n.put("||", t.pos, oOther)
+	if end := n.rightArith(i+1, hi); end >= 0 {
+		n.put("(", t.pos, oOpen)
+		if n.before == nil {
+			n.before = make(map[int]int)
+		}
+		n.before[end]++
+	}
+}
+
+var arithOps = setOf(`+ - * / % ^`)
+
+// concatBounds are operators binding as loosely as || or looser.
+var concatBounds = setOf(`, = <> != < > <= >= <=> || & | << >> ~ ~* !~ !~* ~~ !~~ ~~* !~~* ; ]`)
+
+// leftArith returns where the left operand of || starts in the output if
+// it holds a binary arithmetic operator, else -1.
+func (n *normalizer) leftArith() int {
+	depth, arith := 0, false
+	k := len(n.out) - 1
+	for ; k >= 0; k-- {
+		t := n.out[k]
+		switch {
+		case t.kind == oClose:
+			depth++
+		case t.kind == oOpen:
+			depth--
+		case depth > 0:
+		case t.kind == oKeyword || concatBounds[t.text]:
+			depth = -1
+		case arithOps[t.text] && k > 0 && (n.out[k-1].kind == oName || n.out[k-1].kind == oValue || n.out[k-1].kind == oClose):
+			arith = true
+		}
+		if depth < 0 {
+			break
+		}
+	}
+	if !arith {
+		return -1
+	}
+	return k + 1
+}
+
+// rightArith returns the input index where the right operand of || ends
+// if it holds a binary arithmetic operator, else -1.
+func (n *normalizer) rightArith(lo, hi int) int {
+	depth, arith := 0, false
+	operand := false // whether the previous token ends an operand
+	for k := lo; k < hi; k++ {
+		t := n.toks[k]
+		switch {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			depth--
+		case depth > 0:
+		case t.isOp("::"):
+			if _, next, err := n.typeName(k+1, hi); err == nil {
+				k = next - 1
+			}
+			operand = true
+			continue
+		case t.kind == tOp && concatBounds[t.val]:
+			depth = -1
+		case t.kind == tIdent && (pgReserved[t.val] || syntaxWords[t.val]) && t.val != "true" && t.val != "false" && t.val != "null":
+			depth = -1
+		case (t.kind == tIdent || t.kind == tQIdent) && operand && !n.at(k+1, hi).isOp("("):
+			depth = -1 // an alias without AS
+		case t.kind == tOp && arithOps[t.val] && operand:
+			arith = true
+		}
+		if depth < 0 {
+			if arith {
+				return k
+			}
+			return -1
+		}
+		operand = t.kind != tOp || t.isOp(")")
+	}
+	if arith {
+		return hi
+	}
+	return -1
 }
 
 // primaryStart finds where the primary expression ending the output
@@ -563,6 +686,8 @@ func (n *normalizer) mustQuote(i, hi int) bool {
 			(next.kind == tNumber || next.kind == tParam) && (n.at(i+2, hi).is("preceding") || n.at(i+2, hi).is("following")))
 	case "over":
 		return n.last().kind != oClose
+	case "row":
+		return !(i > 0 && n.toks[i-1].is("current"))
 	case "recursive":
 		return !(i > 0 && n.toks[i-1].is("with"))
 	}
@@ -603,7 +728,17 @@ func init() {
 		"stddev":   (*normalizer).renameFunc,
 		"variance": (*normalizer).renameFunc,
 		"std":      (*normalizer).renameFunc,
+		"nextval":  (*normalizer).renameFunc,
+		"currval":  (*normalizer).renameFunc,
+		"lastval":  (*normalizer).renameFunc,
+		"setval":   (*normalizer).renameFunc,
+		"convert":  (*normalizer).renameFunc,
+		"char":     (*normalizer).renameFunc,
+		"date_add": (*normalizer).renameFunc,
+		"date_sub": (*normalizer).renameFunc,
 		"concat":   (*normalizer).renameFunc,
+		"for":      (*normalizer).forLocking,
+		"values":   (*normalizer).valuesList,
 	}
 }
 
@@ -1068,6 +1203,25 @@ func (n *normalizer) quantifier(i, hi int) (int, bool, error) {
 	return 0, false, notSupportedAt(n.src, n.toks[i].pos, strings.ToUpper(n.toks[i].val)+" (array)")
 }
 
+// forLocking rejects SELECT … FOR UPDATE/SHARE (row locks mean nothing
+// on a stream).
+func (n *normalizer) forLocking(i, hi int) (int, bool, error) {
+	switch w := n.at(i+1, hi); {
+	case w.is("update"), w.is("share"), w.is("no"), w.is("key"):
+		return 0, false, notSupportedAt(n.src, n.toks[i].pos, "SELECT … FOR UPDATE/SHARE")
+	}
+	return 0, false, nil
+}
+
+// valuesList rejects VALUES as a query inside parentheses, which TiDB
+// does not parse; INSERT … VALUES is fine.
+func (n *normalizer) valuesList(i, hi int) (int, bool, error) {
+	if i > 0 && n.toks[i-1].isOp("(") {
+		return 0, false, notSupportedAt(n.src, n.toks[i].pos, "VALUES lists as queries")
+	}
+	return 0, false, nil
+}
+
 func (n *normalizer) unsupportedWord(i, hi int) (int, bool, error) {
 	return 0, false, notSupportedAt(n.src, n.toks[i].pos, strings.ToUpper(n.toks[i].val))
 }
@@ -1092,9 +1246,11 @@ func (n *normalizer) rejectWord(i, hi int) (int, bool, error) {
 	return 0, false, syntaxErrorAt(n.src, n.toks[i])
 }
 
-// renameFunc keeps PostgreSQL's meaning of aggregates TiDB renames:
-// stddev and variance are the sample forms in PostgreSQL, the population
-// forms in MySQL; std is MySQL only; concat must not look like ||.
+// renameFunc keeps PostgreSQL's meaning of functions TiDB's grammar
+// treats specially: stddev and variance are the sample forms in
+// PostgreSQL, the population forms in MySQL; concat must not look like ||;
+// the others have MySQL-only argument syntax, and quoting the name makes
+// TiDB parse a plain call.
 func (n *normalizer) renameFunc(i, hi int) (int, bool, error) {
 	if !n.at(i+1, hi).isOp("(") || n.prevIsDot(i) {
 		return 0, false, nil

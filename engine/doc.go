@@ -1,0 +1,27 @@
+// Package engine runs plans.
+//
+// Bounded plans (Node trees: sources, step chains, unions) run with
+// RunBounded: the stateless steps directly above a source run on the
+// source's per-partition goroutines, the rest on one goroutine.
+//
+// Continuous plans (a Topology of stages) run as pipelines over Kafka:
+// each stage has N consumer goroutines (Config.Consumers) in one consumer
+// group named after the pipeline and stage. Each goroutine owns the
+// partitions Kafka assigns it, keeps one operator chain per partition, and
+// runs its own consume -> transform -> emit -> commit loop on batches. An
+// epoch is one checkpoint interval: with exactly-once on, an epoch's
+// output records, poison-row reports and input offsets are written in ONE
+// Kafka transaction (franz-go's GroupTransactSession), so a crash or a
+// rebalance aborts the epoch and it is redone; with exactly-once off,
+// offsets are committed after the epoch's output is acknowledged
+// (at-least-once).
+//
+// The engine knows nothing of SQL or the catalog: it asks its Host for a
+// pipeline's topology and for the datasets (topics and schemas) its stages
+// read and write, asks whether to keep running, and reports each
+// pipeline's live record (status and counters) back.
+//
+// Goroutines: per pipeline, one per consumer per stage, plus one
+// supervisor that restarts consumers after errors (status RETRYING) and
+// polls the Host's heartbeat.
+package engine

@@ -1,0 +1,385 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config holds the STREAM_* settings and the Kafka connection.
+type Config struct {
+	Brokers     []string
+	TopicPrefix string
+	// NodeID distinguishes this process's transactional producers from
+	// those of other processes sharing the pipelines; it must be stable
+	// across restarts of the same process so a restart fences its own
+	// unfinished transactions at once.
+	NodeID string
+
+	Consumers          int           // STREAM_CONSUMERS: consumer goroutines per stage
+	BatchSize          int           // STREAM_BATCH_SIZE: records per poll
+	CheckpointInterval time.Duration // STREAM_CHECKPOINT_INTERVAL: epoch length
+	ExactlyOnce        bool          // STREAM_EXACTLY_ONCE
+	OffsetReset        string        // STREAM_OFFSET_RESET: earliest or latest
+	IdleTimeout        time.Duration // STREAM_IDLE_TIMEOUT: idle partitions stop holding watermarks
+	Logger             *slog.Logger
+}
+
+// DefaultConfig returns the default settings.
+func DefaultConfig() Config {
+	return Config{
+		Consumers: 2, BatchSize: 10000, CheckpointInterval: time.Second, ExactlyOnce: true,
+		OffsetReset: "earliest", IdleTimeout: 10 * time.Second,
+	}
+}
+
+// Validate rejects settings that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Brokers) == 0:
+		return errors.New("engine: no Kafka brokers")
+	case c.Consumers < 1 || c.Consumers > 256:
+		return fmt.Errorf("engine: STREAM_CONSUMERS must be 1..256, not %d", c.Consumers)
+	case c.BatchSize < 1:
+		return fmt.Errorf("engine: STREAM_BATCH_SIZE must be positive, not %d", c.BatchSize)
+	case c.CheckpointInterval < 10*time.Millisecond || c.CheckpointInterval > 10*time.Minute:
+		return fmt.Errorf("engine: STREAM_CHECKPOINT_INTERVAL must be 10ms..10m, not %s", c.CheckpointInterval)
+	case c.OffsetReset != "earliest" && c.OffsetReset != "latest":
+		return fmt.Errorf("engine: STREAM_OFFSET_RESET must be earliest or latest, not %q", c.OffsetReset)
+	case c.IdleTimeout <= 0:
+		return fmt.Errorf("engine: STREAM_IDLE_TIMEOUT must be positive")
+	case c.NodeID == "":
+		return errors.New("engine: NodeID is required")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Engine runs the continuous pipelines of one process.
+type Engine struct {
+	cfg   Config
+	host  Host
+	admin *kadm.Client
+	cl    *kgo.Client
+
+	mu        sync.Mutex
+	pipelines map[string]*pipeline
+	order     []string // start order: a pipeline only reads what existed before it
+}
+
+// New makes an engine.
+func New(cfg Config, host Host) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg, host: host, cl: cl, admin: kadm.NewClient(cl), pipelines: map[string]*pipeline{}}, nil
+}
+
+// Close stops every pipeline gracefully.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	ps := make([]*pipeline, 0, len(e.pipelines))
+	for _, p := range e.pipelines {
+		ps = append(ps, p)
+	}
+	e.pipelines = map[string]*pipeline{}
+	e.order = nil
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.stop() }()
+	}
+	wg.Wait()
+	e.cl.Close()
+}
+
+func (e *Engine) topic(name string) string { return e.cfg.TopicPrefix + name }
+
+func (e *Engine) group(pipeline, stage string) string {
+	return e.cfg.TopicPrefix + "fvsql." + pipeline + "." + stage
+}
+
+// Start starts a pipeline: it fetches and validates the topology, creates
+// the pipeline's internal topics, and starts the stages' consumers.
+func (e *Engine) Start(ctx context.Context, name string) error {
+	topo, err := e.host.Topology(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := topo.Validate(); err != nil {
+		return pgerror.WithCode(err, pgerror.InvalidObjectDefinition)
+	}
+	datasets := map[string]*Stream{}
+	for i := range topo.Internal {
+		d := topo.Internal[i]
+		datasets[d.Name] = &d
+		if err := e.createTopic(ctx, d.Topic, d.Partitions); err != nil {
+			return err
+		}
+	}
+	resolve := func(n string) (*Stream, error) {
+		if d, ok := datasets[n]; ok {
+			return d, nil
+		}
+		d, err := e.host.Stream(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		datasets[n] = d
+		return d, nil
+	}
+	var stages []*stageRun
+	for i := range topo.Stages {
+		s := &topo.Stages[i]
+		sr := &stageRun{def: s, first: i == 0, last: i == len(topo.Stages)-1}
+		for _, in := range s.Inputs {
+			d, err := resolve(in)
+			if err != nil {
+				return err
+			}
+			sr.inputs = append(sr.inputs, d)
+		}
+		if sr.output, err = resolve(s.Output); err != nil {
+			return err
+		}
+		stages = append(stages, sr)
+	}
+	errs, err := resolve(topo.Errors)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.pipelines[name]; ok {
+		return nil
+	}
+	p := newPipeline(e, name, topo, stages, errs)
+	e.pipelines[name] = p
+	e.order = append(e.order, name)
+	p.start()
+	e.cfg.Logger.Info("pipeline started", "pipeline", name, "stages", len(stages), "exactly_once", e.cfg.ExactlyOnce)
+	return nil
+}
+
+func (e *Engine) createTopic(ctx context.Context, topic string, partitions int) error {
+	resp, err := e.admin.CreateTopic(ctx, int32(max(partitions, 1)), -1, nil, e.topic(topic))
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return pgerror.Wrap(err, pgerror.IOError, "engine: create topic %s", e.topic(topic))
+	}
+	return nil
+}
+
+// Running reports whether the pipeline runs on this node.
+func (e *Engine) Running(name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.pipelines[name]
+	return ok
+}
+
+// Stop stops a pipeline on this node in order: each consumer commits its
+// current epoch and leaves the group.
+func (e *Engine) Stop(name string) {
+	e.mu.Lock()
+	p := e.pipelines[name]
+	delete(e.pipelines, name)
+	for i, n := range e.order {
+		if n == name {
+			e.order = append(e.order[:i], e.order[i+1:]...)
+			break
+		}
+	}
+	e.mu.Unlock()
+	if p != nil {
+		p.stop()
+	}
+}
+
+// Drop stops a pipeline and deletes its consumer groups and internal topics.
+func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
+	e.Stop(name)
+	var groups []string
+	for _, s := range topo.Stages {
+		groups = append(groups, e.group(name, s.Name))
+	}
+	if _, err := e.admin.DeleteGroups(ctx, groups...); err != nil {
+		e.cfg.Logger.Warn("deleting consumer groups failed", "pipeline", name, "err", err)
+	}
+	var topics []string
+	for _, d := range topo.Internal {
+		topics = append(topics, e.topic(d.Topic))
+	}
+	if len(topics) > 0 {
+		if _, err := e.admin.DeleteTopics(ctx, topics...); err != nil {
+			e.cfg.Logger.Warn("deleting internal topics failed", "pipeline", name, "err", err)
+		}
+	}
+	return nil
+}
+
+// Records returns the live record of every pipeline on this node.
+func (e *Engine) Records() []Record {
+	e.mu.Lock()
+	ps := make([]*pipeline, 0, len(e.pipelines))
+	for _, n := range e.order {
+		ps = append(ps, e.pipelines[n])
+	}
+	e.mu.Unlock()
+	out := make([]Record, len(ps))
+	for i, p := range ps {
+		out[i] = p.record()
+	}
+	return out
+}
+
+// Lag returns, per pipeline on this node, the number of input records of
+// its first stage not yet committed.
+func (e *Engine) Lag(ctx context.Context) map[string]int64 {
+	e.mu.Lock()
+	ps := make([]*pipeline, 0, len(e.pipelines))
+	for _, p := range e.pipelines {
+		ps = append(ps, p)
+	}
+	e.mu.Unlock()
+	out := map[string]int64{}
+	for _, p := range ps {
+		var total int64
+		for _, s := range p.stages {
+			lag, err := e.stageLag(ctx, p.name, s)
+			if err != nil {
+				total = -1
+				break
+			}
+			total += lag
+		}
+		out[p.name] = total
+	}
+	return out
+}
+
+func (e *Engine) stageLag(ctx context.Context, pipeline string, s *stageRun) (int64, error) {
+	ends, err := e.admin.ListCommittedOffsets(ctx, s.inputTopics(e)...)
+	if err != nil {
+		return 0, err
+	}
+	starts, err := e.admin.ListStartOffsets(ctx, s.inputTopics(e)...)
+	if err != nil {
+		return 0, err
+	}
+	committed, err := e.admin.FetchOffsets(ctx, e.group(pipeline, s.def.Name))
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, err
+	}
+	var lag int64
+	ends.Each(func(o kadm.ListedOffset) {
+		pos := int64(0)
+		if st, ok := starts.Lookup(o.Topic, o.Partition); ok {
+			pos = st.Offset
+		}
+		if c, ok := committed.Lookup(o.Topic, o.Partition); ok && c.At > pos {
+			pos = c.At
+		}
+		if o.Offset > pos {
+			lag += o.Offset - pos
+		}
+	})
+	return lag, nil
+}
+
+// Flush returns once every pipeline has processed (and committed)
+// everything present in its inputs when Flush began. Stages are flushed
+// in order, each after the ones feeding it, and pipelines in start order,
+// so a pipeline reading another's output sees all of it.
+func (e *Engine) Flush(ctx context.Context) error {
+	e.mu.Lock()
+	ps := make([]*pipeline, 0, len(e.order))
+	for _, n := range e.order {
+		ps = append(ps, e.pipelines[n])
+	}
+	e.mu.Unlock()
+	for _, p := range ps {
+		for _, s := range p.stages {
+			if err := e.flushStage(ctx, p, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) flushStage(ctx context.Context, p *pipeline, s *stageRun) error {
+	topics := s.inputTopics(e)
+	ends, err := e.admin.ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "FLUSH")
+	}
+	starts, err := e.admin.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "FLUSH")
+	}
+	want := map[string]map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if st, ok := starts.Lookup(o.Topic, o.Partition); ok && st.Offset >= o.Offset {
+			return // empty partition
+		}
+		if want[o.Topic] == nil {
+			want[o.Topic] = map[int32]int64{}
+		}
+		want[o.Topic][o.Partition] = o.Offset
+	})
+	group := e.group(p.name, s.def.Name)
+	wait := 10 * time.Millisecond
+	for {
+		committed, err := e.admin.FetchOffsets(ctx, group)
+		if err == nil {
+			done := true
+			for t, parts := range want {
+				for part, end := range parts {
+					if c, ok := committed.Lookup(t, part); !ok || c.At < end {
+						done = false
+					}
+				}
+			}
+			if done {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return pgerror.New(pgerror.QueryCanceled, "FLUSH: pipeline %q (stage %s) did not catch up: %s", p.name, s.def.Name, p.record().Status)
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 200*time.Millisecond)
+	}
+}
+
+// pipelineNames lists running pipelines, sorted.
+func (e *Engine) pipelineNames() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, 0, len(e.pipelines))
+	for n := range e.pipelines {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

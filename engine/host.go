@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// Host is what the engine asks of the system around it (the seed's
+// ControlPlane shape). The server answers it from the catalog.
+type Host interface {
+	// Topology returns a pipeline's stages.
+	Topology(ctx context.Context, pipeline string) (*Topology, error)
+	// Stream resolves a stream a stage reads or writes (a user stream)
+	// to its topic and schema. Internal streams come from the topology.
+	Stream(ctx context.Context, name string) (*Stream, error)
+	// Heartbeat is called on a cadence; Stop ends the pipeline in order
+	// (final commit, then leave the group).
+	Heartbeat(ctx context.Context, pipeline string) Signal
+	// PutRecord reports a pipeline's live record.
+	PutRecord(rec Record)
+}
+
+// Signal is the answer to a heartbeat.
+type Signal int
+
+// Heartbeat answers.
+const (
+	Continue Signal = iota
+	Stop
+)
+
+// Pipeline statuses.
+const (
+	StatusStarting = "STARTING"
+	StatusRunning  = "RUNNING"
+	StatusRetrying = "RETRYING"
+	StatusStopped  = "STOPPED"
+	StatusFailed   = "FAILED"
+)
+
+// Record is a pipeline's live record on this node.
+type Record struct {
+	Pipeline string
+	Status   string
+	Error    string // the last error, while RETRYING or FAILED
+	// Counters count committed work only (what a read_committed reader
+	// can see), on this node since it started the pipeline.
+	Consumed int64 // input records read by the first stage
+	Emitted  int64 // rows written by the last stage
+	Filtered int64 // rows removed by filters
+	Dropped  int64 // poison rows reported to the errors stream
+	Late     int64 // rows behind the watermark
+	Epochs   int64 // committed checkpoints
+	// LastCheckpoint is when the last epoch committed.
+	LastCheckpoint time.Time
+	// Partitions is how many input partitions this node's consumers own.
+	Partitions int
+	Started    time.Time
+}

@@ -1,0 +1,748 @@
+package sql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/fvsql/fvsql/types"
+)
+
+// Format prints a statement as canonical PostgreSQL-flavoured SQL:
+// keywords upper case, identifiers quoted only when needed, parentheses
+// only where precedence needs them. Parse(Format(s)) gives s back for
+// everything Parse produces (EXPLAIN output and error messages use it).
+func Format(s Statement) string {
+	var f formatter
+	f.stmt(s)
+	return f.String()
+}
+
+// FormatExpr prints one expression like Format.
+func FormatExpr(e Expr) string {
+	var f formatter
+	f.expr(e, 0)
+	return f.String()
+}
+
+// FormatQuery prints a query expression like Format.
+func FormatQuery(q QueryExpr) string {
+	var f formatter
+	f.query(q)
+	return f.String()
+}
+
+type formatter struct{ strings.Builder }
+
+func (f *formatter) w(parts ...string) {
+	for _, p := range parts {
+		f.WriteString(p)
+	}
+}
+
+// Ident quotes name for SQL when it is not a plain lower-case identifier
+// or is a reserved word.
+func Ident(name string) string {
+	if name == "" {
+		return `""`
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c == '_' || i > 0 && (c >= '0' && c <= '9' || c == '$')) {
+			return quoteIdent(name)
+		}
+	}
+	if pgReserved[name] {
+		return quoteIdent(name)
+	}
+	return name
+}
+
+// qualified prints a possibly dotted name ("schema.table") part by part.
+func qualified(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = Ident(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// ---------------------------------------------------------------------------
+// Statements.
+
+func (f *formatter) stmt(s Statement) {
+	switch s := s.(type) {
+	case *Query:
+		f.queryStmt(s)
+	case *CreateStream:
+		f.createStream(s)
+	case *CreateAs:
+		f.w("CREATE ", strings.ToUpper(string(s.Kind)), " ")
+		if s.IfNotExists {
+			f.w("IF NOT EXISTS ")
+		}
+		f.w(qualified(s.Name), " AS ")
+		f.queryStmt(s.Query)
+		f.options(s.Options)
+	case *Insert:
+		f.insert(s)
+	case *Drop:
+		f.w("DROP ", strings.ToUpper(string(s.Kind)), " ")
+		if s.IfExists {
+			f.w("IF EXISTS ")
+		}
+		for i, n := range s.Names {
+			f.sep(i, ", ")
+			f.w(qualified(n))
+		}
+	case *Show:
+		if showKeywords[s.What] {
+			f.w("SHOW ", strings.ToUpper(s.What))
+		} else {
+			f.w("SHOW ", qualified(s.What))
+		}
+	case *Set:
+		f.set(s)
+	case *Flush:
+		f.w("FLUSH")
+	case *Subscribe:
+		f.subscribe(s)
+	case *DeclareCursor:
+		f.w("DECLARE ", Ident(s.Name), " CURSOR FOR ")
+		if s.Subscribe != nil {
+			f.subscribe(s.Subscribe)
+		} else {
+			f.queryStmt(s.Query)
+		}
+	case *Fetch:
+		f.fetch(s)
+	case *CloseCursor:
+		if s.Name == "" {
+			f.w("CLOSE ALL")
+		} else {
+			f.w("CLOSE ", Ident(s.Name))
+		}
+	case *Explain:
+		f.w("EXPLAIN ")
+		f.stmt(s.Stmt)
+	case *Describe:
+		f.w("DESCRIBE ", qualified(s.Name))
+	case *Transaction:
+		f.w(strings.ToUpper(string(s.Kind)))
+	case *Discard:
+		f.w("DISCARD ALL")
+	case *Unsupported:
+		f.w("-- unsupported: ", s.What)
+	case nil:
+		f.w("<nil>")
+	}
+}
+
+// String names an EMIT mode as written in SQL.
+func (m EmitMode) String() string {
+	switch m {
+	case EmitOnWindowClose:
+		return "EMIT ON WINDOW CLOSE"
+	case EmitChanges:
+		return "EMIT CHANGES"
+	}
+	return "default"
+}
+
+var showKeywords = setOf(`streams sinks pipelines tables all`)
+
+func init() { showKeywords["materialized views"] = true }
+
+func (f *formatter) sep(i int, s string) {
+	if i > 0 {
+		f.w(s)
+	}
+}
+
+func (f *formatter) queryStmt(q *Query) {
+	if q == nil {
+		f.w("<nil>")
+		return
+	}
+	f.query(q.Body)
+	switch q.Emit {
+	case EmitChanges:
+		f.w(" EMIT CHANGES")
+	case EmitOnWindowClose:
+		f.w(" EMIT ON WINDOW CLOSE")
+	}
+}
+
+func (f *formatter) createStream(s *CreateStream) {
+	f.w("CREATE STREAM ")
+	if s.IfNotExists {
+		f.w("IF NOT EXISTS ")
+	}
+	f.w(qualified(s.Name), " (")
+	for i, c := range s.Columns {
+		f.sep(i, ", ")
+		f.w(Ident(c.Name), " ", c.TypeName)
+		if c.NotNull {
+			f.w(" NOT NULL")
+		}
+	}
+	if s.Watermark != nil {
+		f.sep(len(s.Columns), ", ")
+		f.w("WATERMARK FOR ", Ident(s.Watermark.Column), " AS ")
+		f.expr(s.Watermark.Expr, 0)
+	}
+	f.w(")")
+	f.options(s.Options)
+}
+
+func (f *formatter) options(opts []Option) {
+	if len(opts) == 0 {
+		return
+	}
+	f.w(" WITH (")
+	for i, o := range opts {
+		f.sep(i, ", ")
+		f.w(qualified(o.Key), " = ", optionValue(o.Value))
+	}
+	f.w(")")
+}
+
+// optionValue prints numbers and booleans bare and everything else quoted.
+func optionValue(v string) string {
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return v
+	}
+	if lv := strings.ToLower(v); lv == "true" || lv == "false" {
+		return lv
+	}
+	return quoteString(v)
+}
+
+func (f *formatter) insert(s *Insert) {
+	f.w("INSERT INTO ")
+	f.tableName(s.Table)
+	if len(s.Columns) > 0 {
+		f.w(" (")
+		for i, c := range s.Columns {
+			f.sep(i, ", ")
+			f.w(Ident(c))
+		}
+		f.w(")")
+	}
+	if s.Query != nil {
+		f.w(" ")
+		f.queryStmt(s.Query)
+		return
+	}
+	f.w(" VALUES ")
+	for i, row := range s.Values {
+		f.sep(i, ", ")
+		f.w("(")
+		f.exprList(row)
+		f.w(")")
+	}
+}
+
+func (f *formatter) set(s *Set) {
+	f.w("SET ")
+	if s.Local {
+		f.w("LOCAL ")
+	}
+	f.w(qualified(s.Name), " = ")
+	if s.Value == "default" {
+		f.w("DEFAULT")
+		return
+	}
+	f.w(quoteString(s.Value))
+}
+
+func (f *formatter) subscribe(s *Subscribe) {
+	f.w("SUBSCRIBE TO ")
+	if s.Query != nil {
+		f.w("(")
+		f.queryStmt(s.Query)
+		f.w(")")
+		return
+	}
+	f.w(qualified(s.Name))
+}
+
+func (f *formatter) fetch(s *Fetch) {
+	f.w("FETCH ")
+	if s.Count < 0 {
+		f.w("ALL")
+	} else {
+		f.w(strconv.FormatInt(s.Count, 10))
+	}
+	f.w(" FROM ", Ident(s.Cursor))
+}
+
+// ---------------------------------------------------------------------------
+// Queries.
+
+func (f *formatter) query(q QueryExpr) {
+	switch q := q.(type) {
+	case *Select:
+		f.selectBlock(q)
+	case *SetOp:
+		f.setOpArm(q.Left, false)
+		f.w(" ", strings.ToUpper(q.Op))
+		if q.All {
+			f.w(" ALL")
+		}
+		f.w(" ")
+		f.setOpArm(q.Right, true)
+		f.orderLimit(q.OrderBy, q.Limit, q.Offset)
+	case nil:
+		f.w("<nil>")
+	}
+}
+
+// setOpArm parenthesizes an operand that would otherwise bind differently.
+func (f *formatter) setOpArm(q QueryExpr, right bool) {
+	paren := false
+	switch q := q.(type) {
+	case *SetOp:
+		paren = right || q.OrderBy != nil || q.Limit != nil || q.Offset != nil
+	case *Select:
+		paren = q.OrderBy != nil || q.Limit != nil || q.Offset != nil
+	}
+	if paren {
+		f.w("(")
+	}
+	f.query(q)
+	if paren {
+		f.w(")")
+	}
+}
+
+func (f *formatter) selectBlock(s *Select) {
+	f.w("SELECT ")
+	if s.Distinct {
+		f.w("DISTINCT ")
+	}
+	for i, it := range s.Items {
+		f.sep(i, ", ")
+		f.expr(it.Expr, 0)
+		if it.Alias != "" {
+			f.w(" AS ", Ident(it.Alias))
+		}
+	}
+	if len(s.From) > 0 {
+		f.w(" FROM ")
+		for i, t := range s.From {
+			f.sep(i, ", ")
+			f.table(t)
+		}
+	}
+	if s.Where != nil {
+		f.w(" WHERE ")
+		f.expr(s.Where, 0)
+	}
+	if len(s.GroupBy) > 0 {
+		f.w(" GROUP BY ")
+		f.exprList(s.GroupBy)
+	}
+	if s.Having != nil {
+		f.w(" HAVING ")
+		f.expr(s.Having, 0)
+	}
+	f.orderLimit(s.OrderBy, s.Limit, s.Offset)
+}
+
+func (f *formatter) orderLimit(order []OrderItem, limit, offset Expr) {
+	if len(order) > 0 {
+		f.w(" ORDER BY ")
+		f.orderItems(order)
+	}
+	if limit != nil {
+		f.w(" LIMIT ")
+		f.expr(limit, 0)
+	}
+	if offset != nil {
+		f.w(" OFFSET ")
+		f.expr(offset, 0)
+	}
+}
+
+func (f *formatter) orderItems(order []OrderItem) {
+	for i, o := range order {
+		f.sep(i, ", ")
+		f.expr(o.Expr, 0)
+		if o.Desc {
+			f.w(" DESC")
+		}
+		if o.NullsFirst != nil {
+			if *o.NullsFirst {
+				f.w(" NULLS FIRST")
+			} else {
+				f.w(" NULLS LAST")
+			}
+		}
+	}
+}
+
+func (f *formatter) tableName(t *TableName) {
+	if t.Schema != "" {
+		f.w(Ident(t.Schema), ".")
+	}
+	f.w(Ident(t.Name))
+	f.alias(t.Alias)
+}
+
+func (f *formatter) alias(a string) {
+	if a != "" {
+		f.w(" AS ", Ident(a))
+	}
+}
+
+func (f *formatter) table(t TableExpr) {
+	switch t := t.(type) {
+	case *TableName:
+		f.tableName(t)
+	case *WindowTVF:
+		f.w(strings.ToUpper(t.Kind), "(")
+		if t.Source != nil {
+			f.tableName(t.Source)
+		}
+		f.w(", ", Ident(t.TimeCol))
+		for _, e := range []Expr{t.Slide, t.Size, t.Gap} {
+			if e != nil {
+				f.w(", ")
+				f.expr(e, 0)
+			}
+		}
+		f.w(")")
+		f.alias(t.Alias)
+	case *DerivedTable:
+		f.w("(")
+		f.query(t.Query)
+		f.w(")")
+		f.alias(t.Alias)
+	case *Join:
+		f.table(t.Left)
+		f.w(" ", joinWords[t.Kind], " ")
+		if _, ok := t.Right.(*Join); ok {
+			f.w("(")
+			f.table(t.Right)
+			f.w(")")
+		} else {
+			f.table(t.Right)
+		}
+		if t.On != nil {
+			f.w(" ON ")
+			f.expr(t.On, 0)
+		}
+		if len(t.Using) > 0 {
+			f.w(" USING (")
+			for i, u := range t.Using {
+				f.sep(i, ", ")
+				f.w(Ident(u))
+			}
+			f.w(")")
+		}
+	}
+}
+
+// bareFuncs are PostgreSQL's SQL-value functions, written without
+// parentheses (current_timestamp() is a syntax error there).
+var bareFuncs = setOf(`current_date current_time current_timestamp localtime localtimestamp
+current_user session_user current_role current_catalog current_schema system_user`)
+
+var joinWords = map[string]string{"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL JOIN", "cross": "CROSS JOIN"}
+
+// ---------------------------------------------------------------------------
+// Expressions.
+
+// Precedence levels, lowest first, following PostgreSQL's table.
+const (
+	precOr = iota + 1
+	precAnd
+	precNot
+	precIs
+	precCmp
+	precOther
+	precAdd
+	precMul
+	precPow
+	precUnary
+	precPrimary
+)
+
+var binaryPrec = map[string]int{
+	"or": precOr, "and": precAnd,
+	"=": precCmp, "<>": precCmp, "<": precCmp, "<=": precCmp, ">": precCmp, ">=": precCmp,
+	"is distinct from": precIs, "is not distinct from": precIs,
+	"+": precAdd, "-": precAdd, "*": precMul, "/": precMul, "%": precMul, "^": precPow,
+}
+
+func exprPrec(e Expr) int {
+	switch e := e.(type) {
+	case *Binary:
+		if p, ok := binaryPrec[e.Op]; ok {
+			return p
+		}
+		return precOther
+	case *Unary:
+		if e.Op == "not" {
+			return precNot
+		}
+		return precUnary
+	case *IsNull, *IsBool:
+		return precIs
+	case *Between, *In, *Like:
+		return precCmp
+	case *Literal:
+		if lit := e.Value; (lit.K.IsNumeric() && strings.HasPrefix(lit.Text(), "-")) || lit.K == types.Interval {
+			return precUnary
+		}
+	}
+	return precPrimary
+}
+
+// expr prints e, parenthesized when its precedence is below min.
+func (f *formatter) expr(e Expr, min int) {
+	if e != nil && exprPrec(e) < min {
+		f.w("(")
+		f.expr(e, 0)
+		f.w(")")
+		return
+	}
+	switch e := e.(type) {
+	case *ColumnRef:
+		if e.Table != "" {
+			f.w(qualified(e.Table), ".")
+		}
+		f.w(Ident(e.Name))
+	case *Star:
+		if e.Table != "" {
+			f.w(qualified(e.Table), ".")
+		}
+		f.w("*")
+	case *Literal:
+		f.literal(e.Value)
+	case *Param:
+		f.w("$", strconv.Itoa(e.N))
+	case *Unary:
+		f.unary(e)
+	case *Binary:
+		p := exprPrec(e)
+		f.expr(e.L, p)
+		f.w(" ", strings.ToUpper(e.Op), " ")
+		f.expr(e.R, p+1)
+	case *IsNull:
+		f.expr(e.X, precIs+1)
+		f.w(" IS ", not(e.Not), "NULL")
+	case *IsBool:
+		f.expr(e.X, precIs+1)
+		f.w(" IS ", not(e.Not), strings.ToUpper(strconv.FormatBool(e.Value)))
+	case *Between:
+		f.expr(e.X, precCmp+1)
+		f.w(" ", not(e.Not), "BETWEEN ")
+		f.expr(e.Lo, precOther)
+		f.w(" AND ")
+		f.expr(e.Hi, precOther)
+	case *In:
+		f.expr(e.X, precCmp+1)
+		f.w(" ", not(e.Not), "IN (")
+		if e.Sub != nil {
+			f.query(e.Sub)
+		} else {
+			f.exprList(e.List)
+		}
+		f.w(")")
+	case *Like:
+		f.like(e)
+	case *FuncCall:
+		f.funcCall(e)
+	case *Cast:
+		f.w("CAST(")
+		f.expr(e.X, 0)
+		f.w(" AS ", e.TypeName, ")")
+	case *Case:
+		f.caseExpr(e)
+	case *Subquery:
+		if e.Exists {
+			f.w("EXISTS ")
+		}
+		f.w("(")
+		f.query(e.Query)
+		f.w(")")
+	case *RowExpr:
+		f.w("ROW(")
+		f.exprList(e.Items)
+		f.w(")")
+	case nil:
+		f.w("<nil>")
+	}
+}
+
+func not(b bool) string {
+	if b {
+		return "NOT "
+	}
+	return ""
+}
+
+func (f *formatter) exprList(list []Expr) {
+	for i, e := range list {
+		f.sep(i, ", ")
+		f.expr(e, 0)
+	}
+}
+
+func (f *formatter) unary(e *Unary) {
+	if e.Op == "not" {
+		f.w("NOT ")
+		f.expr(e.X, precNot)
+		return
+	}
+	f.w(e.Op)
+	if _, ok := e.X.(*Unary); ok {
+		f.w(" ") // - -x, not --x (a comment)
+	}
+	f.expr(e.X, precUnary)
+}
+
+func (f *formatter) like(e *Like) {
+	f.expr(e.X, precCmp+1)
+	f.w(" ")
+	if e.Regex {
+		op := "~"
+		if e.CaseInsensitive {
+			op += "*"
+		}
+		if e.Not {
+			op = "!" + op
+		}
+		f.w(op, " ")
+	} else {
+		f.w(not(e.Not))
+		if e.CaseInsensitive {
+			f.w("ILIKE ")
+		} else {
+			f.w("LIKE ")
+		}
+	}
+	f.expr(e.Pattern, precCmp+1)
+	if e.Escape != nil {
+		f.w(" ESCAPE ")
+		f.expr(e.Escape, precCmp+1)
+	}
+}
+
+func (f *formatter) funcCall(e *FuncCall) {
+	if e.Name == "extract" && len(e.Args) == 2 && e.Over == nil {
+		if lit, ok := e.Args[0].(*Literal); ok && lit.Value.K == types.Unknown {
+			f.w("EXTRACT(", lit.Value.S, " FROM ")
+			f.expr(e.Args[1], 0)
+			f.w(")")
+			return
+		}
+	}
+	if len(e.Args) == 0 && !e.Star && e.Over == nil && e.Filter == nil && bareFuncs[e.Name] {
+		f.w(strings.ToUpper(e.Name))
+		return
+	}
+	f.w(qualified(e.Name), "(")
+	if e.Distinct {
+		f.w("DISTINCT ")
+	}
+	if e.Star {
+		f.w("*")
+	}
+	f.exprList(e.Args)
+	f.w(")")
+	if e.Filter != nil {
+		f.w(" FILTER (WHERE ")
+		f.expr(e.Filter, 0)
+		f.w(")")
+	}
+	if e.Over != nil {
+		f.w(" OVER (")
+		if len(e.Over.PartitionBy) > 0 {
+			f.w("PARTITION BY ")
+			f.exprList(e.Over.PartitionBy)
+		}
+		if len(e.Over.OrderBy) > 0 {
+			f.sep(len(e.Over.PartitionBy), " ")
+			f.w("ORDER BY ")
+			f.orderItems(e.Over.OrderBy)
+		}
+		f.w(")")
+	}
+}
+
+func (f *formatter) caseExpr(e *Case) {
+	f.w("CASE")
+	if e.Operand != nil {
+		f.w(" ")
+		f.expr(e.Operand, 0)
+	}
+	for _, w := range e.Whens {
+		f.w(" WHEN ")
+		f.expr(w.Cond, 0)
+		f.w(" THEN ")
+		f.expr(w.Result, 0)
+	}
+	if e.Else != nil {
+		f.w(" ELSE ")
+		f.expr(e.Else, 0)
+	}
+	f.w(" END")
+}
+
+func (f *formatter) literal(v types.Value) {
+	switch v.K {
+	case types.Null:
+		f.w("NULL")
+	case types.Bool:
+		f.w(strings.ToUpper(strconv.FormatBool(v.Bool())))
+	case types.Int2, types.Int4, types.Int8, types.Numeric, types.Float4, types.Float8:
+		f.w(v.Text())
+	case types.Unknown:
+		f.w(stringLiteral(v.S))
+	case types.Interval:
+		f.w("INTERVAL ", stringLiteral(v.Text()))
+	default:
+		f.w("CAST(", stringLiteral(v.Text()), " AS ", v.K.String(), ")")
+	}
+}
+
+// stringLiteral quotes s, switching to an E'' string when s holds
+// backslashes or control characters so that the output stays one line.
+func stringLiteral(s string) string {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return quoteString(s)
+	}
+	var b strings.Builder
+	b.WriteString("E'")
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'':
+			b.WriteString(`\'`)
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < ' ':
+			b.WriteString(`\x`)
+			b.WriteString(strconv.FormatUint(uint64(c)>>4, 16))
+			b.WriteString(strconv.FormatUint(uint64(c)&15, 16))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
