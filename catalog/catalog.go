@@ -95,6 +95,7 @@ type Catalog struct {
 	mu      sync.RWMutex
 	rels    map[string]*Relation
 	nextOID uint32
+	dynamic map[string]*systemTable
 }
 
 var (

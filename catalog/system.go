@@ -38,6 +38,9 @@ func registerSystem(schema, name string, oid uint32, cols []Column, rows func(c 
 // relations live in schema public; pg_catalog is searched first for
 // unqualified names, as PostgreSQL's search_path does.
 func (c *Catalog) Lookup(schema, name string) (*Relation, error) {
+	if t := c.dynamicTable(schema, name); t != nil {
+		return t.rel, nil
+	}
 	switch schema {
 	case "", "public":
 		if schema == "" {
@@ -72,6 +75,11 @@ func isSystemSchema(s string) bool {
 
 // SystemRows generates the current rows of a system relation.
 func (c *Catalog) SystemRows(name string) ([]types.Row, error) {
+	if schema, rel, ok := strings.Cut(name, "."); ok {
+		if t := c.dynamicTable(schema, rel); t != nil {
+			return t.rows(c), nil
+		}
+	}
 	t, ok := systemTables[name]
 	if !ok {
 		return nil, pgerror.New(pgerror.UndefinedTable, "relation %q does not exist", name)
@@ -332,4 +340,28 @@ func pgTypeName(t types.Type) string {
 		return "_oid"
 	}
 	return t.String()
+}
+
+// AddSystemTable registers a system relation whose rows another package
+// produces (the engine's live pipeline records), in schema fvsql_catalog.
+func (c *Catalog) AddSystemTable(name string, cols []Column, rows func() []types.Row) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dynamic == nil {
+		c.dynamic = map[string]*systemTable{}
+	}
+	full := "fvsql_catalog." + name
+	c.dynamic[full] = &systemTable{
+		rel:  &Relation{OID: 0, Name: full, Kind: System, Columns: cols},
+		rows: func(*Catalog) []types.Row { return rows() },
+	}
+}
+
+func (c *Catalog) dynamicTable(schema, name string) *systemTable {
+	if schema != "fvsql_catalog" {
+		return nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.dynamic["fvsql_catalog."+name]
 }

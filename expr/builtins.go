@@ -174,8 +174,12 @@ func init() {
 		}),
 		fn("btrim", tt(text, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(strings.Trim(a[0].S, a[1].S)), nil }),
 		fn("trim", tt(text, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(strings.Trim(a[0].S, a[1].S)), nil }),
-		fn("ltrim", tt(text, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(strings.TrimLeft(a[0].S, a[1].S)), nil }),
-		fn("rtrim", tt(text, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(strings.TrimRight(a[0].S, a[1].S)), nil }),
+		fn("ltrim", tt(text, text), text, func(a []types.Value) (types.Value, error) {
+			return types.NewText(strings.TrimLeft(a[0].S, a[1].S)), nil
+		}),
+		fn("rtrim", tt(text, text), text, func(a []types.Value) (types.Value, error) {
+			return types.NewText(strings.TrimRight(a[0].S, a[1].S)), nil
+		}),
 		{Name: "length", Args: tt(text), Ret: i4, Eval1: func(a types.Value) (types.Value, error) {
 			return types.NewInt(i4, int64(utf8.RuneCountInString(a.S))), nil
 		}},
@@ -265,9 +269,13 @@ func init() {
 			return types.NewText(parts[n-1]), nil
 		}),
 		fn("lpad", tt(text, i4), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, " ", true)), nil }),
-		fn("lpad", tt(text, i4, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, a[2].S, true)), nil }),
+		fn("lpad", tt(text, i4, text), text, func(a []types.Value) (types.Value, error) {
+			return types.NewText(pad(a[0].S, a[1].I, a[2].S, true)), nil
+		}),
 		fn("rpad", tt(text, i4), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, " ", false)), nil }),
-		fn("rpad", tt(text, i4, text), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, a[2].S, false)), nil }),
+		fn("rpad", tt(text, i4, text), text, func(a []types.Value) (types.Value, error) {
+			return types.NewText(pad(a[0].S, a[1].I, a[2].S, false)), nil
+		}),
 		{Name: "concat", Args: tt(Any), Variadic: true, Ret: text, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
 			var sb strings.Builder
 			for _, v := range a {

@@ -132,10 +132,10 @@ func TestNegotiateProtocolVersion(t *testing.T) {
 func TestGarbageFirstPacket(t *testing.T) {
 	_, addr := startServer(t, Config{}, newTestHandler())
 	for _, garbage := range []string{
-		"GET / HTTP/1.1\r\nHost: x\r\n\r\n",     // a length of 1 GiB
-		"\x00\x00\x00\x02",                      // too short
-		"\x00\x00\x00\x08\x12\x34\x56\x78",      // unknown code
-		"\x00\x00\x00\x10\x04\xd2\x16\x2e\x00",  // truncated CancelRequest
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n",    // a length of 1 GiB
+		"\x00\x00\x00\x02",                     // too short
+		"\x00\x00\x00\x08\x12\x34\x56\x78",     // unknown code
+		"\x00\x00\x00\x10\x04\xd2\x16\x2e\x00", // truncated CancelRequest
 		"\x00\x00\x00\x09\x00\x03\x00\x00\x41", // startup without terminator
 	} {
 		c := dialRaw(t, addr)

@@ -79,8 +79,8 @@ type Server struct {
 	closed    bool
 	listeners map[net.Listener]struct{}
 	addr      net.Addr
-	conns     map[*conn]struct{}  // every accepted connection, from accept to close
-	byPID     map[uint32]*conn    // authenticated connections, for CancelRequest
+	conns     map[*conn]struct{} // every accepted connection, from accept to close
+	byPID     map[uint32]*conn   // authenticated connections, for CancelRequest
 	nextPID   uint32
 	wg        sync.WaitGroup // Serve loops and every connection goroutine
 }

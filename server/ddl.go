@@ -73,8 +73,20 @@ func (s *Server) drop(ctx context.Context, d *sql.Drop) (pgwire.Result, error) {
 			return nil, pgerror.New(pgerror.WrongObjectType, "%q is a %s, not a %s", name, rel.Kind, d.Kind).
 				WithHint("Use DROP %s to remove a %s.", strings.ToUpper(string(rel.Kind)), rel.Kind)
 		}
+		if deps := s.dependents(name); len(deps) > 0 {
+			return nil, pgerror.New("2BP01", "cannot drop %s %q because pipeline %q reads it", d.Kind, name, deps[0]).
+				WithHint("Drop %s first.", strings.Join(deps, ", "))
+		}
+		if rel.Options["pipeline"] != "" && rel.Options["pipeline"] != rel.Name {
+			if _, ok := s.cat.Get(rel.Options["pipeline"]); ok {
+				return nil, pgerror.New("2BP01", "cannot drop %q: it is the errors stream of pipeline %q, and goes with it", name, rel.Options["pipeline"])
+			}
+		}
 		if err := s.cat.Delete(name); err != nil {
 			return nil, err
+		}
+		if len(rel.Plan) > 0 {
+			s.dropPipeline(ctx, rel)
 		}
 		if st, err := s.backend(ctx, rel); err == nil {
 			if err := st.DropStream(ctx, rel.Topic); err != nil {
@@ -112,7 +124,11 @@ func (s *session) planShow(sh *sql.Show) (*statement, error) {
 	case "sinks":
 		return list(catalog.Sink), nil
 	case "pipelines":
-		return rowsStatement(textCols("name", "status"), func(context.Context) ([]types.Row, error) { return nil, nil }), nil
+		cols := make([]pgwire.Column, len(pipelineColumns))
+		for i, c := range pipelineColumns {
+			cols[i] = pgwire.Column{Name: c.Name, Type: c.Type}
+		}
+		return rowsStatement(cols, func(ctx context.Context) ([]types.Row, error) { return s.srv.pipelineRows(ctx), nil }), nil
 	case "all":
 		return rowsStatement(textCols("name", "setting"), func(context.Context) ([]types.Row, error) {
 			var rows []types.Row

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/sql"
@@ -57,8 +58,14 @@ func (s *session) planExplain(e *sql.Explain, params []types.Type) (*statement, 
 			return nil, err
 		}
 		lines = append([]string{"insert into " + plan.Rel.Name}, explainNode(plan.Source, 1)...)
+	case *sql.CreateAs:
+		plan, err := planner.PlanContinuous(s.srv.cat, st)
+		if err != nil {
+			return nil, err
+		}
+		lines = strings.Split(strings.TrimRight(plan.Topology.String(), "\n"), "\n")
 	default:
-		return nil, fmt.Errorf("EXPLAIN of %T is not supported yet", e.Stmt)
+		return nil, pgerror.NotSupported("EXPLAIN of %T", e.Stmt)
 	}
 	rows := make([]types.Row, len(lines))
 	for i, l := range lines {

@@ -15,9 +15,11 @@ import (
 	"github.com/fvsql/fvsql/backends"
 	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/state"
+	"github.com/fvsql/fvsql/types"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -34,7 +36,10 @@ type Config struct {
 	Kafka       []string // brokers of a real cluster; empty: embedded broker
 	KafkaListen string   // embedded broker's endpoint, default 127.0.0.1:9092
 	TopicPrefix string   // prefix of every topic and group fvsql creates
-	Logger      *slog.Logger
+	// Stream holds the STREAM_* settings of continuous queries (brokers,
+	// prefix and node ID are filled in by Open).
+	Stream engine.Config
+	Logger *slog.Logger
 }
 
 func (c *Config) validate() error {
@@ -46,6 +51,9 @@ func (c *Config) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Stream.Consumers == 0 {
+		c.Stream = engine.DefaultConfig()
 	}
 	if len(c.Kafka) == 0 {
 		if _, _, err := net.SplitHostPort(c.KafkaListen); err != nil {
@@ -63,6 +71,8 @@ type Server struct {
 	cat     *catalog.Catalog
 	broker  *kfake.Cluster // nil when using a real cluster
 	kafka   *kafka.Streamer
+	engine  *engine.Engine
+	host    *host
 	env     backends.Env
 	ddl     sync.Mutex // serialises catalog changes
 	backMu  sync.Mutex
@@ -104,6 +114,17 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.kafka, err = kafka.Connect(ctx, kafka.Config{Brokers: brokers, TopicPrefix: cfg.TopicPrefix}); err != nil {
 		return nil, err
 	}
+	ecfg := cfg.Stream
+	ecfg.Brokers, ecfg.TopicPrefix, ecfg.Logger = brokers, cfg.TopicPrefix, cfg.Logger
+	if ecfg.NodeID, err = nodeID(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("server: node id: %w", err)
+	}
+	s.host = &host{s: s, records: map[string]engine.Record{}}
+	if s.engine, err = engine.New(ecfg, s.host); err != nil {
+		return nil, err
+	}
+	s.cat.AddSystemTable("pipelines", pipelineColumns, func() []types.Row { return s.pipelineRows(context.Background()) })
+	s.startPipelines(ctx)
 	ok = true
 	return s, nil
 }
@@ -154,6 +175,9 @@ func (s *Server) Close() error {
 	}
 	s.streams = map[string]backends.Streamer{}
 	s.backMu.Unlock()
+	if s.engine != nil {
+		s.engine.Close() // graceful: each consumer commits its epoch
+	}
 	if s.kafka != nil {
 		s.kafka.Close()
 	}

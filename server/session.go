@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
+
+// flushTimeout bounds FLUSH: a pipeline that cannot catch up (its
+// consumers are retrying) makes FLUSH fail with 57014 rather than hang.
+const flushTimeout = 2 * time.Minute
 
 // session is the state of one connection.
 type session struct {
@@ -182,13 +187,19 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 	case *sql.Discard:
 		return s.command("DISCARD ALL", func(context.Context) (pgwire.Result, error) { return tagOnly("DISCARD ALL"), nil }), nil
 	case *sql.Flush:
-		return s.command("FLUSH", func(ctx context.Context) (pgwire.Result, error) { return tagOnly("FLUSH"), nil }), nil
+		return s.command("FLUSH", func(ctx context.Context) (pgwire.Result, error) {
+			ctx, cancel := context.WithTimeout(ctx, flushTimeout)
+			defer cancel()
+			return tagOnly("FLUSH"), s.srv.engine.Flush(ctx)
+		}), nil
 	case *sql.Describe:
 		return s.planDescribe(st)
 	case *sql.Explain:
 		return s.planExplain(st, params)
 	case *sql.CreateAs:
-		return nil, pgerror.NotSupported("CREATE %s … AS SELECT (continuous queries)", strings.ToUpper(string(st.Kind)))
+		return s.command("CREATE", func(ctx context.Context) (pgwire.Result, error) {
+			return s.srv.createAs(ctx, st, p.SQL)
+		}), nil
 	case *sql.Subscribe, *sql.DeclareCursor, *sql.Fetch, *sql.CloseCursor:
 		return nil, pgerror.NotSupported("SUBSCRIBE and cursors")
 	case *sql.Unsupported:

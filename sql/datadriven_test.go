@@ -206,3 +206,28 @@ func readFile(name string) (string, error) {
 	data, err := os.ReadFile(name)
 	return string(data), err
 }
+
+// TestFormatRoundTrip checks that Format prints SQL that Parse reads back
+// to the same statement, for every statement of the data-driven tests.
+func TestFormatRoundTrip(t *testing.T) {
+	for _, input := range fuzzSeeds() {
+		stmts, err := Parse(input)
+		if err != nil {
+			continue
+		}
+		for _, s := range stmts {
+			if _, ok := s.Stmt.(*Unsupported); ok {
+				continue
+			}
+			first := Format(s.Stmt)
+			again, err := Parse(first)
+			if err != nil {
+				t.Errorf("%q printed as %q, which fails: %v", s.SQL, first, err)
+				continue
+			}
+			if len(again) != 1 || Format(again[0].Stmt) != first {
+				t.Errorf("%q printed as %q, reprinted differently", s.SQL, first)
+			}
+		}
+	}
+}

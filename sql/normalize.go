@@ -209,7 +209,7 @@ func (n *normalizer) step(i, hi int) (int, error) {
 		n.out = append(n.out, otok{text: "?", pos: t.pos, kind: oValue, param: t.n})
 		n.max = max(n.max, t.n)
 	case tString:
-		if n.operandEnds() {
+		if n.operandEnds() && n.last().text != "escape" {
 			// 'a' 'b' and x 'alias' are MySQL, not PostgreSQL.
 			return 0, syntaxErrorAt(n.src, t)
 		}

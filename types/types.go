@@ -11,8 +11,8 @@ type Type uint8
 
 // The SQL types fvsql stores and computes with.
 const (
-	Null Type = iota
-	Unknown // a quoted literal whose type the context decides (PostgreSQL's "unknown")
+	Null    Type = iota
+	Unknown      // a quoted literal whose type the context decides (PostgreSQL's "unknown")
 	Bool
 	Int2
 	Int4
@@ -108,7 +108,9 @@ func (t Type) IsInteger() bool { return t == Int2 || t == Int4 || t == Int8 || t
 func (t Type) IsFloat() bool { return t == Float4 || t == Float8 }
 
 // IsString reports whether t holds character data.
-func (t Type) IsString() bool { return t == Text || t == Varchar || t == Name || t == Char || t == Unknown }
+func (t Type) IsString() bool {
+	return t == Text || t == Varchar || t == Name || t == Char || t == Unknown
+}
 
 // IsTime reports whether t is a point-in-time type.
 func (t Type) IsTime() bool { return t == Timestamp || t == TimestampTZ || t == Date }
@@ -148,7 +150,7 @@ var typeNames = map[string]Type{
 	"numeric": Numeric, "decimal": Numeric,
 	"text": Text, "string": Text, "bpchar": Text, "character": Text, "char": Text,
 	"varchar": Varchar, "character varying": Varchar,
-	"bytea": Bytea,
+	"bytea":                       Bytea,
 	"date":                        Date,
 	"timestamp":                   Timestamp,
 	"timestamp without time zone": Timestamp,
@@ -157,9 +159,9 @@ var typeNames = map[string]Type{
 	"interval":                    Interval,
 	"jsonb":                       JSONB, "json": JSONB,
 	"oid": Oid, "regclass": Oid, "regtype": Oid, "regproc": Oid, "regnamespace": Oid,
-	"name":   Name,
+	"name":     Name,
 	"\"char\"": Char,
-	"text[]": TextArray, "_text": TextArray,
+	"text[]":   TextArray, "_text": TextArray,
 }
 
 // Parse resolves a SQL type name (case-insensitive, with optional

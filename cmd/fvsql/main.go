@@ -12,10 +12,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	_ "github.com/fvsql/fvsql/backends/kafka" // kafka:// streams
+	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/server"
 )
@@ -44,9 +47,19 @@ func run(args []string) error {
 	auth := fs.String("auth", envDefault("FVSQL_AUTH", "trust"), "client authentication: trust, password, md5 or scram-sha-256 (FVSQL_AUTH)")
 	users := fs.String("users", envDefault("FVSQL_USERS", ""), "user:password pairs, comma-separated, for password authentication (FVSQL_USERS)")
 	topicPrefix := fs.String("topic-prefix", envDefault("FVSQL_TOPIC_PREFIX", ""), "prefix of every Kafka topic and group fvsql creates (FVSQL_TOPIC_PREFIX)")
+	def := engine.DefaultConfig()
+	consumers := fs.Int("stream-consumers", envInt("STREAM_CONSUMERS", def.Consumers), "consumer goroutines per pipeline stage (STREAM_CONSUMERS)")
+	batchSize := fs.Int("stream-batch-size", envInt("STREAM_BATCH_SIZE", def.BatchSize), "records per poll (STREAM_BATCH_SIZE)")
+	interval := fs.Duration("stream-checkpoint-interval", envDuration("STREAM_CHECKPOINT_INTERVAL", def.CheckpointInterval), "checkpoint (transaction) interval (STREAM_CHECKPOINT_INTERVAL)")
+	exactlyOnce := fs.Bool("stream-exactly-once", envBool("STREAM_EXACTLY_ONCE", def.ExactlyOnce), "exactly-once output with Kafka transactions; off: at-least-once (STREAM_EXACTLY_ONCE)")
+	offsetReset := fs.String("stream-offset-reset", envDefault("STREAM_OFFSET_RESET", def.OffsetReset), "where a new pipeline starts reading: earliest or latest (STREAM_OFFSET_RESET)")
+	idleTimeout := fs.Duration("stream-idle-timeout", envDuration("STREAM_IDLE_TIMEOUT", def.IdleTimeout), "after this long without data a partition stops holding back watermarks (STREAM_IDLE_TIMEOUT)")
 	logLevel := fs.String("log-level", envDefault("FVSQL_LOG_LEVEL", "info"), "debug, info, warn or error (FVSQL_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	for name, v := range badEnv {
+		return fmt.Errorf("environment variable %s=%q is not a valid value", name, v)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -67,6 +80,10 @@ func run(args []string) error {
 	}
 	srv, err := server.Open(ctx, server.Config{
 		DataDir: *dataDir, Kafka: brokers, KafkaListen: *kafkaListen, TopicPrefix: *topicPrefix, Logger: log,
+		Stream: engine.Config{
+			Consumers: *consumers, BatchSize: *batchSize, CheckpointInterval: *interval,
+			ExactlyOnce: *exactlyOnce, OffsetReset: *offsetReset, IdleTimeout: *idleTimeout,
+		},
 	})
 	if err != nil {
 		return err
@@ -96,6 +113,43 @@ func run(args []string) error {
 	}
 	return wire.Close()
 }
+
+// envInt, envBool and envDuration read typed environment defaults; a
+// malformed value is reported when flags are validated, not ignored.
+func envInt(name string, def int) int {
+	if v, ok := os.LookupEnv(name); ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+		badEnv[name] = v
+	}
+	return def
+}
+
+func envBool(name string, def bool) bool {
+	if v, ok := os.LookupEnv(name); ok {
+		switch strings.ToLower(v) {
+		case "1", "true", "on", "yes":
+			return true
+		case "0", "false", "off", "no":
+			return false
+		}
+		badEnv[name] = v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(name); ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+		badEnv[name] = v
+	}
+	return def
+}
+
+var badEnv = map[string]string{}
 
 func parseUsers(s string) (map[string]string, error) {
 	out := map[string]string{}

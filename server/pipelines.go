@@ -1,0 +1,215 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/planner"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// host answers the engine's questions from the catalog.
+type host struct {
+	s       *Server
+	mu      sync.Mutex
+	records map[string]engine.Record
+}
+
+var _ engine.Host = (*host)(nil)
+
+func (h *host) Topology(_ context.Context, name string) (*engine.Topology, error) {
+	rel, ok := h.s.cat.Get(name)
+	if !ok || len(rel.Plan) == 0 {
+		return nil, pgerror.New(pgerror.UndefinedObject, "pipeline %q does not exist", name)
+	}
+	var t engine.Topology
+	if err := json.Unmarshal(rel.Plan, &t); err != nil {
+		return nil, pgerror.New(pgerror.Internal, "pipeline %q: corrupt plan: %v", name, err)
+	}
+	return &t, nil
+}
+
+func (h *host) Stream(_ context.Context, name string) (*engine.Stream, error) {
+	rel, ok := h.s.cat.Get(name)
+	if !ok {
+		return nil, pgerror.New(pgerror.UndefinedTable, "stream %q does not exist", name)
+	}
+	return planner.StreamOf(rel), nil
+}
+
+func (h *host) Heartbeat(_ context.Context, name string) engine.Signal {
+	if _, ok := h.s.cat.Get(name); !ok {
+		return engine.Stop
+	}
+	return engine.Continue
+}
+
+func (h *host) PutRecord(rec engine.Record) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records[rec.Pipeline] = rec
+}
+
+// nodeID is this data directory's identity among the processes sharing
+// pipelines: random once, then stable across restarts.
+func nodeID(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "node-id")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) && err != nil {
+		return "", err
+	}
+	var buf [6]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(buf[:])
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// startPipelines starts every continuous query of the catalog, oldest first.
+func (s *Server) startPipelines(ctx context.Context) {
+	rels := s.cat.List("")
+	sort.Slice(rels, func(i, j int) bool { return rels[i].OID < rels[j].OID })
+	for _, r := range rels {
+		if len(r.Plan) == 0 {
+			continue
+		}
+		if err := s.engine.Start(ctx, r.Name); err != nil {
+			s.log.Error("pipeline did not start", "pipeline", r.Name, "err", err)
+		}
+	}
+}
+
+// createAs creates a continuous query: its output and errors streams,
+// their topics, the catalog records, then the running pipeline.
+func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (pgwire.Result, error) {
+	tag := "CREATE " + strings.ToUpper(string(ca.Kind))
+	s.ddl.Lock()
+	defer s.ddl.Unlock()
+	if _, ok := s.cat.Get(ca.Name); ok {
+		if ca.IfNotExists {
+			return &rowsResult{tag: tag, notices: []string{"relation \"" + ca.Name + "\" already exists, skipping"}}, nil
+		}
+		return nil, pgerror.New(pgerror.DuplicateTable, "relation %q already exists", ca.Name)
+	}
+	plan, err := planner.PlanContinuous(s.cat, ca)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.cat.Get(plan.Errors.Name); ok {
+		return nil, pgerror.New(pgerror.DuplicateTable, "relation %q (the pipeline's errors stream) already exists", plan.Errors.Name)
+	}
+	if plan.Rel.Plan, err = json.Marshal(plan.Topology); err != nil {
+		return nil, err
+	}
+	plan.Rel.SQL = text
+	for _, rel := range []*catalog.Relation{plan.Errors, plan.Rel} {
+		if err := s.cat.Reserve(rel); err != nil {
+			return nil, err
+		}
+		if err := s.kafka.CreateStream(ctx, backends.StreamSpec{Name: rel.Topic, Shards: rel.Partitions}); err != nil {
+			return nil, err
+		}
+		if err := s.cat.Put(rel); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.engine.Start(ctx, plan.Rel.Name); err != nil {
+		return nil, err
+	}
+	return tagOnly(tag), nil
+}
+
+// dropPipeline stops a pipeline and removes what it owns.
+func (s *Server) dropPipeline(ctx context.Context, rel *catalog.Relation) {
+	var topo engine.Topology
+	if err := json.Unmarshal(rel.Plan, &topo); err == nil {
+		s.engine.Drop(ctx, rel.Name, &topo)
+	} else {
+		s.engine.Stop(rel.Name)
+	}
+	if errs, ok := s.cat.Get(rel.Name + planner.ErrorsSuffix); ok && errs.Options["pipeline"] == rel.Name {
+		if err := s.cat.Delete(errs.Name); err == nil {
+			_ = s.kafka.DropStream(ctx, errs.Topic)
+		}
+	}
+}
+
+// dependents lists the pipelines reading a relation.
+func (s *Server) dependents(name string) []string {
+	var out []string
+	for _, r := range s.cat.List("") {
+		if len(r.Plan) == 0 || r.Name == name {
+			continue
+		}
+		var topo engine.Topology
+		if json.Unmarshal(r.Plan, &topo) != nil {
+			continue
+		}
+		for _, st := range topo.Stages {
+			for _, in := range st.Inputs {
+				if in == name {
+					out = append(out, r.Name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pipelineColumns is the schema of SHOW PIPELINES and fvsql_catalog.pipelines.
+var pipelineColumns = []catalog.Column{
+	{Name: "name", Type: types.Text}, {Name: "status", Type: types.Text},
+	{Name: "consumed", Type: types.Int8}, {Name: "emitted", Type: types.Int8},
+	{Name: "filtered", Type: types.Int8}, {Name: "dropped", Type: types.Int8},
+	{Name: "late", Type: types.Int8}, {Name: "lag", Type: types.Int8},
+	{Name: "partitions", Type: types.Int4}, {Name: "epochs", Type: types.Int8},
+	{Name: "last_checkpoint", Type: types.TimestampTZ}, {Name: "error", Type: types.Text},
+}
+
+// pipelineRows renders the live records of the pipelines.
+func (s *Server) pipelineRows(ctx context.Context) []types.Row {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	lags := s.engine.Lag(ctx)
+	var rows []types.Row
+	for _, r := range s.engine.Records() {
+		lag := types.NullValue
+		if l, ok := lags[r.Pipeline]; ok && l >= 0 {
+			lag = types.NewInt8(l)
+		}
+		last := types.NullValue
+		if !r.LastCheckpoint.IsZero() {
+			last = types.NewTimestamp(types.TimestampTZ, r.LastCheckpoint.UnixMicro())
+		}
+		errText := types.NullValue
+		if r.Error != "" {
+			errText = types.NewText(r.Error)
+		}
+		rows = append(rows, types.Row{
+			types.NewText(r.Pipeline), types.NewText(r.Status),
+			types.NewInt8(r.Consumed), types.NewInt8(r.Emitted), types.NewInt8(r.Filtered), types.NewInt8(r.Dropped),
+			types.NewInt8(r.Late), lag, types.NewInt(types.Int4, int64(r.Partitions)), types.NewInt8(r.Epochs), last, errText,
+		})
+	}
+	return rows
+}
