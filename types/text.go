@@ -59,6 +59,11 @@ func (v Value) String() string {
 	return v.Text()
 }
 
+// appendFloat appends f as PostgreSQL's float4out/float8out do with
+// extra_float_digits > 0: the shortest digits that round-trip, in fixed
+// notation when the decimal exponent is in [-4, 15) for float8 or [-4, 6)
+// for float4, else as d.ddde±XX. (strconv's 'g' switches to exponents at
+// 6 digits for both.)
 func appendFloat(buf []byte, f float64, bits int) []byte {
 	switch {
 	case math.IsNaN(f):
@@ -68,7 +73,58 @@ func appendFloat(buf []byte, f float64, bits int) []byte {
 	case math.IsInf(f, -1):
 		return append(buf, "-Infinity"...)
 	}
-	return strconv.AppendFloat(buf, f, 'g', -1, bits)
+	var tmp [32]byte
+	e := strconv.AppendFloat(tmp[:0], f, 'e', -1, bits) // [-]d[.ddd]e±XX
+	i := len(e) - 1
+	for e[i] != 'e' {
+		i--
+	}
+	exp := 0
+	for _, c := range e[i+2:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if e[i+1] == '-' {
+		exp = -exp
+	}
+	maxExp := 15
+	if bits == 32 {
+		maxExp = 6
+	}
+	if exp < -4 || exp >= maxExp {
+		return append(buf, e...)
+	}
+	mant := e[:i]
+	if mant[0] == '-' {
+		buf = append(buf, '-')
+		mant = mant[1:]
+	}
+	// The significant digits, without the point.
+	var digits [24]byte
+	nd := 0
+	for _, c := range mant {
+		if c != '.' {
+			digits[nd] = c
+			nd++
+		}
+	}
+	switch {
+	case exp < 0:
+		buf = append(buf, '0', '.')
+		for j := exp + 1; j < 0; j++ {
+			buf = append(buf, '0')
+		}
+		buf = append(buf, digits[:nd]...)
+	case exp+1 >= nd:
+		buf = append(buf, digits[:nd]...)
+		for j := nd; j < exp+1; j++ {
+			buf = append(buf, '0')
+		}
+	default:
+		buf = append(buf, digits[:exp+1]...)
+		buf = append(buf, '.')
+		buf = append(buf, digits[exp+1:nd]...)
+	}
+	return buf
 }
 
 // ParseText parses s, a value in PostgreSQL's text input format, as type t.
@@ -117,14 +173,11 @@ func ParseText(t Type, s string) (Value, error) {
 		}
 		return NewNumeric(d), nil
 	case Bytea:
-		if strings.HasPrefix(s, `\x`) {
-			b, err := hex.DecodeString(s[2:])
-			if err != nil {
-				return NullValue, badSyntax(t, s)
-			}
-			return Value{K: Bytea, S: string(b)}, nil
+		b, err := parseBytea(s)
+		if err != nil {
+			return NullValue, err
 		}
-		return Value{K: Bytea, S: s}, nil
+		return Value{K: Bytea, S: b}, nil
 	case Date:
 		d, err := ParseDate(s)
 		if err != nil {
@@ -234,3 +287,71 @@ func ParseDecimal(s string) (*apd.Decimal, error) {
 	}
 	return d, nil
 }
+
+// parseBytea parses bytea input as PostgreSQL's byteain does: "\x" and
+// hex digit pairs (whitespace allowed between pairs), or else the escape
+// format, where "\\" is a backslash, "\ooo" an octal byte, and any other
+// backslash an error.
+func parseBytea(s string) (string, error) {
+	if strings.HasPrefix(s, `\x`) || strings.HasPrefix(s, `\X`) {
+		out := make([]byte, 0, (len(s)-2)/2)
+		for i := 2; i < len(s); {
+			c := s[i]
+			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				i++
+				continue
+			}
+			hi, ok1 := unhex(c)
+			if i+1 >= len(s) {
+				return "", pgerror.New(pgerror.InvalidParameterValue, "invalid hexadecimal data: odd number of digits")
+			}
+			lo, ok2 := unhex(s[i+1])
+			if !ok1 || !ok2 {
+				bad := s[i : i+1]
+				if ok1 {
+					bad = s[i+1 : i+2]
+				}
+				return "", pgerror.New(pgerror.InvalidParameterValue, "invalid hexadecimal digit: %q", bad)
+			}
+			out = append(out, hi<<4|lo)
+			i += 2
+		}
+		return string(out), nil
+	}
+	if strings.IndexByte(s, '\\') < 0 {
+		return s, nil
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		switch {
+		case i+1 < len(s) && s[i+1] == '\\':
+			out = append(out, '\\')
+			i++
+		case i+3 < len(s) && isOctal(s[i+1], '3') && isOctal(s[i+2], '7') && isOctal(s[i+3], '7'):
+			out = append(out, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
+			i += 3
+		default:
+			return "", pgerror.New(pgerror.InvalidTextRepresentation, "invalid input syntax for type bytea")
+		}
+	}
+	return string(out), nil
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+func isOctal(c, max byte) bool { return c >= '0' && c <= max }
