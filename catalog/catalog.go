@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
 )
@@ -46,6 +44,7 @@ type Watermark struct {
 // Relation is a stream, materialized view or sink.
 type Relation struct {
 	OID        uint32            `json:"oid"`
+	ID         string            `json:"id"` // unique per create, to tell racing creates apart
 	Name       string            `json:"name"`
 	Kind       Kind              `json:"kind"`
 	Columns    []Column          `json:"columns"`
@@ -94,18 +93,14 @@ type Catalog struct {
 	store   *state.Store
 	mu      sync.RWMutex
 	rels    map[string]*Relation
-	nextOID uint32
 	dynamic map[string]*systemTable
 }
 
-var (
-	relPrefix = []byte("catalog/rel/")
-	oidKey    = []byte("catalog/next_oid")
-)
+var relPrefix = []byte("catalog/rel/")
 
 // Open loads the catalog from the store.
 func Open(store *state.Store) (*Catalog, error) {
-	c := &Catalog{store: store, rels: map[string]*Relation{}, nextOID: FirstOID}
+	c := &Catalog{store: store, rels: map[string]*Relation{}}
 	err := store.Scan(relPrefix, func(_, v []byte) error {
 		var r Relation
 		if err := json.Unmarshal(v, &r); err != nil {
@@ -116,13 +111,6 @@ func Open(store *state.Store) (*Catalog, error) {
 	})
 	if err != nil {
 		return nil, err
-	}
-	if v, err := store.Get(oidKey); err == nil {
-		n, err := strconv.ParseUint(string(v), 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: corrupt next OID: %w", err)
-		}
-		c.nextOID = uint32(n)
 	}
 	return c, nil
 }
@@ -161,47 +149,65 @@ func (c *Catalog) List(kind Kind) []*Relation {
 	return out
 }
 
-// Reserve checks that name is free and assigns the relation an OID, so
-// that side effects (topics) can be created before Put makes it visible.
-func (c *Catalog) Reserve(r *Relation) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.rels[r.Name]; ok {
-		return pgerror.New(pgerror.DuplicateTable, "relation %q already exists", r.Name)
-	}
-	r.OID = c.nextOID
-	c.nextOID++
-	if r.Created.IsZero() {
-		r.Created = time.Now().UTC()
-	}
-	return c.store.Set(oidKey, []byte(strconv.FormatUint(uint64(c.nextOID), 10)))
+// Change is what applying one catalog log record did.
+type Change struct {
+	Created *Relation // set when a relation appeared
+	Deleted *Relation // set when a relation went away
 }
 
-// Put stores a relation durably, creating or replacing it.
-func (c *Catalog) Put(r *Relation) error {
-	data, err := json.Marshal(r)
+// Apply applies one record of the catalog log (the compacted Kafka topic
+// all fvsql processes share; see ARCHITECTURE.md). A nil value deletes
+// the relation. The first create of a name wins: a later create record for
+// a name that exists (another process raced us) is ignored, and its author
+// sees that its ID lost. A relation's OID is FirstOID plus the offset of
+// the record that created it, so every process assigns the same OID.
+// Apply also refreshes the local Pebble copy.
+func (c *Catalog) Apply(offset int64, name string, value []byte) (Change, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := append(relPrefix[:len(relPrefix):len(relPrefix)], name...)
+	if value == nil {
+		old, ok := c.rels[name]
+		if !ok {
+			return Change{}, nil
+		}
+		delete(c.rels, name)
+		return Change{Deleted: old}, c.store.Delete(key)
+	}
+	var r Relation
+	if err := json.Unmarshal(value, &r); err != nil {
+		return Change{}, fmt.Errorf("catalog: record at offset %d: %w", offset, err)
+	}
+	if old, ok := c.rels[name]; ok {
+		if old.ID != r.ID {
+			return Change{}, nil // first create wins
+		}
+		return Change{}, nil // already applied
+	}
+	r.OID = FirstOID + uint32(offset)
+	data, err := json.Marshal(&r)
 	if err != nil {
-		return err
+		return Change{}, err
 	}
+	if err := c.store.Set(key, data); err != nil {
+		return Change{}, err
+	}
+	c.rels[name] = &r
+	return Change{Created: &r}, nil
+}
+
+// Reset forgets every relation (before a full replay of the log).
+func (c *Catalog) Reset() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.store.Set(append(relPrefix[:len(relPrefix):len(relPrefix)], r.Name...), data); err != nil {
-		return err
+	for name := range c.rels {
+		if err := c.store.Delete(append(relPrefix[:len(relPrefix):len(relPrefix)], name...)); err != nil {
+			return err
+		}
 	}
-	c.rels[r.Name] = r
+	c.rels = map[string]*Relation{}
 	return nil
 }
 
-// Delete removes a relation.
-func (c *Catalog) Delete(name string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.rels[name]; !ok {
-		return pgerror.New(pgerror.UndefinedTable, "relation %q does not exist", name)
-	}
-	if err := c.store.Delete(append(relPrefix[:len(relPrefix):len(relPrefix)], name...)); err != nil {
-		return err
-	}
-	delete(c.rels, name)
-	return nil
-}
+// Encode serialises a relation for the catalog log.
+func Encode(r *Relation) ([]byte, error) { return json.Marshal(r) }

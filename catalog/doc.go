@@ -1,8 +1,12 @@
 // Package catalog keeps the definitions of streams, materialized views
 // and sinks: their columns and types, backend options, OIDs and, for
-// continuous queries, the defining SQL and the planned topology. It is
-// persisted in the local Pebble store under the data directory and
-// loaded at start; every change is written before it is acknowledged.
+// continuous queries, the defining SQL and the planned topology.
+//
+// The source of truth is a log: a compacted, single-partition Kafka topic
+// that every fvsql process pointed at the same cluster reads and appends
+// to (the server owns that I/O and calls Apply for each record), so all
+// processes share one catalog. Each process keeps a copy in its local
+// Pebble store under the data directory.
 //
 // The catalog also serves the system relations clients introspect
 // (pg_catalog, information_schema, fvsql's own pipelines table) as

@@ -1211,6 +1211,9 @@ func (c *conn) closeSession() {
 func (c *conn) send(m pgproto3.BackendMessage) error { return c.w.send(m) }
 
 func (c *conn) sendError(e *pgerror.Error, severity string) {
+	if severity == "ERROR" && c.ctx.Err() != nil {
+		return // the connection is ending: finish sends the FATAL that says why
+	}
 	if e.Code == pgerror.Internal {
 		c.log.Warn("pgwire: internal error", "err", e.Message)
 	}
@@ -1220,6 +1223,9 @@ func (c *conn) sendError(e *pgerror.Error, severity string) {
 // sendReady sends the ParameterStatus of changed settings and
 // ReadyForQuery, and flushes.
 func (c *conn) sendReady() {
+	if c.ctx.Err() != nil {
+		return
+	}
 	var changes []Parameter
 	if err := c.safely(func() error { changes = c.sess.ParameterChanges(); return nil }); err != nil {
 		c.sendError(c.toPgError(err, nil), "ERROR")

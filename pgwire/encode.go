@@ -33,11 +33,12 @@ const (
 // has waited flushDelay. mu guards bw; it is never held while the Handler
 // runs.
 type writer struct {
-	mu    sync.Mutex
-	bw    *bufio.Writer
-	timer *time.Timer
-	armed bool  // a timer flush is pending
-	err   error // first write error; the connection is dead after it
+	mu      sync.Mutex
+	bw      *bufio.Writer
+	timer   *time.Timer
+	armed   bool  // a timer flush is pending
+	stopped bool  // the connection is over: the timer does nothing
+	err     error // first write error; the connection is dead after it
 }
 
 func newWriter(w io.Writer) *writer {
@@ -51,7 +52,7 @@ func (w *writer) timerFlush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.armed = false
-	if w.bw.Buffered() > 0 && w.err == nil {
+	if !w.stopped && w.bw.Buffered() > 0 && w.err == nil {
 		w.setErr(w.bw.Flush())
 	}
 }
@@ -135,6 +136,7 @@ func (w *writer) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.timer.Stop()
+	w.stopped = true
 	w.armed = true // never re-armed
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -673,15 +674,17 @@ func TestServerCloseEndsEverything(t *testing.T) {
 	half := dialRaw(t, addr) // connected, no startup packet yet
 	stuck := dialStarted(t, addr)
 	stuck.send(&pgproto3.Query{String: "BENCH 10000000"}) // never read by the client
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond)                    // long enough to fill the socket buffers
 
 	closed := make(chan struct{})
+	closeStart := time.Now()
 	go func() { s.Close(); close(closed) }()
 	select {
 	case <-closed:
 	case <-time.After(testTimeout):
 		t.Fatal("Close did not return")
 	}
+	t.Logf("Close took %v", time.Since(closeStart))
 	if err := <-served; err != nil {
 		t.Errorf("Serve = %v", err)
 	}
@@ -689,19 +692,25 @@ func TestServerCloseEndsEverything(t *testing.T) {
 		t.Errorf("cause = %v", err)
 	}
 	for _, c := range []*rawClient{busy, idle} {
-		var last pgproto3.BackendMessage
+		var got []string
 		for {
 			m, err := c.fe.Receive()
 			if err != nil {
 				break
 			}
-			last = m
+			got = append(got, describe(m))
 		}
-		if e, ok := last.(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.AdminShutdown || e.Severity != "FATAL" {
-			t.Errorf("last message = %v, want FATAL 57P01", last)
-		}
+		equalStrings(t, got, []string{"Error FATAL 57P01"})
 	}
 	half.expectClosed()
+	// No goroutine of the server is left.
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, fn := range []string{"pgwire.(*conn)", "pgwire.(*Server).Serve", "pgwire.(*writer)"} {
+		if strings.Contains(stacks, fn) {
+			t.Errorf("a goroutine in %s is left after Close:\n%s", fn, stacks)
+		}
+	}
 	if n := h.openSessions.Load(); n != 0 {
 		t.Errorf("%d sessions open after Close", n)
 	}

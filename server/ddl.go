@@ -30,9 +30,6 @@ func (s *Server) createStream(ctx context.Context, cs *sql.CreateStream) (pgwire
 		}
 		return nil, pgerror.New(pgerror.DuplicateTable, "relation %q already exists", rel.Name)
 	}
-	if err := s.cat.Reserve(rel); err != nil {
-		return nil, err
-	}
 	st, err := s.backend(ctx, rel)
 	if err != nil {
 		return nil, err
@@ -40,7 +37,7 @@ func (s *Server) createStream(ctx context.Context, cs *sql.CreateStream) (pgwire
 	if err := st.CreateStream(ctx, backends.StreamSpec{Name: rel.Topic, Shards: rel.Partitions, Options: rel.Options}); err != nil {
 		return nil, err
 	}
-	if err := s.cat.Put(rel); err != nil {
+	if err := s.catLog.publish(ctx, rel.Name, rel); err != nil {
 		return nil, err
 	}
 	s.log.Info("stream created", "name", rel.Name, "topic", rel.Topic, "partitions", rel.Partitions)
@@ -82,7 +79,7 @@ func (s *Server) drop(ctx context.Context, d *sql.Drop) (pgwire.Result, error) {
 				return nil, pgerror.New("2BP01", "cannot drop %q: it is the errors stream of pipeline %q, and goes with it", name, rel.Options["pipeline"])
 			}
 		}
-		if err := s.cat.Delete(name); err != nil {
+		if err := s.catLog.publish(ctx, name, nil); err != nil {
 			return nil, err
 		}
 		if len(rel.Plan) > 0 {

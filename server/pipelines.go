@@ -123,13 +123,10 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 	}
 	plan.Rel.SQL = text
 	for _, rel := range []*catalog.Relation{plan.Errors, plan.Rel} {
-		if err := s.cat.Reserve(rel); err != nil {
-			return nil, err
-		}
 		if err := s.kafka.CreateStream(ctx, backends.StreamSpec{Name: rel.Topic, Shards: rel.Partitions}); err != nil {
 			return nil, err
 		}
-		if err := s.cat.Put(rel); err != nil {
+		if err := s.catLog.publish(ctx, rel.Name, rel); err != nil {
 			return nil, err
 		}
 	}
@@ -148,7 +145,7 @@ func (s *Server) dropPipeline(ctx context.Context, rel *catalog.Relation) {
 		s.engine.Stop(rel.Name)
 	}
 	if errs, ok := s.cat.Get(rel.Name + planner.ErrorsSuffix); ok && errs.Options["pipeline"] == rel.Name {
-		if err := s.cat.Delete(errs.Name); err == nil {
+		if err := s.catLog.publish(ctx, errs.Name, nil); err == nil {
 			_ = s.kafka.DropStream(ctx, errs.Topic)
 		}
 	}

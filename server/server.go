@@ -73,6 +73,7 @@ type Server struct {
 	kafka   *kafka.Streamer
 	engine  *engine.Engine
 	host    *host
+	catLog  *catalogLog
 	env     backends.Env
 	ddl     sync.Mutex // serialises catalog changes
 	backMu  sync.Mutex
@@ -124,7 +125,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.cat.AddSystemTable("pipelines", pipelineColumns, func() []types.Row { return s.pipelineRows(context.Background()) })
+	if s.catLog, err = s.openCatalogLog(ctx); err != nil {
+		return nil, err
+	}
 	s.startPipelines(ctx)
+	s.catLog.setLive()
 	ok = true
 	return s, nil
 }
@@ -175,6 +180,9 @@ func (s *Server) Close() error {
 	}
 	s.streams = map[string]backends.Streamer{}
 	s.backMu.Unlock()
+	if s.catLog != nil {
+		s.catLog.close()
+	}
 	if s.engine != nil {
 		s.engine.Close() // graceful: each consumer commits its epoch
 	}

@@ -708,7 +708,7 @@ func (f *formatter) literal(v types.Value) {
 	}
 }
 
-// stringLiteral quotes s, switching to an E'' string when s holds
+// stringLiteral quotes s, switching to an E'…' string when s holds
 // backslashes or control characters so that the output stays one line.
 func stringLiteral(s string) string {
 	plain := true

@@ -344,7 +344,7 @@ func (l *lexer) dollar() error {
 }
 
 // quoted scans a '…' string starting at body (just after the quote);
-// escapes turns on E'' backslash escapes. Adjacent strings separated by
+// escapes turns on E'…' backslash escapes. Adjacent strings separated by
 // whitespace containing a newline are one constant, as in PostgreSQL.
 func (l *lexer) quoted(start, body int, escapes bool) error {
 	var sb strings.Builder
@@ -416,7 +416,7 @@ func (l *lexer) quotedPart(sb *strings.Builder, start, i int, escapes bool) (int
 	return 0, lexError(src, start, "unterminated quoted string at or near %q", snippet(src[start:]))
 }
 
-// escape decodes the backslash escape at src[i] of an E'' string.
+// escape decodes the backslash escape at src[i] of an E'…' string.
 func (l *lexer) escape(sb *strings.Builder, i int) (int, error) {
 	src := l.src
 	if i+1 >= len(src) {

@@ -71,8 +71,8 @@ type tvfSpan struct {
 // normalized is the normalizer's result.
 type normalized struct {
 	text     string
-	outPos   []int // byte offset in text of each output token
-	srcPos   []int // source offset of each output token
+	outPos   []int       // byte offset in text of each output token
+	srcPos   []int       // source offset of each output token
 	params   map[int]int // byte offset of a "?" in text -> its $n
 	emit     EmitMode
 	tvfs     []tvfSpan
@@ -738,6 +738,7 @@ func init() {
 		"date_sub": (*normalizer).renameFunc,
 		"concat":   (*normalizer).renameFunc,
 		"for":      (*normalizer).forLocking,
+		"operator": (*normalizer).operatorCall,
 		"values":   (*normalizer).valuesList,
 	}
 }
@@ -1201,6 +1202,26 @@ func (n *normalizer) quantifier(i, hi int) (int, bool, error) {
 		return 0, false, nil
 	}
 	return 0, false, notSupportedAt(n.src, n.toks[i].pos, strings.ToUpper(n.toks[i].val)+" (array)")
+}
+
+// operatorCall reads OPERATOR(schema.op), which psql's \d queries use,
+// as the bare operator op.
+func (n *normalizer) operatorCall(i, hi int) (int, bool, error) {
+	if !n.at(i+1, hi).isOp("(") {
+		return 0, false, nil
+	}
+	k := i + 2
+	if n.at(k, hi).kind == tIdent && n.at(k+1, hi).isOp(".") {
+		k += 2
+	}
+	op := n.at(k, hi)
+	if op.kind != tOp || !n.at(k+1, hi).isOp(")") || op.isOp("(") || op.isOp(")") {
+		return 0, false, syntaxErrorAt(n.src, op)
+	}
+	if _, err := n.opStep(k, k+1); err != nil {
+		return 0, false, err
+	}
+	return k + 2, true, nil
 }
 
 // forLocking rejects SELECT … FOR UPDATE/SHARE (row locks mean nothing

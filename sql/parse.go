@@ -219,4 +219,3 @@ var tvfUsage = map[string]string{
 	"hop":     "(source, time column, slide, size)",
 	"session": "(source, time column, gap)",
 }
-

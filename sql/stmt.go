@@ -322,7 +322,7 @@ func (p *stmtParser) createStream(name string, ifNotExists bool) (Statement, err
 	p.i++ // (
 	seen := map[string]bool{}
 	for {
-		if p.peek().is("watermark") && (p.tok(p.i+1).is("for")) {
+		if p.peek().is("watermark") && (p.tok(p.i + 1).is("for")) {
 			if err := p.watermark(cs); err != nil {
 				return nil, err
 			}

@@ -1,0 +1,206 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// catalogTopic is the compacted topic holding the shared catalog: key =
+// relation name, value = its JSON definition, tombstone = dropped.
+const catalogTopic = "_fvsql_catalog"
+
+// catalogLog keeps the local catalog in step with the shared log: a
+// goroutine tails the topic and applies every record, and DDL appends a
+// record and waits until its own tail has applied it.
+type catalogLog struct {
+	s      *Server
+	topic  string
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	applied int64 // offset of the next record to apply
+	err     error
+	live    bool // initial replay finished: changes now start and stop pipelines
+}
+
+// openCatalogLog creates the topic if needed, replays it into the catalog
+// and keeps tailing it.
+func (s *Server) openCatalogLog(ctx context.Context) (*catalogLog, error) {
+	topic := s.cfg.TopicPrefix + catalogTopic
+	adm := kadm.NewClient(s.kafka.Client())
+	compact := "compact"
+	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return nil, fmt.Errorf("server: catalog topic %s: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("server: catalog topic %s: %w", topic, err)
+	}
+	end := int64(0)
+	if o, ok := ends.Lookup(topic, 0); ok {
+		end = o.Offset
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(s.env.KafkaBrokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(50*time.Millisecond),
+	)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cat.Reset(); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	tctx, cancel := context.WithCancel(context.Background())
+	l := &catalogLog{s: s, topic: topic, cl: cl, cancel: cancel, done: make(chan struct{})}
+	l.cond = sync.NewCond(&l.mu)
+	go l.tail(tctx)
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	if err := l.waitApplied(wctx, end); err != nil {
+		l.close()
+		return nil, fmt.Errorf("server: replaying the catalog: %w", err)
+	}
+	return l, nil
+}
+
+func (l *catalogLog) close() {
+	l.cancel()
+	<-l.done
+	l.cl.Close()
+}
+
+func (l *catalogLog) tail(ctx context.Context) {
+	defer close(l.done)
+	for {
+		fs := l.cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			l.mu.Lock()
+			l.err = errors.New("catalog log closed")
+			l.cond.Broadcast()
+			l.mu.Unlock()
+			return
+		}
+		fs.EachError(func(_ string, _ int32, err error) {
+			l.s.log.Warn("reading the catalog log", "err", err)
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			change, err := l.s.cat.Apply(r.Offset, string(r.Key), r.Value)
+			if err != nil {
+				l.s.log.Error("catalog record skipped", "offset", r.Offset, "err", err)
+			}
+			l.mu.Lock()
+			live := l.live
+			l.applied = r.Offset + 1
+			l.cond.Broadcast()
+			l.mu.Unlock()
+			if live {
+				l.s.onCatalogChange(change)
+			}
+		})
+	}
+}
+
+// waitApplied blocks until every record before offset is applied.
+func (l *catalogLog) waitApplied(ctx context.Context, offset int64) error {
+	stop := context.AfterFunc(ctx, func() {
+		l.mu.Lock()
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	})
+	defer stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.applied < offset {
+		if l.err != nil {
+			return l.err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l.cond.Wait()
+	}
+	return nil
+}
+
+func (l *catalogLog) setLive() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.live = true
+}
+
+// publish appends a create (rel) or a drop (rel nil) of name to the log
+// and waits until this process has applied it. A create that lost a race
+// with another process's create of the same name fails with 42P07.
+func (l *catalogLog) publish(ctx context.Context, name string, rel *catalog.Relation) error {
+	var value []byte
+	if rel != nil {
+		if rel.ID == "" {
+			var b [8]byte
+			if _, err := rand.Read(b[:]); err != nil {
+				return err
+			}
+			rel.ID = hex.EncodeToString(b[:])
+		}
+		if rel.Created.IsZero() {
+			rel.Created = time.Now().UTC()
+		}
+		var err error
+		if value, err = catalog.Encode(rel); err != nil {
+			return err
+		}
+	}
+	res := l.s.kafka.Client().ProduceSync(ctx, &kgo.Record{Topic: l.topic, Key: []byte(name), Value: value})
+	r, err := res.First()
+	if err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "writing the catalog")
+	}
+	if err := l.waitApplied(ctx, r.Offset+1); err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "applying the catalog")
+	}
+	if rel != nil {
+		got, ok := l.s.cat.Get(name)
+		if !ok || got.ID != rel.ID {
+			return pgerror.New(pgerror.DuplicateTable, "relation %q already exists (created concurrently by another process)", name)
+		}
+		*rel = *got
+	}
+	return nil
+}
+
+// onCatalogChange follows changes another process (or this one) made:
+// pipelines start where they appear and stop where they go away.
+func (s *Server) onCatalogChange(ch catalog.Change) {
+	if ch.Created != nil && len(ch.Created.Plan) > 0 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s.engine.Start(ctx, ch.Created.Name); err != nil {
+				s.log.Error("pipeline did not start", "pipeline", ch.Created.Name, "err", err)
+			}
+		}()
+	}
+	if ch.Deleted != nil && len(ch.Deleted.Plan) > 0 {
+		go s.engine.Stop(ch.Deleted.Name)
+	}
+}
