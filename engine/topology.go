@@ -26,6 +26,32 @@ type Stage struct {
 	Inputs []string         `json:"inputs"` // dataset names
 	Output string           `json:"output"` // dataset name
 	Steps  []operators.Step `json:"steps"`
+	// Watermark, when set, derives the stage's watermark from its input
+	// rows: per input partition, the largest event time seen minus Delay.
+	// A stage reading an internal topic learns watermarks from the
+	// control records its upstream stage writes instead.
+	Watermark *WatermarkSpec `json:"watermark,omitempty"`
+	// OutputKey lists the input columns forming the record key of the
+	// output (a repartition stage); empty: the output stream's own key.
+	OutputKey []int `json:"output_key,omitempty"`
+	// Changes makes the stage's output a changelog (materialized views):
+	// rows go to the output stream with an op column first, and to the
+	// compacted table topic keyed by the Key columns (tombstones for
+	// deletes), in the same transaction.
+	Changes *ChangesOutput `json:"changes,omitempty"`
+}
+
+// WatermarkSpec names the event-time column of a stage's input and the
+// lateness bound (microseconds) its watermark trails the data by.
+type WatermarkSpec struct {
+	Col   int   `json:"col"`
+	Delay int64 `json:"delay"`
+}
+
+// ChangesOutput is where a materialized view's changes go.
+type ChangesOutput struct {
+	Table string `json:"table"` // the view's compacted topic (stream key, before the topic prefix)
+	Key   []int  `json:"key"`   // columns of the stage's output rows forming the view's key
 }
 
 // Stream is a topic and the schema of its JSON records.

@@ -3,6 +3,9 @@ package operators
 import (
 	"math"
 
+	"encoding/binary"
+	"errors"
+
 	"github.com/cockroachdb/apd/v3"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
@@ -13,6 +16,10 @@ import (
 type Accumulator interface {
 	Add(v types.Value) error
 	Result() types.Value
+	// AppendState and LoadState move the accumulator in and out of
+	// operator state (Pebble, checkpoints).
+	AppendState(buf []byte) []byte
+	LoadState(buf []byte) ([]byte, error)
 }
 
 // AggFunc is a resolved aggregate function.
@@ -331,3 +338,171 @@ func (a *distinctAcc) Add(v types.Value) error {
 }
 
 func (a *distinctAcc) Result() types.Value { return a.inner.Result() }
+
+var errBadState = errors.New("operators: malformed aggregate state")
+
+func appendBool(buf []byte, b bool) []byte {
+	if b {
+		return append(buf, 1)
+	}
+	return append(buf, 0)
+}
+
+func readBool(buf []byte) (bool, []byte, error) {
+	if len(buf) < 1 {
+		return false, buf, errBadState
+	}
+	return buf[0] != 0, buf[1:], nil
+}
+
+func readVarint(buf []byte) (int64, []byte, error) {
+	v, n := binary.Varint(buf)
+	if n <= 0 {
+		return 0, buf, errBadState
+	}
+	return v, buf[n:], nil
+}
+
+func (a *countAcc) AppendState(buf []byte) []byte { return binary.AppendVarint(buf, a.n) }
+func (a *countAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	a.n, buf, err = readVarint(buf)
+	return buf, err
+}
+
+func (a *sumIntAcc) AppendState(buf []byte) []byte {
+	buf = appendBool(buf, a.seen)
+	buf = binary.AppendVarint(buf, a.i)
+	d := types.NullValue
+	if a.d != nil {
+		d = types.NewNumeric(a.d)
+	}
+	return types.AppendValue(buf, d)
+}
+
+func (a *sumIntAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	if a.seen, buf, err = readBool(buf); err != nil {
+		return buf, err
+	}
+	if a.i, buf, err = readVarint(buf); err != nil {
+		return buf, err
+	}
+	var d types.Value
+	if d, buf, err = types.DecodeValue(buf); err != nil {
+		return buf, err
+	}
+	a.d = nil
+	if d.K == types.Numeric {
+		a.d = d.N
+	}
+	return buf, nil
+}
+
+func (a *sumFloatAcc) AppendState(buf []byte) []byte {
+	buf = appendBool(buf, a.seen)
+	return types.AppendValue(buf, types.NewFloat8(a.f))
+}
+
+func (a *sumFloatAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	if a.seen, buf, err = readBool(buf); err != nil {
+		return buf, err
+	}
+	var v types.Value
+	if v, buf, err = types.DecodeValue(buf); err != nil {
+		return buf, err
+	}
+	a.f = v.Float()
+	return buf, nil
+}
+
+func (a *sumIntervalAcc) AppendState(buf []byte) []byte {
+	buf = appendBool(buf, a.seen)
+	return types.AppendValue(buf, types.NewInterval(a.iv))
+}
+
+func (a *sumIntervalAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	if a.seen, buf, err = readBool(buf); err != nil {
+		return buf, err
+	}
+	var v types.Value
+	if v, buf, err = types.DecodeValue(buf); err != nil {
+		return buf, err
+	}
+	a.iv = v.Interval()
+	return buf, nil
+}
+
+func (a *avgAcc) AppendState(buf []byte) []byte {
+	buf = binary.AppendVarint(buf, a.n)
+	if a.float {
+		return a.fsum.AppendState(buf)
+	}
+	return a.sum.AppendState(buf)
+}
+
+func (a *avgAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	if a.n, buf, err = readVarint(buf); err != nil {
+		return buf, err
+	}
+	if a.float {
+		return a.fsum.LoadState(buf)
+	}
+	return a.sum.LoadState(buf)
+}
+
+func (a *extremeAcc) AppendState(buf []byte) []byte { return types.AppendValue(buf, a.v) }
+func (a *extremeAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	a.v, buf, err = types.DecodeValue(buf)
+	return buf, err
+}
+
+func (a *boolAcc) AppendState(buf []byte) []byte {
+	return appendBool(appendBool(buf, a.seen), a.b)
+}
+
+func (a *boolAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	if a.seen, buf, err = readBool(buf); err != nil {
+		return buf, err
+	}
+	a.b, buf, err = readBool(buf)
+	return buf, err
+}
+
+// distinctAcc's state is its inner state and the set of values seen.
+func (a *distinctAcc) AppendState(buf []byte) []byte {
+	buf = a.inner.AppendState(buf)
+	buf = binary.AppendUvarint(buf, uint64(len(a.seen)))
+	for k := range a.seen {
+		buf = binary.AppendUvarint(buf, uint64(len(k)))
+		buf = append(buf, k...)
+	}
+	return buf
+}
+
+func (a *distinctAcc) LoadState(buf []byte) ([]byte, error) {
+	buf, err := a.inner.LoadState(buf)
+	if err != nil {
+		return buf, err
+	}
+	n, m := binary.Uvarint(buf)
+	if m <= 0 {
+		return buf, errBadState
+	}
+	buf = buf[m:]
+	a.seen = make(map[string]struct{}, n)
+	for i := uint64(0); i < n; i++ {
+		l, m := binary.Uvarint(buf)
+		if m <= 0 || uint64(len(buf)-m) < l {
+			return buf, errBadState
+		}
+		a.seen[string(buf[m:m+int(l)])] = struct{}{}
+		buf = buf[m+int(l):]
+	}
+	return buf, nil
+}

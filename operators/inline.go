@@ -18,6 +18,7 @@ type Filter struct {
 func (f *Filter) Process(b *Batch, emit Emit) error {
 	f.out.Rows = f.out.Rows[:0]
 	f.out.Source = f.out.Source[:0]
+	f.out.Ops = f.out.Ops[:0]
 	for i, row := range b.Rows {
 		ok, err := f.Pred(row)
 		if err != nil {
@@ -34,12 +35,18 @@ func (f *Filter) Process(b *Batch, emit Emit) error {
 		if b.Source != nil {
 			f.out.Source = append(f.out.Source, b.Source[i])
 		}
+		if b.Ops != nil {
+			f.out.Ops = append(f.out.Ops, b.Ops[i])
+		}
 	}
 	if len(f.out.Rows) == 0 {
 		return nil
 	}
 	if b.Source == nil {
 		f.out.Source = nil
+	}
+	if b.Ops == nil {
+		f.out.Ops = nil
 	}
 	return emit(&f.out)
 }
@@ -61,6 +68,7 @@ func (p *Project) Process(b *Batch, emit Emit) error {
 	flat := make([]types.Value, len(b.Rows)*w)
 	p.out.Rows = p.out.Rows[:0]
 	p.out.Source = p.out.Source[:0]
+	p.out.Ops = p.out.Ops[:0]
 	n := 0
 rows:
 	for i, row := range b.Rows {
@@ -80,12 +88,18 @@ rows:
 		if b.Source != nil {
 			p.out.Source = append(p.out.Source, b.Source[i])
 		}
+		if b.Ops != nil {
+			p.out.Ops = append(p.out.Ops, b.Ops[i])
+		}
 	}
 	if len(p.out.Rows) == 0 {
 		return nil
 	}
 	if b.Source == nil {
 		p.out.Source = nil
+	}
+	if b.Ops == nil {
+		p.out.Ops = nil
 	}
 	return emit(&p.out)
 }

@@ -12,6 +12,8 @@ type Batch struct {
 	// Source holds, for each row, an opaque reference to the input record
 	// it came from (for poison-row reports); it may be nil.
 	Source []any
+	// Ops, when set, makes the batch a changelog: the change each row is.
+	Ops []Op
 }
 
 // Len returns the number of rows.

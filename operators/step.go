@@ -30,6 +30,18 @@ type Step struct {
 	Keys   []SortKey `json:"keys,omitempty"`
 	Limit  int64     `json:"limit,omitempty"`
 	Offset int64     `json:"offset,omitempty"`
+
+	// windowedAggregate: the window, the input's event-time column; Changes
+	// emits an upsert per update instead of final rows at window close.
+	Window   *WindowSpec `json:"window,omitempty"`
+	TimeCol  int         `json:"time_col,omitempty"`
+	TimeType types.Type  `json:"time_type,omitempty"`
+	Changes  bool        `json:"changes,omitempty"`
+
+	// topN: partition key, order (Keys), N, input width
+	PartitionBy []*expr.Expr `json:"partition_by,omitempty"`
+	N           int64        `json:"n,omitempty"`
+	Width       int          `json:"width,omitempty"`
 }
 
 // Step ops.
@@ -40,6 +52,10 @@ const (
 	OpSort      = "sort"
 	OpLimit     = "limit"
 	OpDistinct  = "distinct"
+	// Stateful steps of continuous queries.
+	OpWindowAggregate = "windowedAggregate"
+	OpGroupAggregate  = "groupAggregate"
+	OpTopN            = "topN"
 )
 
 // AggSpec is one aggregate call of an aggregate step.
@@ -79,12 +95,12 @@ func Build(s *Step, params []types.Value, onErr RowError) (Operator, error) {
 			return nil, err
 		}
 		return &Project{Exprs: evs, OnError: onErr}, nil
-	case OpAggregate:
+	case OpAggregate, OpWindowAggregate, OpGroupAggregate:
 		groupBy, err := compileAll(s.GroupBy, params)
 		if err != nil {
 			return nil, err
 		}
-		h := &HashAggregate{GroupBy: groupBy, OnError: onErr}
+		var aggs []AggCall
 		for _, a := range s.Aggs {
 			f, err := a.Resolve()
 			if err != nil {
@@ -96,9 +112,24 @@ func Build(s *Step, params []types.Value, onErr RowError) (Operator, error) {
 					return nil, err
 				}
 			}
-			h.Aggs = append(h.Aggs, call)
+			aggs = append(aggs, call)
 		}
-		return h, nil
+		switch s.Op {
+		case OpWindowAggregate:
+			if s.Window == nil {
+				return nil, pgerror.New(pgerror.Internal, "operators: windowedAggregate without a window")
+			}
+			return NewWindowAggregate(*s.Window, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr), nil
+		case OpGroupAggregate:
+			return NewGroupAggregate(groupBy, aggs, onErr), nil
+		}
+		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr}, nil
+	case OpTopN:
+		parts, err := compileAll(s.PartitionBy, params)
+		if err != nil {
+			return nil, err
+		}
+		return &TopN{PartitionBy: parts, Keys: s.Keys, N: s.N, Width: s.Width, OnError: onErr}, nil
 	case OpSort:
 		return &Sort{Keys: s.Keys, Limit: s.Limit}, nil
 	case OpLimit:
@@ -138,7 +169,13 @@ func (s *Step) String() string {
 				fmt.Fprintf(&sb, " AS %s", s.Names[i])
 			}
 		}
-	case OpAggregate:
+	case OpAggregate, OpWindowAggregate, OpGroupAggregate:
+		if s.Window != nil {
+			fmt.Fprintf(&sb, " %s", s.Window)
+		}
+		if s.Changes {
+			sb.WriteString(" emit changes")
+		}
 		if len(s.GroupBy) > 0 {
 			sb.WriteString(" by")
 			for i, e := range s.GroupBy {
@@ -174,6 +211,18 @@ func (s *Step) String() string {
 		}
 		if s.Limit >= 0 {
 			fmt.Fprintf(&sb, " (top %d)", s.Limit)
+		}
+	case OpTopN:
+		fmt.Fprintf(&sb, " %d per", s.N)
+		for _, e := range s.PartitionBy {
+			fmt.Fprintf(&sb, " %s", e)
+		}
+		sb.WriteString(" by")
+		for _, k := range s.Keys {
+			fmt.Fprintf(&sb, " #%d", k.Col)
+			if k.Desc {
+				sb.WriteString(" DESC")
+			}
 		}
 	case OpLimit:
 		if s.Limit >= 0 {

@@ -481,7 +481,16 @@ func (c *conn) readLoop() {
 			return
 		}
 		if _, ok := msg.(*pgproto3.Terminate); ok {
-			return
+			// Nothing may follow Terminate, but the socket is still
+			// watched: a client that closes it while an earlier message
+			// still executes cancels that execution.
+			var discard [512]byte
+			for {
+				if _, err := c.nc.Read(discard[:]); err != nil {
+					c.cancel(errClientGone)
+					return
+				}
+			}
 		}
 	}
 }

@@ -39,6 +39,9 @@ type writer struct {
 	armed   bool  // a timer flush is pending
 	stopped bool  // the connection is over: the timer does nothing
 	err     error // first write error; the connection is dead after it
+	// pending counts timer callbacks scheduled and not yet finished, so
+	// that stop can wait for them: no goroutine outlives the connection.
+	pending sync.WaitGroup
 }
 
 func newWriter(w io.Writer) *writer {
@@ -49,6 +52,7 @@ func newWriter(w io.Writer) *writer {
 }
 
 func (w *writer) timerFlush() {
+	defer w.pending.Done()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.armed = false
@@ -62,6 +66,7 @@ func (w *writer) timerFlush() {
 func (w *writer) armLocked() {
 	if !w.armed && w.bw.Buffered() > 0 {
 		w.armed = true
+		w.pending.Add(1)
 		w.timer.Reset(flushDelay)
 	}
 }
@@ -131,13 +136,17 @@ func (w *writer) flush() error {
 	return w.err
 }
 
-// stop disarms the timer for good.
+// stop disarms the timer for good and waits for a callback already
+// started.
 func (w *writer) stop() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.timer.Stop()
+	if w.armed && !w.stopped && w.timer.Stop() {
+		w.pending.Done() // cancelled before it ran
+	}
 	w.stopped = true
 	w.armed = true // never re-armed
+	w.mu.Unlock()
+	w.pending.Wait()
 }
 
 // appendDataRow appends a DataRow message. fmts holds the effective format

@@ -626,6 +626,80 @@ func TestDisconnectCancelsQuery(t *testing.T) {
 	waitFor(t, "session close", func() bool { return h.openSessions.Load() == 0 })
 }
 
+func TestDisconnectWithQueuedMessages(t *testing.T) {
+	for _, terminate := range []bool{false, true} {
+		h := newTestHandler()
+		_, addr := startServer(t, Config{}, h)
+		c := dialStarted(t, addr)
+		c.send(&pgproto3.Query{String: "SLEEP"})
+		<-h.sleepStarted
+		// The reader goes on reading while SLEEP executes: these are queued.
+		for i := 0; i < 100; i++ {
+			c.send(&pgproto3.Query{String: "SELECT 1"})
+		}
+		if terminate {
+			c.send(&pgproto3.Terminate{})
+		}
+		c.nc.Close()
+		select {
+		case err := <-h.sleepEnded:
+			if !errors.Is(err, errClientGone) {
+				t.Errorf("cause = %v", err)
+			}
+		case <-time.After(testTimeout):
+			t.Fatalf("terminate=%v: query not cancelled", terminate)
+		}
+		waitFor(t, "session close", func() bool { return h.openSessions.Load() == 0 })
+		for _, s := range h.executedStatements() {
+			if s == "SELECT 1" {
+				t.Errorf("terminate=%v: a queued statement ran after the client left", terminate)
+				break
+			}
+		}
+	}
+}
+
+func TestMsgQueueBudget(t *testing.T) {
+	q := newMsgQueue(100)
+	if !q.push(qitem{size: 500}) { // always admitted when empty
+		t.Fatal("push into an empty queue failed")
+	}
+	pushed := make(chan bool)
+	go func() { pushed <- q.push(qitem{size: 10}) }()
+	select {
+	case <-pushed:
+		t.Fatal("push beyond the budget did not wait")
+	case <-time.After(20 * time.Millisecond):
+	}
+	ctx := testCtx(t)
+	if it, err := q.pop(ctx); err != nil || it.size != 500 {
+		t.Fatal(it, err)
+	}
+	if !<-pushed {
+		t.Fatal("push failed")
+	}
+	q.close()
+	if it, err := q.pop(ctx); err != nil || it.size != 10 {
+		t.Fatal("items queued before close are still delivered", it, err)
+	}
+	if _, err := q.pop(ctx); err != errQueueClosed {
+		t.Fatal(err)
+	}
+	if q.push(qitem{}) {
+		t.Fatal("push after close")
+	}
+}
+
+func TestRetag(t *testing.T) {
+	for tag, want := range map[string]string{
+		"SELECT 5": "SELECT 7", "INSERT 0 5": "INSERT 0 7", "BEGIN": "BEGIN", "FETCH 10": "FETCH 7", "WEIRD x": "WEIRD x", "": "",
+	} {
+		if got := retag(tag, 7); got != want {
+			t.Errorf("retag(%q) = %q, want %q", tag, got, want)
+		}
+	}
+}
+
 func TestTerminate(t *testing.T) {
 	h := newTestHandler()
 	_, addr := startServer(t, Config{}, h)
@@ -674,7 +748,15 @@ func TestServerCloseEndsEverything(t *testing.T) {
 	half := dialRaw(t, addr) // connected, no startup packet yet
 	stuck := dialStarted(t, addr)
 	stuck.send(&pgproto3.Query{String: "BENCH 10000000"}) // never read by the client
-	time.Sleep(300 * time.Millisecond)                    // long enough to fill the socket buffers
+	waitFor(t, "a server goroutine blocked writing", func() bool {
+		buf := make([]byte, 1<<20)
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "[IO wait") && strings.Contains(g, "pgwire.(*writer)") {
+				return true
+			}
+		}
+		return false
+	})
 
 	closed := make(chan struct{})
 	closeStart := time.Now()
@@ -684,7 +766,9 @@ func TestServerCloseEndsEverything(t *testing.T) {
 	case <-time.After(testTimeout):
 		t.Fatal("Close did not return")
 	}
-	t.Logf("Close took %v", time.Since(closeStart))
+	if d := time.Since(closeStart); d < shutdownWriteTimeout/2 {
+		t.Errorf("Close took %v: the blocked writer was not waited for", d)
+	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve = %v", err)
 	}

@@ -1,14 +1,13 @@
 package planner
 
 import (
-	"strings"
-
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
 )
 
 // Continuous is a planned continuous query: the relation it writes, the
@@ -16,6 +15,7 @@ import (
 type Continuous struct {
 	Rel      *catalog.Relation // output relation (SQL and Plan set by the caller)
 	Errors   *catalog.Relation // <name>_errors
+	Changes  *catalog.Relation // <view>_changes, for materialized views
 	Topology *engine.Topology
 	Inputs   []*catalog.Relation
 }
@@ -23,13 +23,13 @@ type Continuous struct {
 // ErrorsSuffix names a pipeline's poison-row stream.
 const ErrorsSuffix = "_errors"
 
-// PlanContinuous plans CREATE STREAM … AS SELECT.
+// PlanContinuous plans CREATE STREAM|MATERIALIZED VIEW … AS SELECT.
 func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if err := checkName(ca.Name); err != nil {
 		return nil, err
 	}
-	if ca.Kind != sql.KindStream {
-		return nil, pgerror.NotSupported("CREATE %s … AS", strings.ToUpper(string(ca.Kind)))
+	if ca.Kind == sql.KindSink {
+		return nil, pgerror.NotSupported("CREATE SINK")
 	}
 	sel, ok := ca.Query.Body.(*sql.Select)
 	if !ok {
@@ -39,35 +39,32 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return nil, pgerror.New(pgerror.UndefinedParameter, "continuous queries cannot have parameters")
 	}
 	if len(sel.From) != 1 {
-		return nil, pgerror.NotSupported("continuous queries over more than one input")
+		return nil, pgerror.NotSupported("continuous queries over more than one input (joins)")
 	}
-	src, ok := sel.From[0].(*sql.TableName)
-	if !ok {
-		return nil, pgerror.NotSupported("continuous queries over %s", fromKind(sel.From[0]))
-	}
-	switch {
-	case len(sel.GroupBy) > 0 || sel.Having != nil:
-		return nil, pgerror.NotSupported("GROUP BY in continuous queries")
-	case sel.Distinct:
+	if sel.Distinct {
 		return nil, pgerror.NotSupported("DISTINCT in continuous queries")
-	case len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil:
+	}
+	if len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY and LIMIT make no sense on an unbounded stream").
-			WithHint("Use ROW_NUMBER() OVER (…) for top-N.")
+			WithHint("Use ROW_NUMBER() OVER (…) <= N in a materialized view for top-N.")
 	}
-	for _, it := range sel.Items {
-		if hasAggregate(it.Expr) {
-			return nil, pgerror.NotSupported("aggregates in continuous queries")
-		}
-	}
-	in, err := cat.Lookup(src.Schema, src.Name)
+	sq, err := planStateful(cat, sel, ca.Kind, ca.Query.Emit)
 	if err != nil {
 		return nil, err
 	}
-	if in.Kind != catalog.Stream {
-		return nil, pgerror.New(pgerror.WrongObjectType, "%q is a %s; continuous queries read streams", in.Name, in.Kind)
+	if sq != nil {
+		return planStatefulTopology(ca, sq)
 	}
-	if in.Backend != "" && !strings.HasPrefix(in.Backend, "kafka://") {
-		return nil, pgerror.NotSupported("continuous queries over %s streams", in.Backend)
+	if ca.Kind == sql.KindMaterializedView {
+		return nil, pgerror.NotSupported("a materialized view without GROUP BY or top-N (use CREATE STREAM … AS)")
+	}
+	if ca.Query.Emit != sql.EmitDefault {
+		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
+	}
+	src := sel.From[0].(*sql.TableName)
+	in, _, err := streamInput(cat, src)
+	if err != nil {
+		return nil, err
 	}
 	b := &builder{cat: cat}
 	node, out, err := b.buildSelect(sel)
@@ -95,11 +92,8 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if proj := chain.Steps[len(chain.Steps)-1]; proj.Op == operators.OpProject {
 		rel.Key = passthroughKey(in, proj.Exprs, rel.Columns)
 	}
-	if err := applyOptions(rel, ca.Options); err != nil {
+	if err := applyOutputOptions(rel, ca.Options); err != nil {
 		return nil, err
-	}
-	if rel.Backend != "" {
-		return nil, pgerror.NotSupported("writing a continuous query to backend %s (use CREATE SINK)", rel.Backend)
 	}
 	errs := ErrorsRelation(ca.Name)
 	topo := &engine.Topology{
@@ -107,6 +101,108 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		Errors: errs.Name,
 	}
 	return &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{in}}, nil
+}
+
+func applyOutputOptions(rel *catalog.Relation, opts []sql.Option) error {
+	if err := applyOptions(rel, opts); err != nil {
+		return err
+	}
+	if rel.Backend != "" {
+		return pgerror.NotSupported("writing a continuous query to backend %s (use CREATE SINK)", rel.Backend)
+	}
+	return nil
+}
+
+// planStatefulTopology cuts a stateful query into stages: when the input
+// is not partitioned by the state's key, a first stage re-keys it into an
+// internal topic (and carries watermarks there as control records), and
+// the stateful stage reads that topic.
+func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, error) {
+	in := q.in
+	errs := ErrorsRelation(ca.Name)
+	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &engine.Topology{Errors: errs.Name}}
+	partitions := in.Partitions
+	if len(q.partition) == 0 {
+		partitions = 1 // one global group: one instance holds it
+	}
+	var stateful []operators.Step
+	if q.pre != nil {
+		stateful = append(stateful, *q.pre)
+	}
+	stateful = append(stateful, q.step, q.project)
+	outputName := ca.Name
+	if q.changes {
+		outputName = ca.Name + ChangesSuffix
+	}
+	if sameColumns(in, q.partition) && (len(q.partition) > 0 || in.Partitions == 1) {
+		var steps []operators.Step
+		if q.filter != nil {
+			steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
+		}
+		out.Topology.Stages = []engine.Stage{{
+			Name: "s0", Inputs: []string{in.Name}, Output: outputName,
+			Steps: append(steps, stateful...), Watermark: q.watermark,
+		}}
+	} else {
+		internal := engine.Stream{Name: ca.Name + ".repartition", Topic: ca.Name + ".repartition", Partitions: partitions, Key: q.partition}
+		for _, c := range in.Columns {
+			internal.Columns = append(internal.Columns, c.Name)
+			internal.Types = append(internal.Types, c.Type)
+		}
+		out.Topology.Internal = []engine.Stream{internal}
+		s0 := engine.Stage{Name: "s0", Inputs: []string{in.Name}, Output: internal.Name, Watermark: q.watermark, OutputKey: q.partition}
+		if q.filter != nil {
+			s0.Steps = []operators.Step{{Op: operators.OpFilter, Pred: q.filter}}
+		}
+		out.Topology.Stages = []engine.Stage{s0, {Name: "s1", Inputs: []string{internal.Name}, Output: outputName, Steps: stateful}}
+	}
+	last := &out.Topology.Stages[len(out.Topology.Stages)-1]
+	if q.changes {
+		view := &catalog.Relation{Name: ca.Name, Kind: catalog.MaterializedView, Topic: ca.Name, Format: "json",
+			Partitions: partitions, Columns: q.out}
+		for _, k := range q.key {
+			view.Key = append(view.Key, q.out[k].Name)
+		}
+		if err := uniqueColumns(view.Columns); err != nil {
+			return nil, err
+		}
+		if err := applyOutputOptions(view, ca.Options); err != nil {
+			return nil, err
+		}
+		view.Partitions = partitions
+		changes := &catalog.Relation{Name: outputName, Kind: catalog.Stream, Topic: outputName, Format: "json",
+			Partitions: partitions, Options: map[string]string{"pipeline": ca.Name},
+			Columns: append([]catalog.Column{{Name: "op", Type: types.Text}}, q.out...)}
+		last.Changes = &engine.ChangesOutput{Table: view.Topic, Key: q.key}
+		out.Rel, out.Changes = view, changes
+		return out, nil
+	}
+	rel := &catalog.Relation{Name: ca.Name, Kind: catalog.Stream, Topic: ca.Name, Format: "json", Partitions: in.Partitions, Columns: q.out}
+	if err := uniqueColumns(rel.Columns); err != nil {
+		return nil, err
+	}
+	if err := applyOutputOptions(rel, ca.Options); err != nil {
+		return nil, err
+	}
+	out.Rel = rel
+	return out, nil
+}
+
+// sameColumns reports whether the stream is keyed by exactly these columns.
+func sameColumns(in *catalog.Relation, cols []int) bool {
+	if len(in.Key) != len(cols) {
+		return false
+	}
+	for _, c := range cols {
+		found := false
+		for _, k := range in.Key {
+			found = found || in.Columns[c].Name == k
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 func fromKind(t sql.TableExpr) string {

@@ -64,6 +64,11 @@ func checkName(name string) error {
 	if name == "" || len(name) > 200 {
 		return pgerror.New(pgerror.InvalidParameterValue, "invalid name %q", name)
 	}
+	for _, r := range name {
+		if !(r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return pgerror.New(pgerror.InvalidParameterValue, "name %q: fvsql names may use letters, digits, '_', '-' and '.' (they name Kafka topics)", name)
+		}
+	}
 	if strings.HasPrefix(name, "pg_") {
 		return pgerror.New(pgerror.InsufficientPrivilege, "name %q is reserved: the pg_ prefix is for system relations", name)
 	}

@@ -1,0 +1,28 @@
+// Package bench holds the load generators and measurements behind
+// `fvsql bench`: figures (rows/s, latency percentiles, peak memory, CPU),
+// not pass/fail tests.
+//
+// Scenarios:
+//
+//   - Insert: multi-row INSERT statements over one pgx connection, with
+//     the simple protocol (literal SQL text) and the extended protocol
+//     (one prepared statement with 4×B parameters).
+//   - Select: a bounded aggregate over a stream loaded straight into Kafka
+//     with franz-go, at two stream lengths, to show that the scan's memory
+//     does not grow with the stream; plus the latency of SELECT * LIMIT 10.
+//   - Pipeline: the catch-up rate of a filter+project continuous query over
+//     a preloaded stream, side by side with plain franz-go copies of the
+//     same topic through the same broker (at-least-once and transactional).
+//
+// Shared machinery: an fvsql server started in-process (server.Open and
+// pgwire on a free loopback port), in a child process (`fvsql bench
+// serve`, so that its memory and CPU are measured alone), or reached at a
+// URL; an embedded kfake broker hosted by the bench process when a
+// scenario needs one that outlives a server; a franz-go loader of JSON
+// rows with known aggregates; peak memory from /proc (VmHWM, reset through
+// clear_refs) and a sampled Go heap; host and process CPU time; latency
+// percentiles; plain-text tables.
+//
+// Every run is bounded by a context deadline. Nothing here is imported by
+// the server.
+package bench

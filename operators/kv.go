@@ -1,0 +1,113 @@
+package operators
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"sort"
+)
+
+// KV is the keyed state of one stateful operator instance. Pipelines give
+// it a keyspace of the epoch's Pebble batch (package state); bounded
+// queries an in-memory MemKV. Values returned by Get are the caller's;
+// the arguments of Set and Delete may be modified after they return.
+type KV interface {
+	Get(key []byte) ([]byte, bool, error)
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	// Scan visits the keys in [lo, hi) in order (hi nil: all above lo);
+	// fn must not change the KV.
+	Scan(lo, hi []byte, fn func(key, value []byte) error) error
+}
+
+// Stateful is an operator that keeps state across batches.
+type Stateful interface {
+	Operator
+	// Bind gives the operator its state for the coming epoch; any cached
+	// state from before is dropped (it may belong to an aborted epoch).
+	Bind(kv KV)
+	// OnWatermark tells the operator that no row with an event time at or
+	// below wm will come (late rows aside); it emits what that completes.
+	OnWatermark(wm int64, emit Emit) error
+	// OnCheckpoint writes everything the operator holds in memory into its
+	// KV, before the epoch commits.
+	OnCheckpoint() error
+}
+
+// ErrLate marks rows that arrive behind the watermark: the engine counts
+// them as late and reports them, distinct from poison rows.
+var ErrLate = errors.New("late: the row's window is already closed")
+
+// Op is the kind of change a row of a changelog batch carries.
+type Op byte
+
+// Changelog ops (Batch.Ops).
+const (
+	OpInsert Op = 'I'
+	OpUpdate Op = 'U'
+	OpDelete Op = 'D'
+)
+
+// String names the op as the changes streams show it.
+func (o Op) String() string {
+	switch o {
+	case OpInsert:
+		return "insert"
+	case OpUpdate:
+		return "update"
+	case OpDelete:
+		return "delete"
+	}
+	return "?"
+}
+
+// MemKV is an in-memory KV (bounded queries, tests).
+type MemKV struct{ m map[string][]byte }
+
+// NewMemKV returns an empty MemKV.
+func NewMemKV() *MemKV { return &MemKV{m: map[string][]byte{}} }
+
+// Get implements KV.
+func (k *MemKV) Get(key []byte) ([]byte, bool, error) {
+	v, ok := k.m[string(key)]
+	return bytes.Clone(v), ok, nil
+}
+
+// Set implements KV.
+func (k *MemKV) Set(key, value []byte) error {
+	k.m[string(key)] = bytes.Clone(value)
+	return nil
+}
+
+// Delete implements KV.
+func (k *MemKV) Delete(key []byte) error {
+	delete(k.m, string(key))
+	return nil
+}
+
+// Scan implements KV.
+func (k *MemKV) Scan(lo, hi []byte, fn func(key, value []byte) error) error {
+	keys := make([]string, 0, len(k.m))
+	for key := range k.m {
+		if key >= string(lo) && (hi == nil || key < string(hi)) {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		if err := fn([]byte(key), k.m[key]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Len is the number of keys (state size in tests).
+func (k *MemKV) Len() int { return len(k.m) }
+
+// be64 appends an int64 so that byte order is numeric order.
+func be64(buf []byte, v int64) []byte {
+	return binary.BigEndian.AppendUint64(buf, uint64(v)^(1<<63))
+}
+
+func readBE64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)) }

@@ -1,0 +1,451 @@
+package operators
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// WindowSpec describes time windows; lengths are in microseconds.
+type WindowSpec struct {
+	Kind  string `json:"kind"` // "tumble", "hop", "session"
+	Size  int64  `json:"size,omitempty"`
+	Slide int64  `json:"slide,omitempty"`
+	Gap   int64  `json:"gap,omitempty"`
+}
+
+// String renders the window for EXPLAIN.
+func (w WindowSpec) String() string {
+	iv := func(us int64) string { return types.NewInterval(types.IntervalValue{Micros: us}).Text() }
+	switch w.Kind {
+	case "hop":
+		return "hop(slide " + iv(w.Slide) + ", size " + iv(w.Size) + ")"
+	case "session":
+		return "session(gap " + iv(w.Gap) + ")"
+	}
+	return "tumble(" + iv(w.Size) + ")"
+}
+
+// windowsOf returns the [start, end) windows containing t.
+func (w WindowSpec) windowsOf(t int64, out [][2]int64) [][2]int64 {
+	out = out[:0]
+	switch w.Kind {
+	case "tumble":
+		start := floorDiv(t, w.Size) * w.Size
+		return append(out, [2]int64{start, start + w.Size})
+	case "hop":
+		last := floorDiv(t, w.Slide) * w.Slide
+		for s := last; s > t-w.Size; s -= w.Slide {
+			out = append(out, [2]int64{s, s + w.Size})
+		}
+	}
+	return out
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// aggEntry is one group's aggregation state, loaded from the KV on first
+// touch in an epoch and written back at checkpoints.
+type aggEntry struct {
+	key     []byte
+	start   int64 // window bounds (unused by unwindowed groups)
+	end     int64
+	group   types.Row
+	accs    []Accumulator
+	emitted bool // a change row for this key has been emitted before (insert vs update)
+	dirty   bool
+	touched bool // in aggState.touched
+}
+
+// aggState caches the entries an epoch touches over a KV.
+type aggState struct {
+	aggs    []AggCall
+	ngroup  int
+	kv      KV
+	entries map[string]*aggEntry
+	touched []*aggEntry // in first-touch order, for change emission
+	buf     []byte
+	args    []types.Value
+}
+
+func (s *aggState) bind(kv KV) {
+	s.kv = kv
+	s.entries = map[string]*aggEntry{}
+	s.touched = s.touched[:0]
+}
+
+func (s *aggState) newAccs() []Accumulator {
+	accs := make([]Accumulator, len(s.aggs))
+	for i := range s.aggs {
+		accs[i] = s.aggs[i].newAcc()
+	}
+	return accs
+}
+
+// get returns the entry for key, loading it or creating it with group.
+func (s *aggState) get(key []byte, group types.Row, start, end int64) (*aggEntry, error) {
+	if e, ok := s.entries[string(key)]; ok {
+		return e, nil
+	}
+	e := &aggEntry{key: append([]byte(nil), key...), start: start, end: end}
+	v, ok, err := s.kv.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if err := s.decode(e, v); err != nil {
+			return nil, err
+		}
+	} else {
+		e.group = append(types.Row(nil), group...)
+		e.accs = s.newAccs()
+	}
+	s.entries[string(e.key)] = e
+	return e, nil
+}
+
+func (s *aggState) encode(e *aggEntry) []byte {
+	b := s.buf[:0]
+	b = binary.AppendVarint(b, e.start)
+	b = binary.AppendVarint(b, e.end)
+	b = appendBool(b, e.emitted)
+	b = types.AppendValues(b, e.group)
+	for _, a := range e.accs {
+		b = a.AppendState(b)
+	}
+	s.buf = b
+	return b
+}
+
+func (s *aggState) decode(e *aggEntry, v []byte) error {
+	var err error
+	if e.start, v, err = readVarint(v); err != nil {
+		return err
+	}
+	if e.end, v, err = readVarint(v); err != nil {
+		return err
+	}
+	if e.emitted, v, err = readBool(v); err != nil {
+		return err
+	}
+	if e.group, v, err = types.DecodeValues(v, s.ngroup); err != nil {
+		return err
+	}
+	e.accs = s.newAccs()
+	for _, a := range e.accs {
+		if v, err = a.LoadState(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush writes dirty entries to the KV.
+func (s *aggState) flush() error {
+	for _, e := range s.entries {
+		if e.dirty {
+			if err := s.kv.Set(e.key, s.encode(e)); err != nil {
+				return err
+			}
+			e.dirty = false
+		}
+	}
+	return nil
+}
+
+// add folds row into e. Arguments are evaluated before any accumulator
+// changes, so a poison row leaves the group as it was.
+func (s *aggState) add(e *aggEntry, row types.Row) error {
+	if cap(s.args) < len(s.aggs) {
+		s.args = make([]types.Value, len(s.aggs))
+	}
+	args := s.args[:len(s.aggs)]
+	for j := range s.aggs {
+		args[j] = types.NullValue
+		if a := s.aggs[j].Arg; a != nil {
+			var err error
+			if args[j], err = a(row); err != nil {
+				return err
+			}
+		}
+	}
+	for j, v := range args {
+		if err := e.accs[j].Add(v); err != nil {
+			return err
+		}
+	}
+	e.dirty = true
+	return nil
+}
+
+func (s *aggState) touch(e *aggEntry) {
+	if !e.touched {
+		e.touched = true
+		s.touched = append(s.touched, e)
+	}
+}
+
+// row renders an entry as output: group values, [window_start,
+// window_end,] aggregate results.
+func (s *aggState) row(e *aggEntry, window bool, tt types.Type) types.Row {
+	out := make(types.Row, 0, len(e.group)+2+len(e.accs))
+	out = append(out, e.group...)
+	if window {
+		out = append(out, types.NewTimestamp(tt, e.start), types.NewTimestamp(tt, e.end))
+	}
+	for _, a := range e.accs {
+		out = append(out, a.Result())
+	}
+	return out
+}
+
+// emitChanges emits one upsert per entry touched since the last call.
+func (s *aggState) emitChanges(emit Emit, window bool, tt types.Type) error {
+	if len(s.touched) == 0 {
+		return nil
+	}
+	out := &Batch{}
+	for _, e := range s.touched {
+		op := OpInsert
+		if e.emitted {
+			op = OpUpdate
+		}
+		e.emitted, e.dirty, e.touched = true, true, false
+		out.Rows = append(out.Rows, s.row(e, window, tt))
+		out.Ops = append(out.Ops, op)
+	}
+	s.touched = s.touched[:0]
+	return emit(out)
+}
+
+// WindowAggregate is the windowedAggregate step for TUMBLE and HOP
+// windows. State key: window end, window start, group key — so closing
+// the windows a watermark completes is one ordered range scan, and their
+// state is deleted as they close. Output rows: group values,
+// window_start, window_end, aggregate results; final rows when windows
+// close, or (Changes) an upsert per update.
+type WindowAggregate struct {
+	Spec     WindowSpec
+	TimeCol  int
+	TimeType types.Type
+	GroupBy  []expr.Eval
+	Changes  bool
+	OnError  RowError
+
+	st      aggState
+	wm      int64
+	windows [][2]int64
+	key     []byte
+	gvals   types.Row
+	mem     bool // bound to an in-memory KV by itself (bounded query)
+}
+
+// NewWindowAggregate makes the operator.
+func NewWindowAggregate(spec WindowSpec, timeCol int, timeType types.Type, groupBy []expr.Eval, aggs []AggCall, changes bool, onErr RowError) *WindowAggregate {
+	w := &WindowAggregate{Spec: spec, TimeCol: timeCol, TimeType: timeType, GroupBy: groupBy, Changes: changes, OnError: onErr, wm: math.MinInt64}
+	w.st = aggState{aggs: aggs, ngroup: len(groupBy)}
+	w.gvals = make(types.Row, len(groupBy))
+	return w
+}
+
+// Bind implements Stateful.
+func (w *WindowAggregate) Bind(kv KV) { w.st.bind(kv) }
+
+func (w *WindowAggregate) ensureKV() {
+	if w.st.kv == nil {
+		w.st.bind(NewMemKV())
+		w.mem = true
+	}
+}
+
+// Watermark returns the operator's current watermark.
+func (w *WindowAggregate) Watermark() int64 { return w.wm }
+
+// SetWatermark restores the watermark after a restart.
+func (w *WindowAggregate) SetWatermark(wm int64) { w.wm = wm }
+
+// Process implements Operator.
+func (w *WindowAggregate) Process(b *Batch, emit Emit) error {
+	w.ensureKV()
+rows:
+	for i, row := range b.Rows {
+		t := row[w.TimeCol]
+		if t.IsNull() {
+			if err := w.OnError(b, i, pgerror.New(pgerror.NullValueNotAllowed, "event time is NULL")); err != nil {
+				return err
+			}
+			continue
+		}
+		gkey := w.key[:0]
+		for j, g := range w.GroupBy {
+			v, err := g(row)
+			if err != nil {
+				if err := w.OnError(b, i, err); err != nil {
+					return err
+				}
+				continue rows
+			}
+			w.gvals[j] = v
+			gkey = types.AppendKey(gkey, v)
+		}
+		w.key = gkey
+		w.windows = w.Spec.windowsOf(t.I, w.windows)
+		open := 0
+		for _, win := range w.windows {
+			if win[1] <= w.wm {
+				continue // closed
+			}
+			open++
+			key := be64(be64(make([]byte, 0, 16+len(gkey)), win[1]), win[0])
+			key = append(key, gkey...)
+			e, err := w.st.get(key, w.gvals, win[0], win[1])
+			if err != nil {
+				return err
+			}
+			if err := w.st.add(e, row); err != nil {
+				if err := w.OnError(b, i, err); err != nil {
+					return err
+				}
+				continue rows
+			}
+			if w.Changes {
+				w.st.touch(e)
+			}
+		}
+		if open == 0 {
+			if err := w.OnError(b, i, fmt.Errorf("%w (event time %s, watermark %s)", ErrLate,
+				types.NewTimestamp(w.TimeType, t.I).Text(), types.NewTimestamp(w.TimeType, w.wm).Text())); err != nil {
+				return err
+			}
+		}
+	}
+	if w.Changes {
+		return w.st.emitChanges(emit, true, w.TimeType)
+	}
+	return nil
+}
+
+// OnWatermark implements Stateful: windows ending at or before wm close.
+func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
+	w.ensureKV()
+	if wm <= w.wm {
+		return nil
+	}
+	w.wm = wm
+	if err := w.st.flush(); err != nil {
+		return err
+	}
+	var hi []byte // window ends <= wm: keys below be64(wm+1)
+	if wm < math.MaxInt64 {
+		hi = be64(nil, wm+1)
+	}
+	var closed [][]byte
+	out := &Batch{}
+	err := w.st.kv.Scan(nil, hi, func(key, value []byte) error {
+		if readBE64(key[:8]) > wm {
+			return nil
+		}
+		k := append([]byte(nil), key...)
+		closed = append(closed, k)
+		if !w.Changes {
+			e := &aggEntry{}
+			if err := w.st.decode(e, value); err != nil {
+				return err
+			}
+			out.Rows = append(out.Rows, w.st.row(e, true, w.TimeType))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range closed {
+		delete(w.st.entries, string(k))
+		if err := w.st.kv.Delete(k); err != nil {
+			return err
+		}
+	}
+	if len(out.Rows) > 0 {
+		return emit(out)
+	}
+	return nil
+}
+
+// OnCheckpoint implements Stateful.
+func (w *WindowAggregate) OnCheckpoint() error { return w.st.flush() }
+
+// Finish implements Operator: a bounded input closes every window.
+func (w *WindowAggregate) Finish(emit Emit) error { return w.OnWatermark(math.MaxInt64, emit) }
+
+// GroupAggregate is unwindowed GROUP BY over a stream: state per group
+// key, never expiring, and an upsert row per group touched by a batch.
+type GroupAggregate struct {
+	GroupBy []expr.Eval
+	OnError RowError
+
+	st    aggState
+	key   []byte
+	gvals types.Row
+}
+
+// NewGroupAggregate makes the operator.
+func NewGroupAggregate(groupBy []expr.Eval, aggs []AggCall, onErr RowError) *GroupAggregate {
+	return &GroupAggregate{GroupBy: groupBy, OnError: onErr, st: aggState{aggs: aggs, ngroup: len(groupBy)}, gvals: make(types.Row, len(groupBy))}
+}
+
+// Bind implements Stateful.
+func (g *GroupAggregate) Bind(kv KV) { g.st.bind(kv) }
+
+// Process implements Operator.
+func (g *GroupAggregate) Process(b *Batch, emit Emit) error {
+	if g.st.kv == nil {
+		g.st.bind(NewMemKV())
+	}
+rows:
+	for i, row := range b.Rows {
+		key := g.key[:0]
+		for j, ge := range g.GroupBy {
+			v, err := ge(row)
+			if err != nil {
+				if err := g.OnError(b, i, err); err != nil {
+					return err
+				}
+				continue rows
+			}
+			g.gvals[j] = v
+			key = types.AppendKey(key, v)
+		}
+		g.key = key
+		e, err := g.st.get(key, g.gvals, 0, 0)
+		if err != nil {
+			return err
+		}
+		if err := g.st.add(e, row); err != nil {
+			if err := g.OnError(b, i, err); err != nil {
+				return err
+			}
+			continue
+		}
+		g.st.touch(e)
+	}
+	return g.st.emitChanges(emit, false, types.Null)
+}
+
+// OnWatermark implements Stateful (unwindowed groups never close).
+func (g *GroupAggregate) OnWatermark(int64, Emit) error { return nil }
+
+// OnCheckpoint implements Stateful.
+func (g *GroupAggregate) OnCheckpoint() error { return g.st.flush() }
+
+// Finish implements Operator.
+func (g *GroupAggregate) Finish(Emit) error { return nil }

@@ -1,0 +1,592 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// ChangesSuffix names a materialized view's changes stream.
+const ChangesSuffix = "_changes"
+
+// statefulQuery is a continuous query with one stateful step, before it
+// is cut into stages.
+type statefulQuery struct {
+	in        *catalog.Relation
+	filter    *expr.Expr         // WHERE over the input, or nil
+	partition []int              // input columns the stateful step partitions state by
+	step      operators.Step     // the stateful step
+	project   operators.Step     // the select list over the step's output
+	out       []catalog.Column   // output columns
+	key       []int              // output columns forming a view's key
+	watermark *engine.WatermarkSpec
+	changes   bool            // the step emits a changelog
+	pre       *operators.Step // a projection before the stateful step (top-N)
+}
+
+// planStateful recognises the stateful shapes of continuous queries:
+// windowed aggregation over TUMBLE/HOP, unwindowed GROUP BY, and top-N
+// (ROW_NUMBER() … WHERE rn <= N). It returns nil for stateless queries.
+func planStateful(cat Catalog, sel *sql.Select, kind sql.ObjectKind, emit sql.EmitMode) (*statefulQuery, error) {
+	if len(sel.From) != 1 {
+		return nil, pgerror.NotSupported("continuous queries over more than one input (joins)")
+	}
+	switch from := sel.From[0].(type) {
+	case *sql.WindowTVF:
+		return planWindowed(cat, sel, from, kind, emit)
+	case *sql.DerivedTable:
+		return planTopN(cat, sel, from, kind)
+	case *sql.TableName:
+		if len(sel.GroupBy) > 0 || anyAggregate(sel.Items) {
+			return planGrouped(cat, sel, from, kind)
+		}
+		return nil, nil
+	}
+	return nil, pgerror.NotSupported("continuous queries over %s", fromKind(sel.From[0]))
+}
+
+func anyAggregate(items []sql.SelectItem) bool {
+	for _, it := range items {
+		if hasAggregate(it.Expr) {
+			return true
+		}
+	}
+	return false
+}
+
+// streamInput resolves a continuous query's input stream and its scope.
+func streamInput(cat Catalog, t *sql.TableName) (*catalog.Relation, *scope, error) {
+	in, err := cat.Lookup(t.Schema, t.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.Kind != catalog.Stream {
+		return nil, nil, pgerror.New(pgerror.WrongObjectType, "%q is a %s; continuous queries read streams", in.Name, in.Kind)
+	}
+	if in.Backend != "" && !strings.HasPrefix(in.Backend, "kafka://") {
+		return nil, nil, pgerror.NotSupported("continuous queries over %s streams", in.Backend)
+	}
+	qual := t.Name
+	if t.Alias != "" {
+		qual = t.Alias
+	}
+	sc := &scope{}
+	for i, c := range in.Columns {
+		sc.cols = append(sc.cols, scopeCol{table: qual, name: c.Name, typ: c.Type, relOID: in.OID, attnum: int16(i + 1)})
+	}
+	return in, sc, nil
+}
+
+func (b *builder) where(sc *scope, e sql.Expr) (*expr.Expr, error) {
+	if e == nil {
+		return nil, nil
+	}
+	if hasAggregate(e) {
+		return nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in WHERE")
+	}
+	pred, err := b.build(&exprCtx{scope: sc, what: "WHERE", noAggs: true}, e)
+	if err != nil {
+		return nil, err
+	}
+	if pred.Type != types.Bool && pred.Type != types.Null {
+		return nil, pgerror.New(pgerror.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", pred.Type)
+	}
+	return pred, nil
+}
+
+func intervalMicros(b *builder, e sql.Expr, what string) (int64, error) {
+	if e == nil {
+		return 0, pgerror.New(pgerror.SyntaxError, "window %s is missing", what)
+	}
+	x, err := b.build(&exprCtx{scope: &scope{}, what: "window " + what, noAggs: true}, e)
+	if err == nil {
+		x, err = expr.Coerce(x, types.Interval, false)
+	}
+	if err != nil || x.Kind != expr.KConst || x.Val.K != types.Interval {
+		return 0, pgerror.New(pgerror.InvalidParameterValue, "window %s must be a constant interval", what)
+	}
+	iv := x.Val.Interval()
+	if iv.Months != 0 {
+		return 0, pgerror.New(pgerror.InvalidParameterValue, "window %s must not use months or years (their length varies)", what)
+	}
+	us := iv.Duration()
+	if us <= 0 {
+		return 0, pgerror.New(pgerror.InvalidParameterValue, "window %s must be positive", what)
+	}
+	return us, nil
+}
+
+// watermarkFor returns the watermark of a stream's time column: its
+// declared delay when the WATERMARK is on that column, else none.
+func watermarkFor(in *catalog.Relation, col int) *engine.WatermarkSpec {
+	spec := &engine.WatermarkSpec{Col: col}
+	if in.Watermark != nil && in.Watermark.Column == in.Columns[col].Name {
+		spec.Delay = in.Watermark.Delay
+	}
+	return spec
+}
+
+// groupColumns resolves GROUP BY terms that must be plain input columns,
+// setting aside window_start/window_end (windowed: true allows them).
+func groupColumns(sc *scope, terms []sql.Expr, items []sql.SelectItem, windowed bool) (cols []int, sawWindow bool, err error) {
+	for _, g := range terms {
+		term := g
+		if lit, ok := g.(*sql.Literal); ok && lit.Value.K.IsInteger() {
+			n := int(lit.Value.I)
+			if n < 1 || n > len(items) {
+				return nil, false, pgerror.New(pgerror.InvalidColumnReference, "GROUP BY position %d is not in select list", n)
+			}
+			term = items[n-1].Expr
+		}
+		c, ok := term.(*sql.ColumnRef)
+		if !ok {
+			return nil, false, pgerror.NotSupported("GROUP BY expressions other than columns in continuous queries")
+		}
+		if windowed && (c.Name == "window_start" || c.Name == "window_end") {
+			sawWindow = true
+			continue
+		}
+		i, err := sc.resolve(c.Table, c.Name)
+		if err != nil {
+			return nil, false, err
+		}
+		dup := false
+		for _, x := range cols {
+			dup = dup || x == i
+		}
+		if !dup {
+			cols = append(cols, i)
+		}
+	}
+	return cols, sawWindow, nil
+}
+
+// aggregateSelect plans the select list over an aggregation whose output
+// is: the group columns, [window_start, window_end,] the aggregates.
+func (b *builder) aggregateSelect(in *scope, sel *sql.Select, groupCols []int, windowed bool, timeType types.Type, qual string) (*aggState, operators.Step, []catalog.Column, error) {
+	a := &aggState{out: &scope{}}
+	for gi, c := range groupCols {
+		src := in.cols[c]
+		a.out.cols = append(a.out.cols, scopeCol{table: src.table, name: src.name, typ: src.typ})
+		for _, alt := range []*sql.ColumnRef{{Name: src.name}, {Table: src.table, Name: src.name}} {
+			a.groupKeys = append(a.groupKeys, fingerprint(alt))
+			a.groupCols = append(a.groupCols, gi)
+		}
+	}
+	if windowed {
+		for wi, name := range []string{"window_start", "window_end"} {
+			a.out.cols = append(a.out.cols, scopeCol{table: qual, name: name, typ: timeType})
+			for _, alt := range []*sql.ColumnRef{{Name: name}, {Table: qual, Name: name}} {
+				a.groupKeys = append(a.groupKeys, fingerprint(alt))
+				a.groupCols = append(a.groupCols, len(groupCols)+wi)
+			}
+		}
+	}
+	a.ngroups = len(a.out.cols)
+	actx := &exprCtx{scope: in, what: "aggregate"}
+	for _, it := range sel.Items {
+		if _, ok := it.Expr.(*sql.Star); ok {
+			return nil, operators.Step{}, nil, pgerror.New(pgerror.GroupingError, "SELECT * is not allowed with GROUP BY")
+		}
+		if err := b.collectAggs(actx, a, it.Expr); err != nil {
+			return nil, operators.Step{}, nil, err
+		}
+	}
+	for _, s := range a.specs {
+		f, _ := s.Resolve()
+		a.out.cols = append(a.out.cols, scopeCol{name: s.Name, typ: f.Ret})
+	}
+	proj := operators.Step{Op: operators.OpProject}
+	var cols []catalog.Column
+	ctx := &exprCtx{scope: in, what: "SELECT", aggs: a}
+	for _, it := range sel.Items {
+		x, err := b.build(ctx, it.Expr)
+		if err != nil {
+			return nil, operators.Step{}, nil, err
+		}
+		if x.Type == types.Unknown {
+			if x, err = expr.Cast(x, types.Text); err != nil {
+				return nil, operators.Step{}, nil, err
+			}
+		}
+		name := it.Alias
+		if name == "" {
+			name = columnName(it.Expr)
+		}
+		proj.Exprs = append(proj.Exprs, x)
+		proj.Names = append(proj.Names, name)
+		cols = append(cols, catalog.Column{Name: name, Type: x.Type})
+	}
+	return a, proj, cols, nil
+}
+
+// keyOf finds the output columns that carry the aggregation's group
+// columns (the view's key); every group column must be selected.
+func keyOf(proj operators.Step, ngroups int, names []string) ([]int, error) {
+	var key []int
+	for g := 0; g < ngroups; g++ {
+		found := -1
+		for i, e := range proj.Exprs {
+			if e.Kind == expr.KCol && e.Col == g {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			return nil, pgerror.New(pgerror.InvalidObjectDefinition,
+				"the select list must include GROUP BY column %q: it is part of the result's key", names[g])
+		}
+		key = append(key, found)
+	}
+	return key, nil
+}
+
+func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.ObjectKind, emit sql.EmitMode) (*statefulQuery, error) {
+	if sel.Having != nil {
+		return nil, pgerror.NotSupported("HAVING in continuous queries")
+	}
+	in, sc, err := streamInput(cat, tvf.Source)
+	if err != nil {
+		return nil, err
+	}
+	if tvf.Alias != "" {
+		for i := range sc.cols {
+			sc.cols[i].table = tvf.Alias
+		}
+	}
+	tcol, err := sc.resolve("", tvf.TimeCol)
+	if err != nil {
+		return nil, err
+	}
+	ttype := sc.cols[tcol].typ
+	if ttype != types.Timestamp && ttype != types.TimestampTZ {
+		return nil, pgerror.New(pgerror.DatatypeMismatch, "window time column %q must be a timestamp, not %s", tvf.TimeCol, ttype)
+	}
+	b := &builder{cat: cat}
+	spec := operators.WindowSpec{Kind: tvf.Kind}
+	switch tvf.Kind {
+	case "tumble":
+		if spec.Size, err = intervalMicros(b, tvf.Size, "size"); err != nil {
+			return nil, err
+		}
+	case "hop":
+		if spec.Slide, err = intervalMicros(b, tvf.Slide, "slide"); err != nil {
+			return nil, err
+		}
+		if spec.Size, err = intervalMicros(b, tvf.Size, "size"); err != nil {
+			return nil, err
+		}
+		if spec.Size < spec.Slide {
+			return nil, pgerror.New(pgerror.InvalidParameterValue, "HOP size must be at least its slide")
+		}
+		if spec.Size/spec.Slide > 1000 {
+			return nil, pgerror.New(pgerror.InvalidParameterValue, "HOP size/slide is %d windows per row; at most 1000", spec.Size/spec.Slide)
+		}
+	default:
+		return nil, pgerror.NotSupported("%s windows in continuous queries", strings.ToUpper(tvf.Kind))
+	}
+	filter, err := b.where(sc, sel.Where)
+	if err != nil {
+		return nil, err
+	}
+	groupCols, sawWindow, err := groupColumns(sc, sel.GroupBy, sel.Items, true)
+	if err != nil {
+		return nil, err
+	}
+	if !sawWindow {
+		return nil, pgerror.New(pgerror.GroupingError, "a windowed query must GROUP BY window_start or window_end")
+	}
+	qual := tvf.Source.Name
+	if tvf.Alias != "" {
+		qual = tvf.Alias
+	}
+	a, proj, cols, err := b.aggregateSelect(sc, sel, groupCols, true, ttype, qual)
+	if err != nil {
+		return nil, err
+	}
+	changes := kind == sql.KindMaterializedView
+	switch emit {
+	case sql.EmitChanges:
+		changes = true
+	case sql.EmitOnWindowClose:
+		if kind == sql.KindMaterializedView {
+			return nil, pgerror.NotSupported("EMIT ON WINDOW CLOSE for materialized views")
+		}
+		changes = false
+	}
+	if changes && kind == sql.KindStream {
+		return nil, pgerror.NotSupported("EMIT CHANGES into a stream (use CREATE MATERIALIZED VIEW)")
+	}
+	names := make([]string, 0, len(groupCols)+2)
+	groupBy := make([]*expr.Expr, len(groupCols))
+	for i, c := range groupCols {
+		groupBy[i] = sc.ref(c)
+		names = append(names, sc.cols[c].name)
+	}
+	q := &statefulQuery{
+		in: in, filter: filter, partition: groupCols, project: proj, out: cols, changes: changes,
+		watermark: watermarkFor(in, tcol),
+		step: operators.Step{
+			Op: operators.OpWindowAggregate, Window: &spec, TimeCol: tcol, TimeType: ttype,
+			GroupBy: groupBy, Aggs: a.specs, Changes: changes,
+		},
+	}
+	if changes {
+		// the key: group columns and window_start (window_end follows from it)
+		names = append(names, "window_start")
+		if q.key, err = keyOf(proj, len(groupCols)+1, names); err != nil {
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.ObjectKind) (*statefulQuery, error) {
+	if kind != sql.KindMaterializedView {
+		return nil, pgerror.NotSupported("GROUP BY without a window into a %s (its rows change forever; use CREATE MATERIALIZED VIEW, or a TUMBLE/HOP window)", kind)
+	}
+	if sel.Having != nil {
+		return nil, pgerror.NotSupported("HAVING in continuous queries")
+	}
+	in, sc, err := streamInput(cat, t)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{cat: cat}
+	filter, err := b.where(sc, sel.Where)
+	if err != nil {
+		return nil, err
+	}
+	groupCols, _, err := groupColumns(sc, sel.GroupBy, sel.Items, false)
+	if err != nil {
+		return nil, err
+	}
+	a, proj, cols, err := b.aggregateSelect(sc, sel, groupCols, false, types.Null, "")
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(groupCols))
+	groupBy := make([]*expr.Expr, len(groupCols))
+	for i, c := range groupCols {
+		groupBy[i] = sc.ref(c)
+		names[i] = sc.cols[c].name
+	}
+	key, err := keyOf(proj, len(groupCols), names)
+	if err != nil {
+		return nil, err
+	}
+	return &statefulQuery{
+		in: in, filter: filter, partition: groupCols, project: proj, out: cols, key: key, changes: true,
+		step: operators.Step{Op: operators.OpGroupAggregate, GroupBy: groupBy, Aggs: a.specs, Changes: true},
+	}, nil
+}
+
+// planTopN recognises SELECT … FROM (SELECT …, ROW_NUMBER() OVER
+// (PARTITION BY p ORDER BY o) AS rn FROM s [WHERE …]) t WHERE rn <= N.
+func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.ObjectKind) (*statefulQuery, error) {
+	inner, ok := dt.Query.(*sql.Select)
+	if !ok || len(inner.From) != 1 {
+		return nil, pgerror.NotSupported("this subquery in a continuous query")
+	}
+	t, ok := inner.From[0].(*sql.TableName)
+	if !ok {
+		return nil, pgerror.NotSupported("continuous queries over %s", fromKind(inner.From[0]))
+	}
+	if len(inner.GroupBy) > 0 || inner.Having != nil || len(inner.OrderBy) > 0 || inner.Limit != nil || inner.Distinct ||
+		len(outer.GroupBy) > 0 || outer.Having != nil || len(outer.OrderBy) > 0 || outer.Limit != nil || outer.Distinct {
+		return nil, pgerror.NotSupported("this subquery in a continuous query (only the ROW_NUMBER() top-N pattern)")
+	}
+	if kind != sql.KindMaterializedView {
+		return nil, pgerror.NotSupported("top-N into a %s (its rows change; use CREATE MATERIALIZED VIEW)", kind)
+	}
+	in, sc, err := streamInput(cat, t)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{cat: cat}
+	filter, err := b.where(sc, inner.Where)
+	if err != nil {
+		return nil, err
+	}
+	items, err := expandStars(sc, inner.Items)
+	if err != nil {
+		return nil, err
+	}
+	// Inner select list: plain columns and exactly one ROW_NUMBER().
+	var rnName string
+	var over *sql.WindowSpec
+	var width int
+	var innerCols []int // input column of each non-rn item
+	var innerNames []string
+	for _, it := range items {
+		if f, ok := it.Expr.(*sql.FuncCall); ok && f.Over != nil {
+			if f.Name != "row_number" || over != nil {
+				return nil, pgerror.NotSupported("window function %s in a continuous query (only one ROW_NUMBER())", f.Name)
+			}
+			over = f.Over
+			rnName = it.Alias
+			if rnName == "" {
+				rnName = "row_number"
+			}
+			continue
+		}
+		c, ok := it.Expr.(*sql.ColumnRef)
+		if !ok {
+			return nil, pgerror.NotSupported("expressions beside ROW_NUMBER() in a top-N query (select columns)")
+		}
+		i, err := sc.resolve(c.Table, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		name := it.Alias
+		if name == "" {
+			name = c.Name
+		}
+		innerCols = append(innerCols, i)
+		innerNames = append(innerNames, name)
+		width++
+	}
+	if over == nil {
+		return nil, pgerror.NotSupported("a subquery without ROW_NUMBER() in a continuous query")
+	}
+	// The operator's input row is the inner projection without rn.
+	pos := func(e sql.Expr, what string) (int, error) {
+		c, ok := e.(*sql.ColumnRef)
+		if !ok {
+			return 0, pgerror.NotSupported("%s expressions other than columns in a top-N query", what)
+		}
+		i, err := sc.resolve(c.Table, c.Name)
+		if err != nil {
+			return 0, err
+		}
+		for j, ic := range innerCols {
+			if ic == i {
+				return j, nil
+			}
+		}
+		return 0, pgerror.New(pgerror.InvalidObjectDefinition, "%s column %q must be in the subquery's select list", what, c.Name)
+	}
+	step := operators.Step{Op: operators.OpTopN, Width: width}
+	var partition []int
+	for _, p := range over.PartitionBy {
+		j, err := pos(p, "PARTITION BY")
+		if err != nil {
+			return nil, err
+		}
+		step.PartitionBy = append(step.PartitionBy, expr.Col(j, sc.cols[innerCols[j]].typ, innerNames[j]))
+		partition = append(partition, innerCols[j])
+	}
+	if len(over.OrderBy) == 0 {
+		return nil, pgerror.New(pgerror.WindowingError, "ROW_NUMBER() in a top-N query needs ORDER BY")
+	}
+	for _, o := range over.OrderBy {
+		j, err := pos(o.Expr, "ORDER BY")
+		if err != nil {
+			return nil, err
+		}
+		step.Keys = append(step.Keys, sortKey(j, o))
+	}
+	if step.N, err = rowNumberBound(outer.Where, rnName); err != nil {
+		return nil, err
+	}
+	// Outer select over (inner columns…, rn).
+	os := &scope{}
+	for j, n := range innerNames {
+		os.cols = append(os.cols, scopeCol{table: dt.Alias, name: n, typ: sc.cols[innerCols[j]].typ})
+	}
+	os.cols = append(os.cols, scopeCol{table: dt.Alias, name: rnName, typ: types.Int8})
+	outItems, err := expandStars(os, outer.Items)
+	if err != nil {
+		return nil, err
+	}
+	proj := operators.Step{Op: operators.OpProject}
+	var cols []catalog.Column
+	for _, it := range outItems {
+		x, err := b.build(&exprCtx{scope: os, what: "SELECT", noAggs: true}, it.Expr)
+		if err != nil {
+			return nil, err
+		}
+		name := it.Alias
+		if name == "" {
+			name = columnName(it.Expr)
+		}
+		proj.Exprs = append(proj.Exprs, x)
+		proj.Names = append(proj.Names, name)
+		cols = append(cols, catalog.Column{Name: name, Type: x.Type})
+	}
+	// Key: partition columns and rn, all of which must be selected.
+	var key []int
+	for _, p := range step.PartitionBy {
+		k, err := selected(proj, p.Col, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		key = append(key, k)
+	}
+	k, err := selected(proj, width, rnName)
+	if err != nil {
+		return nil, err
+	}
+	key = append(key, k)
+	// Input to the operator: the inner projection (without rn).
+	innerProj := operators.Step{Op: operators.OpProject}
+	for j, c := range innerCols {
+		innerProj.Exprs = append(innerProj.Exprs, sc.ref(c))
+		innerProj.Names = append(innerProj.Names, innerNames[j])
+	}
+	return &statefulQuery{
+		in: in, filter: filter, partition: partition, out: cols, key: key, changes: true,
+		step: step, project: proj, pre: &innerProj,
+	}, nil
+}
+
+func selected(proj operators.Step, col int, name string) (int, error) {
+	for i, e := range proj.Exprs {
+		if e.Kind == expr.KCol && e.Col == col {
+			return i, nil
+		}
+	}
+	return 0, pgerror.New(pgerror.InvalidObjectDefinition, "the select list must include %q: it is part of the view's key", name)
+}
+
+// rowNumberBound reads N from WHERE rn <= N, rn < N, rn = 1.
+func rowNumberBound(where sql.Expr, rn string) (int64, error) {
+	bad := pgerror.New(pgerror.FeatureNotSupported, "a top-N query needs WHERE %s <= N (or %s < N, %s = 1)", rn, rn, rn)
+	bin, ok := where.(*sql.Binary)
+	if !ok {
+		return 0, bad
+	}
+	col, ok := bin.L.(*sql.ColumnRef)
+	lit, ok2 := bin.R.(*sql.Literal)
+	op := bin.Op
+	if !ok || !ok2 {
+		col, ok = bin.R.(*sql.ColumnRef)
+		lit, ok2 = bin.L.(*sql.Literal)
+		op = map[string]string{">=": "<=", ">": "<", "=": "="}[bin.Op]
+	}
+	if !ok || !ok2 || col.Name != rn || !lit.Value.K.IsInteger() {
+		return 0, bad
+	}
+	n := lit.Value.I
+	switch op {
+	case "<=":
+	case "<":
+		n--
+	case "=":
+		if n != 1 {
+			return 0, bad
+		}
+	default:
+		return 0, bad
+	}
+	if n < 1 || n > 10000 {
+		return 0, pgerror.New(pgerror.InvalidParameterValue, "top-N bound must be 1..10000, not %d", n)
+	}
+	return n, nil
+}

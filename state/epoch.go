@@ -1,0 +1,160 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// Epoch collects the state changes of one checkpoint interval in an
+// indexed Pebble batch: reads see the epoch's own writes over what is
+// committed, Commit applies them atomically, Discard throws them away (an
+// aborted Kafka transaction). An Epoch is used by one goroutine.
+type Epoch struct {
+	store *Store
+	b     *pebble.Batch
+}
+
+// NewEpoch starts an epoch.
+func (s *Store) NewEpoch() *Epoch { return &Epoch{store: s, b: s.db.NewIndexedBatch()} }
+
+// Commit applies the epoch's changes. Pebble is a cache of state whose
+// durable copy is in Kafka, so the write is not synced.
+func (e *Epoch) Commit() error {
+	if err := e.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("state: commit epoch: %w", err)
+	}
+	return e.b.Close()
+}
+
+// Discard drops the epoch's changes.
+func (e *Epoch) Discard() { e.b.Close() }
+
+// Size is the number of bytes the epoch's changes occupy.
+func (e *Epoch) Size() int { return e.b.Len() }
+
+// Changes calls fn once per key changed in the epoch whose key starts with
+// prefix, with its final value (deleted: the key was removed), in no
+// particular order. The slices are only valid during the call.
+func (e *Epoch) Changes(prefix []byte, fn func(key, value []byte, deleted bool) error) error {
+	type change struct {
+		value   []byte
+		deleted bool
+	}
+	last := map[string]change{}
+	var order []string
+	r := e.b.Reader()
+	for {
+		kind, k, v, ok, err := r.Next()
+		if err != nil {
+			return fmt.Errorf("state: reading epoch: %w", err)
+		}
+		if !ok {
+			break
+		}
+		if !bytes.HasPrefix(k, prefix) {
+			continue
+		}
+		key := string(k)
+		if _, seen := last[key]; !seen {
+			order = append(order, key)
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			last[key] = change{value: v}
+		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
+			last[key] = change{deleted: true}
+		}
+	}
+	for _, k := range order {
+		c := last[k]
+		if err := fn([]byte(k), c.value, c.deleted); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Table is a keyspace of an epoch under a prefix (one operator of one
+// partition). Keys passed to and returned from a Table are relative to
+// its prefix.
+type Table struct {
+	e      *Epoch
+	prefix []byte
+	kbuf   []byte
+}
+
+// Table returns the keyspace under prefix. It is safe to modify prefix
+// after Table returns.
+func (e *Epoch) Table(prefix []byte) *Table {
+	return &Table{e: e, prefix: bytes.Clone(prefix)}
+}
+
+func (t *Table) key(k []byte) []byte {
+	t.kbuf = append(append(t.kbuf[:0], t.prefix...), k...)
+	return t.kbuf
+}
+
+// Get returns a copy of the value under key, and whether it exists.
+func (t *Table) Get(key []byte) ([]byte, bool, error) {
+	v, closer, err := t.e.b.Get(t.key(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("state: get: %w", err)
+	}
+	out := bytes.Clone(v)
+	closer.Close()
+	return out, true, nil
+}
+
+// Set writes key. It is safe to modify the arguments after Set returns.
+func (t *Table) Set(key, value []byte) error {
+	return t.e.b.Set(t.key(key), value, nil)
+}
+
+// Delete removes key. It is safe to modify key after Delete returns.
+func (t *Table) Delete(key []byte) error {
+	return t.e.b.Delete(t.key(key), nil)
+}
+
+// Scan calls fn for the keys in [lo, hi) in order (hi nil: to the end of
+// the table). The slices passed to fn are only valid during the call; fn
+// must not change the table (collect keys, then delete).
+func (t *Table) Scan(lo, hi []byte, fn func(key, value []byte) error) error {
+	lower := append(bytes.Clone(t.prefix), lo...)
+	var upper []byte
+	if hi != nil {
+		upper = append(bytes.Clone(t.prefix), hi...)
+	} else {
+		upper = prefixEnd(t.prefix)
+	}
+	it, err := t.e.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("state: scan: %w", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key()[len(t.prefix):], it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+// DeletePrefix removes every committed key under prefix (a dropped
+// pipeline's state).
+func (s *Store) DeletePrefix(prefix []byte) error {
+	end := prefixEnd(prefix)
+	if end == nil {
+		return errors.New("state: cannot delete an unbounded prefix")
+	}
+	return s.db.DeleteRange(prefix, end, pebble.Sync)
+}

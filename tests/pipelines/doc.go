@@ -1,0 +1,40 @@
+// Package pipelines holds end-to-end tests of continuous queries
+// (`CREATE STREAM … AS SELECT …`): real fvsql processes, started from the
+// binary built from ./cmd/fvsql (tests/fvsqltest), talked to over the
+// PostgreSQL wire protocol with pgx, with input produced and output read
+// by plain Kafka clients (franz-go) where that is the point.
+//
+// Every test runs twice, as the subtests "embedded" (the first fvsql
+// process runs its embedded Kafka-compatible broker; other processes and
+// the test's Kafka clients use its endpoint) and "real" (the Apache Kafka
+// broker of FVSQL_TEST_KAFKA, started by ./scripts/test.sh; each test uses
+// its own topic prefix). Output is read with read_committed isolation, so
+// what the tests count is what a downstream consumer would see.
+//
+// What the package proves:
+//
+//   - TestPipelineExternalProducer: records that another Kafka client
+//     produces straight into a stream's topic flow through a pipeline; the
+//     output is exactly the projected and filtered input (every id and
+//     value), and the pipeline's counters add up (consumed = emitted +
+//     filtered + dropped).
+//   - TestPipelineGracefulRestart: SIGTERM while rows keep arriving, then a
+//     restart on the same data directory, loses no row and duplicates none.
+//   - TestPipelineKillRestart: SIGKILL at seeded random moments, several
+//     times, loses no row and, since exactly-once is on, duplicates none.
+//   - TestPipelineScaleOut: two processes sharing one Kafka share the
+//     catalog and each pipeline's partitions; when one is killed the
+//     survivor takes all partitions over and every input row reaches the
+//     output.
+//   - TestPipelinePoisonRows: malformed records (broken JSON, wrong JSON
+//     types, out-of-range numbers, invalid UTF-8, expressions that fail,
+//     1 MiB values) are set aside in <pipeline>_errors with their reason and
+//     their exact original bytes, every good row still comes out, the
+//     counters say so, and the server's memory stays flat.
+//   - TestPipelineSurvivesRestartDefinition: a pipeline's definition
+//     survives a restart; it runs again with no manual action.
+//
+// The tests bound their time (contexts, polling with deadlines, FLUSH;
+// no unbounded sleeps) and their data (tens of thousands of rows), use
+// loopback addresses only, and kill every process they start.
+package pipelines

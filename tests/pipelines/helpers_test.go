@@ -1,0 +1,492 @@
+package pipelines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fvsql/fvsql/tests/fvsqltest"
+	"github.com/fvsql/fvsql/tests/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(fvsqltest.Main(m)) }
+
+const (
+	sqlTimeout   = 60 * time.Second
+	flushTimeout = 150 * time.Second // the server bounds FLUSH at 2 min
+	readTimeout  = 90 * time.Second  // reading a topic to its committed end
+	pollInterval = 200 * time.Millisecond
+)
+
+// serverArgs are the flags every fvsql process of these tests gets: short
+// epochs keep the tests fast.
+var serverArgs = []string{"--stream-checkpoint-interval", "200ms", "--log-level", "info"}
+
+// cluster is the Kafka a test runs on and the fvsql processes it started.
+type cluster struct {
+	mode   string // "embedded" or "real"
+	kafka  string // the real broker; empty in embedded mode
+	prefix string // topic prefix of every process
+	first  *fvsqltest.Process
+}
+
+// eachBroker runs fn as the subtests "embedded" (the first process started
+// runs the embedded broker) and "real" (the broker of FVSQL_TEST_KAFKA; the
+// subtest is skipped without it, or fails under CI).
+func eachBroker(t *testing.T, fn func(t *testing.T, c *cluster)) {
+	t.Run("embedded", func(t *testing.T) {
+		fn(t, &cluster{mode: "embedded"})
+	})
+	t.Run("real", func(t *testing.T) {
+		kafka := testenv.Kafka(t)
+		prefix := testenv.UniqueName(strings.ReplaceAll(t.Name(), "/", "-")+"-") + "-"
+		t.Logf("real Kafka %s, topic prefix %s", kafka, prefix)
+		fn(t, &cluster{mode: "real", kafka: kafka, prefix: prefix})
+	})
+}
+
+// start starts an fvsql process on the cluster's Kafka: in embedded mode
+// the first process runs the broker and later ones point at it.
+func (c *cluster) start(t *testing.T, name string, extra ...string) *fvsqltest.Process {
+	t.Helper()
+	cfg := fvsqltest.Config{Name: name, TopicPrefix: c.prefix, Args: append(append([]string{}, serverArgs...), extra...)}
+	switch {
+	case c.kafka != "":
+		cfg.Kafka = c.kafka
+	case c.first != nil:
+		cfg.Kafka = c.first.KafkaBrokers()
+	}
+	p := fvsqltest.Start(t, cfg)
+	if c.first == nil {
+		c.first = p
+	}
+	return p
+}
+
+// brokers is the Kafka the test's own clients use.
+func (c *cluster) brokers() []string {
+	if c.kafka != "" {
+		return strings.Split(c.kafka, ",")
+	}
+	return []string{c.first.KafkaBrokers()}
+}
+
+// topic is the physical topic of a stream.
+func (c *cluster) topic(stream string) string { return c.prefix + stream }
+
+// client returns a franz-go client on the cluster, closed when the test ends.
+func (c *cluster) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.brokers()...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// produce writes records synchronously in chunks and fails the test on any
+// error; kgo fills in each record's partition and offset.
+func produce(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
+	t.Helper()
+	const chunk = 500
+	for i := 0; i < len(recs); i += chunk {
+		ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+		res := cl.ProduceSync(ctx, recs[i:min(i+chunk, len(recs))]...)
+		cancel()
+		if err := res.FirstErr(); err != nil {
+			t.Fatalf("producing records %d..%d: %v", i, min(i+chunk, len(recs))-1, err)
+		}
+	}
+}
+
+// readCommitted returns every record of topic a read_committed consumer
+// sees. It first waits (up to readTimeout) until no transaction is open on
+// the topic (last stable offset = high watermark on every partition): a
+// process that was killed mid-transaction holds its partitions back until
+// the transaction is fenced or times out.
+func (c *cluster) readCommitted(t *testing.T, topic string) []*kgo.Record {
+	t.Helper()
+	adm := kadm.NewClient(c.client(t))
+	deadline := time.Now().Add(readTimeout)
+	var ends, starts kadm.ListedOffsets
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lso, err1 := adm.ListCommittedOffsets(ctx, topic)
+		hwm, err2 := adm.ListEndOffsets(ctx, topic)
+		st, err3 := adm.ListStartOffsets(ctx, topic)
+		cancel()
+		err := errors.Join(err1, err2, err3)
+		if err == nil {
+			err = errors.Join(lso.Error(), hwm.Error(), st.Error())
+		}
+		var open []string
+		if err == nil {
+			hwm.Each(func(o kadm.ListedOffset) {
+				if l, ok := lso.Lookup(o.Topic, o.Partition); !ok || l.Offset != o.Offset {
+					open = append(open, fmt.Sprintf("p%d lso %d < hwm %d", o.Partition, l.Offset, o.Offset))
+				}
+			})
+			if len(open) == 0 {
+				ends, starts = lso, st
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s: transactions still open after %s (err %v): %s", topic, readTimeout, err, strings.Join(open, ", "))
+		}
+		time.Sleep(pollInterval)
+	}
+	want := map[int32]int64{}
+	assign := map[string]map[int32]kgo.Offset{topic: {}}
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Offset >= o.Offset {
+			return
+		}
+		want[o.Partition] = o.Offset
+		assign[topic][o.Partition] = kgo.NewOffset().AtStart()
+	})
+	if len(want) == 0 {
+		return nil
+	}
+	cl := c.client(t,
+		kgo.ConsumePartitions(assign),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	pos := map[int32]int64{}
+	var out []*kgo.Record
+	for {
+		done := true
+		for p, end := range want {
+			if pos[p] < end {
+				done = false
+			}
+		}
+		if done {
+			return out
+		}
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v; positions %v, committed ends %v", topic, ctx.Err(), pos, want)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Logf("reading %s[%d]: %v", tp, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			pos[r.Partition] = r.Offset + 1
+			if r.Attrs.IsControl() || r.Offset >= want[r.Partition] {
+				return
+			}
+			out = append(out, r)
+		})
+	}
+}
+
+// exec runs a statement that returns no rows.
+func exec(t *testing.T, conn *pgx.Conn, sql string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+	defer cancel()
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// flush runs FLUSH: it returns when every pipeline of the server has
+// processed and committed what its inputs held when FLUSH began.
+func flush(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	start := time.Now()
+	if _, err := conn.Exec(ctx, "FLUSH"); err != nil {
+		t.Fatalf("FLUSH after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	t.Logf("FLUSH took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// pipelineStats is a row of fvsql_catalog.pipelines.
+type pipelineStats struct {
+	Name, Status                               string
+	Consumed, Emitted, Filtered, Dropped, Late int64
+	Lag                                        *int64
+	Partitions                                 int32
+	Epochs                                     int64
+	Error                                      *string
+}
+
+func (s pipelineStats) String() string {
+	lag, errText := "NULL", ""
+	if s.Lag != nil {
+		lag = strconv.FormatInt(*s.Lag, 10)
+	}
+	if s.Error != nil {
+		errText = " error=" + strconv.Quote(*s.Error)
+	}
+	return fmt.Sprintf("%s %s consumed=%d emitted=%d filtered=%d dropped=%d lag=%s partitions=%d epochs=%d%s",
+		s.Name, s.Status, s.Consumed, s.Emitted, s.Filtered, s.Dropped, lag, s.Partitions, s.Epochs, errText)
+}
+
+// stats reads the pipeline's row of fvsql_catalog.pipelines on a server;
+// ok is false when the server does not run it.
+func stats(conn *pgx.Conn, name string) (st pipelineStats, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rows, err := conn.Query(ctx, "SELECT name, status, consumed, emitted, filtered, dropped, late, lag, partitions, epochs, error FROM fvsql_catalog.pipelines")
+	if err != nil {
+		return st, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s pipelineStats
+		if err := rows.Scan(&s.Name, &s.Status, &s.Consumed, &s.Emitted, &s.Filtered, &s.Dropped, &s.Late, &s.Lag, &s.Partitions, &s.Epochs, &s.Error); err != nil {
+			return st, false, err
+		}
+		if s.Name == name {
+			st, ok = s, true
+		}
+	}
+	return st, ok, rows.Err()
+}
+
+// waitStats polls the pipeline's stats on a server until cond holds, and
+// fails the test after timeout with the last stats seen.
+func waitStats(t *testing.T, conn *pgx.Conn, name string, timeout time.Duration, what string, cond func(pipelineStats) bool) pipelineStats {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	last := "(no row yet)"
+	for {
+		st, ok, err := stats(conn, name)
+		switch {
+		case err != nil:
+			last = "error: " + err.Error()
+		case !ok:
+			last = "(pipeline not listed)"
+		default:
+			last = st.String()
+			if cond(st) {
+				t.Logf("%s after %s: %s", what, time.Since(start).Round(time.Millisecond), last)
+				return st
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting %s for %s: last fvsql_catalog.pipelines row: %s", timeout, what, last)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// inserter keeps inserting rows (id, id*3) with unique increasing ids
+// through fvsql's INSERT, in batches, reconnecting whenever the server goes
+// away. A batch whose INSERT succeeded is acknowledged: each of its rows
+// must reach the output. A batch whose INSERT failed (the server stopped or
+// died under it) is uncertain: its rows may or may not have been written,
+// but none more than once. Failed batches are never retried (a retry could
+// write a row twice).
+type inserter struct {
+	t      *testing.T
+	dsn    string
+	stream string
+	batch  int
+	pace   time.Duration
+	limit  int64 // stop inserting after this many ids
+
+	mu        sync.Mutex
+	next      int64
+	acked     []int64
+	uncertain []int64
+	failures  int
+	lastErr   string
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+func startInserter(t *testing.T, dsn, stream string, batch int, pace time.Duration, limit int64) *inserter {
+	in := &inserter{t: t, dsn: dsn, stream: stream, batch: batch, pace: pace, limit: limit, next: 1,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go in.run()
+	t.Cleanup(in.halt)
+	return in
+}
+
+func (in *inserter) sleep(d time.Duration) bool {
+	select {
+	case <-in.stop:
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+func (in *inserter) run() {
+	defer close(in.done)
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = conn.Close(ctx)
+			cancel()
+		}
+	}()
+	for {
+		select {
+		case <-in.stop:
+			return
+		default:
+		}
+		in.mu.Lock()
+		first := in.next
+		in.mu.Unlock()
+		if first > in.limit {
+			<-in.stop
+			return
+		}
+		if conn == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			c, err := pgx.Connect(ctx, in.dsn)
+			cancel()
+			if err != nil {
+				if !in.sleep(100 * time.Millisecond) {
+					return
+				}
+				continue
+			}
+			conn = c
+		}
+		ids := make([]int64, in.batch)
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO " + in.stream + " VALUES ")
+		for i := range ids {
+			ids[i] = first + int64(i)
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			fmt.Fprintf(&sb, "(%d, %d)", ids[i], ids[i]*3)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		_, err := conn.Exec(ctx, sb.String())
+		cancel()
+		in.mu.Lock()
+		in.next = first + int64(in.batch)
+		if err == nil {
+			in.acked = append(in.acked, ids...)
+		} else {
+			in.uncertain = append(in.uncertain, ids...)
+			in.failures++
+			in.lastErr = err.Error()
+		}
+		in.mu.Unlock()
+		if err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = conn.Close(ctx)
+			cancel()
+			conn = nil
+		}
+		if !in.sleep(in.pace) {
+			return
+		}
+	}
+}
+
+// ackedCount is the number of acknowledged rows so far.
+func (in *inserter) ackedCount() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.acked)
+}
+
+// waitAcked waits until at least n more rows than now are acknowledged.
+func (in *inserter) waitMore(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	target := in.ackedCount() + n
+	deadline := time.Now().Add(timeout)
+	for in.ackedCount() < target {
+		if time.Now().After(deadline) {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			t.Fatalf("inserter: %d rows acknowledged, want %d within %s (failed batches %d, last error %q)",
+				len(in.acked), target, timeout, in.failures, in.lastErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (in *inserter) halt() {
+	select {
+	case <-in.stop:
+	default:
+		close(in.stop)
+	}
+	<-in.done
+}
+
+// finish stops inserting and returns the acknowledged and uncertain ids.
+func (in *inserter) finish(t *testing.T) (acked, uncertain []int64) {
+	in.halt()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	t.Logf("inserter: %d rows acknowledged, %d uncertain in %d failed INSERTs (last error: %q)",
+		len(in.acked), len(in.uncertain), in.failures, in.lastErr)
+	return in.acked, in.uncertain
+}
+
+// idReport summarises how often each id occurs in a pipeline's output.
+type idReport struct {
+	missing    []int64 // acknowledged, not in the output
+	duplicated []int64 // more than once in the output
+	unknown    []int64 // never inserted
+	uncertainIn int    // uncertain ids that made it
+}
+
+func countIDs(out map[int64]int, acked, uncertain []int64) idReport {
+	var r idReport
+	known := make(map[int64]bool, len(acked)+len(uncertain))
+	for _, id := range acked {
+		known[id] = true
+		if out[id] == 0 {
+			r.missing = append(r.missing, id)
+		}
+	}
+	for _, id := range uncertain {
+		known[id] = true
+		if out[id] > 0 {
+			r.uncertainIn++
+		}
+	}
+	for id, n := range out {
+		if n > 1 {
+			r.duplicated = append(r.duplicated, id)
+		}
+		if !known[id] {
+			r.unknown = append(r.unknown, id)
+		}
+	}
+	sort.Slice(r.missing, func(i, j int) bool { return r.missing[i] < r.missing[j] })
+	sort.Slice(r.duplicated, func(i, j int) bool { return r.duplicated[i] < r.duplicated[j] })
+	sort.Slice(r.unknown, func(i, j int) bool { return r.unknown[i] < r.unknown[j] })
+	return r
+}
+
+// head renders at most n ids of a list.
+func head(ids []int64, n int) string {
+	s := fmt.Sprint(ids[:min(n, len(ids))])
+	if len(ids) > n {
+		s += fmt.Sprintf(" … (%d in all)", len(ids))
+	}
+	return s
+}
