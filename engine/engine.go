@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/state"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,6 +33,8 @@ type Config struct {
 	OffsetReset        string        // STREAM_OFFSET_RESET: earliest or latest
 	IdleTimeout        time.Duration // STREAM_IDLE_TIMEOUT: idle partitions stop holding watermarks
 	Logger             *slog.Logger
+	// Store holds operator state (a cache of the checkpoints in Kafka).
+	Store *state.Store
 }
 
 // DefaultConfig returns the default settings.
@@ -59,6 +62,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("engine: STREAM_IDLE_TIMEOUT must be positive")
 	case c.NodeID == "":
 		return errors.New("engine: NodeID is required")
+	case c.Store == nil:
+		return errors.New("engine: a state store is required")
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -233,7 +238,7 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 			e.cfg.Logger.Warn("deleting internal topics failed", "pipeline", name, "err", err)
 		}
 	}
-	return nil
+	return e.cfg.Store.DeletePrefix(PipelineStatePrefix(name))
 }
 
 // Records returns the live record of every pipeline on this node.

@@ -55,5 +55,7 @@ type Record struct {
 	LastCheckpoint time.Time
 	// Partitions is how many input partitions this node's consumers own.
 	Partitions int
+	// CheckpointBytes is the size of the state changes of the last epoch.
+	CheckpointBytes int64
 	Started    time.Time
 }

@@ -47,12 +47,13 @@ var ErrDone = errors.New("operators: done")
 type Chain struct {
 	ops   []Operator
 	emits []Emit
+	sink  Emit
 }
 
 // NewChain links ops so that each one's output feeds the next and the last
 // one's goes to sink.
 func NewChain(sink Emit, ops ...Operator) *Chain {
-	c := &Chain{ops: ops, emits: make([]Emit, len(ops))}
+	c := &Chain{ops: ops, emits: make([]Emit, len(ops)), sink: sink}
 	for i := len(ops) - 1; i >= 0; i-- {
 		if i == len(ops)-1 {
 			c.emits[i] = sink
@@ -67,7 +68,7 @@ func NewChain(sink Emit, ops ...Operator) *Chain {
 // Push feeds a batch into the chain.
 func (c *Chain) Push(b *Batch) error {
 	if len(c.ops) == 0 {
-		return nil
+		return c.sink(b)
 	}
 	return c.ops[0].Process(b, c.emits[0])
 }

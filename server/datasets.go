@@ -36,6 +36,9 @@ func (d *datasets) Dataset(ctx context.Context, name string) (engine.Dataset, er
 		if err != nil {
 			return nil, err
 		}
+		if r.Kind == catalog.MaterializedView {
+			return &viewDataset{streamDataset{d: d, rel: r, st: st}}, nil
+		}
 		return &streamDataset{d: d, rel: r, st: st}, nil
 	}
 	rows, err := d.srv.cat.SystemRows(name)
@@ -101,4 +104,52 @@ func (s *streamDataset) Scan(ctx context.Context, fn func(int32, *operators.Batc
 // codecFor returns the JSON codec of a relation's columns.
 func codecFor(rel *catalog.Relation) *types.JSONCodec {
 	return types.NewJSONCodec(rel.ColumnNames(), rel.ColumnTypes())
+}
+
+// viewDataset reads a materialized view's table topic: the latest row
+// per key, deleted keys left out.
+type viewDataset struct{ streamDataset }
+
+func (v *viewDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
+	codec := codecFor(v.rel)
+	width := len(v.rel.Columns)
+	var mu sync.Mutex
+	latest := map[int32]map[string][]byte{}
+	err := v.st.Scan(ctx, v.rel.Topic, func(shard int32, msgs []backends.Message) error {
+		mu.Lock()
+		m := latest[shard]
+		if m == nil {
+			m = map[string][]byte{}
+			latest[shard] = m
+		}
+		mu.Unlock()
+		for _, msg := range msgs {
+			if msg.Payload == nil {
+				delete(m, string(msg.Key))
+				continue
+			}
+			m[string(msg.Key)] = append([]byte(nil), msg.Payload...)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for shard, m := range latest {
+		b := &operators.Batch{}
+		for _, payload := range m {
+			row := make(types.Row, width)
+			if err := codec.Decode(payload, row); err != nil {
+				v.d.skipped.Add(1)
+				continue
+			}
+			b.Rows = append(b.Rows, row)
+		}
+		if len(b.Rows) > 0 {
+			if err := fn(shard, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -76,7 +76,7 @@ func (s *Server) drop(ctx context.Context, d *sql.Drop) (pgwire.Result, error) {
 		}
 		if rel.Options["pipeline"] != "" && rel.Options["pipeline"] != rel.Name {
 			if _, ok := s.cat.Get(rel.Options["pipeline"]); ok {
-				return nil, pgerror.New("2BP01", "cannot drop %q: it is the errors stream of pipeline %q, and goes with it", name, rel.Options["pipeline"])
+				return nil, pgerror.New("2BP01", "cannot drop %q: it belongs to pipeline %q, and goes with it", name, rel.Options["pipeline"])
 			}
 		}
 		if err := s.catLog.publish(ctx, name, nil); err != nil {

@@ -115,15 +115,26 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := s.cat.Get(plan.Errors.Name); ok {
-		return nil, pgerror.New(pgerror.DuplicateTable, "relation %q (the pipeline's errors stream) already exists", plan.Errors.Name)
+	owned := []*catalog.Relation{plan.Errors}
+	if plan.Changes != nil {
+		owned = append(owned, plan.Changes)
+	}
+	for _, rel := range owned {
+		if _, ok := s.cat.Get(rel.Name); ok {
+			return nil, pgerror.New(pgerror.DuplicateTable, "relation %q (which the pipeline would own) already exists", rel.Name)
+		}
 	}
 	if plan.Rel.Plan, err = json.Marshal(plan.Topology); err != nil {
 		return nil, err
 	}
 	plan.Rel.SQL = text
-	for _, rel := range []*catalog.Relation{plan.Errors, plan.Rel} {
-		if err := s.kafka.CreateStream(ctx, backends.StreamSpec{Name: rel.Topic, Shards: rel.Partitions}); err != nil {
+	for _, rel := range append(owned, plan.Rel) {
+		spec := backends.StreamSpec{Name: rel.Topic, Shards: rel.Partitions}
+		if rel.Kind == catalog.MaterializedView {
+			// the view's table: latest row per key, so it can be rebuilt
+			spec.Options = map[string]string{"cleanup.policy": "compact"}
+		}
+		if err := s.kafka.CreateStream(ctx, spec); err != nil {
 			return nil, err
 		}
 		if err := s.catLog.publish(ctx, rel.Name, rel); err != nil {
@@ -144,9 +155,11 @@ func (s *Server) dropPipeline(ctx context.Context, rel *catalog.Relation) {
 	} else {
 		s.engine.Stop(rel.Name)
 	}
-	if errs, ok := s.cat.Get(rel.Name + planner.ErrorsSuffix); ok && errs.Options["pipeline"] == rel.Name {
-		if err := s.catLog.publish(ctx, errs.Name, nil); err == nil {
-			_ = s.kafka.DropStream(ctx, errs.Topic)
+	for _, suffix := range []string{planner.ErrorsSuffix, planner.ChangesSuffix} {
+		if owned, ok := s.cat.Get(rel.Name + suffix); ok && owned.Options["pipeline"] == rel.Name {
+			if err := s.catLog.publish(ctx, owned.Name, nil); err == nil {
+				_ = s.kafka.DropStream(ctx, owned.Topic)
+			}
 		}
 	}
 }

@@ -116,7 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ecfg := cfg.Stream
-	ecfg.Brokers, ecfg.TopicPrefix, ecfg.Logger = brokers, cfg.TopicPrefix, cfg.Logger
+	ecfg.Brokers, ecfg.TopicPrefix, ecfg.Logger, ecfg.Store = brokers, cfg.TopicPrefix, cfg.Logger, s.store
 	if ecfg.NodeID, err = nodeID(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("server: node id: %w", err)
 	}

@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/types"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// partition is the work of one input partition inside a worker: its
+// operator chain, its state keyspace, and its watermark.
+type partition struct {
+	key      partKey
+	chain    *operators.Chain
+	filters  []*operators.Filter
+	stateful operators.Stateful
+	prefix   []byte // state keyspace: pipeline, stage, topic, partition
+
+	maxEvent int64 // largest event time seen (data-derived watermarks)
+	wm       int64 // watermark applied to the operators
+	sentWM   int64 // watermark last sent downstream
+	sources  map[int32]*sourceWM
+}
+
+// sourceWM is the watermark an upstream partition reported.
+type sourceWM struct {
+	wm      int64
+	updated time.Time
+}
+
+// statePrefix is the Pebble keyspace of one partition of one stage.
+func statePrefix(pipeline, stage, topic string, part int32) []byte {
+	b := types.AppendKey(nil, types.NewText("s"))
+	b = types.AppendKey(b, types.NewText(pipeline))
+	b = types.AppendKey(b, types.NewText(stage))
+	b = types.AppendKey(b, types.NewText(topic))
+	return types.AppendKey(b, types.NewInt8(int64(part)))
+}
+
+// PipelineStatePrefix is the Pebble keyspace of all of a pipeline's state.
+func PipelineStatePrefix(pipeline string) []byte {
+	b := types.AppendKey(nil, types.NewText("s"))
+	return types.AppendKey(b, types.NewText(pipeline))
+}
+
+var (
+	opSuffix   = []byte{'o'}
+	metaSuffix = []byte{'m'}
+	metaKey    = []byte("watermarks")
+)
+
+// partition returns (building on first use) a partition's work.
+func (w *worker) partition(k partKey) (*partition, error) {
+	if pt, ok := w.parts[k]; ok {
+		return pt, nil
+	}
+	pt := &partition{key: k, maxEvent: math.MinInt64, wm: math.MinInt64, sentWM: math.MinInt64, sources: map[int32]*sourceWM{}}
+	pt.prefix = statePrefix(w.p.name, w.stage.def.Name, k.topic, k.part)
+	onErr := func(b *operators.Batch, i int, err error) error {
+		var r *kgo.Record
+		if b.Source != nil && i < len(b.Source) {
+			r, _ = b.Source[i].(*kgo.Record)
+		}
+		w.poison(r, w.stage.def.Name, err)
+		return nil
+	}
+	var ops []operators.Operator
+	for i := range w.stage.def.Steps {
+		op, err := operators.Build(&w.stage.def.Steps[i], nil, onErr)
+		if err != nil {
+			return nil, err
+		}
+		if f, ok := op.(*operators.Filter); ok {
+			pt.filters = append(pt.filters, f)
+		}
+		if s, ok := op.(operators.Stateful); ok {
+			pt.stateful = s
+		}
+		ops = append(ops, op)
+	}
+	pt.chain = operators.NewChain(w.emit, ops...)
+	if w.parts == nil {
+		w.parts = map[partKey]*partition{}
+	}
+	w.parts[k] = pt
+	if err := pt.restore(w); err != nil {
+		return nil, err
+	}
+	return pt, nil
+}
+
+// bind points the partition's state at the worker's current epoch.
+func (pt *partition) bind(w *worker) {
+	if pt.stateful != nil && w.ep.st != nil {
+		pt.stateful.Bind(w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], opSuffix...)))
+	}
+}
+
+// restore binds a new partition and reloads its watermarks from the
+// committed state, so windows closed before a restart stay closed.
+func (pt *partition) restore(w *worker) error {
+	pt.bind(w)
+	if w.ep == nil || w.ep.st == nil {
+		return nil
+	}
+	meta := w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], metaSuffix...))
+	v, ok, err := meta.Get(metaKey)
+	if err != nil || !ok {
+		return err
+	}
+	if err := pt.decodeMeta(v); err != nil {
+		return err
+	}
+	if pt.stateful != nil && pt.wm > math.MinInt64 {
+		// Windows at or below the watermark were closed and deleted
+		// before; this only re-arms the operator's late-row check.
+		return pt.stateful.OnWatermark(pt.wm, func(*operators.Batch) error { return nil })
+	}
+	return nil
+}
+
+func (pt *partition) filteredCount() int64 {
+	var n int64
+	for _, f := range pt.filters {
+		n += f.Filtered
+	}
+	return n
+}
+
+// sourceWatermark records a watermark control record from upstream.
+func (pt *partition) sourceWatermark(v string) {
+	src, wm, ok := strings.Cut(v, ":")
+	if !ok {
+		return
+	}
+	s, err1 := strconv.ParseInt(src, 10, 32)
+	m, err2 := strconv.ParseInt(wm, 10, 64)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	cur := pt.sources[int32(s)]
+	if cur == nil {
+		cur = &sourceWM{wm: math.MinInt64}
+		pt.sources[int32(s)] = cur
+	}
+	if m > cur.wm {
+		cur.wm = m
+		cur.updated = time.Now()
+	}
+}
+
+// watermark computes the partition's current watermark: from its own
+// data, or the minimum over the upstream partitions that reported one,
+// leaving out those idle longer than the idle timeout (unless all are).
+func (pt *partition) watermark(w *worker) int64 {
+	if spec := w.stage.def.Watermark; spec != nil {
+		if pt.maxEvent == math.MinInt64 {
+			return math.MinInt64
+		}
+		return pt.maxEvent - spec.Delay
+	}
+	if !w.fromCtl || len(pt.sources) == 0 {
+		return math.MinInt64
+	}
+	idle := w.p.e.cfg.IdleTimeout
+	now := time.Now()
+	active, all := int64(math.MaxInt64), int64(math.MaxInt64)
+	sawActive := false
+	for _, s := range pt.sources {
+		all = min(all, s.wm)
+		if now.Sub(s.updated) < idle {
+			active = min(active, s.wm)
+			sawActive = true
+		}
+	}
+	if sawActive {
+		return active
+	}
+	return all
+}
+
+// advance moves the operators to the current watermark.
+func (pt *partition) advance(w *worker) error {
+	wm := pt.watermark(w)
+	if wm <= pt.wm {
+		return nil
+	}
+	pt.wm = wm
+	if pt.stateful != nil {
+		return pt.stateful.OnWatermark(wm, w.emit)
+	}
+	return nil
+}
+
+// checkpoint writes the partition's state into the epoch and sends its
+// watermark downstream when it moved.
+func (pt *partition) checkpoint(w *worker) error {
+	if w.broadcast && pt.wm > pt.sentWM {
+		parts := w.stage.output.Partitions
+		val := []byte(strconv.Itoa(int(pt.key.part)) + ":" + strconv.FormatInt(pt.wm, 10))
+		topic := w.p.e.topic(w.stage.output.Topic)
+		for j := 0; j < parts; j++ {
+			w.produce(&kgo.Record{Topic: topic, Partition: int32(j), Headers: []kgo.RecordHeader{{Key: wmHeader, Value: val}}})
+		}
+		pt.sentWM = pt.wm
+	}
+	if w.ep.st == nil {
+		return nil
+	}
+	if pt.stateful != nil {
+		if err := pt.stateful.OnCheckpoint(); err != nil {
+			return err
+		}
+	}
+	meta := w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], metaSuffix...))
+	return meta.Set(metaKey, pt.encodeMeta())
+}
+
+func (pt *partition) encodeMeta() []byte {
+	b := binary.AppendVarint(nil, pt.maxEvent)
+	b = binary.AppendVarint(b, pt.wm)
+	b = binary.AppendVarint(b, pt.sentWM)
+	b = binary.AppendUvarint(b, uint64(len(pt.sources)))
+	for s, v := range pt.sources {
+		b = binary.AppendVarint(b, int64(s))
+		b = binary.AppendVarint(b, v.wm)
+	}
+	return b
+}
+
+var errBadMeta = errors.New("engine: malformed partition state")
+
+func (pt *partition) decodeMeta(b []byte) error {
+	read := func() int64 {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			b = nil
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	pt.maxEvent, pt.wm, pt.sentWM = read(), read(), read()
+	n, m := binary.Uvarint(b)
+	if m <= 0 {
+		return errBadMeta
+	}
+	b = b[m:]
+	for i := uint64(0); i < n; i++ {
+		s, wm := read(), read()
+		if b == nil {
+			return errBadMeta
+		}
+		pt.sources[int32(s)] = &sourceWM{wm: wm, updated: time.Now()}
+	}
+	return nil
+}

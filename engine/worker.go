@@ -1,0 +1,528 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/state"
+	"github.com/fvsql/fvsql/types"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// wmHeader marks a watermark control record on an internal topic; its
+// value is "<source partition>:<watermark micros>".
+const wmHeader = "fvsql-wm"
+
+// worker is one consumer goroutine of a stage.
+type worker struct {
+	p     *pipeline
+	stage *stageRun
+	index int
+	id    int
+
+	in        map[string]*types.JSONCodec // by physical topic
+	out       *types.JSONCodec            // output stream (changes: with the op column first)
+	view      *types.JSONCodec            // a view's rows, for its table topic
+	errOut    *types.JSONCodec
+	stateful  bool // the stage keeps state
+	broadcast bool // the output is internal: send watermarks downstream
+	fromCtl   bool // the input is internal: watermarks arrive as control records
+
+	parts   map[partKey]*partition
+	ep      *epoch
+	produce func(*kgo.Record)
+	owned   atomic.Int64
+}
+
+type partKey struct {
+	topic string
+	part  int32
+}
+
+// epoch accumulates one checkpoint interval's work until it commits.
+type epoch struct {
+	consumed, emitted, filtered, dropped, late int64
+	produceErr                                 atomic.Value // error
+	pending                                    sync.WaitGroup
+	st                                         *state.Epoch // stateful stages
+}
+
+// supervise runs the worker, restarting it after errors with backoff.
+func (w *worker) supervise() {
+	defer w.p.wg.Done()
+	backoff := 500 * time.Millisecond
+	for {
+		err := w.run()
+		if w.p.ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			continue
+		}
+		w.p.workerFailed(w.id, err)
+		w.p.e.cfg.Logger.Warn("pipeline consumer failed; retrying", "pipeline", w.p.name, "stage", w.stage.def.Name, "consumer", w.index, "err", err, "backoff", backoff)
+		select {
+		case <-w.p.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// partitioner spreads records by key, except watermark control records,
+// which go to the partition they name.
+type partitioner struct{ base kgo.Partitioner }
+
+func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
+	return topicPartitioner{p.base.ForTopic(t)}
+}
+
+type topicPartitioner struct{ base kgo.TopicPartitioner }
+
+func (t topicPartitioner) RequiresConsistency(r *kgo.Record) bool {
+	return isControl(r) || t.base.RequiresConsistency(r)
+}
+
+func (t topicPartitioner) Partition(r *kgo.Record, n int) int {
+	if isControl(r) {
+		return int(r.Partition)
+	}
+	return t.base.Partition(r, n)
+}
+
+// OnNewBatch passes the sticky partitioner's batch boundary through.
+func (t topicPartitioner) OnNewBatch() {
+	if nb, ok := t.base.(kgo.TopicPartitionerOnNewBatch); ok {
+		nb.OnNewBatch()
+	}
+}
+
+func isControl(r *kgo.Record) bool { return len(r.Headers) > 0 && r.Headers[0].Key == wmHeader }
+
+func (w *worker) clientOpts() []kgo.Opt {
+	e := w.p.e
+	reset := kgo.NewOffset().AtStart()
+	if e.cfg.OffsetReset == "latest" {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	return []kgo.Opt{
+		kgo.SeedBrokers(e.cfg.Brokers...),
+		kgo.ConsumerGroup(e.group(w.p.name, w.stage.def.Name)),
+		kgo.ConsumeTopics(w.stage.inputTopics(e)...),
+		kgo.ConsumeResetOffset(reset),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Control records advance our position, so committed offsets
+		// reach the end of a transactional input (FLUSH relies on it).
+		kgo.KeepControlRecords(),
+		kgo.RequireStableFetchOffsets(),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.SessionTimeout(10 * time.Second),
+		kgo.RebalanceTimeout(30 * time.Second),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.ProducerBatchMaxBytes(4 << 20),
+		// murmur2 of the key, like Java producers; sticky batches for unkeyed rows
+		kgo.RecordPartitioner(partitioner{kgo.StickyKeyPartitioner(nil)}),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			w.resetParts()
+			w.adjustOwned(m, 1)
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			w.resetParts()
+			w.adjustOwned(m, -1)
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			w.resetParts()
+			w.adjustOwned(m, -1)
+		}),
+	}
+}
+
+func (w *worker) adjustOwned(m map[string][]int32, sign int64) {
+	var n int64
+	for _, ps := range m {
+		n += int64(len(ps))
+	}
+	w.owned.Add(sign * n)
+	w.p.partitions.Add(sign * n)
+}
+
+// resetParts drops every partition's operators; they are rebuilt from
+// committed state when their partition next has records.
+func (w *worker) resetParts() { w.parts = nil }
+
+func (w *worker) setup() {
+	e := w.p.e
+	w.in = map[string]*types.JSONCodec{}
+	for _, d := range w.stage.inputs {
+		w.in[e.topic(d.Topic)] = types.NewJSONCodec(d.Columns, d.Types)
+	}
+	o := w.stage.output
+	w.out = types.NewJSONCodec(o.Columns, o.Types)
+	if w.stage.def.Changes != nil {
+		w.view = types.NewJSONCodec(o.Columns[1:], o.Types[1:])
+	}
+	w.errOut = types.NewJSONCodec(w.p.errors.Columns, w.p.errors.Types)
+	w.stateful = false
+	for _, st := range w.stage.def.Steps {
+		w.stateful = w.stateful || !st.Stateless()
+	}
+	w.broadcast = w.p.internal[o.Name]
+	w.fromCtl = false
+	for _, d := range w.stage.inputs {
+		w.fromCtl = w.fromCtl || w.p.internal[d.Name]
+	}
+}
+
+// run is one life of the consumer: connect, loop epochs, leave.
+func (w *worker) run() error {
+	w.setup()
+	defer func() {
+		w.p.partitions.Add(-w.owned.Swap(0))
+		w.parts = nil
+	}()
+	if w.p.e.cfg.ExactlyOnce {
+		return w.runTransactional()
+	}
+	return w.runAtLeastOnce()
+}
+
+func (w *worker) txnID() string {
+	e := w.p.e
+	return e.cfg.TopicPrefix + "fvsql." + w.p.name + "." + w.stage.def.Name + "." + e.cfg.NodeID + "." + strconv.Itoa(w.index)
+}
+
+// newEpoch starts an epoch and binds every partition's state to it.
+func (w *worker) newEpoch(produce func(*kgo.Record, *epoch)) *epoch {
+	ep := &epoch{}
+	if w.stateful {
+		ep.st = w.p.e.cfg.Store.NewEpoch()
+	}
+	w.ep = ep
+	w.produce = func(r *kgo.Record) { produce(r, ep) }
+	for _, pt := range w.parts {
+		pt.bind(w)
+	}
+	return ep
+}
+
+// endEpoch checkpoints every partition into the epoch before it commits:
+// operator state, watermarks, and watermarks sent downstream.
+func (w *worker) endEpoch() error {
+	for _, pt := range w.parts {
+		if err := pt.checkpoint(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish applies the outcome of an epoch.
+func (w *worker) finish(ep *epoch, committed bool) error {
+	if ep.st != nil {
+		if committed {
+			w.p.checkpointBytes.Store(int64(ep.st.Size()))
+			if err := ep.st.Commit(); err != nil {
+				return err
+			}
+		} else {
+			ep.st.Discard()
+		}
+	}
+	if committed {
+		w.commitEpoch(ep)
+	} else {
+		w.resetParts() // operators restore from the last committed state
+	}
+	return nil
+}
+
+// runTransactional: each epoch's output, poison reports and input offsets
+// commit in one transaction; a rebalance or a crash aborts the epoch and
+// the client rewinds to the committed offsets.
+func (w *worker) runTransactional() error {
+	e := w.p.e
+	opts := append(w.clientOpts(),
+		kgo.TransactionalID(w.txnID()),
+		kgo.TransactionTimeout(max(10*time.Second, 3*e.cfg.CheckpointInterval)),
+	)
+	sess, err := kgo.NewGroupTransactSession(opts...)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	produce := func(r *kgo.Record, ep *epoch) {
+		ep.pending.Add(1)
+		sess.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				ep.produceErr.CompareAndSwap(nil, err)
+			}
+			ep.pending.Done()
+		})
+	}
+	for {
+		if err := sess.Begin(); err != nil {
+			return err
+		}
+		ep := w.newEpoch(produce)
+		workErr := w.collect(sess.PollRecords)
+		if workErr == nil {
+			workErr = w.endEpoch()
+		}
+		shutdown := w.p.ctx.Err() != nil
+		endCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		try := kgo.TryCommit
+		if workErr != nil || ep.produceErr.Load() != nil {
+			try = kgo.TryAbort
+		}
+		committed, err := sess.End(endCtx, try)
+		cancel()
+		if ferr := w.finish(ep, committed && err == nil); ferr != nil && err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return err
+		}
+		if workErr != nil {
+			return workErr
+		}
+		if perr, _ := ep.produceErr.Load().(error); perr != nil {
+			return perr
+		}
+		if shutdown {
+			return nil
+		}
+		w.p.workerOK(w.id)
+	}
+}
+
+// runAtLeastOnce: output is flushed, then offsets are committed; a
+// rebalance waits for the batch in flight (BlockRebalanceOnPoll).
+func (w *worker) runAtLeastOnce() error {
+	opts := append(w.clientOpts(), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll())
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	produce := func(r *kgo.Record, ep *epoch) {
+		ep.pending.Add(1)
+		cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				ep.produceErr.CompareAndSwap(nil, err)
+			}
+			ep.pending.Done()
+		})
+	}
+	for {
+		ep := w.newEpoch(produce)
+		workErr := w.collect(cl.PollRecords)
+		if workErr == nil {
+			workErr = w.endEpoch()
+		}
+		ep.pending.Wait()
+		if perr, _ := ep.produceErr.Load().(error); perr != nil && workErr == nil {
+			workErr = perr
+		}
+		if workErr != nil {
+			cl.AllowRebalance()
+			w.finish(ep, false)
+			return workErr
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := cl.CommitUncommittedOffsets(ctx)
+		cancel()
+		if ferr := w.finish(ep, err == nil); ferr != nil && err == nil {
+			err = ferr
+		}
+		cl.AllowRebalance()
+		if err != nil {
+			return err
+		}
+		if w.p.ctx.Err() != nil {
+			return nil
+		}
+		w.p.workerOK(w.id)
+	}
+}
+
+// collect polls and processes records for one checkpoint interval.
+func (w *worker) collect(poll func(context.Context, int) kgo.Fetches) error {
+	e := w.p.e
+	deadline := time.Now().Add(e.cfg.CheckpointInterval)
+	for {
+		ctx, cancel := context.WithDeadline(w.p.ctx, deadline)
+		fs := poll(ctx, e.cfg.BatchSize)
+		cancel()
+		var fetchErr error
+		fs.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return
+			}
+			if fetchErr == nil {
+				fetchErr = fmt.Errorf("fetch %s[%d]: %w", t, p, err)
+			}
+		})
+		if fetchErr != nil {
+			return fetchErr
+		}
+		var err error
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if err == nil && len(fp.Records) > 0 {
+				err = w.processPartition(fp)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if w.p.ctx.Err() != nil || !time.Now().Before(deadline) {
+			return nil
+		}
+		if fs.IsClientClosed() {
+			return errors.New("client closed")
+		}
+	}
+}
+
+// processPartition decodes a fetch's records, tracks event time and
+// watermarks, and runs the rows through the partition's chain.
+func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
+	pt, err := w.partition(partKey{fp.Topic, fp.Partition})
+	if err != nil {
+		return err
+	}
+	ep := w.ep
+	codec := w.in[fp.Topic]
+	width := codec.Width()
+	b := &operators.Batch{Rows: make([]types.Row, 0, len(fp.Records)), Source: make([]any, 0, len(fp.Records))}
+	flat := make([]types.Value, len(fp.Records)*width)
+	n := 0
+	wmSpec := w.stage.def.Watermark
+	for _, r := range fp.Records {
+		if r.Attrs.IsControl() {
+			continue
+		}
+		if isControl(r) {
+			pt.sourceWatermark(string(r.Headers[0].Value))
+			continue
+		}
+		ep.consumed++
+		row := types.Row(flat[n*width : (n+1)*width : (n+1)*width])
+		if err := codec.Decode(r.Value, row); err != nil {
+			w.poison(r, "decode", err)
+			continue
+		}
+		if wmSpec != nil {
+			if t := row[wmSpec.Col]; !t.IsNull() && t.I > pt.maxEvent {
+				pt.maxEvent = t.I
+			}
+		}
+		n++
+		b.Rows = append(b.Rows, row)
+		b.Source = append(b.Source, r)
+	}
+	if len(b.Rows) > 0 {
+		before := pt.filteredCount()
+		if err := pt.chain.Push(b); err != nil {
+			return err
+		}
+		ep.filtered += pt.filteredCount() - before
+	}
+	return pt.advance(w)
+}
+
+// poison reports a row that cannot be processed to the errors stream,
+// inside the epoch's transaction, and counts it as dropped (or late).
+func (w *worker) poison(r *kgo.Record, stage string, cause error) {
+	if errors.Is(cause, operators.ErrLate) {
+		w.ep.late++
+	} else {
+		w.ep.dropped++
+	}
+	row := types.Row{
+		types.NewText(w.p.name), types.NewText(stage), types.NewText(cause.Error()),
+		types.NullValue, types.NullValue, types.NullValue, types.NullValue, types.NewTimestamp(types.TimestampTZ, time.Now().UnixMicro()),
+	}
+	if r != nil {
+		row[3] = types.NewInt(types.Int4, int64(r.Partition))
+		row[4] = types.NewInt8(r.Offset)
+		row[5] = types.NewBytea(r.Value)
+		row[6] = types.NewText(printable(r.Value))
+	}
+	val := w.errOut.Append(make([]byte, 0, 256), row)
+	w.produce(&kgo.Record{Topic: w.p.e.topic(w.p.errors.Topic), Value: val})
+}
+
+// emit writes output rows: to the output stream, and for a view's
+// changelog also to its table topic (tombstones for deletes).
+func (w *worker) emit(b *operators.Batch) error {
+	out := w.stage.output
+	topic := w.p.e.topic(out.Topic)
+	ch := w.stage.def.Changes
+	for i, row := range b.Rows {
+		w.ep.emitted++
+		if ch == nil {
+			val := w.out.Append(make([]byte, 0, 128), row)
+			w.produce(&kgo.Record{Topic: topic, Key: RecordKey(row, out.Key), Value: val})
+			continue
+		}
+		op := operators.OpInsert
+		if b.Ops != nil {
+			op = b.Ops[i]
+		}
+		key := RecordKey(row, ch.Key)
+		full := make(types.Row, 0, len(row)+1)
+		full = append(append(full, types.NewText(op.String())), row...)
+		w.produce(&kgo.Record{Topic: topic, Key: key, Value: w.out.Append(make([]byte, 0, 128), full)})
+		var val []byte
+		if op != operators.OpDelete {
+			val = w.view.Append(make([]byte, 0, 128), row)
+		}
+		w.produce(&kgo.Record{Topic: w.p.e.topic(ch.Table), Key: key, Value: val})
+	}
+	return nil
+}
+
+// commitEpoch publishes a committed epoch's counters.
+func (w *worker) commitEpoch(ep *epoch) {
+	p := w.p
+	if w.stage.first {
+		p.consumed.Add(ep.consumed)
+	}
+	if w.stage.last {
+		p.emitted.Add(ep.emitted)
+	}
+	p.filtered.Add(ep.filtered)
+	p.dropped.Add(ep.dropped)
+	p.late.Add(ep.late)
+	if ep.consumed > 0 {
+		p.epochs.Add(1)
+		p.lastCheckpoint.Store(time.Now().UnixMicro())
+	}
+}
+
+// printable renders a payload as valid UTF-8 text, cut at 4 KiB.
+func printable(b []byte) string {
+	const limit = 4 << 10
+	cut := len(b) > limit
+	if cut {
+		b = b[:limit]
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	if cut {
+		s += "…"
+	}
+	return s
+}
