@@ -57,5 +57,5 @@ type Record struct {
 	Partitions int
 	// CheckpointBytes is the size of the state changes of the last epoch.
 	CheckpointBytes int64
-	Started    time.Time
+	Started         time.Time
 }

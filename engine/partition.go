@@ -192,6 +192,7 @@ func (pt *partition) advance(w *worker) error {
 		return nil
 	}
 	pt.wm = wm
+	w.p.e.cfg.Logger.Debug("watermark", "pipeline", w.p.name, "stage", w.stage.def.Name, "topic", pt.key.topic, "partition", pt.key.part, "wm", types.NewTimestamp(types.Timestamp, wm).Text())
 	if pt.stateful != nil {
 		return pt.stateful.OnWatermark(wm, w.emit)
 	}
@@ -205,6 +206,7 @@ func (pt *partition) checkpoint(w *worker) error {
 		parts := w.stage.output.Partitions
 		val := []byte(strconv.Itoa(int(pt.key.part)) + ":" + strconv.FormatInt(pt.wm, 10))
 		topic := w.p.e.topic(w.stage.output.Topic)
+		w.p.e.cfg.Logger.Debug("watermark sent", "pipeline", w.p.name, "stage", w.stage.def.Name, "partition", pt.key.part, "wm", pt.wm, "to", topic, "partitions", parts)
 		for j := 0; j < parts; j++ {
 			w.produce(&kgo.Record{Topic: topic, Partition: int32(j), Headers: []kgo.RecordHeader{{Key: wmHeader, Value: val}}})
 		}

@@ -36,8 +36,10 @@ type worker struct {
 	broadcast bool // the output is internal: send watermarks downstream
 	fromCtl   bool // the input is internal: watermarks arrive as control records
 
-	parts   map[partKey]*partition
-	ep      *epoch
+	parts     map[partKey]*partition
+	revokedMu sync.Mutex
+	revoked   []partKey // noted by group callbacks, applied by the worker
+	ep        *epoch
 	produce func(*kgo.Record)
 	owned   atomic.Int64
 }
@@ -132,16 +134,19 @@ func (w *worker) clientOpts() []kgo.Opt {
 		kgo.ProducerBatchMaxBytes(4 << 20),
 		// murmur2 of the key, like Java producers; sticky batches for unkeyed rows
 		kgo.RecordPartitioner(partitioner{kgo.StickyKeyPartitioner(nil)}),
+		// Callbacks run on franz-go's group goroutine: they only note
+		// what moved; the worker drops revoked partitions' operators
+		// itself, between polls. (A transactional epoch that lost a
+		// partition aborts, which drops every partition's operators.)
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			w.resetParts()
 			w.adjustOwned(m, 1)
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			w.resetParts()
+			w.noteRevoked(m)
 			w.adjustOwned(m, -1)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			w.resetParts()
+			w.noteRevoked(m)
 			w.adjustOwned(m, -1)
 		}),
 	}
@@ -159,6 +164,27 @@ func (w *worker) adjustOwned(m map[string][]int32, sign int64) {
 // resetParts drops every partition's operators; they are rebuilt from
 // committed state when their partition next has records.
 func (w *worker) resetParts() { w.parts = nil }
+
+func (w *worker) noteRevoked(m map[string][]int32) {
+	w.revokedMu.Lock()
+	defer w.revokedMu.Unlock()
+	for t, ps := range m {
+		for _, p := range ps {
+			w.revoked = append(w.revoked, partKey{t, p})
+		}
+	}
+}
+
+// dropRevoked forgets the operators of partitions this worker lost.
+func (w *worker) dropRevoked() {
+	w.revokedMu.Lock()
+	gone := w.revoked
+	w.revoked = nil
+	w.revokedMu.Unlock()
+	for _, k := range gone {
+		delete(w.parts, k)
+	}
+}
 
 func (w *worker) setup() {
 	e := w.p.e
@@ -360,6 +386,7 @@ func (w *worker) collect(poll func(context.Context, int) kgo.Fetches) error {
 	e := w.p.e
 	deadline := time.Now().Add(e.cfg.CheckpointInterval)
 	for {
+		w.dropRevoked()
 		ctx, cancel := context.WithDeadline(w.p.ctx, deadline)
 		fs := poll(ctx, e.cfg.BatchSize)
 		cancel()
