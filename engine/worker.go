@@ -40,8 +40,8 @@ type worker struct {
 	revokedMu sync.Mutex
 	revoked   []partKey // noted by group callbacks, applied by the worker
 	ep        *epoch
-	produce func(*kgo.Record)
-	owned   atomic.Int64
+	produce   func(*kgo.Record)
+	owned     atomic.Int64
 }
 
 type partKey struct {
