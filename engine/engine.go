@@ -149,6 +149,22 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 		datasets[n] = d
 		return d, nil
 	}
+	for _, s := range topo.Stages {
+		if !stageStateful(&s) {
+			continue
+		}
+		parts := 1
+		for _, in := range s.Inputs {
+			d, err := resolve(in)
+			if err != nil {
+				return err
+			}
+			parts = max(parts, d.Partitions)
+		}
+		if err := e.createStateTopic(ctx, stateTopic(name, s.Name), parts); err != nil {
+			return err
+		}
+	}
 	var stages []*stageRun
 	for i := range topo.Stages {
 		s := &topo.Stages[i]
@@ -179,6 +195,28 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	e.order = append(e.order, name)
 	p.start()
 	e.cfg.Logger.Info("pipeline started", "pipeline", name, "stages", len(stages), "exactly_once", e.cfg.ExactlyOnce)
+	return nil
+}
+
+func stageStateful(s *Stage) bool {
+	for _, st := range s.Steps {
+		if !st.Stateless() {
+			return true
+		}
+	}
+	return false
+}
+
+// createStateTopic makes a stage's compacted checkpoint topic.
+func (e *Engine) createStateTopic(ctx context.Context, topic string, partitions int) error {
+	compact := "compact"
+	resp, err := e.admin.CreateTopic(ctx, int32(partitions), -1, map[string]*string{"cleanup.policy": &compact}, e.topic(topic))
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return pgerror.Wrap(err, pgerror.IOError, "engine: create state topic %s", e.topic(topic))
+	}
 	return nil
 }
 
@@ -232,6 +270,11 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 	var topics []string
 	for _, d := range topo.Internal {
 		topics = append(topics, e.topic(d.Topic))
+	}
+	for _, s := range topo.Stages {
+		if stageStateful(&s) {
+			topics = append(topics, e.topic(stateTopic(name, s.Name)))
+		}
 	}
 	if len(topics) > 0 {
 		if _, err := e.admin.DeleteTopics(ctx, topics...); err != nil {

@@ -57,5 +57,11 @@ type Record struct {
 	Partitions int
 	// CheckpointBytes is the size of the state changes of the last epoch.
 	CheckpointBytes int64
+	// Restoring counts partitions rebuilding their state from the state
+	// topic now; RestoredKeys the state records read so far; LocalRestores
+	// the partitions that found their local state current.
+	Restoring     int
+	RestoredKeys  int64
+	LocalRestores int64
 	Started         time.Time
 }

@@ -22,7 +22,8 @@ type partition struct {
 	stateful operators.Stateful
 	prefix   []byte // state keyspace: pipeline, stage, topic, partition
 
-	maxEvent int64 // largest event time seen (data-derived watermarks)
+	nextOffset int64 // offset after the last record processed (what the epoch commits)
+	maxEvent   int64 // largest event time seen (data-derived watermarks)
 	wm       int64 // watermark applied to the operators
 	sentWM   int64 // watermark last sent downstream
 	sources  map[int32]*sourceWM
@@ -89,6 +90,10 @@ func (w *worker) partition(k partKey) (*partition, error) {
 		w.parts = map[partKey]*partition{}
 	}
 	w.parts[k] = pt
+	if err := w.restoreState(pt); err != nil {
+		delete(w.parts, k)
+		return nil, err
+	}
 	if err := pt.restore(w); err != nil {
 		return nil, err
 	}
@@ -225,7 +230,8 @@ func (pt *partition) checkpoint(w *worker) error {
 }
 
 func (pt *partition) encodeMeta() []byte {
-	b := binary.AppendVarint(nil, pt.maxEvent)
+	b := binary.AppendVarint(nil, pt.nextOffset)
+	b = binary.AppendVarint(b, pt.maxEvent)
 	b = binary.AppendVarint(b, pt.wm)
 	b = binary.AppendVarint(b, pt.sentWM)
 	b = binary.AppendUvarint(b, uint64(len(pt.sources)))
@@ -248,7 +254,7 @@ func (pt *partition) decodeMeta(b []byte) error {
 		b = b[n:]
 		return v
 	}
-	pt.maxEvent, pt.wm, pt.sentWM = read(), read(), read()
+	pt.nextOffset, pt.maxEvent, pt.wm, pt.sentWM = read(), read(), read(), read()
 	n, m := binary.Uvarint(b)
 	if m <= 0 {
 		return errBadMeta

@@ -26,6 +26,7 @@ type pipeline struct {
 	partitions                                         atomic.Int64
 	lastCheckpoint                                     atomic.Int64 // unix micros
 	checkpointBytes                                    atomic.Int64 // state bytes of the last epoch
+	restoring, restoredKeys, restoresLocal             atomic.Int64
 
 	mu      sync.Mutex
 	status  string
@@ -132,6 +133,7 @@ func (p *pipeline) record() Record {
 		Consumed: p.consumed.Load(), Emitted: p.emitted.Load(), Filtered: p.filtered.Load(),
 		Dropped: p.dropped.Load(), Late: p.late.Load(), Epochs: p.epochs.Load(),
 		Partitions: int(p.partitions.Load()), Started: p.started, CheckpointBytes: p.checkpointBytes.Load(),
+		Restoring: int(p.restoring.Load()), RestoredKeys: p.restoredKeys.Load(), LocalRestores: p.restoresLocal.Load(),
 	}
 	if us := p.lastCheckpoint.Load(); us > 0 {
 		r.LastCheckpoint = time.UnixMicro(us)

@@ -37,6 +37,7 @@ type worker struct {
 	fromCtl   bool // the input is internal: watermarks arrive as control records
 
 	parts     map[partKey]*partition
+	committed func(topic string, part int32) (int64, bool) // the group's committed offset at assignment
 	revokedMu sync.Mutex
 	revoked   []partKey // noted by group callbacks, applied by the worker
 	ep        *epoch
@@ -91,11 +92,11 @@ func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 type topicPartitioner struct{ base kgo.TopicPartitioner }
 
 func (t topicPartitioner) RequiresConsistency(r *kgo.Record) bool {
-	return isControl(r) || t.base.RequiresConsistency(r)
+	return isPlaced(r) || t.base.RequiresConsistency(r)
 }
 
 func (t topicPartitioner) Partition(r *kgo.Record, n int) int {
-	if isControl(r) {
+	if isPlaced(r) {
 		return int(r.Partition)
 	}
 	return t.base.Partition(r, n)
@@ -109,6 +110,16 @@ func (t topicPartitioner) OnNewBatch() {
 }
 
 func isControl(r *kgo.Record) bool { return len(r.Headers) > 0 && r.Headers[0].Key == wmHeader }
+
+// isPlaced reports whether a record names its own partition: watermark
+// control records and state checkpoint records (state partition = input
+// partition, so state moves with its partition).
+func isPlaced(r *kgo.Record) bool {
+	return len(r.Headers) > 0 && (r.Headers[0].Key == wmHeader || r.Headers[0].Key == stateHeader)
+}
+
+// stateHeader marks a state checkpoint record.
+const stateHeader = "fvsql-state"
 
 func (w *worker) clientOpts() []kgo.Opt {
 	e := w.p.e
@@ -227,6 +238,15 @@ func (w *worker) txnID() string {
 	return e.cfg.TopicPrefix + "fvsql." + w.p.name + "." + w.stage.def.Name + "." + e.cfg.NodeID + "." + strconv.Itoa(w.index)
 }
 
+// committedLookup reads the group's committed offsets as the client
+// fetched them when partitions were assigned.
+func committedLookup(cl *kgo.Client) func(string, int32) (int64, bool) {
+	return func(topic string, part int32) (int64, bool) {
+		o, ok := cl.CommittedOffsets()[topic][part]
+		return o.Offset, ok && o.Offset >= 0
+	}
+}
+
 // newEpoch starts an epoch and binds every partition's state to it.
 func (w *worker) newEpoch(produce func(*kgo.Record, *epoch)) *epoch {
 	ep := &epoch{}
@@ -246,6 +266,35 @@ func (w *worker) newEpoch(produce func(*kgo.Record, *epoch)) *epoch {
 func (w *worker) endEpoch() error {
 	for _, pt := range w.parts {
 		if err := pt.checkpoint(w); err != nil {
+			return err
+		}
+	}
+	return w.shipState()
+}
+
+// shipState writes the epoch's state changes to the stage's compacted
+// state topic, in the epoch's transaction: key = state key within its
+// partition, value = the state or a tombstone, state partition = input
+// partition.
+func (w *worker) shipState() error {
+	if w.ep.st == nil || len(w.parts) == 0 {
+		return nil
+	}
+	topic := w.p.e.topic(stateTopic(w.p.name, w.stage.def.Name))
+	for _, pt := range w.parts {
+		err := w.ep.st.Changes(pt.prefix, func(key, value []byte, deleted bool) error {
+			r := &kgo.Record{
+				Topic: topic, Partition: pt.key.part,
+				Key:     append([]byte(nil), key[len(pt.prefix):]...),
+				Headers: []kgo.RecordHeader{{Key: stateHeader}},
+			}
+			if !deleted {
+				r.Value = append([]byte(nil), value...)
+			}
+			w.produce(r)
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -286,6 +335,7 @@ func (w *worker) runTransactional() error {
 		return err
 	}
 	defer sess.Close()
+	w.committed = committedLookup(sess.Client())
 	produce := func(r *kgo.Record, ep *epoch) {
 		ep.pending.Add(1)
 		sess.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
@@ -340,6 +390,7 @@ func (w *worker) runAtLeastOnce() error {
 		return err
 	}
 	defer cl.Close()
+	w.committed = committedLookup(cl)
 	produce := func(r *kgo.Record, ep *epoch) {
 		ep.pending.Add(1)
 		cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
@@ -435,6 +486,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 	n := 0
 	wmSpec := w.stage.def.Watermark
 	for _, r := range fp.Records {
+		pt.nextOffset = r.Offset + 1
 		if r.Attrs.IsControl() {
 			continue
 		}

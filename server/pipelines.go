@@ -193,7 +193,9 @@ var pipelineColumns = []catalog.Column{
 	{Name: "filtered", Type: types.Int8}, {Name: "dropped", Type: types.Int8},
 	{Name: "late", Type: types.Int8}, {Name: "lag", Type: types.Int8},
 	{Name: "partitions", Type: types.Int4}, {Name: "epochs", Type: types.Int8},
-	{Name: "last_checkpoint", Type: types.TimestampTZ}, {Name: "error", Type: types.Text},
+	{Name: "last_checkpoint", Type: types.TimestampTZ}, {Name: "checkpoint_bytes", Type: types.Int8},
+	{Name: "restoring", Type: types.Int4}, {Name: "restored_keys", Type: types.Int8},
+	{Name: "error", Type: types.Text},
 }
 
 // pipelineRows renders the live records of the pipelines.
@@ -218,7 +220,8 @@ func (s *Server) pipelineRows(ctx context.Context) []types.Row {
 		rows = append(rows, types.Row{
 			types.NewText(r.Pipeline), types.NewText(r.Status),
 			types.NewInt8(r.Consumed), types.NewInt8(r.Emitted), types.NewInt8(r.Filtered), types.NewInt8(r.Dropped),
-			types.NewInt8(r.Late), lag, types.NewInt(types.Int4, int64(r.Partitions)), types.NewInt8(r.Epochs), last, errText,
+			types.NewInt8(r.Late), lag, types.NewInt(types.Int4, int64(r.Partitions)), types.NewInt8(r.Epochs), last,
+			types.NewInt8(r.CheckpointBytes), types.NewInt(types.Int4, int64(r.Restoring)), types.NewInt8(r.RestoredKeys), errText,
 		})
 	}
 	return rows
