@@ -63,5 +63,5 @@ type Record struct {
 	Restoring     int
 	RestoredKeys  int64
 	LocalRestores int64
-	Started         time.Time
+	Started       time.Time
 }

@@ -24,9 +24,9 @@ type partition struct {
 
 	nextOffset int64 // offset after the last record processed (what the epoch commits)
 	maxEvent   int64 // largest event time seen (data-derived watermarks)
-	wm       int64 // watermark applied to the operators
-	sentWM   int64 // watermark last sent downstream
-	sources  map[int32]*sourceWM
+	wm         int64 // watermark applied to the operators
+	sentWM     int64 // watermark last sent downstream
+	sources    map[int32]*sourceWM
 }
 
 // sourceWM is the watermark an upstream partition reported.

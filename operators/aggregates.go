@@ -20,6 +20,9 @@ type Accumulator interface {
 	// operator state (Pebble, checkpoints).
 	AppendState(buf []byte) []byte
 	LoadState(buf []byte) ([]byte, error)
+	// Merge folds another accumulator of the same aggregate into this one
+	// (session windows that a row bridges).
+	Merge(o Accumulator) error
 }
 
 // AggFunc is a resolved aggregate function.
@@ -320,6 +323,7 @@ func (a *boolAcc) Result() types.Value {
 
 // distinctAcc feeds each distinct non-null value once to the inner accumulator.
 type distinctAcc struct {
+	t     types.Type // the argument's type, to decode seen values
 	inner Accumulator
 	seen  map[string]struct{}
 	buf   []byte
@@ -505,4 +509,73 @@ func (a *distinctAcc) LoadState(buf []byte) ([]byte, error) {
 		buf = buf[m+int(l):]
 	}
 	return buf, nil
+}
+
+func (a *countAcc) Merge(o Accumulator) error { a.n += o.(*countAcc).n; return nil }
+
+func (a *sumIntAcc) Merge(o Accumulator) error {
+	b := o.(*sumIntAcc)
+	if !b.seen {
+		return nil
+	}
+	if b.d != nil {
+		if err := a.Add(types.NewNumeric(b.d)); err != nil {
+			return err
+		}
+	}
+	return a.Add(types.NewInt8(b.i))
+}
+
+func (a *sumFloatAcc) Merge(o Accumulator) error {
+	b := o.(*sumFloatAcc)
+	if b.seen {
+		a.seen = true
+		a.f += b.f
+	}
+	return nil
+}
+
+func (a *sumIntervalAcc) Merge(o Accumulator) error {
+	b := o.(*sumIntervalAcc)
+	if b.seen {
+		return a.Add(types.NewInterval(b.iv))
+	}
+	return nil
+}
+
+func (a *avgAcc) Merge(o Accumulator) error {
+	b := o.(*avgAcc)
+	a.n += b.n
+	if a.float {
+		return a.fsum.Merge(&b.fsum)
+	}
+	return a.sum.Merge(&b.sum)
+}
+
+func (a *extremeAcc) Merge(o Accumulator) error { return a.Add(o.(*extremeAcc).v) }
+
+func (a *boolAcc) Merge(o Accumulator) error {
+	b := o.(*boolAcc)
+	if b.seen {
+		return a.Add(types.NewBool(b.b))
+	}
+	return nil
+}
+
+// Merge adds the other side's values this side has not seen.
+func (a *distinctAcc) Merge(o Accumulator) error {
+	for k := range o.(*distinctAcc).seen {
+		if _, ok := a.seen[k]; ok {
+			continue
+		}
+		v, _, err := types.DecodeKey([]byte(k), a.t)
+		if err != nil {
+			return err
+		}
+		a.seen[k] = struct{}{}
+		if err := a.inner.Add(v); err != nil {
+			return err
+		}
+	}
+	return nil
 }

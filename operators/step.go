@@ -56,6 +56,7 @@ const (
 	OpWindowAggregate = "windowedAggregate"
 	OpGroupAggregate  = "groupAggregate"
 	OpTopN            = "topN"
+	OpSession         = "sessionAggregate"
 )
 
 // AggSpec is one aggregate call of an aggregate step.
@@ -95,7 +96,7 @@ func Build(s *Step, params []types.Value, onErr RowError) (Operator, error) {
 			return nil, err
 		}
 		return &Project{Exprs: evs, OnError: onErr}, nil
-	case OpAggregate, OpWindowAggregate, OpGroupAggregate:
+	case OpAggregate, OpWindowAggregate, OpGroupAggregate, OpSession:
 		groupBy, err := compileAll(s.GroupBy, params)
 		if err != nil {
 			return nil, err
@@ -122,6 +123,11 @@ func Build(s *Step, params []types.Value, onErr RowError) (Operator, error) {
 			return NewWindowAggregate(*s.Window, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr), nil
 		case OpGroupAggregate:
 			return NewGroupAggregate(groupBy, aggs, onErr), nil
+		case OpSession:
+			if s.Window == nil || s.Window.Gap <= 0 {
+				return nil, pgerror.New(pgerror.Internal, "operators: sessionAggregate without a gap")
+			}
+			return NewSessionAggregate(s.Window.Gap, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr), nil
 		}
 		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr}, nil
 	case OpTopN:
@@ -169,7 +175,7 @@ func (s *Step) String() string {
 				fmt.Fprintf(&sb, " AS %s", s.Names[i])
 			}
 		}
-	case OpAggregate, OpWindowAggregate, OpGroupAggregate:
+	case OpAggregate, OpWindowAggregate, OpGroupAggregate, OpSession:
 		if s.Window != nil {
 			fmt.Fprintf(&sb, " %s", s.Window)
 		}

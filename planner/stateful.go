@@ -19,12 +19,12 @@ const ChangesSuffix = "_changes"
 // is cut into stages.
 type statefulQuery struct {
 	in        *catalog.Relation
-	filter    *expr.Expr         // WHERE over the input, or nil
-	partition []int              // input columns the stateful step partitions state by
-	step      operators.Step     // the stateful step
-	project   operators.Step     // the select list over the step's output
-	out       []catalog.Column   // output columns
-	key       []int              // output columns forming a view's key
+	filter    *expr.Expr       // WHERE over the input, or nil
+	partition []int            // input columns the stateful step partitions state by
+	step      operators.Step   // the stateful step
+	project   operators.Step   // the select list over the step's output
+	out       []catalog.Column // output columns
+	key       []int            // output columns forming a view's key
 	watermark *engine.WatermarkSpec
 	changes   bool            // the step emits a changelog
 	pre       *operators.Step // a projection before the stateful step (top-N)
@@ -288,6 +288,10 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 		if spec.Size/spec.Slide > 1000 {
 			return nil, pgerror.New(pgerror.InvalidParameterValue, "HOP size/slide is %d windows per row; at most 1000", spec.Size/spec.Slide)
 		}
+	case "session":
+		if spec.Gap, err = intervalMicros(b, tvf.Gap, "gap"); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, pgerror.NotSupported("%s windows in continuous queries", strings.ToUpper(tvf.Kind))
 	}
@@ -336,6 +340,9 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 			Op: operators.OpWindowAggregate, Window: &spec, TimeCol: tcol, TimeType: ttype,
 			GroupBy: groupBy, Aggs: a.specs, Changes: changes,
 		},
+	}
+	if spec.Kind == "session" {
+		q.step.Op = operators.OpSession
 	}
 	if changes {
 		// the key: group columns and window_start (window_end follows from it)
