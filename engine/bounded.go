@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/types"
 )
@@ -17,6 +18,10 @@ type Node interface{ node() }
 // query start, a materialized view's state, a system relation).
 type Source struct {
 	Dataset string
+	// Lookup, when set, holds values for a prefix of the dataset's key
+	// columns (a pull query by key): datasets that can (KeyedDataset)
+	// return just those rows instead of scanning.
+	Lookup []*expr.Expr
 }
 
 // Values is constant rows (SELECT without FROM, VALUES lists).
@@ -36,6 +41,16 @@ type UnionAll struct {
 }
 
 func (*Source) node()   {}
+
+// lookupDataset scans by key.
+type lookupDataset struct {
+	kd  KeyedDataset
+	key types.Row
+}
+
+func (l lookupDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
+	return l.kd.Lookup(ctx, l.key, fn)
+}
 func (*Values) node()   {}
 func (*Chain) node()    {}
 func (*UnionAll) node() {}
@@ -46,6 +61,12 @@ type Dataset interface {
 	// run concurrently; within a shard they are in order. Scan returns when
 	// the data present at its start has been read, or fn failed.
 	Scan(ctx context.Context, fn func(shard int32, b *operators.Batch) error) error
+}
+
+// KeyedDataset is a Dataset that can find rows by key without a scan.
+type KeyedDataset interface {
+	Dataset
+	Lookup(ctx context.Context, key types.Row, fn func(shard int32, b *operators.Batch) error) error
 }
 
 // Resolver finds datasets by name (the host's side of bounded queries).
@@ -126,6 +147,22 @@ func runSource(ctx context.Context, src *Source, prefix []operators.Step, r Reso
 	ds, err := r.Dataset(ctx, src.Dataset)
 	if err != nil {
 		return err
+	}
+	if kd, ok := ds.(KeyedDataset); ok && len(src.Lookup) > 0 {
+		key := make(types.Row, len(src.Lookup))
+		for i, e := range src.Lookup {
+			ev, err := expr.Compile(e, params)
+			if err != nil {
+				return err
+			}
+			if key[i], err = ev(nil); err != nil {
+				return err
+			}
+			if key[i].IsNull() {
+				return nil // = NULL matches nothing
+			}
+		}
+		ds = lookupDataset{kd, key}
 	}
 	// Compile once up front so plan errors surface before any data moves.
 	for i := range prefix {

@@ -328,6 +328,11 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if src, ok := node.(*engine.Source); ok && sel.Where != nil {
+		if err := b.keyLookup(src, sel.From[0].(*sql.TableName), in, sel.Where); err != nil {
+			return nil, nil, err
+		}
+	}
 	var steps []operators.Step
 	if sel.Where != nil {
 		if hasAggregate(sel.Where) {
@@ -601,4 +606,70 @@ func columnName(e sql.Expr) string {
 		return "case"
 	}
 	return "?column?"
+}
+
+// keyLookup turns WHERE key = value (for a prefix of a materialized
+// view's key columns, values constant or parameters) into a lookup, so
+// the view answers without a scan. The WHERE still filters the result.
+func (b *builder) keyLookup(src *engine.Source, t *sql.TableName, in *scope, where sql.Expr) error {
+	rel, err := b.cat.Lookup(t.Schema, t.Name)
+	if err != nil || rel.Kind != catalog.MaterializedView || len(rel.Key) == 0 {
+		return nil
+	}
+	eq := map[string]sql.Expr{}
+	var conj func(e sql.Expr)
+	conj = func(e sql.Expr) {
+		bin, ok := e.(*sql.Binary)
+		if !ok {
+			return
+		}
+		switch bin.Op {
+		case "and":
+			conj(bin.L)
+			conj(bin.R)
+		case "=":
+			for _, pair := range [][2]sql.Expr{{bin.L, bin.R}, {bin.R, bin.L}} {
+				c, ok := pair[0].(*sql.ColumnRef)
+				if !ok {
+					continue
+				}
+				switch pair[1].(type) {
+				case *sql.Literal, *sql.Param, *sql.Cast:
+					if hasColumn(pair[1]) {
+						continue
+					}
+					if i, err := in.resolve(c.Table, c.Name); err == nil {
+						eq[in.cols[i].name] = pair[1]
+					}
+				}
+			}
+		}
+	}
+	conj(where)
+	var lookup []*expr.Expr
+	for _, k := range rel.Key {
+		v, ok := eq[k]
+		if !ok {
+			break
+		}
+		x, err := b.build(&exprCtx{scope: &scope{}, what: "WHERE", noAggs: true}, v)
+		if err != nil {
+			return nil // leave it to the filter to report
+		}
+		x = b.inferParam(x, rel.Columns[rel.ColumnIndex(k)].Type)
+		lookup = append(lookup, x)
+	}
+	src.Lookup = lookup
+	return nil
+}
+
+func hasColumn(e sql.Expr) bool {
+	found := false
+	walkExpr(e, func(n sql.Expr) bool {
+		if _, ok := n.(*sql.ColumnRef); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
 }

@@ -191,6 +191,12 @@ func (l *catalogLog) publish(ctx context.Context, name string, rel *catalog.Rela
 // onCatalogChange follows changes another process (or this one) made:
 // pipelines start where they appear and stop where they go away.
 func (s *Server) onCatalogChange(ch catalog.Change) {
+	if ch.Created != nil && ch.Created.Kind == catalog.MaterializedView {
+		s.views.start(ch.Created)
+	}
+	if ch.Deleted != nil && ch.Deleted.Kind == catalog.MaterializedView {
+		go s.views.stop(ch.Deleted.Name)
+	}
 	if ch.Created != nil && len(ch.Created.Plan) > 0 {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

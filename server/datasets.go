@@ -37,7 +37,10 @@ func (d *datasets) Dataset(ctx context.Context, name string) (engine.Dataset, er
 			return nil, err
 		}
 		if r.Kind == catalog.MaterializedView {
-			return &viewDataset{streamDataset{d: d, rel: r, st: st}}, nil
+			if c := d.srv.views.get(r.Name); c != nil {
+				return &viewDataset{d: d, c: c, s: d.srv}, nil
+			}
+			return &viewTopicDataset{streamDataset{d: d, rel: r, st: st}}, nil
 		}
 		return &streamDataset{d: d, rel: r, st: st}, nil
 	}
@@ -106,11 +109,11 @@ func codecFor(rel *catalog.Relation) *types.JSONCodec {
 	return types.NewJSONCodec(rel.ColumnNames(), rel.ColumnTypes())
 }
 
-// viewDataset reads a materialized view's table topic: the latest row
-// per key, deleted keys left out.
-type viewDataset struct{ streamDataset }
+// viewTopicDataset reads a materialized view's table topic: the latest
+// row per key, deleted keys left out (before the local copy exists).
+type viewTopicDataset struct{ streamDataset }
 
-func (v *viewDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
+func (v *viewTopicDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
 	codec := codecFor(v.rel)
 	width := len(v.rel.Columns)
 	var mu sync.Mutex

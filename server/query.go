@@ -80,7 +80,15 @@ func explainNode(n engine.Node, depth int) []string {
 	pad := strings.Repeat("  ", depth)
 	switch n := n.(type) {
 	case *engine.Source:
-		return []string{pad + "scan " + strings.TrimPrefix(n.Dataset, "rel:")}
+		line := pad + "scan " + strings.TrimPrefix(n.Dataset, "rel:")
+		if len(n.Lookup) > 0 {
+			keys := make([]string, len(n.Lookup))
+			for i, k := range n.Lookup {
+				keys[i] = k.String()
+			}
+			line = pad + "lookup " + strings.TrimPrefix(n.Dataset, "rel:") + " by key (" + strings.Join(keys, ", ") + ")"
+		}
+		return []string{line}
 	case *engine.Values:
 		return []string{fmt.Sprintf("%svalues (%d rows)", pad, len(n.Rows))}
 	case *engine.UnionAll:

@@ -74,6 +74,7 @@ type Server struct {
 	engine  *engine.Engine
 	host    *host
 	catLog  *catalogLog
+	views   *views
 	env     backends.Env
 	ddl     sync.Mutex // serialises catalog changes
 	backMu  sync.Mutex
@@ -127,6 +128,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.cat.AddSystemTable("pipelines", pipelineColumns, func() []types.Row { return s.pipelineRows(context.Background()) })
 	if s.catLog, err = s.openCatalogLog(ctx); err != nil {
 		return nil, err
+	}
+	s.views = &views{s: s, m: map[string]*viewCopy{}}
+	for _, r := range s.cat.List(catalog.MaterializedView) {
+		s.views.start(r)
 	}
 	s.startPipelines(ctx)
 	s.catLog.setLive()
@@ -182,6 +187,9 @@ func (s *Server) Close() error {
 	s.backMu.Unlock()
 	if s.catLog != nil {
 		s.catLog.close()
+	}
+	if s.views != nil {
+		s.views.closeAll()
 	}
 	if s.engine != nil {
 		s.engine.Close() // graceful: each consumer commits its epoch

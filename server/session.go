@@ -190,7 +190,10 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 		return s.command("FLUSH", func(ctx context.Context) (pgwire.Result, error) {
 			ctx, cancel := context.WithTimeout(ctx, flushTimeout)
 			defer cancel()
-			return tagOnly("FLUSH"), s.srv.engine.Flush(ctx)
+			if err := s.srv.engine.Flush(ctx); err != nil {
+				return nil, err
+			}
+			return tagOnly("FLUSH"), s.srv.views.flush(ctx)
 		}), nil
 	case *sql.Describe:
 		return s.planDescribe(st)

@@ -1,0 +1,312 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/state"
+	"github.com/fvsql/fvsql/types"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// views keeps, in every process, a copy of each materialized view's
+// current rows in Pebble, fed by the view's compacted table topic: pull
+// queries read it, by key without a scan. Each copy records, atomically
+// with its rows, the topic offsets it reflects, and resumes from them.
+type views struct {
+	s  *Server
+	mu sync.Mutex
+	m  map[string]*viewCopy
+}
+
+type viewCopy struct {
+	rel    *catalog.Relation
+	keyIdx []int
+	codec  *types.JSONCodec
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	pos  map[int32]int64 // next offset to apply, per partition
+}
+
+func viewRowPrefix(name string) []byte {
+	return types.AppendKey(types.AppendKey(nil, types.NewText("v")), types.NewText(name))
+}
+
+func viewPosKey(name string, part int32) []byte {
+	b := types.AppendKey(types.AppendKey(nil, types.NewText("vpos")), types.NewText(name))
+	return types.AppendKey(b, types.NewInt8(int64(part)))
+}
+
+// start begins (or keeps) the copy of a view.
+func (v *views) start(rel *catalog.Relation) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.m[rel.Name]; ok {
+		return
+	}
+	c := &viewCopy{rel: rel, codec: codecFor(rel), done: make(chan struct{}), pos: map[int32]int64{}}
+	c.cond = sync.NewCond(&c.mu)
+	for _, k := range rel.Key {
+		c.keyIdx = append(c.keyIdx, rel.ColumnIndex(k))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	v.m[rel.Name] = c
+	go c.run(ctx, v.s)
+}
+
+// stop ends a view's copy and deletes it.
+func (v *views) stop(name string) {
+	v.mu.Lock()
+	c := v.m[name]
+	delete(v.m, name)
+	v.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.cancel()
+	<-c.done
+	_ = v.s.store.DeletePrefix(viewRowPrefix(name))
+	_ = v.s.store.DeletePrefix(types.AppendKey(types.AppendKey(nil, types.NewText("vpos")), types.NewText(name)))
+}
+
+func (v *views) get(name string) *viewCopy {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.m[name]
+}
+
+func (v *views) closeAll() {
+	v.mu.Lock()
+	cs := v.m
+	v.m = map[string]*viewCopy{}
+	v.mu.Unlock()
+	for _, c := range cs {
+		c.cancel()
+		<-c.done
+	}
+}
+
+// run tails the view's table topic from the stored positions.
+func (c *viewCopy) run(ctx context.Context, s *Server) {
+	defer close(c.done)
+	topic := s.cfg.TopicPrefix + c.rel.Topic
+	from := map[int32]kgo.Offset{}
+	for p := int32(0); p < int32(c.rel.Partitions); p++ {
+		off := kgo.NewOffset().AtStart()
+		if b, err := s.store.Get(viewPosKey(c.rel.Name, p)); err == nil {
+			n, _ := binary.Varint(b)
+			off = kgo.NewOffset().At(n)
+			c.pos[p] = n
+		}
+		from[p] = off
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(s.env.KafkaBrokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	if err != nil {
+		s.log.Error("view copy", "view", c.rel.Name, "err", err)
+		return
+	}
+	defer cl.Close()
+	row := make(types.Row, len(c.rel.Columns))
+	var key []byte
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fs.EachError(func(_ string, _ int32, err error) {
+			s.log.Warn("reading a view's table topic", "view", c.rel.Name, "err", err)
+		})
+		b := s.store.NewEpoch()
+		rows := b.Table(viewRowPrefix(c.rel.Name))
+		moved := map[int32]int64{}
+		fs.EachRecord(func(r *kgo.Record) {
+			moved[r.Partition] = r.Offset + 1
+			if r.Attrs.IsControl() {
+				return
+			}
+			if r.Value == nil {
+				c.deleteKey(rows, r.Key)
+				return
+			}
+			if err := c.codec.Decode(r.Value, row); err != nil {
+				return
+			}
+			key = c.rowKey(row, key[:0])
+			rows.Set(key, r.Value)
+			rows.Set(append([]byte("k"), r.Key...), key)
+		})
+		if len(moved) == 0 {
+			b.Discard()
+			continue
+		}
+		meta := b.Table(nil)
+		for p, off := range moved {
+			meta.Set(viewPosKey(c.rel.Name, p), binary.AppendVarint(nil, off))
+		}
+		if err := b.Commit(); err != nil {
+			s.log.Error("view copy", "view", c.rel.Name, "err", err)
+			return
+		}
+		c.mu.Lock()
+		for p, off := range moved {
+			c.pos[p] = off
+		}
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	}
+}
+
+// rowKey is the Pebble key of a row: its key columns' key encoding.
+func (c *viewCopy) rowKey(row types.Row, buf []byte) []byte {
+	buf = append(buf, 'r')
+	for _, k := range c.keyIdx {
+		buf = types.AppendKey(buf, row[k])
+	}
+	return buf
+}
+
+// deleteKey removes the row a tombstone's record key names. The copy
+// keeps record key -> row key, since a tombstone carries no row.
+func (c *viewCopy) deleteKey(rows *state.Table, recordKey []byte) {
+	rk, ok, err := rows.Get(append([]byte("k"), recordKey...))
+	if err != nil || !ok {
+		return
+	}
+	rows.Delete(rk)
+	rows.Delete(append([]byte("k"), recordKey...))
+}
+
+// waitFor blocks until the copy has applied everything up to the
+// topic's read_committed end as it is now (FLUSH).
+func (c *viewCopy) waitFor(ctx context.Context, s *Server) error {
+	topic := s.cfg.TopicPrefix + c.rel.Topic
+	ends, err := kadm.NewClient(s.kafka.Client()).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		behind := false
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Offset > 0 && c.pos[o.Partition] < o.Offset {
+				behind = true
+			}
+		})
+		if !behind {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return pgerror.New(pgerror.QueryCanceled, "FLUSH: the copy of view %q did not catch up", c.rel.Name)
+		}
+		c.cond.Wait()
+	}
+}
+
+// flush waits for every view copy.
+func (v *views) flush(ctx context.Context) error {
+	v.mu.Lock()
+	cs := make([]*viewCopy, 0, len(v.m))
+	for _, c := range v.m {
+		cs = append(cs, c)
+	}
+	v.mu.Unlock()
+	for _, c := range cs {
+		if err := c.waitFor(ctx, v.s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// viewDataset reads a view's local copy: every row, or the rows of given
+// keys without a scan.
+type viewDataset struct {
+	d *datasets
+	c *viewCopy
+	s *Server
+}
+
+func (v *viewDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
+	prefix := append(viewRowPrefix(v.c.rel.Name), 'r')
+	return v.scanRows(prefix, fn)
+}
+
+func (v *viewDataset) scanRows(prefix []byte, fn func(int32, *operators.Batch) error) error {
+	width := len(v.c.rel.Columns)
+	b := &operators.Batch{}
+	err := v.s.store.Scan(prefix, func(_, value []byte) error {
+		row := make(types.Row, width)
+		if err := v.c.codec.Decode(value, row); err != nil {
+			v.d.skipped.Add(1)
+			return nil
+		}
+		b.Rows = append(b.Rows, row)
+		if len(b.Rows) == 1024 {
+			if err := fn(0, b); err != nil {
+				return err
+			}
+			b = &operators.Batch{}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(b.Rows) > 0 {
+		return fn(0, b)
+	}
+	return nil
+}
+
+// Lookup implements engine.KeyedDataset: the rows whose key columns equal
+// the values given, in the view's key order.
+func (v *viewDataset) Lookup(_ context.Context, key types.Row, fn func(int32, *operators.Batch) error) error {
+	buf := append(viewRowPrefix(v.c.rel.Name), 'r')
+	for i, val := range key {
+		t := v.c.rel.Columns[v.c.keyIdx[i]].Type
+		cv, err := types.Cast(val, t)
+		if err != nil {
+			return nil // a key that cannot be of the column's type matches nothing
+		}
+		buf = types.AppendKey(buf, cv)
+	}
+	if len(key) < len(v.c.keyIdx) {
+		return v.scanRows(buf, fn)
+	}
+	value, err := v.s.store.Get(buf)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	row := make(types.Row, len(v.c.rel.Columns))
+	if err := v.c.codec.Decode(value, row); err != nil {
+		return nil
+	}
+	return fn(0, &operators.Batch{Rows: []types.Row{row}})
+}
