@@ -78,11 +78,11 @@ func (g Gen) AppendSQLValues(b []byte, i int64) []byte {
 // Expect holds the aggregates the bench queries must return over rows
 // 0 … N-1.
 type Expect struct {
-	N            int64
-	PriceOver    float64 // threshold of the select scenario's WHERE
-	CountOver    int64   // count(*) WHERE price > PriceOver
-	SumQtyOver   int64   // sum(qty) WHERE price > PriceOver
-	CountQtyOver10 int64 // count(*) WHERE qty > 10 (the pipeline's filter)
+	N              int64
+	PriceOver      float64 // threshold of the select scenario's WHERE
+	CountOver      int64   // count(*) WHERE price > PriceOver
+	SumQtyOver     int64   // sum(qty) WHERE price > PriceOver
+	CountQtyOver10 int64   // count(*) WHERE qty > 10 (the pipeline's filter)
 }
 
 // Expected computes the aggregates over rows 0 … n-1.

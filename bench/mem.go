@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,11 +21,11 @@ import (
 // Usage is a process's resource figures at one moment, with the peaks
 // since the last reset.
 type Usage struct {
-	RSS     int64         // resident set size now, bytes (VmRSS)
-	PeakRSS int64         // VmHWM since the last reset, bytes
-	Heap    int64         // Go heap in use now, bytes (-1: unknown)
-	PeakHeap int64        // highest sampled Go heap in use since the last reset (-1: unknown)
-	CPU     time.Duration // user+system CPU time of the process since it started
+	RSS      int64         // resident set size now, bytes (VmRSS)
+	PeakRSS  int64         // VmHWM since the last reset, bytes
+	Heap     int64         // Go heap in use now, bytes (-1: unknown)
+	PeakHeap int64         // highest sampled Go heap in use since the last reset (-1: unknown)
+	CPU      time.Duration // user+system CPU time of the process since it started
 }
 
 // procStatus reads VmRSS and VmHWM of a process ("self" or a pid).
@@ -125,6 +126,43 @@ func HostCPU() time.Duration {
 var heapWatch struct {
 	once sync.Once
 	peak atomic.Int64
+
+	profMu   sync.Mutex
+	profPath string // write heap profiles at new peaks here ("": off)
+	profAt   int64  // heap in use when the last one was written
+}
+
+// StartHeapProfile makes the sampler write a heap profile (inuse_space as
+// of the last GC) to path whenever the heap in use reaches a new peak 25%
+// above the last one written (and at least 16 MiB): the file ends up
+// describing the phase's peak.
+func StartHeapProfile(path string) {
+	startHeapWatch()
+	heapWatch.profMu.Lock()
+	defer heapWatch.profMu.Unlock()
+	heapWatch.profPath, heapWatch.profAt = path, 0
+}
+
+// StopHeapProfile stops writing heap profiles.
+func StopHeapProfile() {
+	heapWatch.profMu.Lock()
+	defer heapWatch.profMu.Unlock()
+	heapWatch.profPath = ""
+}
+
+func maybeHeapProfile(h int64) {
+	heapWatch.profMu.Lock()
+	defer heapWatch.profMu.Unlock()
+	if heapWatch.profPath == "" || h < 16<<20 || h < heapWatch.profAt+heapWatch.profAt/4 {
+		return
+	}
+	f, err := os.Create(heapWatch.profPath)
+	if err != nil {
+		return
+	}
+	_ = pprof.Lookup("heap").WriteTo(f, 0)
+	f.Close()
+	heapWatch.profAt = h
 }
 
 var heapSamples = []metrics.Sample{
@@ -157,6 +195,7 @@ func startHeapWatch() {
 			defer t.Stop()
 			for range t.C {
 				h := heapInUse()
+				maybeHeapProfile(h)
 				for {
 					p := heapWatch.peak.Load()
 					if h <= p || heapWatch.peak.CompareAndSwap(p, h) {

@@ -32,13 +32,16 @@ type Server interface {
 	Brokers() []string
 	// Describe says where the server runs.
 	Describe() string
+	// PID is the server's process id (0: unknown).
+	PID() int
 	// Usage returns the server process's figures (Heap -1 when unknown).
 	Usage() (Usage, error)
 	// ResetPeaks starts new memory peaks.
 	ResetPeaks() error
 	// StartProfile and StopProfile write a CPU profile of the server's
-	// process to path.
-	StartProfile(path string) error
+	// process to path, and a heap profile at its peak to heapPath (when
+	// not empty).
+	StartProfile(path, heapPath string) error
 	StopProfile() error
 	Close() error
 }
@@ -112,10 +115,14 @@ func (s *inprocServer) Describe() string {
 	}
 	return "in-process"
 }
+func (s *inprocServer) PID() int              { return os.Getpid() }
 func (s *inprocServer) Usage() (Usage, error) { return SelfUsage(), nil }
-func (s *inprocServer) ResetPeaks() error      { return ResetSelfPeaks() }
+func (s *inprocServer) ResetPeaks() error     { return ResetSelfPeaks() }
 
-func (s *inprocServer) StartProfile(path string) error {
+func (s *inprocServer) StartProfile(path, heapPath string) error {
+	if heapPath != "" {
+		StartHeapProfile(heapPath)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -129,6 +136,7 @@ func (s *inprocServer) StartProfile(path string) error {
 }
 
 func (s *inprocServer) StopProfile() error {
+	StopHeapProfile()
 	if s.prof == nil {
 		return nil
 	}
@@ -269,6 +277,8 @@ func (c *childServer) call(cmd string) (childReply, error) {
 	return rep, nil
 }
 
+func (c *childServer) PID() int { return c.cmd.Process.Pid }
+
 func (c *childServer) Usage() (Usage, error) {
 	rep, err := c.call("usage")
 	if err != nil || rep.Usage == nil {
@@ -278,12 +288,20 @@ func (c *childServer) Usage() (Usage, error) {
 }
 
 func (c *childServer) ResetPeaks() error { _, err := c.call("reset"); return err }
-func (c *childServer) StartProfile(path string) error {
+func (c *childServer) StartProfile(path, heapPath string) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return err
 	}
-	_, err = c.call("prof-start " + abs)
+	cmd := "prof-start " + abs
+	if heapPath != "" {
+		habs, err := filepath.Abs(heapPath)
+		if err != nil {
+			return err
+		}
+		cmd += " " + habs
+	}
+	_, err = c.call(cmd)
 	return err
 }
 func (c *childServer) StopProfile() error { _, err := c.call("prof-stop"); return err }
@@ -309,8 +327,8 @@ func (c *childServer) kill() {
 
 // ServeChild is the child side of child mode (`fvsql bench serve`): it
 // starts an in-process server, writes a hello line with its URL to out,
-// then answers commands from in: usage, reset, prof-start PATH,
-// prof-stop, quit (or end of input).
+// then answers commands from in: usage, reset, prof-start CPUPATH
+// [HEAPPATH], prof-stop, quit (or end of input).
 func ServeChild(ctx context.Context, cfg ServerConfig, in io.Reader, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	s, err := startInproc(ctx, cfg)
@@ -334,7 +352,8 @@ func ServeChild(ctx context.Context, cfg ServerConfig, in io.Reader, out io.Writ
 		case "reset":
 			err = s.ResetPeaks()
 		case "prof-start":
-			err = s.StartProfile(arg)
+			cpu, heap, _ := strings.Cut(arg, " ")
+			err = s.StartProfile(cpu, heap)
 		case "prof-stop":
 			err = s.StopProfile()
 		case "quit":
@@ -375,6 +394,7 @@ func (r *remoteServer) Describe() string {
 	}
 	return "running server at --url (memory unknown: pass --server-pid)"
 }
+func (r *remoteServer) PID() int { return r.pid }
 func (r *remoteServer) Usage() (Usage, error) {
 	if r.pid <= 0 {
 		return Usage{RSS: -1, PeakRSS: -1, Heap: -1, PeakHeap: -1}, nil
@@ -387,9 +407,11 @@ func (r *remoteServer) ResetPeaks() error {
 	}
 	return ResetPIDPeaks(r.pid)
 }
-func (r *remoteServer) StartProfile(string) error { return errors.New("cannot profile a server at --url") }
-func (r *remoteServer) StopProfile() error        { return nil }
-func (r *remoteServer) Close() error              { return nil }
+func (r *remoteServer) StartProfile(string, string) error {
+	return errors.New("cannot profile a server at --url")
+}
+func (r *remoteServer) StopProfile() error { return nil }
+func (r *remoteServer) Close() error       { return nil }
 
 // ---------------------------------------------------------------- embedded broker
 

@@ -40,7 +40,7 @@ type UnionAll struct {
 	Inputs []Node
 }
 
-func (*Source) node()   {}
+func (*Source) node() {}
 
 // lookupDataset scans by key.
 type lookupDataset struct {

@@ -211,3 +211,30 @@ func selfSignedCert(t testing.TB) tls.Certificate {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
+
+func TestListenAndServeAddr(t *testing.T) {
+	h := newTestHandler()
+	s, err := NewServer(Config{Addr: "127.0.0.1:0", Logger: testLogger()}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Addr() != nil {
+		t.Error("Addr before Serve")
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe() }()
+	waitFor(t, "the listener", func() bool { return s.Addr() != nil })
+	conn := connectPgx(t, s.Addr().String(), "")
+	var n int64
+	if err := conn.QueryRow(testCtx(t), "SELECT 1").Scan(&n, new(string)); err != nil || n != 1 {
+		t.Fatal(err)
+	}
+	conn.Close(testCtx(t))
+	s.Close()
+	if err := <-done; err != nil {
+		t.Errorf("ListenAndServe = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+}

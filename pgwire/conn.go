@@ -769,7 +769,7 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) (stop bool) {
 // the first error, then ReadyForQuery.
 func (c *conn) simpleQuery(sql string) {
 	// A Query destroys the unnamed statement and portal.
-	c.dropStatement("")
+	c.dropStatement("", false)
 	c.dropPortal("")
 	defer c.sendReady()
 
@@ -944,7 +944,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 		ps.params = append(ps.params, t)
 	}
 	if m.Name == "" {
-		c.dropStatement("")
+		c.dropStatement("", false)
 	}
 	c.stmts[m.Name] = ps
 	return c.send(&pgproto3.ParseComplete{})
@@ -1145,7 +1145,7 @@ func (c *conn) runPortal(p *portal, maxRows int) (err error) {
 func (c *conn) closeMsg(m *pgproto3.Close) error {
 	switch m.ObjectType {
 	case 'S':
-		c.dropStatement(m.Name)
+		c.dropStatement(m.Name, true)
 	case 'P':
 		c.dropPortal(m.Name)
 	default:
@@ -1164,13 +1164,18 @@ func (c *conn) sync() {
 	c.sendReady()
 }
 
-// dropStatement closes a prepared statement and the portals bound to it.
-func (c *conn) dropStatement(name string) {
+// dropStatement forgets a prepared statement. A Close message also closes
+// the portals bound to it (withPortals); replacing the unnamed statement
+// does not, as in PostgreSQL.
+func (c *conn) dropStatement(name string, withPortals bool) {
 	ps, ok := c.stmts[name]
 	if !ok {
 		return
 	}
 	delete(c.stmts, name)
+	if !withPortals {
+		return
+	}
 	for pn, p := range c.portals {
 		if p.ps == ps {
 			c.dropPortal(pn)

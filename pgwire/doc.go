@@ -45,7 +45,9 @@
 //     copied, parameters included. When the socket fails (EOF, reset) the
 //     reader cancels the connection's context, so a running query stops at
 //     once; a malformed message queues a FATAL 08P01 behind the messages
-//     already read.
+//     already read. After Terminate it reads no more messages but still
+//     watches the socket, so a client that leaves while an earlier message
+//     executes cancels it too.
 //   - The processor (conn.serve, then conn.processLoop) pops messages in
 //     order, calls the Session and writes the responses. It alone touches
 //     the session, the prepared statements and the portals.
@@ -90,7 +92,8 @@
 //
 //   - Parse calls Session.Prepare with the declared parameter OIDs. Named
 //     statements live until Close or the end of the session; re-using a name
-//     is 42P05; the unnamed statement is replaced by the next unnamed Parse.
+//     is 42P05; the unnamed statement is replaced by the next unnamed Parse
+//     or Query (portals bound to it survive).
 //   - Bind checks the parameter count and format codes (none: text; one:
 //     for all; else one each) and decodes every parameter with
 //     types.ParseText or ParseBinary into the statement's ParamTypes; count

@@ -415,13 +415,14 @@ func TestPgxCancelAndTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err = conn.Exec(ctx, "SLEEP")
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != pgerror.QueryCanceled {
 		t.Fatalf("want 57014, got %v", err)
 	}
+	<-h.sleepStarted
 	if cause := <-h.sleepEnded; !errors.Is(cause, errQueryCanceled) {
 		t.Errorf("cause = %v", cause)
 	}
@@ -446,7 +447,7 @@ func TestPgxCancelAndTimeout(t *testing.T) {
 	// pgx's default handling (a deadline on the socket) ends the
 	// connection; the server notices and cancels the query.
 	plain := connectPgx(t, addr, "")
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel2()
 	if _, err := plain.Exec(ctx2, "SLEEP"); err == nil {
 		t.Fatal("no error")

@@ -3,6 +3,7 @@ package pgwire
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -185,6 +186,8 @@ func TestOversizedMessage(t *testing.T) {
 	// header alone, before any allocation or read of the body.
 	_, addr2 := startServer(t, Config{}, newTestHandler())
 	c = dialStarted(t, addr2)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	if _, err := c.nc.Write([]byte{'Q', 0x7f, 0xff, 0xff, 0xff}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +195,10 @@ func TestOversizedMessage(t *testing.T) {
 		t.Fatalf("want 08P01 invalid message length, got %v", m)
 	}
 	c.expectClosed()
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("%d bytes allocated for a refused message", grew)
+	}
 	// Messages below the limit are fine.
 	c = dialStarted(t, addr)
 	c.send(&pgproto3.Query{String: "SELECT 1 -- " + strings.Repeat("x", 900)})
@@ -431,6 +438,26 @@ func TestDescribe(t *testing.T) {
 	})
 }
 
+func TestRowDescriptionFields(t *testing.T) {
+	_, addr := startServer(t, Config{}, newTestHandler())
+	c := dialStarted(t, addr)
+	c.send(&pgproto3.Parse{Query: "SELECT 1"}, &pgproto3.Bind{ResultFormatCodes: []int16{1, 0}}, &pgproto3.Describe{ObjectType: 'P'}, &pgproto3.Sync{})
+	c.recv()
+	c.recv()
+	rd, ok := c.recv().(*pgproto3.RowDescription)
+	if !ok {
+		t.Fatal("no RowDescription")
+	}
+	want := []pgproto3.FieldDescription{
+		{Name: []byte("n"), TableOID: 16384, TableAttributeNumber: 1, DataTypeOID: 20, DataTypeSize: 8, TypeModifier: -1, Format: 1},
+		{Name: []byte("s"), TableOID: 16384, TableAttributeNumber: 2, DataTypeOID: 25, DataTypeSize: -1, TypeModifier: -1, Format: 0},
+	}
+	if fmt.Sprint(rd.Fields) != fmt.Sprint(want) {
+		t.Errorf("fields = %+v\nwant %+v", rd.Fields, want)
+	}
+	c.until(1)
+}
+
 func TestBindFormatsAndErrors(t *testing.T) {
 	_, addr := startServer(t, Config{}, newTestHandler())
 	c := dialStarted(t, addr)
@@ -502,8 +529,20 @@ func TestCloseAndDuplicates(t *testing.T) {
 		&pgproto3.Close{ObjectType: 'P', Name: "p"},
 		&pgproto3.Execute{Portal: "p"},
 		&pgproto3.Sync{},
+		// A portal outlives the replacement of its unnamed statement, not
+		// the Close of its named one.
+		&pgproto3.Query{String: "BEGIN"},
+		&pgproto3.Parse{Query: "SELECT 1"},
+		&pgproto3.Bind{DestinationPortal: "q"},
+		&pgproto3.Parse{Query: "SELECT 2"},
+		&pgproto3.Execute{Portal: "q"},
+		&pgproto3.Bind{DestinationPortal: "r", PreparedStatement: "a"},
+		&pgproto3.Close{ObjectType: 'S', Name: "a"},
+		&pgproto3.Execute{Portal: "r"},
+		&pgproto3.Sync{},
+		&pgproto3.Query{String: "ROLLBACK"},
 	)
-	equalStrings(t, c.until(7), []string{
+	equalStrings(t, c.until(10), []string{
 		"CloseComplete", "CloseComplete", "ParseComplete", "ParseComplete", "ParseComplete", "BindComplete", "ReadyForQuery I",
 		"Error ERROR 42P05", "ReadyForQuery I",
 		"CommandComplete BEGIN", "ReadyForQuery T",
@@ -511,6 +550,10 @@ func TestCloseAndDuplicates(t *testing.T) {
 		"CommandComplete ROLLBACK", "ReadyForQuery I",
 		"CloseComplete", "Error ERROR 26000", "ReadyForQuery I",
 		"ParseComplete", "BindComplete", "CloseComplete", "Error ERROR 34000", "ReadyForQuery I",
+		"CommandComplete BEGIN", "ReadyForQuery T",
+		"ParseComplete", "BindComplete", "ParseComplete", "DataRow 1|row 1", "CommandComplete SELECT 1",
+		"BindComplete", "CloseComplete", "Error ERROR 34000", "ReadyForQuery E",
+		"CommandComplete ROLLBACK", "ReadyForQuery I",
 	})
 }
 

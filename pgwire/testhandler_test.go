@@ -184,7 +184,7 @@ func (st *testStmt) ParamTypes() []types.Type { return st.params }
 func (st *testStmt) Columns() []Column        { return st.cols }
 
 var (
-	genCols   = []Column{{Name: "n", Type: types.Int8}, {Name: "s", Type: types.Text}}
+	genCols   = []Column{{Name: "n", Type: types.Int8, TableOID: 16384, AttNum: 1}, {Name: "s", Type: types.Text, TableOID: 16384, AttNum: 2}}
 	benchCols = []Column{{Name: "id", Type: types.Int8}, {Name: "name", Type: types.Text}, {Name: "score", Type: types.Float8}}
 	copyCols  = []Column{{Name: "id", Type: types.Int8}, {Name: "s", Type: types.Text}, {Name: "x", Type: types.Text}}
 )

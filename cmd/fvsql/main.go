@@ -39,6 +39,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "bench" { // fvsql bench <scenario>: cmd/fvsql/bench.go
+		return runBench(args[1:])
+	}
 	fs := flag.NewFlagSet("fvsql", flag.ContinueOnError)
 	listen := fs.String("listen", envDefault("FVSQL_LISTEN", "127.0.0.1:5433"), "PostgreSQL wire protocol address (FVSQL_LISTEN)")
 	dataDir := fs.String("data-dir", envDefault("FVSQL_DATA_DIR", "./fvsql-data"), "data directory (FVSQL_DATA_DIR)")

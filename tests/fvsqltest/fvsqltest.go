@@ -39,7 +39,7 @@ const (
 	StartTimeout = 60 * time.Second
 	// StopTimeout bounds how long a process may take to exit after SIGTERM
 	// (graceful: each pipeline consumer commits its epoch) or SIGKILL.
-	StopTimeout = 30 * time.Second
+	StopTimeout  = 30 * time.Second
 	logTailLines = 60
 	logWarnLines = 60
 )

@@ -34,6 +34,10 @@
 //   - TestPipelineSurvivesRestartDefinition: a pipeline's definition
 //     survives a restart; it runs again with no manual action.
 //
+// FVSQL_TEST_BIN runs the tests against a prebuilt fvsql binary instead of
+// building ./cmd/fvsql; FVSQL_TEST_SEED changes the moments at which
+// TestPipelineKillRestart kills the server.
+//
 // The tests bound their time (contexts, polling with deadlines, FLUSH;
 // no unbounded sleeps) and their data (tens of thousands of rows), use
 // loopback addresses only, and kill every process they start.

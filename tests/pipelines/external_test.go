@@ -65,7 +65,7 @@ func TestPipelineExternalProducer(t *testing.T) {
 		produce(t, c.client(t, kgo.DefaultProduceTopic(c.topic("orders"))), recs)
 		t.Logf("produced %d records straight into %s; %d pass the filter", total, c.topic("orders"), len(want))
 
-		flush(t, conn)
+		flush(t, srv, conn)
 
 		// The output, read through fvsql right after FLUSH.
 		ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
@@ -144,6 +144,10 @@ func TestPipelineExternalProducer(t *testing.T) {
 		if st.Lag == nil || *st.Lag != 0 {
 			t.Errorf("lag after FLUSH: %s, want 0", st)
 		}
+		// The only process owns every partition of the input.
+		waitStats(t, conn, "big", 30*time.Second, "the process to own all 4 input partitions", func(s pipelineStats) bool {
+			return s.Partitions == 4
+		})
 	})
 }
 

@@ -2,6 +2,7 @@ package pipelines
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -118,6 +119,18 @@ func produce(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
 // the transaction is fenced or times out.
 func (c *cluster) readCommitted(t *testing.T, topic string) []*kgo.Record {
 	t.Helper()
+	return c.readTopic(t, topic, true)
+}
+
+// readUncommitted returns every record of topic, also those of aborted
+// and open transactions (for diagnosis).
+func (c *cluster) readUncommitted(t *testing.T, topic string) []*kgo.Record {
+	t.Helper()
+	return c.readTopic(t, topic, false)
+}
+
+func (c *cluster) readTopic(t *testing.T, topic string, committed bool) []*kgo.Record {
+	t.Helper()
 	adm := kadm.NewClient(c.client(t))
 	deadline := time.Now().Add(readTimeout)
 	var ends, starts kadm.ListedOffsets
@@ -133,6 +146,10 @@ func (c *cluster) readCommitted(t *testing.T, topic string) []*kgo.Record {
 		}
 		var open []string
 		if err == nil {
+			if !committed {
+				ends, starts = hwm, st
+				break
+			}
 			hwm.Each(func(o kadm.ListedOffset) {
 				if l, ok := lso.Lookup(o.Topic, o.Partition); !ok || l.Offset != o.Offset {
 					open = append(open, fmt.Sprintf("p%d lso %d < hwm %d", o.Partition, l.Offset, o.Offset))
@@ -160,9 +177,13 @@ func (c *cluster) readCommitted(t *testing.T, topic string) []*kgo.Record {
 	if len(want) == 0 {
 		return nil
 	}
+	iso := kgo.ReadCommitted()
+	if !committed {
+		iso = kgo.ReadUncommitted()
+	}
 	cl := c.client(t,
 		kgo.ConsumePartitions(assign),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchIsolationLevel(iso),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200*time.Millisecond),
 	)
@@ -182,7 +203,7 @@ func (c *cluster) readCommitted(t *testing.T, topic string) []*kgo.Record {
 		}
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("reading %s: %v; positions %v, committed ends %v", topic, ctx.Err(), pos, want)
+			t.Fatalf("reading %s: %v; positions %v, ends %v", topic, ctx.Err(), pos, want)
 		}
 		fs.EachError(func(tp string, p int32, err error) { t.Logf("reading %s[%d]: %v", tp, p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
@@ -205,17 +226,52 @@ func exec(t *testing.T, conn *pgx.Conn, sql string) {
 	}
 }
 
-// flush runs FLUSH: it returns when every pipeline of the server has
-// processed and committed what its inputs held when FLUSH began.
-func flush(t *testing.T, conn *pgx.Conn) {
+// flush runs FLUSH on srv: it returns when every pipeline of the server
+// has processed and committed what its inputs held when FLUSH began.
+func flush(t *testing.T, srv *fvsqltest.Process, conn *pgx.Conn) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	flushWithin(t, srv, conn, flushTimeout)
+}
+
+// flushWithin is flush with a shorter bound; when FLUSH fails it says
+// whether the server died (and how) or what its pipelines report.
+func flushWithin(t *testing.T, srv *fvsqltest.Process, conn *pgx.Conn, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	if _, err := conn.Exec(ctx, "FLUSH"); err != nil {
-		t.Fatalf("FLUSH after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	_, err := conn.Exec(ctx, "FLUSH")
+	took := time.Since(start).Round(time.Millisecond)
+	if err == nil {
+		t.Logf("FLUSH took %s", took)
+		return
 	}
-	t.Logf("FLUSH took %s", time.Since(start).Round(time.Millisecond))
+	// A dropped connection may mean the server is dying: give it a moment.
+	for end := time.Now().Add(3 * time.Second); srv.Running() && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !srv.Running() {
+		crash := srv.LogLines(func(l string) bool {
+			return strings.HasPrefix(l, "panic") || strings.HasPrefix(l, "fatal error") || strings.Contains(l, "level=ERROR")
+		})
+		t.Fatalf("BUG: fvsql %s died during FLUSH (after %s; FLUSH: %v): %s", srv.Name(), took, err, strings.Join(crash, " | "))
+	}
+	var sts []string
+	if c2, cerr := pgx.Connect(context.Background(), srv.DSN()); cerr == nil {
+		defer c2.Close(context.Background())
+		qctx, qcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer qcancel()
+		if rows, qerr := c2.Query(qctx, "SELECT name, status, consumed, emitted, filtered, dropped, late, lag, partitions, epochs, error FROM fvsql_catalog.pipelines"); qerr == nil {
+			for rows.Next() {
+				var s pipelineStats
+				if rows.Scan(&s.Name, &s.Status, &s.Consumed, &s.Emitted, &s.Filtered, &s.Dropped, &s.Late, &s.Lag, &s.Partitions, &s.Epochs, &s.Error) == nil {
+					sts = append(sts, s.String())
+				}
+			}
+			rows.Close()
+		}
+	}
+	t.Fatalf("FLUSH failed after %s (bound %s): %v; pipelines: %s", took, timeout, err, strings.Join(sts, "; "))
 }
 
 // pipelineStats is a row of fvsql_catalog.pipelines.
@@ -447,10 +503,10 @@ func (in *inserter) finish(t *testing.T) (acked, uncertain []int64) {
 
 // idReport summarises how often each id occurs in a pipeline's output.
 type idReport struct {
-	missing    []int64 // acknowledged, not in the output
-	duplicated []int64 // more than once in the output
-	unknown    []int64 // never inserted
-	uncertainIn int    // uncertain ids that made it
+	missing     []int64 // acknowledged, not in the output
+	duplicated  []int64 // more than once in the output
+	unknown     []int64 // never inserted
+	uncertainIn int     // uncertain ids that made it
 }
 
 func countIDs(out map[int64]int, acked, uncertain []int64) idReport {
@@ -489,4 +545,95 @@ func head(ids []int64, n int) string {
 		s += fmt.Sprintf(" … (%d in all)", len(ids))
 	}
 	return s
+}
+
+// diagnoseMissing explains ids missing from a pipeline's output: are they
+// in the input topic (read_committed)? Where is the pipeline's consumer
+// group against the input's end offsets?
+func diagnoseMissing(t *testing.T, c *cluster, input, pipeline string, missing []int64) {
+	t.Helper()
+	// Are they in the output topic, in aborted or open transactions?
+	all := c.readUncommitted(t, c.topic(pipeline))
+	miss := map[int64]bool{}
+	for _, id := range missing {
+		miss[id] = true
+	}
+	var inOut []string
+	nOut := 0
+	for _, r := range all {
+		var row struct {
+			ID int64 `json:"id"`
+		}
+		if json.Unmarshal(r.Value, &row) == nil && miss[row.ID] {
+			if nOut++; len(inOut) < 10 {
+				inOut = append(inOut, fmt.Sprintf("%d at p%d@%d (producer %d epoch %d, ts %s)", row.ID, r.Partition, r.Offset, r.ProducerID, r.ProducerEpoch, r.Timestamp.Format("15:04:05.000")))
+			}
+		}
+	}
+	t.Logf("diagnosis: the output topic %s holds %d records read_uncommitted; %d records of missing ids are there (not committed), e.g. %v",
+		c.topic(pipeline), len(all), nOut, inOut)
+	in := c.readCommitted(t, c.topic(input))
+	where := map[int64]string{}
+	for _, r := range in {
+		var row struct {
+			ID int64 `json:"id"`
+		}
+		if json.Unmarshal(r.Value, &row) == nil {
+			where[row.ID] = fmt.Sprintf("p%d@%d", r.Partition, r.Offset)
+		}
+	}
+	var inInput []string
+	notInInput := 0
+	for _, id := range missing {
+		if w, ok := where[id]; ok {
+			if len(inInput) < 10 {
+				inInput = append(inInput, fmt.Sprintf("%d at %s", id, w))
+			}
+		} else {
+			notInInput++
+		}
+	}
+	t.Logf("diagnosis: of %d missing ids, %d are in the input topic %s (read_committed, %d records), e.g. %v; %d are not",
+		len(missing), len(missing)-notInInput, c.topic(input), len(in), inInput, notInInput)
+	adm := kadm.NewClient(c.client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	group := c.prefix + "fvsql." + pipeline + ".s0"
+	committed, err := adm.FetchOffsets(ctx, group)
+	ends, err2 := adm.ListCommittedOffsets(ctx, c.topic(input))
+	if err != nil || err2 != nil {
+		t.Logf("diagnosis: offsets of group %s: %v %v", group, err, err2)
+		return
+	}
+	var parts []string
+	ends.Each(func(o kadm.ListedOffset) {
+		at := int64(-1)
+		if cm, ok := committed.Lookup(o.Topic, o.Partition); ok {
+			at = cm.At
+		}
+		parts = append(parts, fmt.Sprintf("p%d committed %d / end %d", o.Partition, at, o.Offset))
+	})
+	sort.Strings(parts)
+	t.Logf("diagnosis: group %s: %s", group, strings.Join(parts, ", "))
+}
+
+// logDuplicates logs where the copies of a few duplicated ids are.
+func logDuplicates(t *testing.T, recs []*kgo.Record, dups []int64, n int) {
+	t.Helper()
+	want := map[int64]bool{}
+	for _, id := range dups[:min(n, len(dups))] {
+		want[id] = true
+	}
+	at := map[int64][]string{}
+	for _, r := range recs {
+		var row struct {
+			ID int64 `json:"id"`
+		}
+		if json.Unmarshal(r.Value, &row) == nil && want[row.ID] {
+			at[row.ID] = append(at[row.ID], fmt.Sprintf("p%d@%d(producer %d epoch %d, ts %s)", r.Partition, r.Offset, r.ProducerID, r.ProducerEpoch, r.Timestamp.Format("15:04:05.000")))
+		}
+	}
+	for _, id := range dups[:min(n, len(dups))] {
+		t.Logf("duplicate id %d at %s", id, strings.Join(at[id], ", "))
+	}
 }
