@@ -16,7 +16,8 @@ import (
 type Message struct {
 	Stream    string    // stream key: Kafka topic, Redis key, file path
 	Shard     int32     // partition / shard
-	Sequence  int64     // offset / entry sequence within the shard
+	Sequence  int64     // offset / entry sequence within the shard, increasing
+	ID        string    // the backend's own position when it is not a number (a Redis stream ID)
 	Timestamp time.Time // the backend's record time
 	Key       []byte    // partitioning key, may be nil
 	Payload   []byte
@@ -38,6 +39,8 @@ type Streamer interface {
 	DropStream(ctx context.Context, name string) error
 	// Producer returns a producer of messages into streams of this backend.
 	Producer(ctx context.Context) (Producer, error)
+	// Consumer opens a consumer of one stream.
+	Consumer(ctx context.Context, stream string, opts ConsumerOptions) (Consumer, error)
 	// Scan reads every message the stream holds when Scan begins and
 	// returns. fn is called with batches of messages of one shard, in order
 	// within the shard; calls for different shards may run concurrently.
@@ -53,6 +56,74 @@ type Producer interface {
 	Send(ctx context.Context, msgs []Message) error
 	Close() error
 }
+
+// StartAt says where a consumer without a stored position begins.
+type StartAt int
+
+// Start positions.
+const (
+	Earliest StartAt = iota // everything the stream holds
+	Latest                  // only what arrives from now on
+)
+
+// ConsumerOptions configure a consumer.
+type ConsumerOptions struct {
+	// Group names a consumer group (backends with groups share a stream's
+	// messages among the members of a group and remember what each group
+	// acknowledged); "" reads the whole stream from Start.
+	Group string
+	// Member names this consumer within its group (unique per process
+	// and goroutine).
+	Member string
+	// Start applies when the group has no position yet.
+	Start StartAt
+	// Follow keeps reading as the stream grows (tail); false stops with
+	// ErrEndOfStream at the end present when the consumer opened.
+	Follow bool
+}
+
+// Consumer reads messages of one stream. One goroutine uses it.
+type Consumer interface {
+	// Read returns up to max messages, waiting until at least one is
+	// available, ctx ends, or (not following) the end is reached
+	// (ErrEndOfStream). Returned messages are the caller's.
+	Read(ctx context.Context, max int) ([]Message, error)
+	// Ack confirms messages were processed, so the group will not deliver
+	// them again (Redis XACK; a stored position elsewhere). Messages not
+	// acknowledged before a crash are delivered again: at-least-once.
+	Ack(ctx context.Context, msgs []Message) error
+	Close() error
+}
+
+// Seeker is an optional ability of a Consumer: move to a position.
+type Seeker interface {
+	// Seek moves to the first message with Sequence >= seq.
+	Seek(ctx context.Context, seq int64) error
+	// SeekTime moves to the first message with Timestamp >= t.
+	SeekTime(ctx context.Context, t time.Time) error
+}
+
+// PositionedProducer is an optional ability of a Producer: it stores,
+// atomically with the messages, the position in some source they came
+// from, so a writer replaying a source after a crash can skip what was
+// already written (idempotent sinks). Source names are the writer's own
+// ("topic/partition").
+type PositionedProducer interface {
+	Producer
+	// SendAt writes msgs and records, in the same atomic step, that
+	// everything of each source before the given position is written.
+	SendAt(ctx context.Context, msgs []Message, positions map[string]int64) error
+	// Positions returns what SendAt recorded for the stream's writers.
+	Positions(ctx context.Context, stream string) (map[string]int64, error)
+}
+
+// Sentinel errors that drive control flow.
+var (
+	// ErrEndOfStream: a consumer not following reached the end.
+	ErrEndOfStream = errors.New("backends: end of stream")
+	// ErrNotConnected: the backend is unreachable now; callers retry.
+	ErrNotConnected = errors.New("backends: not connected")
+)
 
 // Factory opens a Streamer for a parsed URI.
 type Factory func(ctx context.Context, u *url.URL, env Env) (Streamer, error)

@@ -1,0 +1,122 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fvsql/fvsql/backends"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// consumer reads one topic, in a consumer group when one is named
+// (acknowledging = committing offsets), else directly from the start or
+// end of each partition.
+type consumer struct {
+	s      *Streamer
+	stream string
+	cl     *kgo.Client
+	follow bool
+	ends   map[int32]int64 // not following: where to stop
+}
+
+var _ backends.Consumer = (*consumer)(nil)
+
+// Consumer implements backends.Streamer.
+func (s *Streamer) Consumer(ctx context.Context, stream string, o backends.ConsumerOptions) (backends.Consumer, error) {
+	topic := s.Topic(stream)
+	start := kgo.NewOffset().AtStart()
+	if o.Start == backends.Latest {
+		start = kgo.NewOffset().AtEnd()
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(s.cfg.Brokers...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(start),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+	}
+	if o.Group != "" {
+		opts = append(opts, kgo.ConsumerGroup(s.cfg.TopicPrefix+o.Group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+	} else {
+		opts = append(opts, kgo.ConsumeTopics(topic))
+	}
+	c := &consumer{s: s, stream: stream, follow: o.Follow}
+	if !o.Follow {
+		ends, err := s.admin.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: %w: %v", backends.ErrNotConnected, err)
+		}
+		c.ends = map[int32]int64{}
+		ends.Each(func(lo kadm.ListedOffset) { c.ends[lo.Partition] = lo.Offset })
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	c.cl = cl
+	return c, nil
+}
+
+// Read implements backends.Consumer.
+func (c *consumer) Read(ctx context.Context, max int) ([]backends.Message, error) {
+	for {
+		if !c.follow && c.atEnd() {
+			return nil, backends.ErrEndOfStream
+		}
+		fs := c.cl.PollRecords(ctx, max)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return nil, fmt.Errorf("kafka: %w: %v", backends.ErrNotConnected, ferr)
+		}
+		var out []backends.Message
+		fs.EachRecord(func(r *kgo.Record) {
+			if !c.follow {
+				if end, ok := c.ends[r.Partition]; ok && r.Offset >= end {
+					return
+				}
+				if r.Offset+1 >= c.ends[r.Partition] {
+					delete(c.ends, r.Partition)
+				}
+			}
+			out = append(out, backends.Message{
+				Stream: c.stream, Shard: r.Partition, Sequence: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Payload: r.Value,
+			})
+		})
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}
+
+func (c *consumer) atEnd() bool {
+	for p, end := range c.ends {
+		if end <= 0 {
+			delete(c.ends, p)
+		}
+	}
+	return len(c.ends) == 0
+}
+
+// Ack implements backends.Consumer: commits the offsets after msgs.
+func (c *consumer) Ack(ctx context.Context, msgs []backends.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return c.cl.CommitUncommittedOffsets(ctx)
+}
+
+// Close implements backends.Consumer.
+func (c *consumer) Close() error {
+	c.cl.Close()
+	return nil
+}
