@@ -60,6 +60,27 @@ type Relation struct {
 	Created    time.Time         `json:"created"`
 }
 
+// MetaColumns are the record metadata every stream exposes after its
+// declared columns: hidden from SELECT *, readable by name.
+var MetaColumns = []Column{
+	{Name: "_key", Type: types.Text, Hidden: true},
+	{Name: "_partition", Type: types.Int4, Hidden: true},
+	{Name: "_offset", Type: types.Int8, Hidden: true},
+	{Name: "_timestamp", Type: types.TimestampTZ, Hidden: true},
+}
+
+// HasMeta reports whether reads of the relation carry MetaColumns.
+func (r *Relation) HasMeta() bool { return r.Kind == Stream }
+
+// ReadColumns are the columns a read of the relation produces: the
+// declared ones, then the metadata columns for streams.
+func (r *Relation) ReadColumns() []Column {
+	if !r.HasMeta() {
+		return r.Columns
+	}
+	return append(append([]Column(nil), r.Columns...), MetaColumns...)
+}
+
 // ColumnIndex returns the index of the named column, or -1.
 func (r *Relation) ColumnIndex(name string) int {
 	for i, c := range r.Columns {

@@ -62,6 +62,26 @@ type Stream struct {
 	Types      []types.Type `json:"types"`
 	Partitions int          `json:"partitions"`
 	Key        []int        `json:"key,omitempty"` // columns forming the record key
+	Format     string       `json:"format,omitempty"`
+	// Meta: reads of the stream append the record's metadata columns
+	// (_key, _partition, _offset, _timestamp) after Columns.
+	Meta bool `json:"meta,omitempty"`
+}
+
+// MetaWidth is the number of metadata columns of a read.
+const MetaWidth = 4
+
+// fillMeta writes a record's metadata into the last MetaWidth values.
+func fillMeta(row types.Row, key []byte, part int32, offset int64, ts int64) {
+	n := len(row) - MetaWidth
+	if key != nil {
+		row[n] = types.NewText(strings.ToValidUTF8(string(key), "\uFFFD"))
+	} else {
+		row[n] = types.NullValue
+	}
+	row[n+1] = types.NewInt(types.Int4, int64(part))
+	row[n+2] = types.NewInt8(offset)
+	row[n+3] = types.NewTimestamp(types.TimestampTZ, ts)
 }
 
 // Validate checks the topology's structure before anything runs.

@@ -28,8 +28,9 @@ type worker struct {
 	index int
 	id    int
 
-	in        map[string]*types.JSONCodec // by physical topic
-	out       *types.JSONCodec            // output stream (changes: with the op column first)
+	in        map[string]types.Codec // by physical topic
+	inMeta    map[string]bool        // the input's reads carry metadata columns
+	out       types.Codec            // output stream (changes: with the op column first)
 	view      *types.JSONCodec            // a view's rows, for its table topic
 	errOut    *types.JSONCodec
 	stateful  bool // the stage keeps state
@@ -197,14 +198,23 @@ func (w *worker) dropRevoked() {
 	}
 }
 
-func (w *worker) setup() {
+func (w *worker) setup() error {
 	e := w.p.e
-	w.in = map[string]*types.JSONCodec{}
+	w.in = map[string]types.Codec{}
+	w.inMeta = map[string]bool{}
 	for _, d := range w.stage.inputs {
-		w.in[e.topic(d.Topic)] = types.NewJSONCodec(d.Columns, d.Types)
+		c, err := types.NewCodec(d.Format, d.Columns, d.Types)
+		if err != nil {
+			return err
+		}
+		w.in[e.topic(d.Topic)] = c
+		w.inMeta[e.topic(d.Topic)] = d.Meta
 	}
 	o := w.stage.output
-	w.out = types.NewJSONCodec(o.Columns, o.Types)
+	var err error
+	if w.out, err = types.NewCodec(o.Format, o.Columns, o.Types); err != nil {
+		return err
+	}
 	if w.stage.def.Changes != nil {
 		w.view = types.NewJSONCodec(o.Columns[1:], o.Types[1:])
 	}
@@ -218,11 +228,14 @@ func (w *worker) setup() {
 	for _, d := range w.stage.inputs {
 		w.fromCtl = w.fromCtl || w.p.internal[d.Name]
 	}
+	return nil
 }
 
 // run is one life of the consumer: connect, loop epochs, leave.
 func (w *worker) run() error {
-	w.setup()
+	if err := w.setup(); err != nil {
+		return err
+	}
 	defer func() {
 		w.p.partitions.Add(-w.owned.Swap(0))
 		w.parts = nil
@@ -480,7 +493,11 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 	}
 	ep := w.ep
 	codec := w.in[fp.Topic]
+	meta := w.inMeta[fp.Topic]
 	width := codec.Width()
+	if meta {
+		width += MetaWidth
+	}
 	b := &operators.Batch{Rows: make([]types.Row, 0, len(fp.Records)), Source: make([]any, 0, len(fp.Records))}
 	flat := make([]types.Value, len(fp.Records)*width)
 	n := 0
@@ -496,9 +513,12 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 		}
 		ep.consumed++
 		row := types.Row(flat[n*width : (n+1)*width : (n+1)*width])
-		if err := codec.Decode(r.Value, row); err != nil {
+		if err := codec.Decode(r.Value, row[:codec.Width()]); err != nil {
 			w.poison(r, "decode", err)
 			continue
+		}
+		if meta {
+			fillMeta(row, r.Key, r.Partition, r.Offset, r.Timestamp.UnixMicro())
 		}
 		if wmSpec != nil {
 			if t := row[wmSpec.Col]; !t.IsNull() && t.I > pt.maxEvent {

@@ -144,7 +144,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 			Steps: append(steps, stateful...), Watermark: q.watermark,
 		}}
 	} else {
-		internal := engine.Stream{Name: ca.Name + ".repartition", Topic: ca.Name + ".repartition", Partitions: partitions, Key: q.partition}
+		internal := engine.Stream{Name: ca.Name + ".repartition", Topic: ca.Name + ".repartition", Partitions: partitions, Key: q.partition, Meta: true, Format: "json"}
 		for _, c := range in.Columns {
 			internal.Columns = append(internal.Columns, c.Name)
 			internal.Types = append(internal.Types, c.Type)
@@ -265,7 +265,7 @@ func ErrorsRelation(pipeline string) *catalog.Relation {
 
 // StreamOf converts a relation to the engine's view of it.
 func StreamOf(rel *catalog.Relation) *engine.Stream {
-	s := &engine.Stream{Name: rel.Name, Topic: rel.Topic, Partitions: rel.Partitions}
+	s := &engine.Stream{Name: rel.Name, Topic: rel.Topic, Partitions: rel.Partitions, Meta: rel.HasMeta(), Format: rel.Format}
 	for _, c := range rel.Columns {
 		s.Columns = append(s.Columns, c.Name)
 		s.Types = append(s.Types, c.Type)

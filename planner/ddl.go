@@ -42,6 +42,9 @@ func PlanCreateStream(cs *sql.CreateStream) (*catalog.Relation, error) {
 	if err := applyOptions(rel, cs.Options); err != nil {
 		return nil, err
 	}
+	if _, err := types.NewCodec(rel.Format, rel.ColumnNames(), rel.ColumnTypes()); err != nil {
+		return nil, err
+	}
 	if cs.Watermark != nil {
 		wm, err := planWatermark(rel, cs.Watermark)
 		if err != nil {
@@ -95,12 +98,7 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 			}
 			rel.Topic = o.Value
 		case "format":
-			switch strings.ToLower(o.Value) {
-			case "json":
-				rel.Format = "json"
-			default:
-				return pgerror.NotSupported("format %q", o.Value)
-			}
+			rel.Format = strings.ToLower(o.Value)
 		case "partitions":
 			n, err := strconv.Atoi(o.Value)
 			if err != nil || n < 1 || n > 10000 {

@@ -266,7 +266,7 @@ func (b *builder) buildFrom(from []sql.TableExpr) (engine.Node, *scope, error) {
 			qual = t.Alias
 		}
 		sc := &scope{}
-		for i, c := range rel.Columns {
+		for i, c := range rel.ReadColumns() {
 			sc.cols = append(sc.cols, scopeCol{table: qual, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: rel.OID, attnum: int16(i + 1)})
 		}
 		return &engine.Source{Dataset: DatasetName(rel)}, sc, nil

@@ -77,8 +77,8 @@ func streamInput(cat Catalog, t *sql.TableName) (*catalog.Relation, *scope, erro
 		qual = t.Alias
 	}
 	sc := &scope{}
-	for i, c := range in.Columns {
-		sc.cols = append(sc.cols, scopeCol{table: qual, name: c.Name, typ: c.Type, relOID: in.OID, attnum: int16(i + 1)})
+	for i, c := range in.ReadColumns() {
+		sc.cols = append(sc.cols, scopeCol{table: qual, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: in.OID, attnum: int16(i + 1)})
 	}
 	return in, sc, nil
 }

@@ -80,14 +80,29 @@ type streamDataset struct {
 }
 
 func (s *streamDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
-	codec := codecFor(s.rel)
-	width := len(s.rel.Columns)
+	codec, err := codecFor(s.rel)
+	if err != nil {
+		return err
+	}
+	declared := len(s.rel.Columns)
+	width := len(s.rel.ReadColumns())
 	return s.st.Scan(ctx, s.rel.Topic, func(shard int32, msgs []backends.Message) error {
 		flat := make([]types.Value, len(msgs)*width)
 		b := &operators.Batch{Rows: make([]types.Row, 0, len(msgs))}
 		for i := range msgs {
 			row := types.Row(flat[i*width : (i+1)*width : (i+1)*width])
-			if err := codec.Decode(msgs[i].Payload, row); err != nil {
+			if width > declared {
+				m := &msgs[i]
+				var key types.Value
+				if m.Key != nil {
+					key = types.NewText(strings.ToValidUTF8(string(m.Key), "\uFFFD"))
+				}
+				row[declared] = key
+				row[declared+1] = types.NewInt(types.Int4, int64(m.Shard))
+				row[declared+2] = types.NewInt8(m.Sequence)
+				row[declared+3] = types.NewTimestamp(types.TimestampTZ, m.Timestamp.UnixMicro())
+			}
+			if err := codec.Decode(msgs[i].Payload, row[:declared]); err != nil {
 				if s.d.skipped.Add(1) == 1 {
 					s.d.mu.Lock()
 					s.d.firstBad = fmt.Sprintf("partition %d offset %d: %v", shard, msgs[i].Sequence, err)
@@ -104,9 +119,9 @@ func (s *streamDataset) Scan(ctx context.Context, fn func(int32, *operators.Batc
 	})
 }
 
-// codecFor returns the JSON codec of a relation's columns.
-func codecFor(rel *catalog.Relation) *types.JSONCodec {
-	return types.NewJSONCodec(rel.ColumnNames(), rel.ColumnTypes())
+// codecFor returns the codec of a relation's format and columns.
+func codecFor(rel *catalog.Relation) (types.Codec, error) {
+	return types.NewCodec(rel.Format, rel.ColumnNames(), rel.ColumnTypes())
 }
 
 // viewTopicDataset reads a materialized view's table topic: the latest
@@ -114,7 +129,7 @@ func codecFor(rel *catalog.Relation) *types.JSONCodec {
 type viewTopicDataset struct{ streamDataset }
 
 func (v *viewTopicDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
-	codec := codecFor(v.rel)
+	codec := types.NewJSONCodec(v.rel.ColumnNames(), v.rel.ColumnTypes())
 	width := len(v.rel.Columns)
 	var mu sync.Mutex
 	latest := map[int32]map[string][]byte{}

@@ -44,7 +44,10 @@ func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []ty
 	if err != nil {
 		return 0, err
 	}
-	codec := codecFor(rel)
+	codec, err := codecFor(rel)
+	if err != nil {
+		return 0, err
+	}
 	keyCols := make([]int, len(rel.Key))
 	for i, k := range rel.Key {
 		keyCols[i] = rel.ColumnIndex(k)

@@ -54,7 +54,7 @@ func (v *views) start(rel *catalog.Relation) {
 	if _, ok := v.m[rel.Name]; ok {
 		return
 	}
-	c := &viewCopy{rel: rel, codec: codecFor(rel), done: make(chan struct{}), pos: map[int32]int64{}}
+	c := &viewCopy{rel: rel, codec: types.NewJSONCodec(rel.ColumnNames(), rel.ColumnTypes()), done: make(chan struct{}), pos: map[int32]int64{}}
 	c.cond = sync.NewCond(&c.mu)
 	for _, k := range rel.Key {
 		c.keyIdx = append(c.keyIdx, rel.ColumnIndex(k))

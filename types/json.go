@@ -43,10 +43,11 @@ func NewJSONCodec(names []string, types []Type) *JSONCodec {
 // Width is the number of columns.
 func (c *JSONCodec) Width() int { return len(c.names) }
 
-// Append appends row as a JSON object.
+// Append appends row as a JSON object. Values beyond the codec's width
+// (a read's metadata columns passing through) are not written.
 func (c *JSONCodec) Append(buf []byte, row Row) []byte {
 	buf = append(buf, '{')
-	for i, v := range row {
+	for i, v := range row[:len(c.keys)] {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
