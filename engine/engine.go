@@ -264,6 +264,9 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 	for _, s := range topo.Stages {
 		groups = append(groups, e.group(name, s.Name))
 	}
+	if len(topo.Sinks) > 0 {
+		groups = append(groups, e.group(name, "sink"))
+	}
 	if _, err := e.admin.DeleteGroups(ctx, groups...); err != nil {
 		e.cfg.Logger.Warn("deleting consumer groups failed", "pipeline", name, "err", err)
 	}
@@ -370,12 +373,23 @@ func (e *Engine) Flush(ctx context.Context) error {
 				return err
 			}
 		}
+		for _, b := range p.topo.Sinks {
+			topic := e.topic(p.internalTopic(b.Internal))
+			if err := e.waitGroup(ctx, p, "sink", []string{topic}); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
 func (e *Engine) flushStage(ctx context.Context, p *pipeline, s *stageRun) error {
-	topics := s.inputTopics(e)
+	return e.waitGroup(ctx, p, s.def.Name, s.inputTopics(e))
+}
+
+// waitGroup waits until a pipeline group's committed offsets reach the
+// read_committed end the topics have now.
+func (e *Engine) waitGroup(ctx context.Context, p *pipeline, stage string, topics []string) error {
 	ends, err := e.admin.ListCommittedOffsets(ctx, topics...)
 	if err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "FLUSH")
@@ -394,7 +408,7 @@ func (e *Engine) flushStage(ctx context.Context, p *pipeline, s *stageRun) error
 		}
 		want[o.Topic][o.Partition] = o.Offset
 	})
-	group := e.group(p.name, s.def.Name)
+	group := e.group(p.name, stage)
 	wait := 10 * time.Millisecond
 	for {
 		committed, err := e.admin.FetchOffsets(ctx, group)
@@ -413,7 +427,7 @@ func (e *Engine) flushStage(ctx context.Context, p *pipeline, s *stageRun) error
 		}
 		select {
 		case <-ctx.Done():
-			return pgerror.New(pgerror.QueryCanceled, "FLUSH: pipeline %q (stage %s) did not catch up: %s", p.name, s.def.Name, p.record().Status)
+			return pgerror.New(pgerror.QueryCanceled, "FLUSH: pipeline %q (%s) did not catch up: %s", p.name, stage, p.record().Status)
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, 200*time.Millisecond)

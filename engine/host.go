@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/fvsql/fvsql/backends"
 )
 
 // Host is what the engine asks of the system around it (the seed's
@@ -13,6 +15,9 @@ type Host interface {
 	// Stream resolves a stream a stage reads or writes (a user stream)
 	// to its topic and schema. Internal streams come from the topology.
 	Stream(ctx context.Context, name string) (*Stream, error)
+	// Backend resolves a stream on another backend (for bridges): the
+	// connection and the stream's key there.
+	Backend(ctx context.Context, name string) (backends.Streamer, string, error)
 	// Heartbeat is called on a cadence; Stop ends the pipeline in order
 	// (final commit, then leave the group).
 	Heartbeat(ctx context.Context, pipeline string) Signal

@@ -73,6 +73,7 @@ func (p *pipeline) start() {
 	}
 	p.wg.Add(1)
 	go p.heartbeat()
+	p.runBridges()
 }
 
 func (p *pipeline) stop() {

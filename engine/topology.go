@@ -17,6 +17,18 @@ type Topology struct {
 	Internal []Stream `json:"internal,omitempty"`
 	// Errors is the dataset poison rows are reported to.
 	Errors string `json:"errors"`
+	// Ingest bridges streams on other backends (Redis, files, another
+	// Kafka cluster) into internal topics the first stage reads;
+	// Sinks forward an internal topic the last stage writes to an
+	// external backend. Both run in every process running the pipeline.
+	Ingest []Bridge `json:"ingest,omitempty"`
+	Sinks  []Bridge `json:"sinks,omitempty"`
+}
+
+// Bridge links a stream on an external backend with an internal topic.
+type Bridge struct {
+	External string `json:"external"` // the user relation on the other backend
+	Internal string `json:"internal"` // an internal stream of the topology
 }
 
 // Stage reads its inputs, runs its steps per input partition, and writes

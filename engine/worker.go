@@ -31,7 +31,7 @@ type worker struct {
 	in        map[string]types.Codec // by physical topic
 	inMeta    map[string]bool        // the input's reads carry metadata columns
 	out       types.Codec            // output stream (changes: with the op column first)
-	view      *types.JSONCodec            // a view's rows, for its table topic
+	view      *types.JSONCodec       // a view's rows, for its table topic
 	errOut    *types.JSONCodec
 	stateful  bool // the stage keeps state
 	broadcast bool // the output is internal: send watermarks downstream

@@ -29,7 +29,7 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return nil, err
 	}
 	if ca.Kind == sql.KindSink {
-		return nil, pgerror.NotSupported("CREATE SINK")
+		return planSink(cat, ca)
 	}
 	sel, ok := ca.Query.Body.(*sql.Select)
 	if !ok {
@@ -53,7 +53,11 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return nil, err
 	}
 	if sq != nil {
-		return planStatefulTopology(ca, sq)
+		c, err := planStatefulTopology(ca, sq)
+		if err != nil {
+			return nil, err
+		}
+		return c, bridgeInputs(c, ca.Name)
 	}
 	if ca.Kind == sql.KindMaterializedView {
 		return nil, pgerror.NotSupported("a materialized view without GROUP BY or top-N (use CREATE STREAM … AS)")
@@ -100,7 +104,67 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: rel.Name, Steps: chain.Steps}},
 		Errors: errs.Name,
 	}
-	return &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{in}}, nil
+	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{in}}
+	return c, bridgeInputs(c, ca.Name)
+}
+
+// bridgeInputs routes inputs on other backends (Redis, files, another
+// Kafka cluster) through an ingest bridge into an internal topic.
+func bridgeInputs(c *Continuous, name string) error {
+	for _, in := range c.Inputs {
+		if in.Backend == "" {
+			continue
+		}
+		internal := StreamOf(in)
+		internal.Name, internal.Topic = name+".ingest", name+".ingest"
+		internal.Partitions = max(in.Partitions, 1)
+		internal.Key = nil
+		c.Topology.Internal = append(c.Topology.Internal, *internal)
+		c.Topology.Ingest = append(c.Topology.Ingest, engine.Bridge{External: in.Name, Internal: internal.Name})
+		for i := range c.Topology.Stages {
+			for j, s := range c.Topology.Stages[i].Inputs {
+				if s == in.Name {
+					c.Topology.Stages[i].Inputs[j] = internal.Name
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// planSink plans CREATE SINK … AS SELECT … WITH (backend = …): the query
+// as a stream whose last stage writes an internal topic, which a sink
+// bridge forwards to the sink's backend.
+func planSink(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
+	asStream := *ca
+	asStream.Kind = sql.KindStream
+	var opts []sql.Option
+	for _, o := range ca.Options {
+		opts = append(opts, o)
+	}
+	asStream.Options = nil
+	c, err := PlanContinuous(cat, &asStream)
+	if err != nil {
+		return nil, err
+	}
+	rel := c.Rel
+	rel.Kind = catalog.Sink
+	rel.Key = nil
+	rel.Topic = ca.Name
+	if err := applyOptions(rel, opts); err != nil {
+		return nil, err
+	}
+	if _, err := types.NewCodec(rel.Format, rel.ColumnNames(), rel.ColumnTypes()); err != nil {
+		return nil, err
+	}
+	out := StreamOf(rel)
+	out.Name, out.Topic, out.Meta = ca.Name+".out", ca.Name+".out", false
+	out.Partitions = max(c.Inputs[0].Partitions, 1)
+	c.Topology.Internal = append(c.Topology.Internal, *out)
+	last := &c.Topology.Stages[len(c.Topology.Stages)-1]
+	last.Output = out.Name
+	c.Topology.Sinks = []engine.Bridge{{External: rel.Name, Internal: out.Name}}
+	return c, nil
 }
 
 func applyOutputOptions(rel *catalog.Relation, opts []sql.Option) error {
@@ -108,7 +172,8 @@ func applyOutputOptions(rel *catalog.Relation, opts []sql.Option) error {
 		return err
 	}
 	if rel.Backend != "" {
-		return pgerror.NotSupported("writing a continuous query to backend %s (use CREATE SINK)", rel.Backend)
+		return pgerror.New(pgerror.FeatureNotSupported, "a continuous stream lives on the server's Kafka").
+			WithHint("Use CREATE SINK … AS SELECT … WITH (backend = '%s') to write to another backend.", rel.Backend)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -79,19 +80,38 @@ func checkName(name string) error {
 }
 
 // applyOptions fills the relation's backend settings from WITH options.
+// The backend decides what `key` means: for Kafka it names the columns
+// records are keyed (partitioned) by; for Redis it is the stream's key in
+// Redis, which is required.
 func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
-	seen := map[string]bool{}
+	seen := map[string]string{}
 	for _, o := range opts {
-		if seen[o.Key] {
+		if _, dup := seen[o.Key]; dup {
 			return pgerror.New(pgerror.SyntaxError, "option %q given more than once", o.Key)
 		}
-		seen[o.Key] = true
+		seen[o.Key] = o.Value
+	}
+	scheme := "kafka"
+	if b, ok := seen["backend"]; ok && b != "" {
+		u, err := url.Parse(b)
+		if err != nil || u.Scheme == "" || !strings.Contains(b, "://") {
+			return pgerror.New(pgerror.InvalidParameterValue, "backend must be a URI like kafka://host:9092, not %q", b)
+		}
+		scheme = strings.ToLower(u.Scheme)
+		rel.Backend = b
+		switch scheme {
+		case "file":
+			if u.Path == "" {
+				return pgerror.New(pgerror.InvalidParameterValue, "backend %q names no file", b)
+			}
+			rel.Topic = u.Path
+		case "stdio":
+			rel.Topic = "stdio"
+		}
+	}
+	for _, o := range opts {
 		switch o.Key {
 		case "backend":
-			if o.Value != "" && !strings.Contains(o.Value, "://") {
-				return pgerror.New(pgerror.InvalidParameterValue, "backend must be a URI like kafka://host:9092, not %q", o.Value)
-			}
-			rel.Backend = o.Value
 		case "topic":
 			if o.Value == "" {
 				return pgerror.New(pgerror.InvalidParameterValue, "topic must not be empty")
@@ -106,6 +126,13 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 			}
 			rel.Partitions = n
 		case "key":
+			if scheme == "redis" {
+				if o.Value == "" {
+					return pgerror.New(pgerror.InvalidParameterValue, "key (the Redis stream key) must not be empty")
+				}
+				rel.Topic = o.Value
+				continue
+			}
 			for _, k := range strings.Split(o.Value, ",") {
 				k = strings.TrimSpace(k)
 				if rel.ColumnIndex(k) < 0 {
@@ -119,6 +146,14 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 			}
 			rel.Options[o.Key] = o.Value
 		}
+	}
+	if scheme == "redis" {
+		if _, ok := seen["key"]; !ok {
+			return pgerror.New(pgerror.InvalidParameterValue, "a Redis stream needs WITH (key = '<redis stream key>')")
+		}
+	}
+	if scheme != "kafka" && rel.Partitions > 1 {
+		return pgerror.New(pgerror.InvalidParameterValue, "%s streams have one shard; partitions must be 1", scheme)
 	}
 	return nil
 }

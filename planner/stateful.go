@@ -69,9 +69,6 @@ func streamInput(cat Catalog, t *sql.TableName) (*catalog.Relation, *scope, erro
 	if in.Kind != catalog.Stream {
 		return nil, nil, pgerror.New(pgerror.WrongObjectType, "%q is a %s; continuous queries read streams", in.Name, in.Kind)
 	}
-	if in.Backend != "" && !strings.HasPrefix(in.Backend, "kafka://") {
-		return nil, nil, pgerror.NotSupported("continuous queries over %s streams", in.Backend)
-	}
 	qual := t.Name
 	if t.Alias != "" {
 		qual = t.Alias

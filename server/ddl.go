@@ -85,6 +85,9 @@ func (s *Server) drop(ctx context.Context, d *sql.Drop) (pgwire.Result, error) {
 		if len(rel.Plan) > 0 {
 			s.dropPipeline(ctx, rel)
 		}
+		if rel.Kind == catalog.Sink {
+			continue // a sink's target belongs to its readers: it stays
+		}
 		if st, err := s.backend(ctx, rel); err == nil {
 			if err := st.DropStream(ctx, rel.Topic); err != nil {
 				s.log.Warn("dropping stream data failed; the relation is gone, its topic remains", "name", name, "err", err)

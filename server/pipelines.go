@@ -52,6 +52,15 @@ func (h *host) Stream(_ context.Context, name string) (*engine.Stream, error) {
 	return planner.StreamOf(rel), nil
 }
 
+func (h *host) Backend(ctx context.Context, name string) (backends.Streamer, string, error) {
+	rel, ok := h.s.cat.Get(name)
+	if !ok {
+		return nil, "", pgerror.New(pgerror.UndefinedTable, "stream %q does not exist", name)
+	}
+	st, err := h.s.backend(ctx, rel)
+	return st, rel.Topic, err
+}
+
 func (h *host) Heartbeat(_ context.Context, name string) engine.Signal {
 	if _, ok := h.s.cat.Get(name); !ok {
 		return engine.Stop
@@ -129,12 +138,16 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 	}
 	plan.Rel.SQL = text
 	for _, rel := range append(owned, plan.Rel) {
-		spec := backends.StreamSpec{Name: rel.Topic, Shards: rel.Partitions}
+		spec := backends.StreamSpec{Name: rel.Topic, Shards: rel.Partitions, Options: rel.Options}
 		if rel.Kind == catalog.MaterializedView {
 			// the view's table: latest row per key, so it can be rebuilt
 			spec.Options = map[string]string{"cleanup.policy": "compact"}
 		}
-		if err := s.kafka.CreateStream(ctx, spec); err != nil {
+		st, err := s.backend(ctx, rel)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.CreateStream(ctx, spec); err != nil {
 			return nil, err
 		}
 		if err := s.catLog.publish(ctx, rel.Name, rel); err != nil {
