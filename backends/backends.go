@@ -103,6 +103,13 @@ type Seeker interface {
 	SeekTime(ctx context.Context, t time.Time) error
 }
 
+// Lagger is an optional ability of a group Consumer: how many messages
+// present in the stream now the group has not acknowledged yet (FLUSH
+// waits for it to reach zero).
+type Lagger interface {
+	Lag(ctx context.Context) (int64, error)
+}
+
 // PositionedProducer is an optional ability of a Producer: it stores,
 // atomically with the messages, the position in some source they came
 // from, so a writer replaying a source after a crash can skip what was

@@ -70,13 +70,19 @@ func (p *pipeline) ingest(b Bridge, id int) error {
 	if e.cfg.OffsetReset == "latest" {
 		start = backends.Latest
 	}
+	group := b.Group
+	if group == "" {
+		group = "fvsql." + p.name
+	}
 	c, err := st.Consumer(p.ctx, key, backends.ConsumerOptions{
-		Group: e.cfg.TopicPrefix + "fvsql." + p.name, Member: e.cfg.NodeID, Start: start, Follow: true,
+		Group: e.cfg.TopicPrefix + group, Member: e.cfg.NodeID, Start: start, Follow: true,
 	})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	p.setIngest(b.External, c)
+	defer p.setIngest(b.External, nil)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cfg.Brokers...), kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return err
@@ -98,6 +104,7 @@ func (p *pipeline) ingest(b Bridge, id int) error {
 		if err := cl.ProduceSync(p.ctx, recs...).FirstErr(); err != nil {
 			return err
 		}
+		e.cfg.Logger.Debug("ingest bridge forwarded", "pipeline", p.name, "from", b.External, "to", topic, "records", len(recs))
 		if err := c.Ack(p.ctx, msgs); err != nil {
 			return err
 		}
@@ -192,4 +199,46 @@ func (p *pipeline) sink(b Bridge, id int) error {
 		}
 		p.workerOK(id)
 	}
+}
+
+func (p *pipeline) setIngest(name string, c backends.Consumer) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ingesting == nil {
+		p.ingesting = map[string]backends.Consumer{}
+	}
+	if c == nil {
+		delete(p.ingesting, name)
+	} else {
+		p.ingesting[name] = c
+	}
+}
+
+// waitIngest waits until every ingest bridge has acknowledged everything
+// its source holds now, where the backend can tell (Lagger).
+func (p *pipeline) waitIngest(ctx context.Context) error {
+	for _, b := range p.topo.Ingest {
+		wait := 10 * time.Millisecond
+		for {
+			p.mu.Lock()
+			c := p.ingesting[b.External]
+			p.mu.Unlock()
+			if c != nil {
+				l, ok := c.(backends.Lagger)
+				if !ok {
+					break // the backend cannot tell: FLUSH covers the Kafka stages
+				}
+				if lag, err := l.Lag(ctx); err == nil && lag == 0 {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("FLUSH: pipeline %q: ingest from %s did not catch up: %w", p.name, b.External, ctx.Err())
+			case <-time.After(wait):
+			}
+			wait = min(wait*2, 200*time.Millisecond)
+		}
+	}
+	return nil
 }

@@ -368,6 +368,9 @@ func (e *Engine) Flush(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	for _, p := range ps {
+		if err := p.waitIngest(ctx); err != nil {
+			return err
+		}
 		for _, s := range p.stages {
 			if err := e.flushStage(ctx, p, s); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fvsql/fvsql/backends"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -28,11 +29,12 @@ type pipeline struct {
 	checkpointBytes                                    atomic.Int64 // state bytes of the last epoch
 	restoring, restoredKeys, restoresLocal             atomic.Int64
 
-	mu      sync.Mutex
-	status  string
-	lastErr string
-	failing map[int]bool // workers currently retrying
-	started time.Time
+	mu        sync.Mutex
+	status    string
+	lastErr   string
+	failing   map[int]bool                 // workers currently retrying
+	ingesting map[string]backends.Consumer // live ingest consumers, for FLUSH
+	started   time.Time
 }
 
 // stageRun is a stage with its datasets resolved.

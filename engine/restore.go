@@ -11,7 +11,7 @@ import (
 
 // stateTopic is the compacted topic holding a stateful stage's checkpoints.
 func stateTopic(pipeline, stage string) string {
-	return "fvsql." + pipeline + "." + stage + ".state"
+	return "_fvsql-" + pipeline + "-" + stage + "-state"
 }
 
 // restoreState makes a newly owned partition's local state match the

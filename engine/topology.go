@@ -29,6 +29,10 @@ type Topology struct {
 type Bridge struct {
 	External string `json:"external"` // the user relation on the other backend
 	Internal string `json:"internal"` // an internal stream of the topology
+	// Group is the ingest bridge's consumer group on the other backend:
+	// unique per pipeline incarnation, so a re-created pipeline of the
+	// same name starts over.
+	Group string `json:"group,omitempty"`
 }
 
 // Stage reads its inputs, runs its steps per input partition, and writes

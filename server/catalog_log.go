@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -156,11 +154,7 @@ func (l *catalogLog) publish(ctx context.Context, name string, rel *catalog.Rela
 	var value []byte
 	if rel != nil {
 		if rel.ID == "" {
-			var b [8]byte
-			if _, err := rand.Read(b[:]); err != nil {
-				return err
-			}
-			rel.ID = hex.EncodeToString(b[:])
+			rel.ID = newID()
 		}
 		if rel.Created.IsZero() {
 			rel.Created = time.Now().UTC()

@@ -133,6 +133,10 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 			return nil, pgerror.New(pgerror.DuplicateTable, "relation %q (which the pipeline would own) already exists", rel.Name)
 		}
 	}
+	plan.Rel.ID = newID()
+	for i := range plan.Topology.Ingest {
+		plan.Topology.Ingest[i].Group = "fvsql." + plan.Rel.Name + "." + plan.Rel.ID
+	}
 	if plan.Rel.Plan, err = json.Marshal(plan.Topology); err != nil {
 		return nil, err
 	}
@@ -155,6 +159,9 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 		}
 	}
 	if err := s.engine.Start(ctx, plan.Rel.Name); err != nil {
+		// nothing may be left half-created: take the relations back
+		s.dropPipeline(ctx, plan.Rel)
+		_ = s.catLog.publish(ctx, plan.Rel.Name, nil)
 		return nil, err
 	}
 	return tagOnly(tag), nil
@@ -238,4 +245,13 @@ func (s *Server) pipelineRows(ctx context.Context) []types.Row {
 		})
 	}
 	return rows
+}
+
+// newID returns a random identifier for a relation's incarnation.
+func newID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b[:])
 }

@@ -17,6 +17,7 @@ import (
 type consumer struct {
 	s      *Streamer
 	stream string
+	group  string
 	cl     *kgo.Client
 	follow bool
 	ends   map[int32]int64 // not following: where to stop
@@ -38,11 +39,11 @@ func (s *Streamer) Consumer(ctx context.Context, stream string, o backends.Consu
 		kgo.FetchMaxWait(200 * time.Millisecond),
 	}
 	if o.Group != "" {
-		opts = append(opts, kgo.ConsumerGroup(s.cfg.TopicPrefix+o.Group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+		opts = append(opts, kgo.ConsumerGroup(o.Group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
 	} else {
 		opts = append(opts, kgo.ConsumeTopics(topic))
 	}
-	c := &consumer{s: s, stream: stream, follow: o.Follow}
+	c := &consumer{s: s, stream: stream, group: o.Group, follow: o.Follow}
 	if !o.Follow {
 		ends, err := s.admin.ListCommittedOffsets(ctx, topic)
 		if err != nil {
@@ -120,3 +121,33 @@ func (c *consumer) Close() error {
 	c.cl.Close()
 	return nil
 }
+
+// Lag implements backends.Lagger: records present now beyond the group's
+// committed offsets.
+func (c *consumer) Lag(ctx context.Context) (int64, error) {
+	if c.group == "" {
+		return 0, nil
+	}
+	topic := c.s.Topic(c.stream)
+	ends, err := c.s.admin.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	committed, err := c.s.admin.FetchOffsets(ctx, c.group)
+	if err != nil {
+		return 0, err
+	}
+	var lag int64
+	ends.Each(func(o kadm.ListedOffset) {
+		at := int64(0)
+		if cm, ok := committed.Lookup(topic, o.Partition); ok && cm.At > 0 {
+			at = cm.At
+		}
+		if o.Offset > at {
+			lag += o.Offset - at
+		}
+	})
+	return lag, nil
+}
+
+var _ backends.Lagger = (*consumer)(nil)
