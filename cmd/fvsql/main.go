@@ -39,6 +39,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "pipe" {
+		return runPipe(args[1:])
+	}
 	if len(args) > 0 && args[0] == "bench" { // fvsql bench <scenario>: cmd/fvsql/bench.go
 		return runBench(args[1:])
 	}
