@@ -116,7 +116,7 @@ func bridgeInputs(c *Continuous, name string) error {
 			continue
 		}
 		internal := StreamOf(in)
-		internal.Name, internal.Topic = name+".ingest", name+".ingest"
+		internal.Name, internal.Topic = name+".ingest", InternalTopic(name, "ingest")
 		internal.Partitions = max(in.Partitions, 1)
 		internal.Key = nil
 		c.Topology.Internal = append(c.Topology.Internal, *internal)
@@ -158,7 +158,7 @@ func planSink(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return nil, err
 	}
 	out := StreamOf(rel)
-	out.Name, out.Topic, out.Meta = ca.Name+".out", ca.Name+".out", false
+	out.Name, out.Topic, out.Meta = ca.Name+".out", InternalTopic(ca.Name, "out"), false
 	out.Partitions = max(c.Inputs[0].Partitions, 1)
 	c.Topology.Internal = append(c.Topology.Internal, *out)
 	last := &c.Topology.Stages[len(c.Topology.Stages)-1]
@@ -209,7 +209,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 			Steps: append(steps, stateful...), Watermark: q.watermark,
 		}}
 	} else {
-		internal := engine.Stream{Name: ca.Name + ".repartition", Topic: ca.Name + ".repartition", Partitions: partitions, Key: q.partition, Meta: true, Format: "json"}
+		internal := engine.Stream{Name: ca.Name + ".repartition", Topic: InternalTopic(ca.Name, "repartition"), Partitions: partitions, Key: q.partition, Meta: true, Format: "json"}
 		for _, c := range in.Columns {
 			internal.Columns = append(internal.Columns, c.Name)
 			internal.Types = append(internal.Types, c.Type)
@@ -315,6 +315,11 @@ func passthroughKey(in *catalog.Relation, exprs []*expr.Expr, out []catalog.Colu
 	}
 	return key
 }
+
+// InternalTopic names a pipeline's internal topic. The "_fvsql-" prefix
+// and dashes keep it apart from user topics, including Kafka's rule that
+// names differing only in '.' versus '_' collide.
+func InternalTopic(pipeline, what string) string { return "_fvsql-" + pipeline + "-" + what }
 
 // ErrorsRelation is the poison-row stream of a pipeline.
 func ErrorsRelation(pipeline string) *catalog.Relation {
