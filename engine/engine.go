@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,7 +36,20 @@ type Config struct {
 	Logger             *slog.Logger
 	// Store holds operator state (a cache of the checkpoints in Kafka).
 	Store *state.Store
+	// FreshTransactionalIDs gives this process's producers transactional
+	// ids of their own instead of ids stable across restarts. Stable ids
+	// let a restart fence its own unfinished transactions at once on a
+	// real cluster; the embedded broker (kfake) instead aborts them when it
+	// reloads its log, but without abort markers, and a later commit by
+	// the same producer id would expose them, so there each start uses
+	// new ids.
+	FreshTransactionalIDs bool
 }
+
+// MaxMessageBytes is the max.message.bytes of the topics fvsql creates
+// and the producers' batch limit: a poison-row report carries the whole
+// offending record (a 1 MiB input record becomes a ~1.4 MB report).
+const MaxMessageBytes = 16 << 20
 
 // DefaultConfig returns the default settings.
 func DefaultConfig() Config {
@@ -81,6 +95,8 @@ type Engine struct {
 	mu        sync.Mutex
 	pipelines map[string]*pipeline
 	order     []string // start order: a pipeline only reads what existed before it
+
+	incarnation string // random per process start (FreshTransactionalIDs)
 }
 
 // New makes an engine.
@@ -92,7 +108,8 @@ func New(cfg Config, host Host) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, host: host, cl: cl, admin: kadm.NewClient(cl), pipelines: map[string]*pipeline{}}, nil
+	return &Engine{cfg: cfg, host: host, cl: cl, admin: kadm.NewClient(cl), pipelines: map[string]*pipeline{},
+		incarnation: strconv.FormatInt(time.Now().UnixNano(), 36)}, nil
 }
 
 // Close stops every pipeline gracefully.
@@ -209,8 +226,8 @@ func stageStateful(s *Stage) bool {
 
 // createStateTopic makes a stage's compacted checkpoint topic.
 func (e *Engine) createStateTopic(ctx context.Context, topic string, partitions int) error {
-	compact := "compact"
-	resp, err := e.admin.CreateTopic(ctx, int32(partitions), -1, map[string]*string{"cleanup.policy": &compact}, e.topic(topic))
+	compact, maxBytes := "compact", strconv.Itoa(MaxMessageBytes)
+	resp, err := e.admin.CreateTopic(ctx, int32(partitions), -1, map[string]*string{"cleanup.policy": &compact, "max.message.bytes": &maxBytes}, e.topic(topic))
 	if err == nil {
 		err = resp.Err
 	}
@@ -221,7 +238,8 @@ func (e *Engine) createStateTopic(ctx context.Context, topic string, partitions 
 }
 
 func (e *Engine) createTopic(ctx context.Context, topic string, partitions int) error {
-	resp, err := e.admin.CreateTopic(ctx, int32(max(partitions, 1)), -1, nil, e.topic(topic))
+	maxBytes := strconv.Itoa(MaxMessageBytes)
+	resp, err := e.admin.CreateTopic(ctx, int32(max(partitions, 1)), -1, map[string]*string{"max.message.bytes": &maxBytes}, e.topic(topic))
 	if err == nil {
 		err = resp.Err
 	}

@@ -54,9 +54,29 @@ type partKey struct {
 // epoch accumulates one checkpoint interval's work until it commits.
 type epoch struct {
 	consumed, emitted, filtered, dropped, late int64
-	produceErr                                 atomic.Value // error
+	produceErr                                 firstError
 	pending                                    sync.WaitGroup
 	st                                         *state.Epoch // stateful stages
+}
+
+// firstError keeps the first error reported by concurrent callbacks.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 // supervise runs the worker, restarting it after errors with backoff.
@@ -143,7 +163,9 @@ func (w *worker) clientOpts() []kgo.Opt {
 		kgo.RebalanceTimeout(30 * time.Second),
 		kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.ProducerLinger(5 * time.Millisecond),
-		kgo.ProducerBatchMaxBytes(4 << 20),
+		// Batches as large as the topics fvsql creates accept
+		// (MaxMessageBytes), so a poison report of a 1 MiB record fits.
+		kgo.ProducerBatchMaxBytes(MaxMessageBytes),
 		// murmur2 of the key, like Java producers; sticky batches for unkeyed rows
 		kgo.RecordPartitioner(partitioner{kgo.StickyKeyPartitioner(nil)}),
 		// Callbacks run on franz-go's group goroutine: they only note
@@ -248,7 +270,11 @@ func (w *worker) run() error {
 
 func (w *worker) txnID() string {
 	e := w.p.e
-	return e.cfg.TopicPrefix + "fvsql." + w.p.name + "." + w.stage.def.Name + "." + e.cfg.NodeID + "." + strconv.Itoa(w.index)
+	id := e.cfg.TopicPrefix + "fvsql." + w.p.name + "." + w.stage.def.Name + "." + e.cfg.NodeID + "." + strconv.Itoa(w.index)
+	if e.cfg.FreshTransactionalIDs {
+		id += "." + e.incarnation
+	}
+	return id
 }
 
 // committedLookup reads the group's committed offsets as the client
@@ -353,7 +379,7 @@ func (w *worker) runTransactional() error {
 		ep.pending.Add(1)
 		sess.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
 			if err != nil {
-				ep.produceErr.CompareAndSwap(nil, err)
+				ep.produceErr.set(err)
 			}
 			ep.pending.Done()
 		})
@@ -370,7 +396,7 @@ func (w *worker) runTransactional() error {
 		shutdown := w.p.ctx.Err() != nil
 		endCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		try := kgo.TryCommit
-		if workErr != nil || ep.produceErr.Load() != nil {
+		if workErr != nil || ep.produceErr.get() != nil {
 			try = kgo.TryAbort
 		}
 		committed, err := sess.End(endCtx, try)
@@ -384,7 +410,7 @@ func (w *worker) runTransactional() error {
 		if workErr != nil {
 			return workErr
 		}
-		if perr, _ := ep.produceErr.Load().(error); perr != nil {
+		if perr := ep.produceErr.get(); perr != nil {
 			return perr
 		}
 		if shutdown {
@@ -408,7 +434,7 @@ func (w *worker) runAtLeastOnce() error {
 		ep.pending.Add(1)
 		cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
 			if err != nil {
-				ep.produceErr.CompareAndSwap(nil, err)
+				ep.produceErr.set(err)
 			}
 			ep.pending.Done()
 		})
@@ -420,7 +446,7 @@ func (w *worker) runAtLeastOnce() error {
 			workErr = w.endEpoch()
 		}
 		ep.pending.Wait()
-		if perr, _ := ep.produceErr.Load().(error); perr != nil && workErr == nil {
+		if perr := ep.produceErr.get(); perr != nil && workErr == nil {
 			workErr = perr
 		}
 		if workErr != nil {

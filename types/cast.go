@@ -53,7 +53,7 @@ func Cast(v Value, to Type) (Value, error) {
 			return NewInt(to, v.I), nil
 		case from.IsFloat():
 			f := math.RoundToEven(v.Float())
-			if math.IsNaN(f) || f < float64(lo) || f > float64(hi) {
+			if !FloatFitsInt(to, f) {
 				return NullValue, pgerror.New(pgerror.NumericValueOutOfRange, "%s out of range", to)
 			}
 			return NewInt(to, int64(f)), nil
@@ -118,6 +118,20 @@ func Cast(v Value, to Type) (Value, error) {
 		// no implicit conversions into interval besides text
 	}
 	return NullValue, pgerror.New(pgerror.DatatypeMismatch, "cannot cast type %s to %s", from, to)
+}
+
+// FloatFitsInt reports whether an integral float converts to the integer
+// type exactly in range. float64(math.MaxInt64) rounds up to 2^63, so the
+// upper bound is compared exclusively against that power of two.
+func FloatFitsInt(t Type, f float64) bool {
+	if math.IsNaN(f) {
+		return false
+	}
+	lo, hi := IntRange(t)
+	if t == Int8 {
+		return f >= -9223372036854775808.0 && f < 9223372036854775808.0
+	}
+	return f >= float64(lo) && f <= float64(hi)
 }
 
 // CanCast reports whether Cast from one type to another can succeed for

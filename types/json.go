@@ -565,18 +565,16 @@ func (d *jsonDecoder) value(t Type) (Value, error) {
 func fromJSONNumber(t Type, num string) (Value, error) {
 	switch t {
 	case Int2, Int4, Int8, Oid:
-		if v, err := ParseText(t, num); err == nil {
-			return v, nil
+		v, err := ParseText(t, num)
+		if err == nil || pgerror.Code(err) == pgerror.NumericValueOutOfRange {
+			return v, err
 		}
+		// 1e3, 100.0: integral values written as decimals
 		f, err := strconv.ParseFloat(num, 64)
-		if err != nil {
+		if err != nil || f != math.Trunc(f) {
 			return NullValue, badSyntax(t, num)
 		}
-		lo, hi := IntRange(t)
-		if f != math.Trunc(f) {
-			return NullValue, badSyntax(t, num)
-		}
-		if f < float64(lo) || f > float64(hi) {
+		if !FloatFitsInt(t, f) {
 			return NullValue, outOfRange(t, num)
 		}
 		return NewInt(t, int64(f)), nil

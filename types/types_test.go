@@ -163,3 +163,24 @@ func BenchmarkJSONDecode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+func TestIntegerRangeEdges(t *testing.T) {
+	c := NewJSONCodec([]string{"n", "s"}, []Type{Int8, Int2})
+	row := make(Row, 2)
+	for _, in := range []string{`{"n": 9223372036854775808}`, `{"n": -9223372036854775809}`, `{"n": 9.3e18}`, `{"n": 1e19}`, `{"s": 32768}`, `{"s": 40000.0}`} {
+		if err := c.Decode([]byte(in), row); pgerror.Code(err) != pgerror.NumericValueOutOfRange {
+			t.Errorf("Decode(%s) = %v, want 22003", in, err)
+		}
+	}
+	for in, want := range map[string]int64{`{"n": 9223372036854775807}`: 9223372036854775807, `{"n": -9223372036854775808}`: -9223372036854775808, `{"n": 1e3}`: 1000} {
+		if err := c.Decode([]byte(in), row); err != nil || row[0].I != want {
+			t.Errorf("Decode(%s) = %v %v, want %d", in, row[0], err, want)
+		}
+	}
+	if _, err := Cast(NewFloat8(9223372036854775808.0), Int8); pgerror.Code(err) != pgerror.NumericValueOutOfRange {
+		t.Errorf("cast 2^63 to bigint: %v", err)
+	}
+	if v, err := Cast(NewFloat8(-9223372036854775808.0), Int8); err != nil || v.I != -9223372036854775808 {
+		t.Errorf("cast -2^63 to bigint: %v %v", v, err)
+	}
+}

@@ -90,7 +90,10 @@ func (s *Streamer) CreateStream(ctx context.Context, spec backends.StreamSpec) e
 	if shards <= 0 {
 		shards = 1
 	}
-	configs := map[string]*string{}
+	// Room for large records (and for the poison-row reports of large
+	// records): the same limit the engine's producers batch up to.
+	maxBytes := "16777216"
+	configs := map[string]*string{"max.message.bytes": &maxBytes}
 	for k, v := range spec.Options {
 		if strings.Contains(k, ".") { // Kafka topic configs are dotted names
 			v := v
