@@ -96,6 +96,8 @@ func run(ctx context.Context, n Node, r Resolver, params []types.Value, onErr op
 		return emit(&operators.Batch{Rows: n.Rows})
 	case *Source:
 		return runSource(ctx, n, nil, r, params, onErr, emit)
+	case *Join:
+		return runJoin(ctx, n, r, params, onErr, emit)
 	case *UnionAll:
 		for _, in := range n.Inputs {
 			if err := run(ctx, in, r, params, onErr, emit); err != nil {

@@ -247,15 +247,29 @@ func (b *builder) limitOffset(limit, offset sql.Expr) (lim, off int64, err error
 	return
 }
 
-// buildFrom plans the FROM clause.
+// buildFrom plans the FROM clause: one item, or several joined (a comma
+// list is a cross join, filtered by WHERE).
 func (b *builder) buildFrom(from []sql.TableExpr) (engine.Node, *scope, error) {
 	if len(from) == 0 {
 		return &engine.Values{Rows: []types.Row{{}}}, &scope{}, nil
 	}
-	if len(from) > 1 {
-		return nil, nil, pgerror.NotSupported("joins in bounded queries (FROM a, b)")
+	node, sc, err := b.buildTable(from[0])
+	if err != nil {
+		return nil, nil, err
 	}
-	switch t := from[0].(type) {
+	for _, t := range from[1:] {
+		rn, rs, err := b.buildTable(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		node, sc = &engine.Join{Kind: "cross", Left: node, Right: rn, LeftWidth: len(sc.cols), RightWidth: len(rs.cols)},
+			&scope{cols: append(append([]scopeCol(nil), sc.cols...), rs.cols...)}
+	}
+	return node, sc, nil
+}
+
+func (b *builder) buildTable(t sql.TableExpr) (engine.Node, *scope, error) {
+	switch t := t.(type) {
 	case *sql.TableName:
 		rel, err := b.cat.Lookup(t.Schema, t.Name)
 		if err != nil {
@@ -286,12 +300,115 @@ func (b *builder) buildFrom(from []sql.TableExpr) (engine.Node, *scope, error) {
 			node = dropHidden(node, sc)
 		}
 		return node, out, nil
+	case *sql.Join:
+		return b.buildJoin(t)
 	case *sql.WindowTVF:
 		return nil, nil, pgerror.NotSupported("%s windows in a bounded query (use them in CREATE STREAM/MATERIALIZED VIEW … AS)", strings.ToUpper(t.Kind))
-	case *sql.Join:
-		return nil, nil, pgerror.NotSupported("JOIN in bounded queries")
 	}
-	return nil, nil, pgerror.NotSupported("FROM item %T", from[0])
+	return nil, nil, pgerror.NotSupported("FROM item %T", t)
+}
+
+// buildJoin plans a JOIN: equality conditions between the two sides
+// become hash keys, the rest of ON is checked on joined rows.
+func (b *builder) buildJoin(j *sql.Join) (engine.Node, *scope, error) {
+	ln, ls, err := b.buildTable(j.Left)
+	if err != nil {
+		return nil, nil, err
+	}
+	rn, rs, err := b.buildTable(j.Right)
+	if err != nil {
+		return nil, nil, err
+	}
+	lw := len(ls.cols)
+	sc := &scope{cols: append(append([]scopeCol(nil), ls.cols...), rs.cols...)}
+	join := &engine.Join{Kind: j.Kind, Left: ln, Right: rn, LeftWidth: lw, RightWidth: len(rs.cols)}
+	if join.Kind == "" {
+		join.Kind = "inner"
+	}
+	var conds []sql.Expr
+	if j.On != nil {
+		conds = conjuncts(j.On)
+	}
+	for _, name := range j.Using {
+		conds = append(conds, &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: qualOf(ls, name), Name: name}, R: &sql.ColumnRef{Table: qualOf(rs, name), Name: name}})
+	}
+	var residual []*expr.Expr
+	ctx := &exprCtx{scope: sc, what: "JOIN", noAggs: true}
+	shift := map[int]int{}
+	for i := range rs.cols {
+		shift[lw+i] = i
+	}
+	for _, c := range conds {
+		if bin, ok := c.(*sql.Binary); ok && bin.Op == "=" {
+			l, err := b.build(ctx, bin.L)
+			if err != nil {
+				return nil, nil, err
+			}
+			r, err := b.build(ctx, bin.R)
+			if err != nil {
+				return nil, nil, err
+			}
+			if side(l, lw) == 2 && side(r, lw) == 1 {
+				l, r = r, l
+			}
+			if side(l, lw) == 1 && side(r, lw) == 2 {
+				t, err := expr.CommonType(l.Type, r.Type)
+				if err == nil {
+					lc, err1 := expr.Coerce(l, t, false)
+					rc, err2 := expr.Coerce(r, t, false)
+					if err1 == nil && err2 == nil {
+						join.LeftKeys = append(join.LeftKeys, lc)
+						join.RightKeys = append(join.RightKeys, rc.Remap(shift))
+						continue
+					}
+				}
+			}
+		}
+		x, err := b.build(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		residual = append(residual, b.inferParam(x, types.Bool))
+	}
+	if len(residual) > 0 {
+		if join.On, err = expr.And(residual...); err != nil {
+			return nil, nil, err
+		}
+	}
+	if join.Kind == "cross" && (len(join.LeftKeys) > 0 || join.On != nil) {
+		join.Kind = "inner"
+	}
+	return join, sc, nil
+}
+
+// side tells which input an expression reads: 1 left, 2 right, 0 none
+// (a constant), 3 both.
+func side(e *expr.Expr, leftWidth int) int {
+	s := 0
+	for _, c := range e.Columns() {
+		if c < leftWidth {
+			s |= 1
+		} else {
+			s |= 2
+		}
+	}
+	return s
+}
+
+func conjuncts(e sql.Expr) []sql.Expr {
+	if bin, ok := e.(*sql.Binary); ok && bin.Op == "and" {
+		return append(conjuncts(bin.L), conjuncts(bin.R)...)
+	}
+	return []sql.Expr{e}
+}
+
+func qualOf(sc *scope, name string) string {
+	for _, c := range sc.cols {
+		if c.name == name {
+			return c.table
+		}
+	}
+	return ""
 }
 
 // DatasetName is the name under which the server resolves a relation's

@@ -91,6 +91,19 @@ func explainNode(n engine.Node, depth int) []string {
 		return []string{line}
 	case *engine.Values:
 		return []string{fmt.Sprintf("%svalues (%d rows)", pad, len(n.Rows))}
+	case *engine.Join:
+		line := pad + n.Kind + " join"
+		if len(n.LeftKeys) > 0 {
+			var keys []string
+			for i := range n.LeftKeys {
+				keys = append(keys, n.LeftKeys[i].String()+" = "+n.RightKeys[i].String())
+			}
+			line += " (hash on " + strings.Join(keys, ", ") + ")"
+		}
+		if n.On != nil {
+			line += " on " + n.On.String()
+		}
+		return append(append([]string{line}, explainNode(n.Left, depth+1)...), explainNode(n.Right, depth+1)...)
 	case *engine.UnionAll:
 		out := []string{pad + "union all"}
 		for _, in := range n.Inputs {

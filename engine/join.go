@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Join joins two bounded inputs. Rows of the result are the left row's
+// values followed by the right row's. Equi-join keys (LeftKeys[i] =
+// RightKeys[i]) are matched through a hash table of the right input;
+// On, when set, is evaluated over the joined row. Kind is "inner",
+// "left", "right", "full" or "cross".
+type Join struct {
+	Kind        string
+	Left, Right Node
+	LeftKeys    []*expr.Expr // over left rows
+	RightKeys   []*expr.Expr // over right rows
+	On          *expr.Expr   // over joined rows, or nil
+	LeftWidth   int
+	RightWidth  int
+}
+
+func (*Join) node() {}
+
+// runJoin collects the right input, then streams the left through it.
+func runJoin(ctx context.Context, j *Join, r Resolver, params []types.Value, onErr operators.RowError, emit operators.Emit) error {
+	var right []types.Row
+	err := run(ctx, j.Right, r, params, onErr, func(b *operators.Batch) error {
+		right = append(right, b.Rows...)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	lkeys, err := compileEvals(j.LeftKeys, params)
+	if err != nil {
+		return err
+	}
+	rkeys, err := compileEvals(j.RightKeys, params)
+	if err != nil {
+		return err
+	}
+	var on expr.Predicate
+	if j.On != nil {
+		if on, err = expr.CompilePredicate(j.On, params); err != nil {
+			return err
+		}
+	}
+	// hash the right side by key; rows with a NULL key never match
+	var table map[string][]int
+	if len(rkeys) > 0 {
+		table = make(map[string][]int, len(right))
+		var kb []byte
+		for i, row := range right {
+			var null bool
+			if kb, null, err = keyOf(rkeys, row, kb[:0]); err != nil {
+				return err
+			}
+			if !null {
+				table[string(kb)] = append(table[string(kb)], i)
+			}
+		}
+	}
+	all := make([]int, len(right))
+	for i := range all {
+		all[i] = i
+	}
+	matchedRight := make([]bool, len(right))
+	joined := func(l, rr types.Row) types.Row {
+		out := make(types.Row, 0, j.LeftWidth+j.RightWidth)
+		if l == nil {
+			out = append(out, make(types.Row, j.LeftWidth)...)
+		} else {
+			out = append(out, l...)
+		}
+		if rr == nil {
+			return append(out, make(types.Row, j.RightWidth)...)
+		}
+		return append(out, rr...)
+	}
+	var kb []byte
+	err = run(ctx, j.Left, r, params, onErr, func(b *operators.Batch) error {
+		out := &operators.Batch{}
+		for _, l := range b.Rows {
+			cands := all
+			if table != nil {
+				var null bool
+				var err error
+				if kb, null, err = keyOf(lkeys, l, kb[:0]); err != nil {
+					return err
+				}
+				cands = nil
+				if !null {
+					cands = table[string(kb)]
+				}
+			}
+			matched := false
+			for _, ri := range cands {
+				row := joined(l, right[ri])
+				if on != nil {
+					ok, err := on(row)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						continue
+					}
+				}
+				matched = true
+				matchedRight[ri] = true
+				out.Rows = append(out.Rows, row)
+			}
+			if !matched && (j.Kind == "left" || j.Kind == "full") {
+				out.Rows = append(out.Rows, joined(l, nil))
+			}
+		}
+		if len(out.Rows) == 0 {
+			return nil
+		}
+		return emit(out)
+	})
+	if err != nil {
+		return err
+	}
+	if j.Kind == "right" || j.Kind == "full" {
+		out := &operators.Batch{}
+		for i, m := range matchedRight {
+			if !m {
+				out.Rows = append(out.Rows, joined(nil, right[i]))
+			}
+		}
+		if len(out.Rows) > 0 {
+			return emit(out)
+		}
+	}
+	return nil
+}
+
+func compileEvals(es []*expr.Expr, params []types.Value) ([]expr.Eval, error) {
+	out := make([]expr.Eval, len(es))
+	for i, e := range es {
+		ev, err := expr.Compile(e, params)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ev
+	}
+	return out, nil
+}
+
+// keyOf encodes a row's join key; null reports a NULL in it.
+func keyOf(keys []expr.Eval, row types.Row, buf []byte) ([]byte, bool, error) {
+	for _, k := range keys {
+		v, err := k(row)
+		if err != nil {
+			return buf, false, err
+		}
+		if v.IsNull() {
+			return buf, true, nil
+		}
+		buf = types.AppendKey(buf, v)
+	}
+	return buf, false, nil
+}
