@@ -180,6 +180,8 @@ func init() {
 		col("relhastriggers", types.Bool), col("relrowsecurity", types.Bool), col("relforcerowsecurity", types.Bool),
 		col("relispartition", types.Bool), col("reltablespace", types.Oid), col("reltuples", types.Float4),
 		col("relpages", types.Int4), col("reloptions", types.TextArray), col("relacl", types.TextArray), col("reloftype", types.Oid),
+		col("reltoastrelid", types.Oid), col("relreplident", types.Char), col("relallvisible", types.Int4), col("relfrozenxid", types.Oid),
+		col("relpartbound", types.Text), col("relisshared", types.Bool), col("relhassubclass", types.Bool),
 	}, func(c *Catalog) []types.Row {
 		var rows []types.Row
 		for _, r := range c.queryable() {
@@ -188,6 +190,7 @@ func init() {
 				oid(r.OID), name(rel), oid(ns), oid(0), oid(10), oid(0), char(relKind(r)), char("p"),
 				i2(len(r.Columns)), i2(0), boolean(false), boolean(false), boolean(false), boolean(false), boolean(false),
 				boolean(false), oid(0), float4(-1), i4(0), types.NullValue, types.NullValue, oid(0),
+				oid(0), char("d"), i4(0), oid(0), types.NullValue, boolean(false), boolean(false),
 			})
 		}
 		return rows
@@ -240,10 +243,25 @@ func init() {
 		{"pg_attrdef", 2604, []Column{col("oid", types.Oid), col("adrelid", types.Oid), col("adnum", types.Int2), col("adbin", T)}},
 		{"pg_proc", 1255, []Column{col("oid", types.Oid), col("proname", types.Name), col("pronamespace", types.Oid)}},
 		{"pg_trigger", 2620, []Column{col("oid", types.Oid), col("tgrelid", types.Oid), col("tgname", types.Name)}},
+		{"pg_policy", 3256, []Column{col("oid", types.Oid), col("polname", types.Name), col("polrelid", types.Oid)}},
+		{"pg_statistic_ext", 3381, []Column{col("oid", types.Oid), col("stxrelid", types.Oid), col("stxname", types.Name)}},
+		{"pg_publication", 6104, []Column{col("oid", types.Oid), col("pubname", types.Name)}},
+		{"pg_publication_rel", 6106, []Column{col("oid", types.Oid), col("prpubid", types.Oid), col("prrelid", types.Oid)}},
+		{"pg_rewrite", 2618, []Column{col("oid", types.Oid), col("rulename", types.Name), col("ev_class", types.Oid)}},
+		{"pg_partitioned_table", 3350, []Column{col("partrelid", types.Oid)}},
+		{"pg_foreign_table", 3118, []Column{col("ftrelid", types.Oid), col("ftserver", types.Oid)}},
 		{"pg_matviews", 0, []Column{col("schemaname", types.Name), col("matviewname", types.Name), col("definition", T)}},
 	} {
 		registerSystem("pg_catalog", empty.name, empty.oid, empty.cols, func(*Catalog) []types.Row { return nil })
 	}
+	registerSystem("pg_catalog", "pg_am", 2601, []Column{col("oid", types.Oid), col("amname", types.Name), col("amhandler", types.Oid), col("amtype", types.Char)},
+		func(*Catalog) []types.Row {
+			return []types.Row{{oid(2), name("heap"), oid(0), char("t")}}
+		})
+	registerSystem("pg_catalog", "pg_collation", 3456, []Column{col("oid", types.Oid), col("collname", types.Name), col("collnamespace", types.Oid)},
+		func(*Catalog) []types.Row {
+			return []types.Row{{oid(100), name("default"), oid(PgCatalogOID)}, {oid(950), name("C"), oid(PgCatalogOID)}}
+		})
 	registerSystem("pg_catalog", "pg_tables", 0, []Column{col("schemaname", types.Name), col("tablename", types.Name), col("tableowner", types.Name)},
 		func(c *Catalog) []types.Row {
 			var rows []types.Row

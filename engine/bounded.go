@@ -29,10 +29,20 @@ type Values struct {
 	Rows []types.Row
 }
 
-// Chain runs steps over its input.
+// Chain runs steps over its input. Expressions of its steps may use the
+// chain's subqueries (expr.KSubquery with the index into Subqueries).
 type Chain struct {
-	Input Node
-	Steps []operators.Step
+	Input      Node
+	Steps      []operators.Step
+	Subqueries []Subquery
+}
+
+// Subquery is a plan an expression evaluates (scalar, EXISTS, IN).
+// A correlated one reads the enclosing row (expr.KOuter) and runs once
+// per row; an uncorrelated one runs once per execution.
+type Subquery struct {
+	Plan       Node
+	Correlated bool
 }
 
 // UnionAll concatenates its inputs.
@@ -80,14 +90,14 @@ type Resolver interface {
 func RunBounded(ctx context.Context, n Node, r Resolver, params []types.Value, onErr operators.RowError, sink operators.Emit) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err := run(ctx, n, r, params, onErr, sink)
+	err := run(ctx, n, r, &expr.Env{Params: params}, onErr, sink)
 	if errors.Is(err, operators.ErrDone) {
 		return nil
 	}
 	return err
 }
 
-func run(ctx context.Context, n Node, r Resolver, params []types.Value, onErr operators.RowError, emit operators.Emit) error {
+func run(ctx context.Context, n Node, r Resolver, env *expr.Env, onErr operators.RowError, emit operators.Emit) error {
 	switch n := n.(type) {
 	case *Values:
 		if len(n.Rows) == 0 {
@@ -95,17 +105,20 @@ func run(ctx context.Context, n Node, r Resolver, params []types.Value, onErr op
 		}
 		return emit(&operators.Batch{Rows: n.Rows})
 	case *Source:
-		return runSource(ctx, n, nil, r, params, onErr, emit)
+		return runSource(ctx, n, nil, r, env, onErr, emit)
 	case *Join:
-		return runJoin(ctx, n, r, params, onErr, emit)
+		return runJoin(ctx, n, r, env, onErr, emit)
 	case *UnionAll:
 		for _, in := range n.Inputs {
-			if err := run(ctx, in, r, params, onErr, emit); err != nil {
+			if err := run(ctx, in, r, env, onErr, emit); err != nil {
 				return err
 			}
 		}
 		return nil
 	case *Chain:
+		if len(n.Subqueries) > 0 {
+			env = subqueryEnv(ctx, n, r, env, onErr)
+		}
 		// The stateless steps right above a source run per shard in parallel.
 		prefix := 0
 		if _, ok := n.Input.(*Source); ok {
@@ -115,7 +128,7 @@ func run(ctx context.Context, n Node, r Resolver, params []types.Value, onErr op
 		}
 		ops := make([]operators.Operator, 0, len(n.Steps)-prefix)
 		for i := prefix; i < len(n.Steps); i++ {
-			op, err := operators.Build(&n.Steps[i], params, onErr)
+			op, err := operators.Build(&n.Steps[i], env, onErr)
 			if err != nil {
 				return err
 			}
@@ -128,9 +141,9 @@ func run(ctx context.Context, n Node, r Resolver, params []types.Value, onErr op
 		}
 		var err error
 		if prefix > 0 {
-			err = runSource(ctx, n.Input.(*Source), n.Steps[:prefix], r, params, onErr, push)
+			err = runSource(ctx, n.Input.(*Source), n.Steps[:prefix], r, env, onErr, push)
 		} else {
-			err = run(ctx, n.Input, r, params, onErr, push)
+			err = run(ctx, n.Input, r, env, onErr, push)
 		}
 		if err != nil {
 			return err
@@ -145,7 +158,7 @@ func run(ctx context.Context, n Node, r Resolver, params []types.Value, onErr op
 
 // runSource scans a dataset, running the stateless prefix steps on each
 // shard's goroutine, and hands the results to emit on this goroutine.
-func runSource(ctx context.Context, src *Source, prefix []operators.Step, r Resolver, params []types.Value, onErr operators.RowError, emit operators.Emit) error {
+func runSource(ctx context.Context, src *Source, prefix []operators.Step, r Resolver, env *expr.Env, onErr operators.RowError, emit operators.Emit) error {
 	ds, err := r.Dataset(ctx, src.Dataset)
 	if err != nil {
 		return err
@@ -153,7 +166,7 @@ func runSource(ctx context.Context, src *Source, prefix []operators.Step, r Reso
 	if kd, ok := ds.(KeyedDataset); ok && len(src.Lookup) > 0 {
 		key := make(types.Row, len(src.Lookup))
 		for i, e := range src.Lookup {
-			ev, err := expr.Compile(e, params)
+			ev, err := expr.CompileEnv(e, env)
 			if err != nil {
 				return err
 			}
@@ -168,7 +181,7 @@ func runSource(ctx context.Context, src *Source, prefix []operators.Step, r Reso
 	}
 	// Compile once up front so plan errors surface before any data moves.
 	for i := range prefix {
-		if _, err := operators.Build(&prefix[i], params, onErr); err != nil {
+		if _, err := operators.Build(&prefix[i], env, onErr); err != nil {
 			return err
 		}
 	}
@@ -187,7 +200,7 @@ func runSource(ctx context.Context, src *Source, prefix []operators.Step, r Reso
 		}
 		ops := make([]operators.Operator, len(prefix))
 		for i := range prefix {
-			op, err := operators.Build(&prefix[i], params, onErr)
+			op, err := operators.Build(&prefix[i], env, onErr)
 			if err != nil {
 				return nil, err
 			}
@@ -243,4 +256,46 @@ func runSource(ctx context.Context, src *Source, prefix []operators.Step, r Reso
 		return err
 	}
 	return err
+}
+
+// subqueryEnv gives a chain's expressions their subqueries: each runs as
+// a bounded plan (with the outer row for correlated ones) and yields its
+// first column; uncorrelated results are computed once.
+func subqueryEnv(ctx context.Context, c *Chain, r Resolver, env *expr.Env, onErr operators.RowError) *expr.Env {
+	var mu sync.Mutex
+	cache := map[int][]types.Value{}
+	out := &expr.Env{Params: env.Params, Outer: env.Outer}
+	out.Subquery = func(i int, outer types.Row) ([]types.Value, error) {
+		sq := c.Subqueries[i]
+		if !sq.Correlated {
+			mu.Lock()
+			vals, ok := cache[i]
+			mu.Unlock()
+			if ok {
+				return vals, nil
+			}
+		}
+		sub := &expr.Env{Params: env.Params, Outer: outer}
+		var vals []types.Value
+		err := run(ctx, sq.Plan, r, sub, onErr, func(b *operators.Batch) error {
+			for _, row := range b.Rows {
+				if len(row) > 0 {
+					vals = append(vals, row[0])
+				} else {
+					vals = append(vals, types.NullValue)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !sq.Correlated {
+			mu.Lock()
+			cache[i] = vals
+			mu.Unlock()
+		}
+		return vals, nil
+	}
+	return out
 }

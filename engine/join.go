@@ -26,26 +26,26 @@ type Join struct {
 func (*Join) node() {}
 
 // runJoin collects the right input, then streams the left through it.
-func runJoin(ctx context.Context, j *Join, r Resolver, params []types.Value, onErr operators.RowError, emit operators.Emit) error {
+func runJoin(ctx context.Context, j *Join, r Resolver, env *expr.Env, onErr operators.RowError, emit operators.Emit) error {
 	var right []types.Row
-	err := run(ctx, j.Right, r, params, onErr, func(b *operators.Batch) error {
+	err := run(ctx, j.Right, r, env, onErr, func(b *operators.Batch) error {
 		right = append(right, b.Rows...)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	lkeys, err := compileEvals(j.LeftKeys, params)
+	lkeys, err := compileEvals(j.LeftKeys, env)
 	if err != nil {
 		return err
 	}
-	rkeys, err := compileEvals(j.RightKeys, params)
+	rkeys, err := compileEvals(j.RightKeys, env)
 	if err != nil {
 		return err
 	}
 	var on expr.Predicate
 	if j.On != nil {
-		if on, err = expr.CompilePredicate(j.On, params); err != nil {
+		if on, err = expr.CompilePredicateEnv(j.On, env); err != nil {
 			return err
 		}
 	}
@@ -82,7 +82,7 @@ func runJoin(ctx context.Context, j *Join, r Resolver, params []types.Value, onE
 		return append(out, rr...)
 	}
 	var kb []byte
-	err = run(ctx, j.Left, r, params, onErr, func(b *operators.Batch) error {
+	err = run(ctx, j.Left, r, env, onErr, func(b *operators.Batch) error {
 		out := &operators.Batch{}
 		for _, l := range b.Rows {
 			cands := all
@@ -139,10 +139,10 @@ func runJoin(ctx context.Context, j *Join, r Resolver, params []types.Value, onE
 	return nil
 }
 
-func compileEvals(es []*expr.Expr, params []types.Value) ([]expr.Eval, error) {
+func compileEvals(es []*expr.Expr, env *expr.Env) ([]expr.Eval, error) {
 	out := make([]expr.Eval, len(es))
 	for i, e := range es {
-		ev, err := expr.Compile(e, params)
+		ev, err := expr.CompileEnv(e, env)
 		if err != nil {
 			return nil, err
 		}

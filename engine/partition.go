@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/types"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -73,7 +74,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	}
 	var ops []operators.Operator
 	for i := range w.stage.def.Steps {
-		op, err := operators.Build(&w.stage.def.Steps[i], nil, onErr)
+		op, err := operators.Build(&w.stage.def.Steps[i], &expr.Env{}, onErr)
 		if err != nil {
 			return nil, err
 		}

@@ -258,6 +258,9 @@ func unify(k Kind, args []*Expr) (*Expr, error) {
 // the row is evaluated), except for casts of literals, which PostgreSQL
 // reports at planning.
 func fold(e *Expr) (*Expr, error) {
+	if e.Kind == KSubquery || e.Kind == KOuter {
+		return e, nil
+	}
 	for _, a := range e.Args {
 		if a.Kind != KConst {
 			return e, nil
@@ -268,7 +271,7 @@ func fold(e *Expr) (*Expr, error) {
 			return e, nil
 		}
 	}
-	ev, err := compile(e, nil)
+	ev, err := compile(e, &Env{})
 	if err != nil {
 		return e, nil
 	}

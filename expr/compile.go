@@ -13,15 +13,41 @@ type Eval func(row types.Row) (types.Value, error)
 // Predicate evaluates a boolean expression; NULL counts as false, as in WHERE.
 type Predicate func(row types.Row) (bool, error)
 
+// Env is what compiled expressions read besides their input row.
+type Env struct {
+	Params []types.Value // $1…$n
+	// Outer is the enclosing query's row, for a correlated subquery's plan.
+	Outer types.Row
+	// Subquery runs subquery i of the plan for an outer row and returns
+	// the first column of its rows.
+	Subquery func(i int, outer types.Row) ([]types.Value, error)
+}
+
 // Compile turns e into an Eval; params are the bound values of $1…$n.
-func Compile(e *Expr, params []types.Value) (Eval, error) { return compile(e, params) }
+func Compile(e *Expr, params []types.Value) (Eval, error) { return compile(e, &Env{Params: params}) }
+
+// CompileEnv is Compile with subqueries and outer references.
+func CompileEnv(e *Expr, env *Env) (Eval, error) {
+	if env == nil {
+		env = &Env{}
+	}
+	return compile(e, env)
+}
 
 // CompilePredicate compiles a boolean expression for filtering.
 func CompilePredicate(e *Expr, params []types.Value) (Predicate, error) {
+	return CompilePredicateEnv(e, &Env{Params: params})
+}
+
+// CompilePredicateEnv is CompilePredicate with an Env.
+func CompilePredicateEnv(e *Expr, env *Env) (Predicate, error) {
+	if env == nil {
+		env = &Env{}
+	}
 	if e.Type != types.Bool && e.Type != types.Null {
 		return nil, pgerror.New(pgerror.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", e.Type)
 	}
-	ev, err := compile(e, params)
+	ev, err := compile(e, env)
 	if err != nil {
 		return nil, err
 	}
@@ -31,8 +57,19 @@ func CompilePredicate(e *Expr, params []types.Value) (Predicate, error) {
 	}, nil
 }
 
-func compile(e *Expr, params []types.Value) (Eval, error) {
+func compile(e *Expr, env *Env) (Eval, error) {
+	params := env.Params
 	switch e.Kind {
+	case KOuter:
+		i, name := e.Col, e.Name
+		return func(types.Row) (types.Value, error) {
+			if i >= len(env.Outer) {
+				return types.NullValue, pgerror.New(pgerror.Internal, "outer reference %s outside a correlated subquery", name)
+			}
+			return env.Outer[i], nil
+		}, nil
+	case KSubquery:
+		return compileSubquery(e, env)
 	case KCol:
 		i := e.Col
 		return func(row types.Row) (types.Value, error) { return row[i], nil }, nil
@@ -57,7 +94,7 @@ func compile(e *Expr, params []types.Value) (Eval, error) {
 	}
 	args := make([]Eval, len(e.Args))
 	for i, a := range e.Args {
-		ev, err := compile(a, params)
+		ev, err := compile(a, env)
 		if err != nil {
 			return nil, err
 		}
@@ -327,4 +364,52 @@ func compileCompare(op string, t types.Type, args []Eval) (Eval, bool) {
 		}
 		return types.NewBool(test(types.Compare(a, b))), nil
 	}, true
+}
+
+func compileSubquery(e *Expr, env *Env) (Eval, error) {
+	if env.Subquery == nil {
+		return nil, pgerror.New(pgerror.FeatureNotSupported, "subqueries are not supported here")
+	}
+	i, mode := e.Col, e.Name
+	var x Eval
+	if mode == "in" {
+		var err error
+		if x, err = compile(e.Args[0], env); err != nil {
+			return nil, err
+		}
+	}
+	return func(row types.Row) (types.Value, error) {
+		vals, err := env.Subquery(i, row)
+		if err != nil {
+			return types.NullValue, err
+		}
+		switch mode {
+		case "exists":
+			return types.NewBool(len(vals) > 0), nil
+		case "in":
+			v, err := x(row)
+			if err != nil || v.IsNull() {
+				return types.NullValue, err
+			}
+			sawNull := false
+			for _, w := range vals {
+				if w.IsNull() {
+					sawNull = true
+				} else if types.Compare(v, w) == 0 {
+					return types.NewBool(true), nil
+				}
+			}
+			if sawNull {
+				return types.NullValue, nil
+			}
+			return types.NewBool(false), nil
+		}
+		switch len(vals) {
+		case 0:
+			return types.NullValue, nil
+		case 1:
+			return vals[0], nil
+		}
+		return types.NullValue, pgerror.New(pgerror.CardinalityViolation, "more than one row returned by a subquery used as an expression")
+	}, nil
 }

@@ -24,6 +24,8 @@ const (
 	KCoalesce                 // first non-null of Args
 	KIn                       // Args[0] IN (Args[1:])
 	KDistinct                 // Args[0] IS DISTINCT FROM Args[1]
+	KOuter                    // column Col of the enclosing query's row (correlated subqueries)
+	KSubquery                 // subquery Col of the plan; Name: scalar, exists or in (Args[0] IN …)
 )
 
 // Expr is a typed expression tree. It is plain data: safe to share,
@@ -55,6 +57,22 @@ func TypedNull(t types.Type) *Expr { return &Expr{Kind: KConst, Type: t} }
 
 // Param returns a reference to parameter n (0-based) of type t.
 func Param(n int, t types.Type) *Expr { return &Expr{Kind: KParam, Type: t, Col: n} }
+
+// Outer returns a reference to column i of the enclosing query's row.
+func Outer(i int, t types.Type, name string) *Expr {
+	return &Expr{Kind: KOuter, Type: t, Col: i, Name: name}
+}
+
+// Subquery returns a reference to subquery i of the plan: "scalar" (its
+// one value, NULL without rows, 21000 with several), "exists", or "in"
+// (x IN the subquery's values).
+func Subquery(i int, mode string, t types.Type, x *Expr) *Expr {
+	e := &Expr{Kind: KSubquery, Type: t, Col: i, Name: mode}
+	if x != nil {
+		e.Args = []*Expr{x}
+	}
+	return e
+}
 
 // IsConst reports whether e is a constant.
 func (e *Expr) IsConst() bool { return e.Kind == KConst }
@@ -148,6 +166,22 @@ func (e *Expr) format(sb *strings.Builder) {
 	case KParam:
 		sb.WriteString("$")
 		sb.WriteString(itoa(e.Col + 1))
+	case KOuter:
+		sb.WriteString("outer.")
+		if e.Name != "" {
+			sb.WriteString(e.Name)
+		} else {
+			sb.WriteString("#" + itoa(e.Col))
+		}
+	case KSubquery:
+		if e.Name == "in" {
+			e.Args[0].format(sb)
+			sb.WriteString(" IN ")
+		}
+		if e.Name == "exists" {
+			sb.WriteString("EXISTS ")
+		}
+		sb.WriteString("(subquery " + itoa(e.Col) + ")")
 	case KCall:
 		f := lookupKey(e.Fn)
 		name := e.Fn

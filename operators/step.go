@@ -80,24 +80,25 @@ func (a AggSpec) Resolve() (*AggFunc, error) {
 // copies of it can run on each partition in parallel.
 func (s *Step) Stateless() bool { return s.Op == OpFilter || s.Op == OpProject }
 
-// Build makes the operator a step describes; params are the bound $n
-// values; onErr is the per-row error policy.
-func Build(s *Step, params []types.Value, onErr RowError) (Operator, error) {
+// Build makes the operator a step describes; env holds the bound $n
+// values (and subqueries, in bounded queries); onErr is the per-row error
+// policy.
+func Build(s *Step, env *expr.Env, onErr RowError) (Operator, error) {
 	switch s.Op {
 	case OpFilter:
-		p, err := expr.CompilePredicate(s.Pred, params)
+		p, err := expr.CompilePredicateEnv(s.Pred, env)
 		if err != nil {
 			return nil, err
 		}
 		return &Filter{Pred: p, OnError: onErr}, nil
 	case OpProject:
-		evs, err := compileAll(s.Exprs, params)
+		evs, err := compileAll(s.Exprs, env)
 		if err != nil {
 			return nil, err
 		}
 		return &Project{Exprs: evs, OnError: onErr}, nil
 	case OpAggregate, OpWindowAggregate, OpGroupAggregate, OpSession:
-		groupBy, err := compileAll(s.GroupBy, params)
+		groupBy, err := compileAll(s.GroupBy, env)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +110,7 @@ func Build(s *Step, params []types.Value, onErr RowError) (Operator, error) {
 			}
 			call := AggCall{Func: f, Distinct: a.Distinct}
 			if a.Arg != nil {
-				if call.Arg, err = expr.Compile(a.Arg, params); err != nil {
+				if call.Arg, err = expr.CompileEnv(a.Arg, env); err != nil {
 					return nil, err
 				}
 			}
@@ -131,7 +132,7 @@ func Build(s *Step, params []types.Value, onErr RowError) (Operator, error) {
 		}
 		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr}, nil
 	case OpTopN:
-		parts, err := compileAll(s.PartitionBy, params)
+		parts, err := compileAll(s.PartitionBy, env)
 		if err != nil {
 			return nil, err
 		}
@@ -146,10 +147,10 @@ func Build(s *Step, params []types.Value, onErr RowError) (Operator, error) {
 	return nil, pgerror.New(pgerror.Internal, "operators: unknown step %q", s.Op)
 }
 
-func compileAll(es []*expr.Expr, params []types.Value) ([]expr.Eval, error) {
+func compileAll(es []*expr.Expr, env *expr.Env) ([]expr.Eval, error) {
 	out := make([]expr.Eval, len(es))
 	for i, e := range es {
-		ev, err := expr.Compile(e, params)
+		ev, err := expr.CompileEnv(e, env)
 		if err != nil {
 			return nil, err
 		}

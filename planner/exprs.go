@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -91,6 +92,15 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 		}
 		i, err := c.scope.resolve(e.Table, e.Name)
 		if err != nil {
+			if b.outer != nil {
+				if code := pgerror.Code(err); code == pgerror.UndefinedColumn || code == pgerror.UndefinedTable {
+					if j, oerr := b.outer.resolve(e.Table, e.Name); oerr == nil {
+						b.correlated = true
+						oc := b.outer.cols[j]
+						return expr.Outer(j, oc.typ, oc.name), nil
+					}
+				}
+			}
 			return nil, err
 		}
 		return c.scope.ref(i), nil
@@ -153,7 +163,23 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 		return expr.Not(both)
 	case *sql.In:
 		if e.Sub != nil {
-			return nil, pgerror.NotSupported("IN (subquery)")
+			x, err := b.build(c, e.X)
+			if err != nil {
+				return nil, err
+			}
+			idx, t, err := b.subquery(c, e.Sub)
+			if err != nil {
+				return nil, err
+			}
+			x = b.inferParam(x, t)
+			if _, err := expr.CommonType(x.Type, t); err != nil {
+				return nil, err
+			}
+			in := expr.Subquery(idx, "in", types.Bool, x)
+			if e.Not {
+				return expr.Not(in)
+			}
+			return in, nil
 		}
 		x, err := b.build(c, e.X)
 		if err != nil {
@@ -181,7 +207,14 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 	case *sql.FuncCall:
 		return b.buildFunc(c, e)
 	case *sql.Subquery:
-		return nil, pgerror.NotSupported("subqueries in expressions")
+		idx, t, err := b.subquery(c, e.Query)
+		if err != nil {
+			return nil, err
+		}
+		if e.Exists {
+			return expr.Subquery(idx, "exists", types.Bool, nil), nil
+		}
+		return expr.Subquery(idx, "scalar", t, nil), nil
 	case *sql.RowExpr:
 		return nil, pgerror.NotSupported("row constructors")
 	}
@@ -446,4 +479,25 @@ func hasAggregate(e sql.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// subquery plans a subquery of the current SELECT and returns its index
+// and the type of its (single) column. Columns it does not find in its
+// own FROM resolve against the enclosing scope, making it correlated.
+func (b *builder) subquery(c *exprCtx, q sql.QueryExpr) (int, types.Type, error) {
+	child := &builder{cat: b.cat, params: b.params, outer: c.scope}
+	node, sc, err := child.buildQuery(q)
+	b.params = child.params
+	if err != nil {
+		return 0, types.Null, err
+	}
+	cols := sc.outColumns()
+	if len(cols) != 1 {
+		return 0, types.Null, pgerror.New(pgerror.SyntaxError, "subquery must return only one column")
+	}
+	if child.correlated && c.aggs != nil {
+		return 0, types.Null, pgerror.NotSupported("correlated subqueries above GROUP BY")
+	}
+	b.subs = append(b.subs, engine.Subquery{Plan: node, Correlated: child.correlated})
+	return len(b.subs) - 1, cols[0].Type, nil
 }

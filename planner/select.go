@@ -22,6 +22,13 @@ type Catalog interface {
 type builder struct {
 	cat    Catalog
 	params []types.Type // $1…$n: declared by the client or inferred
+
+	// Subqueries: outer is the enclosing query's scope while planning a
+	// subquery (its columns resolve as expr.Outer); correlated records
+	// that one was used; subs collects the current SELECT's subqueries.
+	outer      *scope
+	correlated bool
+	subs       []engine.Subquery
 }
 
 // Query is a planned bounded query.
@@ -434,13 +441,16 @@ func dropHidden(node engine.Node, sc *scope) engine.Node {
 
 func appendSteps(node engine.Node, steps ...operators.Step) engine.Node {
 	if c, ok := node.(*engine.Chain); ok {
-		return &engine.Chain{Input: c.Input, Steps: append(append([]operators.Step(nil), c.Steps...), steps...)}
+		return &engine.Chain{Input: c.Input, Steps: append(append([]operators.Step(nil), c.Steps...), steps...), Subqueries: c.Subqueries}
 	}
 	return &engine.Chain{Input: node, Steps: steps}
 }
 
 // buildSelect plans one SELECT block.
 func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
+	saved := b.subs
+	b.subs = nil
+	defer func() { b.subs = saved }()
 	node, in, err := b.buildFrom(sel.From)
 	if err != nil {
 		return nil, nil, err
@@ -560,6 +570,11 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 		keys = append(keys, sortKey(col, o))
 	}
 	steps = append(steps, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names})
+	if len(b.subs) > 0 {
+		// A chain of its own: its steps' subquery indexes refer to it.
+		node = &engine.Chain{Input: node, Steps: steps, Subqueries: b.subs}
+		steps = nil
+	}
 	if sel.Distinct {
 		steps = append(steps, operators.Step{Op: operators.OpDistinct})
 	}
@@ -577,7 +592,9 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 	if lim >= 0 || off > 0 {
 		steps = append(steps, operators.Step{Op: operators.OpLimit, Limit: lim, Offset: off})
 	}
-	node = appendSteps(node, steps...)
+	if len(steps) > 0 {
+		node = appendSteps(node, steps...)
+	}
 	for _, c := range out.cols {
 		if c.hidden {
 			node = dropHidden(node, out)
