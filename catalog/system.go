@@ -165,9 +165,13 @@ func init() {
 				{oid(FvsqlCatalogOID), name("fvsql_catalog"), oid(10), types.NullValue},
 			}
 		})
-	registerSystem("pg_catalog", "pg_database", 1262, []Column{col("oid", types.Oid), col("datname", types.Name), col("datdba", types.Oid), col("encoding", types.Int4), col("datcollate", types.Name), col("datctype", types.Name), col("datistemplate", types.Bool), col("datallowconn", types.Bool), col("datacl", types.TextArray)},
+	registerSystem("pg_catalog", "pg_database", 1262, []Column{col("oid", types.Oid), col("datname", types.Name), col("datdba", types.Oid), col("encoding", types.Int4),
+		col("datcollate", types.Name), col("datctype", types.Name), col("datistemplate", types.Bool), col("datallowconn", types.Bool), col("datacl", types.TextArray),
+		col("datlocprovider", types.Char), col("daticulocale", types.Text), col("daticurules", types.Text), col("datcollversion", types.Text),
+		col("datconnlimit", types.Int4), col("dattablespace", types.Oid)},
 		func(*Catalog) []types.Row {
-			return []types.Row{{oid(16383), name("fvsql"), oid(10), i4(6), name("C"), name("C"), boolean(false), boolean(true), types.NullValue}}
+			return []types.Row{{oid(16383), name("fvsql"), oid(10), i4(6), name("C"), name("C"), boolean(false), boolean(true), types.NullValue,
+				char("c"), types.NullValue, types.NullValue, types.NullValue, i4(-1), oid(1663)}}
 		})
 	registerSystem("pg_catalog", "pg_roles", 1260, []Column{col("oid", types.Oid), col("rolname", types.Name), col("rolsuper", types.Bool), col("rolcanlogin", types.Bool)},
 		func(*Catalog) []types.Row {
@@ -215,6 +219,8 @@ func init() {
 		col("oid", types.Oid), col("typname", types.Name), col("typnamespace", types.Oid), col("typlen", types.Int2),
 		col("typtype", types.Char), col("typcategory", types.Char), col("typelem", types.Oid), col("typarray", types.Oid),
 		col("typbasetype", types.Oid), col("typnotnull", types.Bool), col("typrelid", types.Oid), col("typdelim", types.Char),
+		col("typcollation", types.Oid), col("typowner", types.Oid), col("typtypmod", types.Int4), col("typndims", types.Int4),
+		col("typinput", types.Oid), col("typoutput", types.Oid), col("typreceive", types.Oid), col("typsend", types.Oid),
 	}, func(*Catalog) []types.Row {
 		var rows []types.Row
 		seen := map[uint32]bool{}
@@ -227,6 +233,7 @@ func init() {
 			rows = append(rows, types.Row{
 				oid(t.OID()), name(n), oid(PgCatalogOID), i2(int(t.Size())), char("b"), char(t.Category()),
 				oid(0), oid(t.ArrayOID()), oid(0), boolean(false), oid(0), char(","),
+				oid(collation(t)), oid(10), i4(-1), i4(0), oid(0), oid(0), oid(0), oid(0),
 			})
 		}
 		return rows
@@ -241,7 +248,8 @@ func init() {
 		{"pg_description", 2609, []Column{col("objoid", types.Oid), col("classoid", types.Oid), col("objsubid", types.Int4), col("description", T)}},
 		{"pg_inherits", 2611, []Column{col("inhrelid", types.Oid), col("inhparent", types.Oid), col("inhseqno", types.Int4)}},
 		{"pg_attrdef", 2604, []Column{col("oid", types.Oid), col("adrelid", types.Oid), col("adnum", types.Int2), col("adbin", T)}},
-		{"pg_proc", 1255, []Column{col("oid", types.Oid), col("proname", types.Name), col("pronamespace", types.Oid)}},
+		{"pg_proc", 1255, []Column{col("oid", types.Oid), col("proname", types.Name), col("pronamespace", types.Oid), col("prokind", types.Char),
+			col("prorettype", types.Oid), col("proargtypes", types.OidArray), col("proretset", types.Bool), col("proowner", types.Oid)}},
 		{"pg_trigger", 2620, []Column{col("oid", types.Oid), col("tgrelid", types.Oid), col("tgname", types.Name)}},
 		{"pg_policy", 3256, []Column{col("oid", types.Oid), col("polname", types.Name), col("polrelid", types.Oid)}},
 		{"pg_statistic_ext", 3381, []Column{col("oid", types.Oid), col("stxrelid", types.Oid), col("stxname", types.Name)}},
@@ -325,6 +333,14 @@ func (r *Relation) BackendURI() string {
 		return "kafka (server default)"
 	}
 	return r.Backend
+}
+
+// collation is pg_type.typcollation: 100 (default) for text types.
+func collation(t types.Type) uint32 {
+	if t.IsString() {
+		return 100
+	}
+	return 0
 }
 
 // pgTypeName is pg_type.typname of a type.

@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/types"
@@ -56,5 +57,43 @@ func init() {
 		&expr.Func{Name: "has_table_privilege", Args: []types.Type{types.Text, types.Text}, Ret: types.Bool, Eval: func([]types.Value) (types.Value, error) {
 			return types.NewBool(true), nil
 		}},
+		&expr.Func{Name: "has_table_privilege", Args: []types.Type{types.Oid, types.Text}, Ret: types.Bool, Eval: func([]types.Value) (types.Value, error) {
+			return types.NewBool(true), nil
+		}},
+		&expr.Func{Name: "shobj_description", Args: []types.Type{types.Oid, types.Text}, Ret: types.Text, NonStrict: true, Eval: func([]types.Value) (types.Value, error) {
+			return types.NullValue, nil
+		}},
+		&expr.Func{Name: "array_to_string", Args: []types.Type{types.TextArray, types.Text}, Ret: types.Text, Eval: func(a []types.Value) (types.Value, error) {
+			return types.NewText(strings.ReplaceAll(strings.Trim(a[0].S, "{}"), ",", a[1].S)), nil
+		}},
+		&expr.Func{Name: "pg_tablespace_location", Args: []types.Type{types.Oid}, Ret: types.Text, Eval1: func(types.Value) (types.Value, error) {
+			return types.NewText(""), nil
+		}},
 	)
+	for _, name := range []string{"pg_function_is_visible", "pg_type_is_visible", "pg_operator_is_visible", "pg_collation_is_visible"} {
+		expr.Register(&expr.Func{Name: name, Args: []types.Type{types.Oid}, Ret: types.Bool,
+			Eval1: func(types.Value) (types.Value, error) { return types.NewBool(true), nil }})
+	}
+	// Definitions of objects fvsql does not have (column defaults,
+	// indexes, constraints, triggers): NULL, as PostgreSQL returns for an
+	// OID that names nothing.
+	for _, f := range []struct {
+		name string
+		args []types.Type
+	}{
+		{"pg_get_expr", []types.Type{types.Text, types.Oid}},
+		{"pg_get_expr", []types.Type{types.Text, types.Oid, types.Bool}},
+		{"pg_get_indexdef", []types.Type{types.Oid}},
+		{"pg_get_indexdef", []types.Type{types.Oid, types.Int4, types.Bool}},
+		{"pg_get_constraintdef", []types.Type{types.Oid}},
+		{"pg_get_constraintdef", []types.Type{types.Oid, types.Bool}},
+		{"pg_get_triggerdef", []types.Type{types.Oid}},
+		{"pg_get_triggerdef", []types.Type{types.Oid, types.Bool}},
+		{"pg_get_statisticsobjdef_columns", []types.Type{types.Oid}},
+		{"pg_get_partkeydef", []types.Type{types.Oid}},
+		{"pg_get_viewdef", []types.Type{types.Oid, types.Bool}},
+	} {
+		expr.Register(&expr.Func{Name: f.name, Args: f.args, Ret: types.Text, NonStrict: true,
+			Eval: func([]types.Value) (types.Value, error) { return types.NullValue, nil }})
+	}
 }
