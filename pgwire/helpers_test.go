@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const testTimeout = 10 * time.Second
+const testTimeout = 30 * time.Second
 
 func testLogger() *slog.Logger {
 	if testing.Verbose() && os.Getenv("PGWIRE_LOG") != "" {

@@ -483,7 +483,7 @@ func TestPgxLargeAndStreamingResults(t *testing.T) {
 	conn := connectPgx(t, addr, "")
 	ctx := testCtx(t)
 	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
-		rows, err := conn.Query(ctx, "BENCH 200000", mode)
+		rows, err := conn.Query(ctx, "BENCH 50000", mode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -499,7 +499,7 @@ func TestPgxLargeAndStreamingResults(t *testing.T) {
 				t.Fatalf("row %d = %d %q %v", n, id, name, score)
 			}
 		}
-		if err := rows.Err(); err != nil || n != 200000 {
+		if err := rows.Err(); err != nil || n != 50000 {
 			t.Fatalf("%d rows, %v", n, err)
 		}
 	}
