@@ -34,6 +34,7 @@ type HashAggregate struct {
 	order  []*aggGroup
 	key    []byte
 	vals   types.Row
+	args   []types.Value
 }
 
 type aggGroup struct {
@@ -64,6 +65,23 @@ rows:
 			h.vals[j] = v
 			h.key = types.AppendKey(h.key, v)
 		}
+		// Arguments first: a poison row must not create a group or count.
+		if cap(h.args) < len(h.Aggs) {
+			h.args = make([]types.Value, len(h.Aggs))
+		}
+		args := h.args[:len(h.Aggs)]
+		for j := range h.Aggs {
+			args[j] = types.NullValue
+			if a := h.Aggs[j].Arg; a != nil {
+				var err error
+				if args[j], err = a(row); err != nil {
+					if err := h.OnError(b, i, err); err != nil {
+						return err
+					}
+					continue rows
+				}
+			}
+		}
 		grp, ok := h.groups[string(h.key)]
 		if !ok {
 			grp = &aggGroup{vals: append(types.Row(nil), h.vals...), accs: make([]Accumulator, len(h.Aggs))}
@@ -73,17 +91,7 @@ rows:
 			h.groups[string(h.key)] = grp
 			h.order = append(h.order, grp)
 		}
-		for j := range h.Aggs {
-			v := types.NullValue
-			if a := h.Aggs[j].Arg; a != nil {
-				var err error
-				if v, err = a(row); err != nil {
-					if err := h.OnError(b, i, err); err != nil {
-						return err
-					}
-					continue rows
-				}
-			}
+		for j, v := range args {
 			if err := grp.accs[j].Add(v); err != nil {
 				if err := h.OnError(b, i, err); err != nil {
 					return err

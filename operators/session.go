@@ -207,7 +207,10 @@ rows:
 				keep = append(keep, ss)
 			}
 		}
-		if len(merge) == 0 && t.I+s.Gap <= s.wm {
+		// A session stays open while a row at the watermark could still
+		// extend it (wm <= last + gap). A row behind the watermark that
+		// extends no open session is late.
+		if len(merge) == 0 && t.I < s.wm {
 			if err := s.OnError(b, i, fmt.Errorf("%w (event time %s, watermark %s)", ErrLate,
 				types.NewTimestamp(s.TimeType, t.I).Text(), types.NewTimestamp(s.TimeType, s.wm).Text())); err != nil {
 				return err
@@ -311,9 +314,9 @@ func (s *SessionAggregate) OnWatermark(wm int64, emit Emit) error {
 	if err := s.OnCheckpoint(); err != nil {
 		return err
 	}
-	var hi []byte
+	var hi []byte // sessions with last + gap < wm
 	if wm < math.MaxInt64 {
-		hi = be64([]byte{'c'}, wm+1)
+		hi = be64([]byte{'c'}, wm)
 	} else {
 		hi = []byte{'d'}
 	}
@@ -338,7 +341,7 @@ func (s *SessionAggregate) OnWatermark(wm int64, emit Emit) error {
 		}
 		var open []*session
 		for _, ss := range g.sessions {
-			if ss.last+s.Gap <= wm {
+			if ss.last+s.Gap < wm || wm == math.MaxInt64 {
 				if !s.Changes {
 					out.Rows = append(out.Rows, s.row(g, ss))
 				}

@@ -36,8 +36,12 @@ func AppendKey(buf []byte, v Value) []byte {
 		buf = append(buf, keyInt)
 		return binary.BigEndian.AppendUint64(buf, uint64(v.I)^(1<<63))
 	case Float4, Float8:
-		bits := math.Float64bits(v.Float())
-		if math.IsNaN(v.Float()) {
+		f := v.Float()
+		if f == 0 {
+			f = 0 // -0 and 0 are equal: one key
+		}
+		bits := math.Float64bits(f)
+		if math.IsNaN(f) {
 			bits = math.Float64bits(math.NaN())
 		}
 		if bits&(1<<63) != 0 {
@@ -53,11 +57,10 @@ func AppendKey(buf []byte, v Value) []byte {
 		buf = append(buf, keyDecimal)
 		return appendEscaped(buf, r.Text('f'))
 	case Interval:
-		iv := v.Interval()
+		// Intervals that compare equal ('1 mon', '30 days', '720:00:00', as
+		// PostgreSQL counts them) get one key: only the span is encoded.
 		buf = append(buf, keyIval)
-		buf = binary.BigEndian.AppendUint64(buf, uint64(iv.Duration())^(1<<63))
-		buf = binary.BigEndian.AppendUint32(buf, uint32(iv.Months)^(1<<31))
-		return binary.BigEndian.AppendUint32(buf, uint32(iv.Days)^(1<<31))
+		return binary.BigEndian.AppendUint64(buf, uint64(v.Interval().Duration())^(1<<63))
 	default:
 		buf = append(buf, keyBytes)
 		return appendEscaped(buf, v.S)
@@ -117,15 +120,11 @@ func DecodeKey(key []byte, t Type) (Value, []byte, error) {
 		}
 		return NewFloat(t, math.Float64frombits(bits)), key[8:], nil
 	case keyIval:
-		if len(key) < 16 {
+		if len(key) < 8 {
 			return NullValue, key, errBadKey
 		}
 		total := int64(binary.BigEndian.Uint64(key) ^ (1 << 63))
-		months := int32(binary.BigEndian.Uint32(key[8:]) ^ (1 << 31))
-		days := int32(binary.BigEndian.Uint32(key[12:]) ^ (1 << 31))
-		iv := IntervalValue{Months: months, Days: days}
-		iv.Micros = total - iv.Duration()
-		return NewInterval(iv), key[16:], nil
+		return NewInterval(IntervalValue{Micros: total}), key[8:], nil
 	case keyDecimal, keyBytes:
 		var out []byte
 		for i := 0; i < len(key); i++ {

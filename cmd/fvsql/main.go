@@ -18,6 +18,7 @@ import (
 	"time"
 
 	_ "github.com/fvsql/fvsql/backends/kafka" // kafka:// streams
+	_ "github.com/fvsql/fvsql/backends/redis" // redis:// streams
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/server"
