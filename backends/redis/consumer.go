@@ -373,3 +373,28 @@ func (c *consumer) String() string {
 	}
 	return "redis consumer of " + c.key
 }
+
+// Lag implements backends.Lagger for group consumers: entries the group
+// has not been delivered yet plus those delivered but not acknowledged
+// (XINFO GROUPS: lag and pending; Redis 7 reports lag).
+func (c *consumer) Lag(ctx context.Context) (int64, error) {
+	if c.group == "" {
+		return 0, nil
+	}
+	groups, err := c.s.rdb.XInfoGroups(ctx, c.key).Result()
+	if err != nil {
+		return 0, c.s.fail(ctx, err, "redis: lag of %s", c.key)
+	}
+	for _, g := range groups {
+		if g.Name == c.group {
+			lag := g.Lag
+			if lag < 0 {
+				lag = 0
+			}
+			return lag + g.Pending, nil
+		}
+	}
+	return 0, nil
+}
+
+var _ backends.Lagger = (*consumer)(nil)
