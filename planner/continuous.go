@@ -148,9 +148,11 @@ func planSink(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return nil, err
 	}
 	rel := c.Rel
+	inParts := rel.Partitions
 	rel.Kind = catalog.Sink
 	rel.Key = nil
 	rel.Topic = ca.Name
+	rel.Partitions = 1 // the target's own; WITH (partitions = …) for a Kafka target
 	if err := applyOptions(rel, opts); err != nil {
 		return nil, err
 	}
@@ -159,7 +161,7 @@ func planSink(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	}
 	out := StreamOf(rel)
 	out.Name, out.Topic, out.Meta = ca.Name+".out", InternalTopic(ca.Name, "out"), false
-	out.Partitions = max(c.Inputs[0].Partitions, 1)
+	out.Partitions = max(inParts, 1)
 	c.Topology.Internal = append(c.Topology.Internal, *out)
 	last := &c.Topology.Stages[len(c.Topology.Stages)-1]
 	last.Output = out.Name

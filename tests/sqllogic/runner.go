@@ -421,6 +421,17 @@ type Runner struct {
 	MaxFailures int
 	// Logf, when set, receives progress lines (e.g. testing.T.Logf).
 	Logf func(format string, args ...any)
+	// Vars are substituted for ${name} in SQL before it runs (service
+	// addresses a file needs, such as ${redis} or ${kafka}).
+	Vars map[string]string
+}
+
+// substitute replaces ${name} by its value in Vars.
+func (r *Runner) substitute(sql string) string {
+	for k, v := range r.Vars {
+		sql = strings.ReplaceAll(sql, "${"+k+"}", v)
+	}
+	return sql
 }
 
 // Run runs the records of file in order and returns the failures. It goes on
@@ -482,6 +493,14 @@ func (r *Runner) Run(ctx context.Context, file string, records []Record) ([]Fail
 // runRecord runs one record and returns "" when it passed, else a message;
 // broken reports that the connection can not be used any more.
 func (r *Runner) runRecord(ctx context.Context, timeout time.Duration, rec *Record) (msg string, broken bool) {
+	if len(r.Vars) > 0 && len(rec.Expected) > 0 {
+		cp := *rec
+		cp.Expected = make([]string, len(rec.Expected))
+		for i, l := range rec.Expected {
+			cp.Expected[i] = r.substitute(l)
+		}
+		rec = &cp
+	}
 	if rec.Kind == Sleep {
 		t := time.NewTimer(rec.Sleep)
 		defer t.Stop()
@@ -496,7 +515,7 @@ func (r *Runner) runRecord(ctx context.Context, timeout time.Duration, rec *Reco
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := r.Exec.Exec(rctx, rec.SQL)
+	res, err := r.Exec.Exec(rctx, r.substitute(rec.SQL))
 	var pgErr *pgconn.PgError
 	if err != nil && !errors.As(err, &pgErr) {
 		what := "failed"

@@ -73,7 +73,12 @@ func TestSQLLogic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			vars := map[string]string{}
+			if uses(file, "${redis}") {
+				vars["redis"] = testenv.Redis(t)
+			}
 			srv := startServer(t, bin, name, kafka)
+			vars["kafka"] = srv.kafka
 			conn := srv.connect(t)
 
 			r := &sqllogic.Runner{
@@ -81,6 +86,7 @@ func TestSQLLogic(t *testing.T) {
 				Labels:  []string{mode},
 				Timeout: recordTimeout,
 				Logf:    t.Logf,
+				Vars:    vars,
 			}
 			start := time.Now()
 			failures, st := r.Run(context.Background(), name, records)
@@ -91,6 +97,12 @@ func TestSQLLogic(t *testing.T) {
 				time.Since(start).Round(time.Millisecond), st.Halted)
 		})
 	}
+}
+
+// uses reports whether a file mentions a substitution variable.
+func uses(path, variable string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), variable)
 }
 
 func parseFile(path string) ([]sqllogic.Record, error) {
@@ -154,6 +166,7 @@ func moduleRoot(t *testing.T, goBin string) string {
 
 type server struct {
 	addr    string
+	kafka   string // the Kafka brokers the server uses (its embedded endpoint, or the real broker)
 	logPath string
 	exited  chan struct{} // closed when the process has exited
 	waitErr error         // valid after exited is closed
@@ -176,8 +189,10 @@ func startServer(t *testing.T, bin, file, kafka string) *server {
 	}
 	args := []string{"--listen", s.addr, "--data-dir", dataDir}
 	env := os.Environ()
+	s.kafka = kafka
 	if kafka == "" {
-		args = append(args, "--kafka-listen", "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)))
+		s.kafka = "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+		args = append(args, "--kafka-listen", s.kafka)
 	} else {
 		// Files share the broker and reuse stream names: every server start
 		// gets its own prefix for the topics and group ids it creates.
