@@ -8,19 +8,22 @@ import (
 
 	"github.com/fvsql/fvsql/backends"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // consumer reads one topic, in a consumer group when one is named
 // (acknowledging = committing offsets), else directly from the start or
 // end of each partition.
 type consumer struct {
-	s      *Streamer
-	stream string
-	group  string
-	cl     *kgo.Client
-	follow bool
-	ends   map[int32]int64 // not following: where to stop
+	s        *Streamer
+	stream   string
+	group    string
+	cl       *kgo.Client
+	follow   bool
+	ends     map[int32]int64 // not following: where to stop
+	finished map[int32]bool  // not following: partitions read to their end
 }
 
 var _ backends.Consumer = (*consumer)(nil)
@@ -43,7 +46,7 @@ func (s *Streamer) Consumer(ctx context.Context, stream string, o backends.Consu
 	} else {
 		opts = append(opts, kgo.ConsumeTopics(topic))
 	}
-	c := &consumer{s: s, stream: stream, group: o.Group, follow: o.Follow}
+	c := &consumer{s: s, stream: stream, group: o.Group, follow: o.Follow, finished: map[int32]bool{}}
 	if !o.Follow {
 		ends, err := s.admin.ListCommittedOffsets(ctx, topic)
 		if err != nil {
@@ -82,11 +85,12 @@ func (c *consumer) Read(ctx context.Context, max int) ([]backends.Message, error
 		var out []backends.Message
 		fs.EachRecord(func(r *kgo.Record) {
 			if !c.follow {
-				if end, ok := c.ends[r.Partition]; ok && r.Offset >= end {
-					return
+				end, ok := c.ends[r.Partition]
+				if !ok || r.Offset >= end {
+					return // past the end present at open
 				}
-				if r.Offset+1 >= c.ends[r.Partition] {
-					delete(c.ends, r.Partition)
+				if r.Offset+1 >= end {
+					c.finished[r.Partition] = true
 				}
 			}
 			out = append(out, backends.Message{
@@ -101,19 +105,44 @@ func (c *consumer) Read(ctx context.Context, max int) ([]backends.Message, error
 
 func (c *consumer) atEnd() bool {
 	for p, end := range c.ends {
-		if end <= 0 {
-			delete(c.ends, p)
+		if end > 0 && !c.finished[p] {
+			return false
 		}
 	}
-	return len(c.ends) == 0
+	return true
 }
 
-// Ack implements backends.Consumer: commits the offsets after msgs.
+// Ack implements backends.Consumer: commits, per partition, the offset
+// after the last of msgs (exactly these messages, not all read so far).
 func (c *consumer) Ack(ctx context.Context, msgs []backends.Message) error {
-	if len(msgs) == 0 {
+	if len(msgs) == 0 || c.group == "" {
 		return nil
 	}
-	return c.cl.CommitUncommittedOffsets(ctx)
+	topic := c.s.Topic(c.stream)
+	next := map[int32]kgo.EpochOffset{}
+	for _, m := range msgs {
+		if o, ok := next[m.Shard]; !ok || m.Sequence+1 > o.Offset {
+			next[m.Shard] = kgo.EpochOffset{Epoch: -1, Offset: m.Sequence + 1}
+		}
+	}
+	var commitErr error
+	c.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: next}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			commitErr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && commitErr == nil {
+					commitErr = err
+				}
+			}
+		}
+	})
+	if commitErr != nil {
+		return fmt.Errorf("kafka: %w: commit: %v", backends.ErrNotConnected, commitErr)
+	}
+	return nil
 }
 
 // Close implements backends.Consumer.

@@ -17,8 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	_ "github.com/fvsql/fvsql/backends/file"  // file:// logs and line files
 	_ "github.com/fvsql/fvsql/backends/kafka" // kafka:// streams
 	_ "github.com/fvsql/fvsql/backends/redis" // redis:// streams
+	_ "github.com/fvsql/fvsql/backends/stdio" // stdio:// lines
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/server"
