@@ -15,6 +15,16 @@ import (
 	"github.com/fvsql/fvsql/types"
 )
 
+var errNegativeLength = pgerror.New("22011", "negative substring length not allowed")
+
+// absInt is abs for the integer types, keeping the argument's type.
+func absInt(a types.Value) (types.Value, error) {
+	if a.I < 0 {
+		return negInt(a.K, a.I)
+	}
+	return a, nil
+}
+
 func textFn(name string, fn func(s string) string) *Func {
 	return &Func{Name: name, Args: []types.Type{types.Text}, Ret: types.Text,
 		Eval1: func(a types.Value) (types.Value, error) { return types.NewText(fn(a.S)), nil }}
@@ -134,6 +144,29 @@ func extract(field string, us int64) (float64, error) {
 	return 0, pgerror.New(pgerror.InvalidParameterValue, "unit %q not recognized for type timestamp", field)
 }
 
+// extractNumeric is EXTRACT, which returns numeric: fields with a
+// fraction (epoch, second, milliseconds) are computed exactly from the
+// microseconds, with PostgreSQL's scale, not through float64.
+func extractNumeric(field string, us int64) (types.Value, error) {
+	t := types.TimeFromMicros(us)
+	secUS := int64(t.Second())*1_000_000 + int64(t.Nanosecond()/1000)
+	switch strings.ToLower(field) {
+	case "epoch":
+		return types.NewNumeric(apd.New(us, -6)), nil
+	case "second":
+		return types.NewNumeric(apd.New(secUS, -6)), nil
+	case "milliseconds":
+		return types.NewNumeric(apd.New(secUS, -3)), nil
+	case "microseconds":
+		return types.NewNumeric(apd.New(secUS, 0)), nil
+	}
+	f, err := extract(field, us)
+	if err != nil {
+		return types.NullValue, err
+	}
+	return types.NewNumeric(apd.New(int64(f), 0)), nil
+}
+
 func roundDecimal(d *apd.Decimal, places int32) (types.Value, error) {
 	r := new(apd.Decimal)
 	ctx := types.DecimalContext
@@ -197,7 +230,7 @@ func init() {
 		}),
 		fn("substring", tt(text, i4, i4), text, func(a []types.Value) (types.Value, error) {
 			if a[2].I < 0 {
-				return types.NullValue, pgerror.New(pgerror.InvalidParameterValue, "negative substring length not allowed")
+				return types.NullValue, errNegativeLength
 			}
 			return types.NewText(runeSlice(a[0].S, a[1].I, a[2].I, true)), nil
 		}),
@@ -205,6 +238,9 @@ func init() {
 			return types.NewText(runeSlice(a[0].S, a[1].I, 0, false)), nil
 		}),
 		fn("substr", tt(text, i4, i4), text, func(a []types.Value) (types.Value, error) {
+			if a[2].I < 0 {
+				return types.NullValue, errNegativeLength
+			}
 			return types.NewText(runeSlice(a[0].S, a[1].I, a[2].I, true)), nil
 		}),
 		fn("left", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
@@ -255,7 +291,12 @@ func init() {
 			return types.NewBool(strings.HasPrefix(a[0].S, a[1].S)), nil
 		}),
 		fn("split_part", tt(text, text, i4), text, func(a []types.Value) (types.Value, error) {
-			parts := strings.Split(a[0].S, a[1].S)
+			var parts []string
+			if a[1].S == "" {
+				parts = []string{a[0].S} // an empty delimiter does not split
+			} else {
+				parts = strings.Split(a[0].S, a[1].S)
+			}
 			n := a[2].I
 			if n == 0 {
 				return types.NullValue, pgerror.New(pgerror.InvalidParameterValue, "field position must not be zero")
@@ -286,12 +327,9 @@ func init() {
 			return types.NewText(sb.String()), nil
 		}},
 		// math
-		{Name: "abs", Args: tt(i8), Ret: i8, Eval1: func(a types.Value) (types.Value, error) {
-			if a.I == math.MinInt64 {
-				return types.NullValue, intOverflow(i8)
-			}
-			return types.NewInt8(abs64(a.I)), nil
-		}},
+		{Name: "abs", Args: tt(i4), Ret: i4, Eval1: absInt},
+		{Name: "abs", Args: tt(i8), Ret: i8, Eval1: absInt},
+		{Name: "abs", Args: tt(types.Int2), Ret: types.Int2, Eval1: absInt},
 		{Name: "abs", Args: tt(num), Ret: num, Eval1: func(a types.Value) (types.Value, error) {
 			d := new(apd.Decimal)
 			d.Abs(a.N)
@@ -340,7 +378,9 @@ func init() {
 		fn("pow", tt(f8, f8), f8, func(a []types.Value) (types.Value, error) {
 			return checkFloat(f8, math.Pow(a[0].Float(), a[1].Float()), a[0].Float(), a[1].Float())
 		}),
+		fn("mod", tt(i4, i4), i4, func(a []types.Value) (types.Value, error) { return intMod(i4)(a[0], a[1]) }),
 		fn("mod", tt(i8, i8), i8, func(a []types.Value) (types.Value, error) { return intMod(i8)(a[0], a[1]) }),
+		fn("mod", tt(types.Int2, types.Int2), types.Int2, func(a []types.Value) (types.Value, error) { return intMod(types.Int2)(a[0], a[1]) }),
 		fn("mod", tt(num, num), num, func(a []types.Value) (types.Value, error) {
 			if a[1].N.IsZero() {
 				return types.NullValue, errDivZero
@@ -381,20 +421,8 @@ func init() {
 			f, err := extract(a[0].S, a[1].I)
 			return types.NewFloat8(f), err
 		}),
-		fn("extract", tt(text, ts), num, func(a []types.Value) (types.Value, error) {
-			f, err := extract(a[0].S, a[1].I)
-			if err != nil {
-				return types.NullValue, err
-			}
-			return types.Cast(types.NewFloat8(f), num)
-		}),
-		fn("extract", tt(text, tz), num, func(a []types.Value) (types.Value, error) {
-			f, err := extract(a[0].S, a[1].I)
-			if err != nil {
-				return types.NullValue, err
-			}
-			return types.Cast(types.NewFloat8(f), num)
-		}),
+		fn("extract", tt(text, ts), num, func(a []types.Value) (types.Value, error) { return extractNumeric(a[0].S, a[1].I) }),
+		fn("extract", tt(text, tz), num, func(a []types.Value) (types.Value, error) { return extractNumeric(a[0].S, a[1].I) }),
 		fn("extract", tt(text, iv), num, func(a []types.Value) (types.Value, error) {
 			if strings.EqualFold(a[0].S, "epoch") {
 				return types.Cast(types.NewFloat8(float64(a[1].Interval().Duration())/1e6), num)

@@ -183,7 +183,11 @@ func Resolve(name string, args []types.Type) (*Func, []types.Type, error) {
 			WithHint("No %s matches the given name and argument types. You might need to add explicit type casts.", what)
 	}
 	params, _ := expand(best, len(args))
-	if best.Ret == Any || containsAny(params) {
+	// A copy: expand may return the registered Args themselves.
+	params = append([]types.Type(nil), params...)
+	if best.Ret == Any {
+		// Polymorphic result (nullif, greatest…): the Any parameters take
+		// the arguments' common type.
 		common, err := CommonType(args...)
 		if err != nil {
 			return nil, nil, err
@@ -191,6 +195,14 @@ func Resolve(name string, args []types.Type) (*Func, []types.Type, error) {
 		for i := range params {
 			if params[i] == Any {
 				params[i] = common
+			}
+		}
+	} else {
+		// Any parameters of a function with a fixed result (concat,
+		// pg_typeof) take each argument as it is.
+		for i := range params {
+			if params[i] == Any {
+				params[i] = args[i]
 			}
 		}
 	}

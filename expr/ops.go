@@ -18,6 +18,14 @@ func intOverflow(t types.Type) error {
 	return pgerror.New(pgerror.NumericValueOutOfRange, "%s out of range", t)
 }
 
+// negInt negates with overflow detection (-MinInt64 does not exist).
+func negInt(t types.Type, v int64) (types.Value, error) {
+	if v == math.MinInt64 {
+		return types.NullValue, intOverflow(t)
+	}
+	return checkInt(t, -v)
+}
+
 func checkInt(t types.Type, v int64) (types.Value, error) {
 	lo, hi := types.IntRange(t)
 	if v < lo || v > hi {
@@ -165,7 +173,7 @@ func intDiv(t types.Type) func(a, b types.Value) (types.Value, error) {
 			return types.NullValue, errDivZero
 		}
 		if b.I == -1 {
-			return checkInt(t, -a.I)
+			return negInt(t, a.I)
 		}
 		return types.NewInt(t, a.I/b.I), nil
 	}
@@ -330,7 +338,7 @@ func init() {
 		fs = append(fs,
 			op2("+", t, t, t, intAdd(t)), op2("-", t, t, t, intSub(t)),
 			op2("*", t, t, t, intMul(t)), op2("/", t, t, t, intDiv(t)), op2("%", t, t, t, intMod(t)),
-			op1("-", t, t, func(a types.Value) (types.Value, error) { return checkInt(a.K, -a.I) }),
+			op1("-", t, t, func(a types.Value) (types.Value, error) { return negInt(a.K, a.I) }),
 			op1("+", t, t, func(a types.Value) (types.Value, error) { return a, nil }),
 		)
 	}

@@ -325,7 +325,7 @@ func (a *boolAcc) Result() types.Value {
 type distinctAcc struct {
 	t     types.Type // the argument's type, to decode seen values
 	inner Accumulator
-	seen  map[string]struct{}
+	seen  map[string]string // grouping key -> the value's lossless encoding
 	buf   []byte
 }
 
@@ -337,7 +337,7 @@ func (a *distinctAcc) Add(v types.Value) error {
 	if _, ok := a.seen[string(a.buf)]; ok {
 		return nil
 	}
-	a.seen[string(a.buf)] = struct{}{}
+	a.seen[string(a.buf)] = string(types.AppendValue(nil, v))
 	return a.inner.Add(v)
 }
 
@@ -482,9 +482,11 @@ func (a *boolAcc) LoadState(buf []byte) ([]byte, error) {
 func (a *distinctAcc) AppendState(buf []byte) []byte {
 	buf = a.inner.AppendState(buf)
 	buf = binary.AppendUvarint(buf, uint64(len(a.seen)))
-	for k := range a.seen {
+	for k, enc := range a.seen {
 		buf = binary.AppendUvarint(buf, uint64(len(k)))
 		buf = append(buf, k...)
+		buf = binary.AppendUvarint(buf, uint64(len(enc)))
+		buf = append(buf, enc...)
 	}
 	return buf
 }
@@ -499,14 +501,23 @@ func (a *distinctAcc) LoadState(buf []byte) ([]byte, error) {
 		return buf, errBadState
 	}
 	buf = buf[m:]
-	a.seen = make(map[string]struct{}, n)
-	for i := uint64(0); i < n; i++ {
+	a.seen = make(map[string]string, n)
+	read := func() (string, bool) {
 		l, m := binary.Uvarint(buf)
 		if m <= 0 || uint64(len(buf)-m) < l {
+			return "", false
+		}
+		s := string(buf[m : m+int(l)])
+		buf = buf[m+int(l):]
+		return s, true
+	}
+	for i := uint64(0); i < n; i++ {
+		k, ok1 := read()
+		enc, ok2 := read()
+		if !ok1 || !ok2 {
 			return buf, errBadState
 		}
-		a.seen[string(buf[m:m+int(l)])] = struct{}{}
-		buf = buf[m+int(l):]
+		a.seen[k] = enc
 	}
 	return buf, nil
 }
@@ -562,17 +573,18 @@ func (a *boolAcc) Merge(o Accumulator) error {
 	return nil
 }
 
-// Merge adds the other side's values this side has not seen.
+// Merge adds the other side's values this side has not seen, as they
+// were (the seen set keeps each value's lossless encoding).
 func (a *distinctAcc) Merge(o Accumulator) error {
-	for k := range o.(*distinctAcc).seen {
+	for k, enc := range o.(*distinctAcc).seen {
 		if _, ok := a.seen[k]; ok {
 			continue
 		}
-		v, _, err := types.DecodeKey([]byte(k), a.t)
+		v, _, err := types.DecodeValue([]byte(enc))
 		if err != nil {
 			return err
 		}
-		a.seen[k] = struct{}{}
+		a.seen[k] = enc
 		if err := a.inner.Add(v); err != nil {
 			return err
 		}

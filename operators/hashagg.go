@@ -16,7 +16,7 @@ type AggCall struct {
 func (c *AggCall) newAcc() Accumulator {
 	acc := c.Func.New()
 	if c.Distinct {
-		return &distinctAcc{t: c.Func.Arg, inner: acc, seen: map[string]struct{}{}}
+		return &distinctAcc{t: c.Func.Arg, inner: acc, seen: map[string]string{}}
 	}
 	return acc
 }

@@ -403,10 +403,9 @@ func TestHashAggregateSums(t *testing.T) {
 // PostgreSQL groups -0.0 with 0.0 (they are equal; hashfloat8 hashes them
 // alike), and so do DISTINCT and count(DISTINCT).
 //
-// BUG (fails): types.AppendKey encodes +0 and -0 differently, so GROUP BY,
-// DISTINCT and count(DISTINCT) over float columns treat them as two
-// values. Fix in types/keyenc.go AppendKey: normalise -0 to +0 before
-// taking the bits (as it already does for NaN).
+// Regression test: before afce82d types.AppendKey encoded +0 and -0
+// differently, so GROUP BY, DISTINCT and count(DISTINCT) over floats
+// treated them as two values.
 func TestFloatNegativeZeroGroupsWithZero(t *testing.T) {
 	x := expr.Col(0, types.Float8, "x")
 	g, _ := expr.Compile(x, nil)
@@ -432,12 +431,10 @@ func TestFloatNegativeZeroGroupsWithZero(t *testing.T) {
 // Window, group and session aggregates evaluate all arguments before any
 // accumulator changes (aggState.add), so a poison row leaves no trace.
 //
-// BUG (fails): HashAggregate creates the group before evaluating the
-// aggregate arguments and adds aggregate by aggregate, so a row whose
-// second argument fails has already been counted by the first aggregate,
-// and a poison row alone creates a group. Fix in operators/hashagg.go
-// Process: evaluate every argument into a scratch slice first (as
-// aggState.add does), and create the group only after that succeeds.
+// Regression test: before afce82d HashAggregate created the group before
+// evaluating the arguments and added aggregate by aggregate, so a row
+// whose second argument failed had been counted by the first, and a
+// poison row alone created a group.
 func TestHashAggregatePoisonRowLeavesNoTrace(t *testing.T) {
 	m := mustExpr(t)
 	k := expr.Col(0, types.Text, "k")
@@ -743,14 +740,18 @@ func (c accCase) newAcc(t *testing.T) Accumulator {
 	return (&AggCall{Func: f, Distinct: c.distinct}).newAcc()
 }
 
-// sameResult compares results; float sums may differ in the last bits
-// when merged in another order (the values here are exact in binary).
+// sameResult compares results: numerics and intervals by value (their
+// representation after a DISTINCT merge is TestDistinctMergeKeepsValues'
+// business), the rest by text.
 func sameResult(a, b types.Value) bool {
 	if a.K != b.K {
 		return false
 	}
-	if a.K == types.Numeric {
+	switch a.K {
+	case types.Numeric:
 		return a.N.Cmp(b.N) == 0
+	case types.Interval:
+		return types.Compare(a, b) == 0
 	}
 	return a.Text() == b.Text()
 }
@@ -888,6 +889,46 @@ func TestDistinctAccumulatorMerge(t *testing.T) {
 	}
 }
 
+// A DISTINCT aggregate's result must not depend on whether its values came
+// through a merge (session windows a row bridges): sum(DISTINCT x) over
+// the single value '1 mon' is '1 mon', over 1.50 it is 1.50, as in
+// PostgreSQL and as without a merge.
+//
+// BUG (fails): distinctAcc.Merge rebuilds the other side's values from
+// their grouping keys (types.DecodeKey), which keep only what equality
+// needs: numerics come back reduced (1.5) and, since intervals are keyed
+// by their span, '1 mon' comes back as '720:00:00'. Fix in
+// operators/aggregates.go: keep each distinct value itself (e.g. its
+// types.AppendValue encoding as the seen map's value, saved in
+// AppendState) and Merge those.
+func TestDistinctMergeKeepsValues(t *testing.T) {
+	for _, c := range []struct {
+		acc  accCase
+		v    types.Value
+		want string
+	}{
+		{accCase{name: "sum", arg: types.Interval, distinct: true}, types.NewInterval(types.IntervalValue{Months: 1}), "1 mon"},
+		{accCase{name: "max", arg: types.Interval, distinct: true}, types.NewInterval(types.IntervalValue{Days: 2}), "2 days"},
+		{accCase{name: "sum", arg: types.Numeric, distinct: true}, num("1.50"), "1.50"},
+		{accCase{name: "min", arg: types.Numeric, distinct: true}, num("2.000"), "2.000"},
+	} {
+		direct := c.acc.newAcc(t)
+		_ = direct.Add(c.v)
+		if got := direct.Result().Text(); got != c.want {
+			t.Errorf("%s over %s without a merge = %s, want %s", c.acc, c.v, got, c.want)
+		}
+		other := c.acc.newAcc(t)
+		_ = other.Add(c.v)
+		merged := c.acc.newAcc(t)
+		if err := merged.Merge(other); err != nil {
+			t.Fatal(err)
+		}
+		if got := merged.Result().Text(); got != c.want {
+			t.Errorf("%s over %s through a merge = %s, want %s", c.acc, c.v, got, c.want)
+		}
+	}
+}
+
 // ---------------------------------------------------------------------------
 // TopN changelog
 
@@ -1011,21 +1052,15 @@ func TestHopWindowsOf(t *testing.T) {
 
 // A bound of D on disorder means a row may arrive exactly D behind the
 // largest event time seen, which is exactly the engine's watermark
-// (maxEvent - Delay); WindowAggregate accepts such a row (its windows end
-// after it). SessionAggregate merges a row into a session when t <=
-// last + gap, but closes the session as soon as the watermark reaches
-// last + gap, so a row at exactly the watermark that belongs to a session
-// (per the operator's own merge rule and the batch query) starts a new one.
+// (maxEvent - Delay). SessionAggregate merges a row into a session when
+// t <= last + gap, so such a row can extend a session whose end is the
+// watermark: the session must stay open until the watermark passes its
+// end. Example: gap 10, delay 5: (k1, t=0); (k2, t=15) moves the
+// watermark to 10; (k1, t=10), 5 behind the max, extends k1's session to
+// [0, 20) with count 2, as the same rows give in one batch.
 //
-// BUG (fails): gap 10, delay 5: (k1, t=0); (k2, t=15) moves the watermark
-// to 10 and closes k1's session [0, 10); (k1, t=10), 5 behind the max and
-// so within the bound, then opens a second session [10, 20) instead of
-// extending the first to [0, 20) with count 2, which is what the same rows
-// give in one batch. Fix in operators/session.go: close a session only
-// when the watermark is past its end (ss.last+s.Gap < wm, and the close
-// index scan up to be64('c', wm) exclusive), and make the late check
-// t.I+s.Gap < s.wm — or have the engine's watermark be maxEvent - Delay - 1
-// (as Flink's bounded-out-of-orderness watermark is).
+// Regression test: this failed before afce82d (the session closed at
+// wm >= last + gap and the row opened a second session [10, 20)).
 func TestSessionRowAtWatermark(t *testing.T) {
 	build := func() *SessionAggregate {
 		op, err := Build(&Step{Op: OpSession, Window: &WindowSpec{Kind: "session", Gap: 10}, TimeCol: 1, TimeType: types.Timestamp,
@@ -1218,5 +1253,33 @@ func TestBuildErrors(t *testing.T) {
 	}
 	if (&Step{Op: OpFilter}).Stateless() != true || (&Step{Op: OpProject}).Stateless() != true || (&Step{Op: OpTopN}).Stateless() {
 		t.Error("Stateless")
+	}
+}
+
+// PostgreSQL's interval equality (and hash) compares the span with 30-day
+// months and 24-hour days: '1 mon' = '30 days' = '720 hours', so they form
+// one group and count(DISTINCT) counts them once.
+//
+// Regression test: before afce82d types.AppendKey appended the months and
+// days after the span, so GROUP BY / DISTINCT over intervals split values
+// PostgreSQL considers equal.
+func TestIntervalEqualSpansGroupTogether(t *testing.T) {
+	x := expr.Col(0, types.Interval, "x")
+	g, _ := expr.Compile(x, nil)
+	rows := []types.Row{
+		{types.NewInterval(types.IntervalValue{Months: 1})},
+		{types.NewInterval(types.IntervalValue{Days: 30})},
+		{types.NewInterval(types.IntervalValue{Micros: 720 * types.MicrosPerHour})},
+	}
+	if types.Compare(rows[0][0], rows[1][0]) != 0 || types.Compare(rows[1][0], rows[2][0]) != 0 {
+		t.Fatal("types.Compare: '1 mon', '30 days' and '720:00:00' should be equal")
+	}
+	out := runHash(t, &HashAggregate{GroupBy: []expr.Eval{g}, Aggs: []AggCall{aggCall(t, "count", nil, false)}, OnError: AbortOnError}, rows)
+	if len(out) != 1 {
+		t.Errorf("GROUP BY interval: %d groups %s, want 1", len(out), show(out))
+	}
+	out = runHash(t, &HashAggregate{Aggs: []AggCall{aggCall(t, "count", x, true)}, OnError: AbortOnError}, rows)
+	if out[0][0].I != 1 {
+		t.Errorf("count(DISTINCT interval) = %d, want 1", out[0][0].I)
 	}
 }

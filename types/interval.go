@@ -212,7 +212,7 @@ func appendInterval(buf []byte, iv IntervalValue) []byte {
 		}
 		buf = strconv.AppendInt(buf, n, 10)
 		buf = append(buf, ' ')
-		if n == 1 || n == -1 {
+		if n == 1 { // PostgreSQL: "-1 days", "1 day"
 			buf = append(buf, one...)
 		} else {
 			buf = append(buf, many...)

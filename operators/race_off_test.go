@@ -1,0 +1,5 @@
+//go:build !race
+
+package operators_test
+
+const raceEnabled = false
