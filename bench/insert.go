@@ -83,7 +83,7 @@ func Insert(ctx context.Context, o Options, c InsertConfig) error {
 		default:
 			return fmt.Errorf("unknown protocol %q (want simple or extended)", proto)
 		}
-		ph, err := r.startPhase(srv)
+		ph, err := r.startPhase(ctx, srv)
 		if err != nil {
 			return err
 		}

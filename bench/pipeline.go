@@ -343,7 +343,7 @@ func printPipeline(r *run, c PipelineConfig, results [][]*variantResult) {
 // measureFvsql creates the pipeline and waits until it has consumed every
 // input row; then it checks the output and drops the pipeline.
 func measureFvsql(ctx context.Context, r *run, srv Server, conn *pgx.Conn, in, out string, want Expect, c PipelineConfig) (*phase, string, error) {
-	ph, err := r.startPhase(srv)
+	ph, err := r.startPhase(ctx, srv)
 	if err != nil {
 		return nil, "", err
 	}
@@ -423,7 +423,7 @@ func measureRawCopy(ctx context.Context, r *run, brokers []string, in string, en
 		_, _ = adm.DeleteGroups(dctx, group)
 		_, _ = adm.DeleteTopics(dctx, out)
 	}()
-	ph, err := r.startPhase(selfServer{})
+	ph, err := r.startPhase(ctx, selfServer{})
 	if err != nil {
 		return nil, err
 	}

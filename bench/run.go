@@ -306,8 +306,8 @@ type phase struct {
 
 // startPhase resets the server's peaks and notes its CPU, the broker's
 // and the host's.
-func (r *run) startPhase(s Server) (*phase, error) {
-	r.waitQuiet(s)
+func (r *run) startPhase(ctx context.Context, s Server) (*phase, error) {
+	r.waitQuiet(ctx, s)
 	if err := s.ResetPeaks(); err != nil {
 		return nil, fmt.Errorf("reset peaks: %w", err)
 	}
@@ -332,7 +332,7 @@ func (r *run) startPhase(s Server) (*phase, error) {
 // waitQuiet waits, up to Options.QuietWait, until the rest of the host
 // (other tenants) uses less than a quarter of a core over 300 ms, so that
 // measured phases do not share the CPUs with someone else's build.
-func (r *run) waitQuiet(s Server) {
+func (r *run) waitQuiet(ctx context.Context, s Server) {
 	if r.o.QuietWait <= 0 {
 		return
 	}
@@ -350,9 +350,13 @@ func (r *run) waitQuiet(s Server) {
 	deadline := time.Now().Add(r.o.QuietWait)
 	const window = 300 * time.Millisecond
 	var other time.Duration
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) && ctx.Err() == nil {
 		h0, o0 := HostCPU(), ours()
-		time.Sleep(window)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(window):
+		}
 		other = (HostCPU() - h0) - (ours() - o0)
 		if other < window/4 {
 			return

@@ -98,7 +98,7 @@ func Select(ctx context.Context, o Options, c SelectConfig) error {
 				return fmt.Errorf("%s holds %d records after the load, want %d", name, sum, n)
 			}
 		}
-		ph, err := r.startPhase(srv)
+		ph, err := r.startPhase(ctx, srv)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/types"
@@ -91,7 +93,12 @@ const MetaWidth = 4
 func fillMeta(row types.Row, key []byte, part int32, offset int64, ts int64) {
 	n := len(row) - MetaWidth
 	if key != nil {
-		row[n] = types.NewText(strings.ToValidUTF8(string(key), "\uFFFD"))
+		// record bytes are never modified: the text can point into them
+		if len(key) > 0 && utf8.Valid(key) {
+			row[n] = types.NewText(unsafe.String(&key[0], len(key)))
+		} else {
+			row[n] = types.NewText(strings.ToValidUTF8(string(key), "\uFFFD"))
+		}
 	} else {
 		row[n] = types.NullValue
 	}

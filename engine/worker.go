@@ -229,6 +229,9 @@ func (w *worker) setup() error {
 		if err != nil {
 			return err
 		}
+		if j, ok := c.(*types.JSONCodec); ok {
+			c = j.Borrowing() // fetched records are never modified
+		}
 		w.in[e.topic(d.Topic)] = c
 		w.inMeta[e.topic(d.Topic)] = d.Meta
 	}
@@ -593,11 +596,18 @@ func (w *worker) emit(b *operators.Batch) error {
 	out := w.stage.output
 	topic := w.p.e.topic(out.Topic)
 	ch := w.stage.def.Changes
+	// One buffer for the batch's payloads; each record's Value is a slice
+	// of it (franz-go does not modify values).
+	var buf []byte
 	for i, row := range b.Rows {
 		w.ep.emitted++
 		if ch == nil {
-			val := w.out.Append(make([]byte, 0, 128), row)
-			w.produce(&kgo.Record{Topic: topic, Key: RecordKey(row, out.Key), Value: val})
+			if cap(buf)-len(buf) < 256 {
+				buf = make([]byte, 0, 64<<10)
+			}
+			start := len(buf)
+			buf = w.out.Append(buf, row)
+			w.produce(&kgo.Record{Topic: topic, Key: RecordKey(row, out.Key), Value: buf[start:len(buf):len(buf)]})
 			continue
 		}
 		op := operators.OpInsert

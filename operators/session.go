@@ -117,7 +117,7 @@ func (s *SessionAggregate) load(gkey []byte, group types.Row) (*sessionGroup, er
 			g.oldEnds = append(g.oldEnds, ss.last+s.Gap)
 		}
 	} else {
-		g.group = append(types.Row(nil), group...)
+		g.group = types.CloneRow(group)
 	}
 	s.groups[string(g.gkey)] = g
 	return g, nil

@@ -100,7 +100,7 @@ rows:
 		}
 		l.rows = append(l.rows, nil)
 		copy(l.rows[pos+1:], l.rows[pos:])
-		l.rows[pos] = append(types.Row(nil), row...)
+		l.rows[pos] = types.CloneRow(row) // kept across batches: own its bytes
 		if int64(len(l.rows)) > t.N {
 			l.rows = l.rows[:t.N]
 		}

@@ -107,7 +107,7 @@ func (s *aggState) get(key []byte, group types.Row, start, end int64) (*aggEntry
 			return nil, err
 		}
 	} else {
-		e.group = append(types.Row(nil), group...)
+		e.group = types.CloneRow(group)
 		e.accs = s.newAccs()
 	}
 	s.entries[string(e.key)] = e

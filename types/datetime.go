@@ -218,14 +218,15 @@ func ParseTimestamp(s string, tz bool) (int64, error) {
 }
 
 func parseTimestamp(s string, tz bool) (int64, bool) {
-	switch strings.ToLower(s) {
-	case "epoch":
-		return 0, true
-	case "now", "today":
-		if strings.EqualFold(s, "today") {
+	if s != "" && (s[0] < '0' || s[0] > '9') { // the special words; digits are the hot path
+		switch {
+		case strings.EqualFold(s, "epoch"):
+			return 0, true
+		case strings.EqualFold(s, "now"):
+			return time.Now().UnixMicro(), true
+		case strings.EqualFold(s, "today"):
 			return floorDiv(time.Now().UnixMicro(), MicrosPerDay) * MicrosPerDay, true
 		}
-		return time.Now().UnixMicro(), true
 	}
 	days, s, ok := scanDate(s)
 	if !ok {

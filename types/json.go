@@ -27,6 +27,19 @@ type JSONCodec struct {
 	keys  []string // `"name":`, pre-encoded
 	index map[string]int
 	lower map[string]int
+	// borrow: decoded strings point into the payload instead of copying
+	// it (see Borrowing).
+	borrow bool
+}
+
+// Borrowing returns a codec whose decoded strings (without escapes) point
+// into the payload instead of copying it. Use it only where payloads are
+// never modified after decoding, as franz-go's fetched records are not;
+// a kept row then keeps its record's buffer alive.
+func (c *JSONCodec) Borrowing() *JSONCodec {
+	cp := *c
+	cp.borrow = true
+	return &cp
 }
 
 // NewJSONCodec returns a codec for columns with the given names and types.
@@ -153,7 +166,7 @@ func (c *JSONCodec) Decode(data []byte, dst Row) error {
 	for i := range dst {
 		dst[i] = NullValue
 	}
-	d := jsonDecoder{data: data}
+	d := jsonDecoder{data: data, borrow: c.borrow}
 	d.ws()
 	if !d.eat('{') {
 		return pgerror.New(pgerror.InvalidTextRepresentation, "invalid JSON row: %v", ErrNotObject)
@@ -198,8 +211,9 @@ func (c *JSONCodec) Decode(data []byte, dst Row) error {
 }
 
 type jsonDecoder struct {
-	data []byte
-	pos  int
+	data   []byte
+	pos    int
+	borrow bool // strings without escapes point into data
 }
 
 func (d *jsonDecoder) fail(err error) error {
@@ -276,6 +290,9 @@ func (d *jsonDecoder) str() (string, error) {
 			d.pos = i + 1
 			if !utf8.Valid(raw) {
 				return "", pgerror.New(pgerror.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\"")
+			}
+			if d.borrow && len(raw) > 0 {
+				return unsafe.String(&raw[0], len(raw)), nil
 			}
 			return string(raw), nil
 		}

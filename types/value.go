@@ -2,6 +2,7 @@ package types
 
 import (
 	"math"
+	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 )
@@ -122,3 +123,17 @@ const (
 	MicrosPerHour   = 60 * MicrosPerMinute
 	MicrosPerDay    = 24 * MicrosPerHour
 )
+
+// CloneRow copies a row and the bytes of its strings, so the copy does
+// not keep a decoded payload alive (rows decoded without copying point
+// into their record).
+func CloneRow(row Row) Row {
+	out := make(Row, len(row))
+	for i, v := range row {
+		if v.S != "" {
+			v.S = strings.Clone(v.S)
+		}
+		out[i] = v
+	}
+	return out
+}
