@@ -97,6 +97,61 @@ func (r *streamResult) Next(ctx context.Context) (types.Row, error) {
 	return row, nil
 }
 
+// NextCtx is Next for a caller whose ctx must not end the result when it
+// is cancelled (a FETCH from a cursor: the cursor lives on).
+func (r *streamResult) NextCtx(ctx context.Context) (types.Row, error) {
+	for len(r.cur) == 0 {
+		if r.done {
+			if r.err != nil {
+				return nil, r.err
+			}
+			return nil, io.EOF
+		}
+		select {
+		case rows, ok := <-r.ch:
+			if !ok {
+				r.done = true
+				r.err = <-r.errCh
+				continue
+			}
+			r.cur = rows
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	row := r.cur[0]
+	r.cur = r.cur[1:]
+	r.n++
+	return row, nil
+}
+
+// TryNext returns a row if one is available now (ok false otherwise).
+func (r *streamResult) TryNext() (types.Row, bool, error) {
+	if len(r.cur) == 0 && !r.done {
+		select {
+		case rows, ok := <-r.ch:
+			if !ok {
+				r.done = true
+				r.err = <-r.errCh
+			} else {
+				r.cur = rows
+			}
+		default:
+			return nil, false, nil
+		}
+	}
+	if len(r.cur) == 0 {
+		if r.err != nil {
+			return nil, false, r.err
+		}
+		return nil, false, io.EOF
+	}
+	row := r.cur[0]
+	r.cur = r.cur[1:]
+	r.n++
+	return row, true, nil
+}
+
 func (r *streamResult) Tag() string { return r.tagVerb + " " + strconv.FormatInt(r.n, 10) }
 
 func (r *streamResult) Notices() []string {

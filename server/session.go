@@ -23,10 +23,14 @@ type session struct {
 	settings map[string]string
 	changed  map[string]bool
 	tx       byte // 'I', 'T', 'E'
+	cursors  map[string]*cursor
+	ctx      context.Context // ends when the session closes
+	cancel   context.CancelFunc
 }
 
 func newSession(srv *Server, p pgwire.SessionParams) *session {
-	s := &session{srv: srv, user: p.User, settings: map[string]string{}, changed: map[string]bool{}, tx: 'I'}
+	s := &session{srv: srv, user: p.User, settings: map[string]string{}, changed: map[string]bool{}, tx: 'I', cursors: map[string]*cursor{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	for k, v := range defaultSettings {
 		s.settings[k] = v
 	}
@@ -139,7 +143,13 @@ func boolKeys(m map[string]bool) map[string]string {
 }
 
 // Close implements pgwire.Session.
-func (s *session) Close() {}
+func (s *session) Close() {
+	for _, c := range s.cursors {
+		c.close()
+	}
+	s.cursors = nil
+	s.cancel()
+}
 
 // statement is a planned statement.
 type statement struct {
@@ -203,8 +213,20 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 		return s.command("CREATE", func(ctx context.Context) (pgwire.Result, error) {
 			return s.srv.createAs(ctx, st, p.SQL)
 		}), nil
-	case *sql.Subscribe, *sql.DeclareCursor, *sql.Fetch, *sql.CloseCursor:
-		return nil, pgerror.NotSupported("SUBSCRIBE and cursors")
+	case *sql.Subscribe:
+		cols, run, err := s.planSubscribe(st)
+		if err != nil {
+			return nil, err
+		}
+		return &statement{cols: cols, exec: func(ctx context.Context, _ []types.Value) (pgwire.Result, error) {
+			return run(ctx), nil
+		}}, nil
+	case *sql.DeclareCursor:
+		return s.declare(st, params)
+	case *sql.Fetch:
+		return s.fetch(st)
+	case *sql.CloseCursor:
+		return s.command("CLOSE", func(context.Context) (pgwire.Result, error) { return s.closeCursor(st.Name) }), nil
 	case *sql.Unsupported:
 		return nil, pgerror.NotSupported("%s", st.What)
 	}

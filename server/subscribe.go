@@ -1,0 +1,248 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/planner"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// SUBSCRIBE streams what a relation receives from now on: a stream's new
+// rows; a view's current rows (op insert) followed by its changes (op
+// insert/update/delete). It runs until the client cancels it or, in a
+// cursor, until the cursor is closed.
+
+// planSubscribe returns the columns of a subscription and a function that
+// starts it.
+func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx context.Context) *streamResult, error) {
+	if sub.Query != nil {
+		return nil, nil, pgerror.NotSupported("SUBSCRIBE to a query (subscribe to a stream or view, or CREATE one)")
+	}
+	rel, err := s.srv.cat.Lookup("", sub.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch rel.Kind {
+	case catalog.Stream:
+		if rel.Backend != "" {
+			return nil, nil, pgerror.NotSupported("SUBSCRIBE to a stream on %s", rel.Backend)
+		}
+		cols := make([]pgwire.Column, len(rel.Columns))
+		for i, c := range rel.Columns {
+			cols[i] = pgwire.Column{Name: c.Name, Type: c.Type, TableOID: rel.OID, AttNum: int16(i + 1)}
+		}
+		return cols, func(ctx context.Context) *streamResult {
+			return newStreamResult(ctx, "SUBSCRIBE", func(ctx context.Context, emit operators.Emit) error {
+				return s.srv.tail(ctx, rel, false, emit)
+			})
+		}, nil
+	case catalog.MaterializedView:
+		changes, ok := s.srv.cat.Get(rel.Name + planner.ChangesSuffix)
+		if !ok {
+			return nil, nil, pgerror.New(pgerror.UndefinedTable, "view %q has no changes stream", rel.Name)
+		}
+		cols := []pgwire.Column{{Name: "op", Type: types.Text}}
+		for _, c := range rel.Columns {
+			cols = append(cols, pgwire.Column{Name: c.Name, Type: c.Type})
+		}
+		return cols, func(ctx context.Context) *streamResult {
+			return newStreamResult(ctx, "SUBSCRIBE", func(ctx context.Context, emit operators.Emit) error {
+				return s.srv.subscribeView(ctx, rel, changes, emit)
+			})
+		}, nil
+	}
+	return nil, nil, pgerror.New(pgerror.WrongObjectType, "cannot subscribe to %s %q", rel.Kind, rel.Name)
+}
+
+// subscribeView emits the view's current rows, then its changes from the
+// offsets the changes stream had before the snapshot was read.
+func (s *Server) subscribeView(ctx context.Context, view, changes *catalog.Relation, emit operators.Emit) error {
+	start, err := s.endOffsets(ctx, changes.Topic)
+	if err != nil {
+		return err
+	}
+	ds, err := (&datasets{srv: s}).Dataset(ctx, planner.DatasetName(view))
+	if err != nil {
+		return err
+	}
+	insert := types.NewText("insert")
+	err = ds.Scan(ctx, func(_ int32, b *operators.Batch) error {
+		out := &operators.Batch{Rows: make([]types.Row, len(b.Rows))}
+		for i, r := range b.Rows {
+			out.Rows[i] = append(types.Row{insert}, r...)
+		}
+		return emit(out)
+	})
+	if err != nil {
+		return err
+	}
+	return s.tailFrom(ctx, changes, start, emit)
+}
+
+func (s *Server) endOffsets(ctx context.Context, topic string) (map[int32]kgo.Offset, error) {
+	ends, err := kadm.NewClient(s.kafka.Client()).ListCommittedOffsets(ctx, s.kafka.Topic(topic))
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgerror.IOError, "subscribe")
+	}
+	out := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = kgo.NewOffset().At(o.Offset) })
+	return out, nil
+}
+
+// tail emits a stream's rows from its current end on.
+func (s *Server) tail(ctx context.Context, rel *catalog.Relation, _ bool, emit operators.Emit) error {
+	start, err := s.endOffsets(ctx, rel.Topic)
+	if err != nil {
+		return err
+	}
+	return s.tailFrom(ctx, rel, start, emit)
+}
+
+func (s *Server) tailFrom(ctx context.Context, rel *catalog.Relation, from map[int32]kgo.Offset, emit operators.Emit) error {
+	codec, err := codecFor(rel)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(s.env.KafkaBrokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.kafka.Topic(rel.Topic): from}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	width := len(rel.Columns)
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return pgerror.Wrap(ferr, pgerror.IOError, "subscribe")
+		}
+		b := &operators.Batch{}
+		fs.EachRecord(func(r *kgo.Record) {
+			row := make(types.Row, width)
+			if codec.Decode(r.Value, row) == nil {
+				b.Rows = append(b.Rows, row)
+			}
+		})
+		if len(b.Rows) > 0 {
+			if err := emit(b); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// cursor is a DECLAREd cursor: a result the session pulls from with FETCH.
+type cursor struct {
+	cols      []pgwire.Column
+	res       *streamResult
+	subscribe bool // rows keep coming: FETCH returns what is there, waiting for one
+	cancel    context.CancelFunc
+}
+
+func (c *cursor) close() {
+	c.cancel()
+	c.res.Close()
+}
+
+func (s *session) declare(d *sql.DeclareCursor, params []types.Type) (*statement, error) {
+	var cols []pgwire.Column
+	var start func(ctx context.Context, args []types.Value) *streamResult
+	subscribe := d.Subscribe != nil
+	if subscribe {
+		c, run, err := s.planSubscribe(d.Subscribe)
+		if err != nil {
+			return nil, err
+		}
+		cols, start = c, func(ctx context.Context, _ []types.Value) *streamResult { return run(ctx) }
+	} else {
+		st, err := s.planQuery(d.Query, params)
+		if err != nil {
+			return nil, err
+		}
+		cols = st.cols
+		start = func(ctx context.Context, args []types.Value) *streamResult {
+			r, _ := st.exec(ctx, args)
+			return r.(*streamResult)
+		}
+	}
+	return &statement{params: params, exec: func(_ context.Context, args []types.Value) (pgwire.Result, error) {
+		if _, ok := s.cursors[d.Name]; ok {
+			return nil, pgerror.New(pgerror.DuplicateCursor, "cursor %q already exists", d.Name)
+		}
+		// A cursor outlives the DECLARE: it runs on the session's context.
+		ctx, cancel := context.WithCancel(s.ctx)
+		s.cursors[d.Name] = &cursor{cols: cols, res: start(ctx, args), subscribe: subscribe, cancel: cancel}
+		return tagOnly("DECLARE CURSOR"), nil
+	}}, nil
+}
+
+func (s *session) fetch(f *sql.Fetch) (*statement, error) {
+	c, ok := s.cursors[f.Cursor]
+	if !ok {
+		return nil, pgerror.New(pgerror.InvalidCursorName, "cursor %q does not exist", f.Cursor)
+	}
+	return &statement{cols: c.cols, exec: func(ctx context.Context, _ []types.Value) (pgwire.Result, error) {
+		var rows []types.Row
+		for f.Count < 0 || int64(len(rows)) < f.Count {
+			var row types.Row
+			var err error
+			if c.subscribe && len(rows) > 0 {
+				var ok bool
+				if row, ok, err = c.res.TryNext(); err == nil && !ok {
+					break // what has arrived; FETCH does not wait for more
+				}
+			} else {
+				row, err = c.res.NextCtx(ctx)
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, row)
+		}
+		return &rowsResult{rows: rows, tag: fmt.Sprintf("FETCH %d", len(rows))}, nil
+	}}, nil
+}
+
+func (s *session) closeCursor(name string) (pgwire.Result, error) {
+	if name == "" {
+		for n, c := range s.cursors {
+			c.close()
+			delete(s.cursors, n)
+		}
+		return tagOnly("CLOSE CURSOR ALL"), nil
+	}
+	c, ok := s.cursors[name]
+	if !ok {
+		return nil, pgerror.New(pgerror.InvalidCursorName, "cursor %q does not exist", name)
+	}
+	c.close()
+	delete(s.cursors, name)
+	return tagOnly("CLOSE CURSOR"), nil
+}
+
