@@ -245,4 +245,3 @@ func (s *session) closeCursor(name string) (pgwire.Result, error) {
 	delete(s.cursors, name)
 	return tagOnly("CLOSE CURSOR"), nil
 }
-
