@@ -1,0 +1,151 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/fvsql/fvsql/tests/fvsqltest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+func TestMain(m *testing.M) { os.Exit(fvsqltest.Main(m)) }
+
+// Every type fvsql stores goes in as a bound parameter (binary where pgx
+// can) and comes back as a binary result, unchanged.
+func TestPgxTypesRoundTrip(t *testing.T) {
+	p := fvsqltest.Start(t, fvsqltest.Config{})
+	conn := p.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := conn.Exec(ctx, `CREATE STREAM everything (b BOOLEAN, i2 SMALLINT, i4 INTEGER, i8 BIGINT, f4 REAL,
+		f8 DOUBLE PRECISION, n NUMERIC, t TEXT, v VARCHAR, bt BYTEA, d DATE, ts TIMESTAMP, tz TIMESTAMPTZ,
+		iv INTERVAL, j JSONB)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	num := pgtype.Numeric{Int: big.NewInt(12345), Exp: -2, Valid: true}
+	iv := pgtype.Interval{Months: 1, Days: 2, Microseconds: 3_000_004, Valid: true}
+	_, err = conn.Exec(ctx, `INSERT INTO everything VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		true, int16(-7), int32(123456), int64(-9007199254740993), float32(1.5), 2.25, num, "héllo", "vc",
+		[]byte{0, 1, 255}, time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC), ts, ts, iv, map[string]any{"a": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a second row of NULLs
+	_, err = conn.Exec(ctx, `INSERT INTO everything (b) VALUES ($1)`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		b           bool
+		i2          int16
+		i4          int32
+		i8          int64
+		f4          float32
+		f8          float64
+		n           pgtype.Numeric
+		txt, vc     string
+		by          []byte
+		d, tsv, tzv time.Time
+		ivv         pgtype.Interval
+		j           map[string]any
+	)
+	err = conn.QueryRow(ctx, `SELECT b, i2, i4, i8, f4, f8, n, t, v, bt, d, ts, tz, iv, j FROM everything WHERE i8 = $1`, int64(-9007199254740993)).
+		Scan(&b, &i2, &i4, &i8, &f4, &f8, &n, &txt, &vc, &by, &d, &tsv, &tzv, &ivv, &j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b || i2 != -7 || i4 != 123456 || i8 != -9007199254740993 || f4 != 1.5 || f8 != 2.25 || txt != "héllo" || vc != "vc" {
+		t.Errorf("scalars: %v %v %v %v %v %v %q %q", b, i2, i4, i8, f4, f8, txt, vc)
+	}
+	if n.Int.Cmp(big.NewInt(12345)) != 0 || n.Exp != -2 {
+		t.Errorf("numeric: %v e%d", n.Int, n.Exp)
+	}
+	if string(by) != "\x00\x01\xff" {
+		t.Errorf("bytea: %x", by)
+	}
+	if !d.Equal(time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)) || !tsv.Equal(ts) || !tzv.Equal(ts) {
+		t.Errorf("times: %v %v %v", d, tsv, tzv)
+	}
+	if ivv != iv {
+		t.Errorf("interval: %+v", ivv)
+	}
+	if j["a"] != float64(1) {
+		t.Errorf("jsonb: %v", j)
+	}
+	var nulls int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM everything WHERE i4 IS NULL AND n IS NULL AND ts IS NULL`).Scan(&nulls); err != nil || nulls != 1 {
+		t.Errorf("NULL row: %d %v", nulls, err)
+	}
+}
+
+// Parameters get their types from context; errors carry SQLSTATEs; a
+// prepared statement runs many times; the simple protocol works too.
+func TestPgxParametersAndErrors(t *testing.T) {
+	p := fvsqltest.Start(t, fvsqltest.Config{})
+	conn := p.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := conn.Exec(ctx, `CREATE STREAM trades (sym TEXT, price DOUBLE PRECISION, qty BIGINT) WITH (partitions = 4, key = 'sym')`); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := conn.Exec(ctx, `INSERT INTO trades VALUES ($1, $2, $3)`, []string{"ACME", "INIT"}[i%2], float64(i)+0.5, int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := conn.Query(ctx, `SELECT sym, count(*), sum(qty) FROM trades WHERE price > $1 GROUP BY sym ORDER BY sym`, 5.0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type agg struct {
+		sym string
+		n   int64
+		s   pgtype.Numeric
+	}
+	var got []agg
+	for rows.Next() {
+		var a agg
+		if err := rows.Scan(&a.sym, &a.n, &a.s); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a)
+	}
+	if rows.Err() != nil || len(got) != 2 || got[0].sym != "ACME" || got[0].n != 7 || got[1].n != 8 {
+		t.Fatalf("aggregate: %+v %v", got, rows.Err())
+	}
+	if got[0].s.Int.Int64() != 6+8+10+12+14+16+18 {
+		t.Errorf("sum: %v", got[0].s.Int)
+	}
+	// the simple protocol, same query
+	var n int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM trades WHERE sym = $1`, pgx.QueryExecModeSimpleProtocol, "ACME").Scan(&n); err != nil || n != 10 {
+		t.Errorf("simple protocol: %d %v", n, err)
+	}
+	for _, c := range []struct {
+		sql  string
+		code string
+	}{
+		{`SELECT * FROM nope`, "42P01"},
+		{`SELECT nope FROM trades`, "42703"},
+		{`SELEC 1`, "42601"},
+		{`SELECT 1/0`, "22012"},
+	} {
+		_, err := conn.Exec(ctx, c.sql)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != c.code {
+			t.Errorf("%s: got %v, want SQLSTATE %s", c.sql, err, c.code)
+		}
+	}
+	// the connection still works after errors
+	if err := conn.QueryRow(ctx, `SELECT version()`).Scan(new(string)); err != nil {
+		t.Fatal(err)
+	}
+}
