@@ -1057,6 +1057,11 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 	case 'P':
 		p, ok := c.portals[m.Name]
 		if !ok {
+			if cd, ok := c.sess.(CursorDescriber); ok {
+				if cols, ok := cd.DescribeCursor(m.Name); ok {
+					return c.send(rowDescription(cols, nil))
+				}
+			}
 			return pgerror.New(pgerror.InvalidCursorName, "portal %q does not exist", m.Name)
 		}
 		if p.ps.cols == nil {

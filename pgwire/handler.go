@@ -106,3 +106,12 @@ type NoticeResult interface {
 	Result
 	Notices() []string
 }
+
+// CursorDescriber is an optional ability of a Session: cursors declared
+// with SQL (DECLARE c CURSOR FOR …) are portals too, and clients (psycopg's
+// named cursors) Describe them by name at the protocol level.
+type CursorDescriber interface {
+	Session
+	// DescribeCursor returns the columns of a SQL-declared cursor.
+	DescribeCursor(name string) ([]Column, bool)
+}

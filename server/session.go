@@ -240,6 +240,16 @@ func (s *session) command(_ string, run func(ctx context.Context) (pgwire.Result
 
 func (s *session) transaction(kind sql.TxKind) pgwire.Result {
 	switch kind {
+	case sql.TxSavepoint, sql.TxRelease:
+		if s.tx == 'I' {
+			return &rowsResult{tag: strings.ToUpper(string(kind)), notices: []string{string(kind) + " can only be used in transaction blocks"}}
+		}
+		return tagOnly(strings.ToUpper(string(kind)))
+	case sql.TxRollbackTo:
+		if s.tx == 'E' {
+			s.tx = 'T' // back to a usable transaction, as PostgreSQL does
+		}
+		return tagOnly("ROLLBACK")
 	case sql.TxBegin:
 		if s.tx != 'I' {
 			return &rowsResult{tag: "BEGIN", notices: []string{"there is already a transaction in progress"}}

@@ -245,3 +245,14 @@ func (s *session) closeCursor(name string) (pgwire.Result, error) {
 	delete(s.cursors, name)
 	return tagOnly("CLOSE CURSOR"), nil
 }
+
+// DescribeCursor implements pgwire.CursorDescriber.
+func (s *session) DescribeCursor(name string) ([]pgwire.Column, bool) {
+	c, ok := s.cursors[name]
+	if !ok {
+		return nil, false
+	}
+	return c.cols, true
+}
+
+var _ pgwire.CursorDescriber = (*session)(nil)

@@ -373,10 +373,20 @@ const (
 	TxBegin    TxKind = "begin"
 	TxCommit   TxKind = "commit"
 	TxRollback TxKind = "rollback"
+	// Savepoints are accepted inside transaction blocks and do nothing:
+	// fvsql's statements take effect one by one (clients such as
+	// SQLAlchemy and psycopg issue them around every statement).
+	TxSavepoint  TxKind = "savepoint"
+	TxRelease    TxKind = "release"
+	TxRollbackTo TxKind = "rollback to"
 )
 
-// Transaction is BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT.
-type Transaction struct{ Kind TxKind }
+// Transaction is BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT,
+// and SAVEPOINT/RELEASE/ROLLBACK TO with the savepoint's name.
+type Transaction struct {
+	Kind      TxKind
+	Savepoint string
+}
 
 // Discard is DISCARD ALL and friends (accepted, no effect).
 type Discard struct{}

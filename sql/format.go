@@ -128,6 +128,9 @@ func (f *formatter) stmt(s Statement) {
 		f.w("DESCRIBE ", qualified(s.Name))
 	case *Transaction:
 		f.w(strings.ToUpper(string(s.Kind)))
+		if s.Savepoint != "" {
+			f.w(" ", Ident(s.Savepoint))
+		}
 	case *Discard:
 		f.w("DISCARD ALL")
 	case *Unsupported:

@@ -112,8 +112,8 @@ func (p *stmtParser) unit(lo, hi int) unit {
 
 // unsupportedStarts are statements fvsql recognises but does not run.
 var unsupportedStarts = setOf(`update delete alter grant revoke copy truncate vacuum analyze analyse
-listen notify unlisten prepare execute do call lock comment reindex cluster checkpoint savepoint
-release security import load refresh merge reassign move`)
+listen notify unlisten prepare execute do call lock comment reindex cluster checkpoint
+security import load refresh merge reassign move`)
 
 func (p *stmtParser) statement() (Statement, error) {
 	t := p.peek()
@@ -150,6 +150,8 @@ func init() {
 		"commit":     (*stmtParser).commit,
 		"end":        (*stmtParser).commit,
 		"rollback":   (*stmtParser).rollback,
+		"savepoint":  (*stmtParser).savepoint,
+		"release":    (*stmtParser).savepoint,
 		"abort":      (*stmtParser).rollback,
 		"discard":    (*stmtParser).discard,
 		"deallocate": (*stmtParser).deallocate,
@@ -738,10 +740,30 @@ func (p *stmtParser) rollback() (Statement, error) {
 	if !p.accept("work") {
 		p.accept("transaction")
 	}
-	if p.peek().is("to") {
-		return &Unsupported{What: "ROLLBACK TO SAVEPOINT"}, nil
+	if p.accept("to") {
+		p.accept("savepoint")
+		name, err := p.name()
+		if err != nil {
+			return nil, err
+		}
+		return &Transaction{Kind: TxRollbackTo, Savepoint: name}, p.end()
 	}
 	return p.txEnd(TxRollback)
+}
+
+// savepoint parses SAVEPOINT name and RELEASE [SAVEPOINT] name.
+func (p *stmtParser) savepoint() (Statement, error) {
+	kind := TxSavepoint
+	if p.peek().is("release") {
+		kind = TxRelease
+	}
+	p.i++
+	p.accept("savepoint")
+	name, err := p.name()
+	if err != nil {
+		return nil, err
+	}
+	return &Transaction{Kind: kind, Savepoint: name}, p.end()
 }
 
 func (p *stmtParser) txEnd(kind TxKind) (Statement, error) {
