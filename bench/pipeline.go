@@ -55,6 +55,7 @@ type variantResult struct {
 	rssAt0     int64
 	emitted    int64
 	note       string
+	checks     []string // failed output checks
 }
 
 func (v *variantResult) median() time.Duration { return Median(v.durs) }
@@ -212,6 +213,9 @@ func Pipeline(ctx context.Context, o Options, c PipelineConfig) error {
 				if p == nil {
 					break
 				}
+				if p.check != "" {
+					vr.checks = append(vr.checks, fmt.Sprintf("%s run %d: %s", v, run, p.check))
+				}
 				vr.durs = append(vr.durs, p.dur)
 				vr.hostCPUs = append(vr.hostCPUs, p.hostCPU)
 				vr.procCPUs = append(vr.procCPUs, p.srvCPU)
@@ -297,6 +301,9 @@ func printPipeline(r *run, c PipelineConfig, results [][]*variantResult) {
 					target = "MISSED vs raw"
 				}
 			}
+			if len(v.checks) > 0 {
+				target = "OUTPUT WRONG: see notes"
+			}
 			tb.Add(v.variant, Secs(v.median()), Count(rate), ratio(raw), ratio(rawtxn), Count(rate/cores),
 				cpuSecs(v.procCPU), perCPU(v.rows, v.procCPU), cpuSecs(v.brokerCPU), cpuSecs(v.otherCPU),
 				MiB(v.rssAt0), MiB(v.peakRSS), MiB(v.peakHeap), target)
@@ -308,6 +315,9 @@ func printPipeline(r *run, c PipelineConfig, results [][]*variantResult) {
 			"RSS before / peak RSS / peak heap: of that process, reset before each run; the fvsql rows show what the pipeline needs",
 			fmt.Sprintf("fvsql output checked: SELECT count(*) = %s rows with qty > 10", Count(float64(res[0].emitted))),
 			fmt.Sprintf("targets: fvsql ≥ %.0f%% of raw rows/s, and ≥ %s rows per CPU-second of the fvsql process (rows/proc-cpu-s)", 100*PipelineRatioTarget, Count(PipelinePerCoreTarget)),
+		}
+		for _, v := range res {
+			tb.Notes = append(tb.Notes, v.checks...)
 		}
 		tb.Print(r.o.Out)
 	}
@@ -388,7 +398,32 @@ func measureFvsql(ctx context.Context, r *run, srv Server, conn *pgx.Conn, in, o
 		return nil, "", err
 	}
 	if got != want.CountQtyOver10 {
-		return nil, "", fmt.Errorf("pipeline %s wrote %d rows, want %d (%s)", out, got, want.CountQtyOver10, last)
+		// Keep the figures; say what is wrong with the output.
+		ph.check = fmt.Sprintf("OUTPUT CHECK FAILED: %s holds %d rows, want %d", out, got, want.CountQtyOver10)
+		var distinct int64
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		if err := conn.QueryRow(dctx, "SELECT count(DISTINCT id) FROM "+out).Scan(&distinct); err == nil {
+			ph.check += fmt.Sprintf(" (%d distinct ids: %d duplicates)", distinct, got-distinct)
+		}
+		// Where the duplicates come from: input partition (id % partitions)
+		// and id range, so a whole repeated batch or transaction shows.
+		rows, err := conn.Query(dctx, fmt.Sprintf("SELECT id %% %d AS part, count(*), min(id), max(id) FROM (SELECT id FROM %s GROUP BY id HAVING count(*) > 1) d GROUP BY 1 ORDER BY 1", c.Partitions, out))
+		if err == nil {
+			var parts []string
+			for rows.Next() {
+				var part, n, lo, hi int64
+				if rows.Scan(&part, &n, &lo, &hi) == nil {
+					parts = append(parts, fmt.Sprintf("input partition %d: %d duplicated ids in %d…%d", part, n, lo, hi))
+				}
+			}
+			rows.Close()
+			if len(parts) > 0 {
+				ph.check += "; " + strings.Join(parts, ", ")
+			}
+		}
+		cancel()
+		ph.check += "; pipeline: " + last
+		fmt.Fprintln(os.Stderr, "bench:", ph.check)
 	}
 	if err := execSQL(ctx, conn, time.Minute, "DROP STREAM "+out); err != nil {
 		return nil, "", err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -226,6 +227,7 @@ func (r *run) header(title string, srv Server, lines ...string) {
 	w := r.o.Out
 	fmt.Fprintf(w, "=== fvsql bench %s ===\n", title)
 	fmt.Fprintf(w, "command:  %s\n", r.o.Command)
+	fmt.Fprintf(w, "build:    %s\n", buildRevision())
 	fmt.Fprintf(w, "host:     %s, %d CPUs, GOMAXPROCS %d, %s, %s\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "load:     %s (/proc/loadavg before the run: other work on the host shows in the \"other cpu\" columns)\n", loadAvg())
 	fmt.Fprintf(w, "broker:   %s\n", r.brokerDesc())
@@ -238,6 +240,34 @@ func (r *run) header(title string, srv Server, lines ...string) {
 		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintln(w)
+}
+
+// Revision names the source a binary was built from when the build
+// carries no VCS stamp: go build -ldflags "-X github.com/fvsql/fvsql/bench.Revision=…".
+var Revision = ""
+
+// buildRevision is the binary's VCS revision (and whether the tree was
+// modified), or Revision.
+func buildRevision() string {
+	rev, modified := Revision, ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if rev == "" {
+					rev = s.Value
+				}
+			case "vcs.modified":
+				if s.Value == "true" {
+					modified = " (modified tree)"
+				}
+			}
+		}
+	}
+	if rev == "" {
+		return "unknown revision (no VCS stamp: build with -ldflags \"-X github.com/fvsql/fvsql/bench.Revision=$(git rev-parse --short HEAD)\")"
+	}
+	return rev + modified
 }
 
 func loadAvg() string {
@@ -302,6 +332,7 @@ type phase struct {
 	srvCPU    time.Duration // the server's process
 	brokerCPU time.Duration // the broker's process, when known and separate (-1: unknown)
 	otherCPU  time.Duration // the rest: the bench's own work when separate, other tenants
+	check     string        // a failed output check, reported with the figures
 }
 
 // startPhase resets the server's peaks and notes its CPU, the broker's
