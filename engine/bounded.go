@@ -73,6 +73,12 @@ type Dataset interface {
 	Scan(ctx context.Context, fn func(shard int32, b *operators.Batch) error) error
 }
 
+// ColumnPruner is an optional ability of a Dataset: it need only fill the
+// columns marked (others may be left NULL), set before Scan.
+type ColumnPruner interface {
+	Prune(need []bool)
+}
+
 // KeyedDataset is a Dataset that can find rows by key without a scan.
 type KeyedDataset interface {
 	Dataset
@@ -105,7 +111,7 @@ func run(ctx context.Context, n Node, r Resolver, env *expr.Env, onErr operators
 		}
 		return emit(&operators.Batch{Rows: n.Rows})
 	case *Source:
-		return runSource(ctx, n, nil, r, env, onErr, emit)
+		return runSource(ctx, n, nil, nil, r, env, onErr, emit)
 	case *Join:
 		return runJoin(ctx, n, r, env, onErr, emit)
 	case *UnionAll:
@@ -140,8 +146,12 @@ func run(ctx context.Context, n Node, r Resolver, env *expr.Env, onErr operators
 			push = chain.Push
 		}
 		var err error
-		if prefix > 0 {
-			err = runSource(ctx, n.Input.(*Source), n.Steps[:prefix], r, env, onErr, push)
+		if src, ok := n.Input.(*Source); ok {
+			var need []bool
+			if len(n.Subqueries) == 0 { // outer references would read columns too
+				need = InputColumns(n.Steps, nil)
+			}
+			err = runSource(ctx, src, n.Steps[:prefix], need, r, env, onErr, push)
 		} else {
 			err = run(ctx, n.Input, r, env, onErr, push)
 		}
@@ -158,10 +168,13 @@ func run(ctx context.Context, n Node, r Resolver, env *expr.Env, onErr operators
 
 // runSource scans a dataset, running the stateless prefix steps on each
 // shard's goroutine, and hands the results to emit on this goroutine.
-func runSource(ctx context.Context, src *Source, prefix []operators.Step, r Resolver, env *expr.Env, onErr operators.RowError, emit operators.Emit) error {
+func runSource(ctx context.Context, src *Source, prefix []operators.Step, need []bool, r Resolver, env *expr.Env, onErr operators.RowError, emit operators.Emit) error {
 	ds, err := r.Dataset(ctx, src.Dataset)
 	if err != nil {
 		return err
+	}
+	if p, ok := ds.(ColumnPruner); ok && need != nil {
+		p.Prune(need)
 	}
 	if kd, ok := ds.(KeyedDataset); ok && len(src.Lookup) > 0 {
 		key := make(types.Row, len(src.Lookup))
@@ -298,4 +311,57 @@ func subqueryEnv(ctx context.Context, c *Chain, r Resolver, env *expr.Env, onErr
 		return vals, nil
 	}
 	return out
+}
+
+// InputColumns reports which columns of their input rows a stage's steps
+// read, so decoding can skip the rest; nil means all. Steps read the
+// input layout until the first one that produces rows of another shape
+// (a projection or an aggregation); extra columns (a watermark's) are
+// always read.
+func InputColumns(steps []operators.Step, extra []int) []bool {
+	var cols []int
+	add := func(es ...*expr.Expr) {
+		for _, e := range es {
+			if e != nil {
+				cols = append(cols, e.Columns()...)
+			}
+		}
+	}
+	layoutChanged := false
+steps:
+	for i := range steps {
+		s := &steps[i]
+		switch s.Op {
+		case operators.OpFilter:
+			add(s.Pred)
+			continue
+		case operators.OpProject:
+			add(s.Exprs...)
+		case operators.OpAggregate, operators.OpWindowAggregate, operators.OpGroupAggregate, operators.OpSession:
+			add(s.GroupBy...)
+			for _, a := range s.Aggs {
+				add(a.Arg)
+			}
+			if s.Window != nil {
+				cols = append(cols, s.TimeCol)
+			}
+		default:
+			return nil // sort, distinct, top-N… keep whole rows
+		}
+		layoutChanged = true
+		break steps
+	}
+	if !layoutChanged {
+		return nil // the input rows themselves are the output
+	}
+	cols = append(cols, extra...)
+	width := 0
+	for _, c := range cols {
+		width = max(width, c+1)
+	}
+	need := make([]bool, width)
+	for _, c := range cols {
+		need[c] = true
+	}
+	return need
 }

@@ -224,6 +224,14 @@ func (w *worker) setup() error {
 	e := w.p.e
 	w.in = map[string]types.Codec{}
 	w.inMeta = map[string]bool{}
+	var extra []int
+	if wm := w.stage.def.Watermark; wm != nil {
+		extra = append(extra, wm.Col)
+	}
+	need := InputColumns(w.stage.def.Steps, extra)
+	if w.p.internal[w.stage.output.Name] {
+		need = nil // a repartition stage forwards whole rows
+	}
 	for _, d := range w.stage.inputs {
 		c, err := types.NewCodec(d.Format, d.Columns, d.Types)
 		if err != nil {
@@ -231,9 +239,12 @@ func (w *worker) setup() error {
 		}
 		if j, ok := c.(*types.JSONCodec); ok {
 			c = j.Borrowing() // fetched records are never modified
+			if need != nil {
+				c = j.Borrowing().Projecting(need)
+			}
 		}
 		w.in[e.topic(d.Topic)] = c
-		w.inMeta[e.topic(d.Topic)] = d.Meta
+		w.inMeta[e.topic(d.Topic)] = d.Meta && (need == nil || len(need) > len(d.Columns))
 	}
 	o := w.stage.output
 	var err error

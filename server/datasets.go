@@ -74,10 +74,14 @@ func (s staticDataset) Scan(_ context.Context, fn func(int32, *operators.Batch) 
 
 // streamDataset is a stream's data on its backend, decoded by its format.
 type streamDataset struct {
-	d   *datasets
-	rel *catalog.Relation
-	st  backends.Streamer
+	d    *datasets
+	rel  *catalog.Relation
+	st   backends.Streamer
+	need []bool // columns the query reads (nil: all)
 }
+
+// Prune implements engine.ColumnPruner.
+func (s *streamDataset) Prune(need []bool) { s.need = need }
 
 func (s *streamDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
 	codec, err := codecFor(s.rel)
@@ -86,12 +90,16 @@ func (s *streamDataset) Scan(ctx context.Context, fn func(int32, *operators.Batc
 	}
 	declared := len(s.rel.Columns)
 	width := len(s.rel.ReadColumns())
+	meta := width > declared && (s.need == nil || len(s.need) > declared)
+	if j, ok := codec.(*types.JSONCodec); ok && s.need != nil {
+		codec = j.Projecting(s.need)
+	}
 	return s.st.Scan(ctx, s.rel.Topic, func(shard int32, msgs []backends.Message) error {
 		flat := make([]types.Value, len(msgs)*width)
 		b := &operators.Batch{Rows: make([]types.Row, 0, len(msgs))}
 		for i := range msgs {
 			row := types.Row(flat[i*width : (i+1)*width : (i+1)*width])
-			if width > declared {
+			if meta {
 				m := &msgs[i]
 				var key types.Value
 				if m.Key != nil {

@@ -30,6 +30,17 @@ type JSONCodec struct {
 	// borrow: decoded strings point into the payload instead of copying
 	// it (see Borrowing).
 	borrow bool
+	// need, when set, lists the columns to decode; the others are skipped
+	// (left NULL), which saves parsing what a query does not read.
+	need []bool
+}
+
+// Projecting returns a codec that decodes only the columns need marks
+// (nil: all). Encoding is unchanged.
+func (c *JSONCodec) Projecting(need []bool) *JSONCodec {
+	cp := *c
+	cp.need = need
+	return &cp
 }
 
 // Borrowing returns a codec whose decoded strings (without escapes) point
@@ -189,6 +200,9 @@ func (c *JSONCodec) Decode(data []byte, dst Row) error {
 		idx, ok := c.index[string(rawKey)]
 		if !ok {
 			idx, ok = c.lower[strings.ToLower(string(rawKey))]
+		}
+		if ok && c.need != nil && (idx >= len(c.need) || !c.need[idx]) {
+			ok = false // not read by the query: skip it
 		}
 		if ok {
 			v, err := d.value(c.types[idx])

@@ -210,8 +210,12 @@ func (s *Streamer) Scan(ctx context.Context, stream string, fn func(int32, []bac
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-		kgo.FetchMaxBytes(64<<20),
-		kgo.FetchMaxPartitionBytes(16<<20),
+		// Small fetches and one queued batch per partition keep a scan's
+		// memory bounded by the partitions, not the stream's length
+		// (compressed JSON expands several times when decoded).
+		kgo.FetchMaxBytes(8<<20),
+		kgo.FetchMaxPartitionBytes(1<<20),
+		kgo.MaxConcurrentFetches(1),
 		kgo.FetchMaxWait(200*time.Millisecond),
 	)
 	if err != nil {
@@ -233,7 +237,7 @@ func (s *Streamer) Scan(ctx context.Context, stream string, fn func(int32, []bac
 		errOnce.Do(func() { firstErr = err; cancel() })
 	}
 	for p := range from {
-		q := make(chan work, 4)
+		q := make(chan work, 1)
 		queues[p] = q
 		wg.Add(1)
 		go func() {
