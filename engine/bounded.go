@@ -200,7 +200,7 @@ func runSource(ctx context.Context, src *Source, prefix []operators.Step, need [
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out := make(chan *operators.Batch, 16)
+	out := make(chan *operators.Batch, 4)
 	var (
 		mu     sync.Mutex
 		chains = map[int32]*operators.Chain{}

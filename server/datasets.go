@@ -91,6 +91,9 @@ func (s *streamDataset) Scan(ctx context.Context, fn func(int32, *operators.Batc
 	declared := len(s.rel.Columns)
 	width := len(s.rel.ReadColumns())
 	meta := width > declared && (s.need == nil || len(s.need) > declared)
+	if !meta {
+		width = declared // nothing reads the metadata columns
+	}
 	if j, ok := codec.(*types.JSONCodec); ok && s.need != nil {
 		codec = j.Projecting(s.need)
 	}

@@ -27,6 +27,9 @@ import (
 	"github.com/fvsql/fvsql/server"
 )
 
+// defaultMemoryLimit is the GC's soft limit unless GOMEMLIMIT is set.
+const defaultMemoryLimit = 1 << 30
+
 // envDefault returns the environment variable's value, or def.
 func envDefault(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
@@ -36,10 +39,11 @@ func envDefault(name, def string) string {
 }
 
 func main() {
-	// Pipelines allocate at a steady rate per row; with memory to spare a
-	// less eager GC costs far less CPU. GOGC in the environment still wins.
-	if _, ok := os.LookupEnv("GOGC"); !ok {
-		debug.SetGCPercent(300)
+	// A soft memory limit keeps the GC's heap target from ballooning on
+	// large scans (the live set of a scan is bounded; its garbage is not
+	// collected sooner without it). GOMEMLIMIT in the environment wins.
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
+		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "fvsql:", err)
