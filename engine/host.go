@@ -68,5 +68,9 @@ type Record struct {
 	Restoring     int
 	RestoredKeys  int64
 	LocalRestores int64
-	Started       time.Time
+	// StateBytes is the size of the pipeline's operator state in this
+	// node's Pebble store (estimated for large states, measured at most
+	// every 2 s).
+	StateBytes int64
+	Started    time.Time
 }

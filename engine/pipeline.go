@@ -28,6 +28,7 @@ type pipeline struct {
 	lastCheckpoint                                     atomic.Int64 // unix micros
 	checkpointBytes                                    atomic.Int64 // state bytes of the last epoch
 	restoring, restoredKeys, restoresLocal             atomic.Int64
+	stateBytes, stateSizedAt                           atomic.Int64 // gauge and when it was measured
 
 	mu        sync.Mutex
 	status    string
@@ -141,7 +142,35 @@ func (p *pipeline) record() Record {
 	if us := p.lastCheckpoint.Load(); us > 0 {
 		r.LastCheckpoint = time.UnixMicro(us)
 	}
+	r.StateBytes = p.stateSize()
 	return r
+}
+
+// stateSizeEvery bounds how often a large state gauge is measured again;
+// states under stateSizeFresh are measured on every read (a cheap scan).
+const (
+	stateSizeEvery = 2 * time.Second
+	stateSizeFresh = 1 << 20
+)
+
+// stateSize returns the bytes of the pipeline's local state.
+func (p *pipeline) stateSize() int64 {
+	now := time.Now().UnixNano()
+	at, last := p.stateSizedAt.Load(), p.stateBytes.Load()
+	if p.e.cfg.Store == nil {
+		return 0
+	}
+	if last >= stateSizeFresh && (now-at < int64(stateSizeEvery) || !p.stateSizedAt.CompareAndSwap(at, now)) {
+		return last
+	}
+	p.stateSizedAt.Store(now)
+	n, err := p.e.cfg.Store.Size(PipelineStatePrefix(p.name))
+	if err != nil {
+		p.e.cfg.Logger.Warn("measuring state size failed", "pipeline", p.name, "err", err)
+		return p.stateBytes.Load()
+	}
+	p.stateBytes.Store(n)
+	return n
 }
 
 // ErrorsColumns is the schema of a pipeline's errors stream.

@@ -215,6 +215,7 @@ var pipelineColumns = []catalog.Column{
 	{Name: "partitions", Type: types.Int4}, {Name: "epochs", Type: types.Int8},
 	{Name: "last_checkpoint", Type: types.TimestampTZ}, {Name: "checkpoint_bytes", Type: types.Int8},
 	{Name: "restoring", Type: types.Int4}, {Name: "restored_keys", Type: types.Int8},
+	{Name: "state_bytes", Type: types.Int8},
 	{Name: "error", Type: types.Text},
 }
 
@@ -241,7 +242,8 @@ func (s *Server) pipelineRows(ctx context.Context) []types.Row {
 			types.NewText(r.Pipeline), types.NewText(r.Status),
 			types.NewInt8(r.Consumed), types.NewInt8(r.Emitted), types.NewInt8(r.Filtered), types.NewInt8(r.Dropped),
 			types.NewInt8(r.Late), lag, types.NewInt(types.Int4, int64(r.Partitions)), types.NewInt8(r.Epochs), last,
-			types.NewInt8(r.CheckpointBytes), types.NewInt(types.Int4, int64(r.Restoring)), types.NewInt8(r.RestoredKeys), errText,
+			types.NewInt8(r.CheckpointBytes), types.NewInt(types.Int4, int64(r.Restoring)), types.NewInt8(r.RestoredKeys),
+			types.NewInt8(r.StateBytes), errText,
 		})
 	}
 	return rows

@@ -371,3 +371,27 @@ func TestEpochModel(t *testing.T) {
 		committed = live
 	}
 }
+
+func TestStoreSizeCountsOnlyItsPrefix(t *testing.T) {
+	s := open(t, t.TempDir())
+	want := int64(0)
+	for i := 0; i < 100; i++ {
+		k, v := []byte(fmt.Sprintf("p/a/%03d", i)), bytes.Repeat([]byte{'x'}, i)
+		if err := s.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+		want += int64(len(k) + len(v))
+		if err := s.Set([]byte(fmt.Sprintf("p/b/%03d", i)), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Size([]byte("p/a/")); err != nil || got != want {
+		t.Fatalf("Size(p/a/) = %d, %v; want %d", got, err, want)
+	}
+	if err := s.DeletePrefix([]byte("p/a/")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Size([]byte("p/a/")); err != nil || got != 0 {
+		t.Fatalf("Size after DeletePrefix = %d, %v; want 0", got, err)
+	}
+}

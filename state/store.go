@@ -18,7 +18,16 @@ type Store struct {
 
 // Open opens (creating if needed) the Pebble database in dir.
 func Open(dir string) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	cache := pebble.NewCache(64 << 20)
+	db, err := pebble.Open(dir, &pebble.Options{
+		Logger: quietLogger{},
+		// Operator state is read-modify-write per key: a larger block
+		// cache keeps hot keys of big states in memory, and larger
+		// memtables flush (and compact) less often.
+		Cache:        cache,
+		MemTableSize: 32 << 20,
+	})
+	cache.Unref() // the DB holds its own reference
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
 	}
@@ -76,6 +85,29 @@ func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
 		return fmt.Errorf("state: scan: %w", err)
 	}
 	return it.Close()
+}
+
+// exactSizeBelow is the estimate under which Size counts exactly.
+const exactSizeBelow = 16 << 20
+
+// Size returns the bytes of keys and values stored under prefix. Large
+// ranges are estimated from the sstables they cover (cheap; recent writes
+// still in the memtables, up to 64 MiB, are not counted); a range
+// whose estimate is below 16 MiB is counted exactly by a scan.
+func (s *Store) Size(prefix []byte) (int64, error) {
+	est, err := s.db.EstimateDiskUsage(prefix, prefixEnd(prefix))
+	if err != nil {
+		return 0, fmt.Errorf("state: size: %w", err)
+	}
+	if est >= exactSizeBelow {
+		return int64(est), nil
+	}
+	var n int64
+	err = s.Scan(prefix, func(k, v []byte) error {
+		n += int64(len(k) + len(v))
+		return nil
+	})
+	return n, err
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix.
