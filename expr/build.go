@@ -20,6 +20,21 @@ func Cast(e *Expr, to types.Type) (*Expr, error) {
 	if !types.CanCast(e.Type, to) {
 		return nil, pgerror.New(pgerror.DatatypeMismatch, "cannot cast type %s to %s", e.Type, to)
 	}
+	if e.Kind == KConst { // what fold would compute, without compiling
+		if e.Val.K == types.Null {
+			return TypedNull(to), nil
+		}
+		v, err := types.Cast(e.Val, to)
+		if err != nil {
+			return nil, err
+		}
+		if v.K == types.Null {
+			return TypedNull(to), nil
+		}
+		c := Const(v)
+		c.Type = to
+		return c, nil
+	}
 	c := &Expr{Kind: KCast, Type: to, Args: []*Expr{e}}
 	return fold(c)
 }

@@ -199,6 +199,14 @@ func (p *stmtParser) queryStmt() (Statement, error) {
 }
 
 func (p *stmtParser) insert() (Statement, error) {
+	if ins, ok := p.fastInsert(); ok {
+		return ins, nil
+	}
+	return p.generalInsert()
+}
+
+// generalInsert parses any INSERT through TiDB's grammar.
+func (p *stmtParser) generalInsert() (Statement, error) {
 	depth := 0
 	for i, t := range p.toks {
 		switch {
