@@ -31,6 +31,11 @@
 //     1 MiB values) are set aside in <pipeline>_errors with their reason and
 //     their exact original bytes, every good row still comes out, the
 //     counters say so, and the server's memory stays flat.
+//   - TestPipelineSurvivesRedisRestart: while the test's own redis-server
+//     is down, a pipeline reading a Redis stream and a sink writing one are
+//     RETRYING with the error; they resume by themselves when it returns,
+//     the Kafka output holds every id read from Redis (at least once) and
+//     the Redis sink every id exactly once.
 //   - TestPipelineSurvivesRestartDefinition: a pipeline's definition
 //     survives a restart; it runs again with no manual action.
 //
