@@ -42,6 +42,9 @@ type Step struct {
 	PartitionBy []*expr.Expr `json:"partition_by,omitempty"`
 	N           int64        `json:"n,omitempty"`
 	Width       int          `json:"width,omitempty"`
+
+	// intervalJoin
+	Join *JoinSpec `json:"join,omitempty"`
 }
 
 // Step ops.
@@ -57,6 +60,7 @@ const (
 	OpGroupAggregate  = "groupAggregate"
 	OpTopN            = "topN"
 	OpSession         = "sessionAggregate"
+	OpIntervalJoin    = "intervalJoin"
 )
 
 // AggSpec is one aggregate call of an aggregate step.
@@ -137,6 +141,18 @@ func Build(s *Step, env *expr.Env, onErr RowError) (Operator, error) {
 			return nil, err
 		}
 		return &TopN{PartitionBy: parts, Keys: s.Keys, N: s.N, Width: s.Width, OnError: onErr}, nil
+	case OpIntervalJoin:
+		if s.Join == nil {
+			return nil, pgerror.New(pgerror.Internal, "operators: intervalJoin without a spec")
+		}
+		var residual expr.Eval
+		if s.Join.Residual != nil {
+			var err error
+			if residual, err = expr.CompileEnv(s.Join.Residual, env); err != nil {
+				return nil, err
+			}
+		}
+		return NewIntervalJoin(*s.Join, residual, onErr), nil
 	case OpSort:
 		return &Sort{Keys: s.Keys, Limit: s.Limit}, nil
 	case OpLimit:
@@ -161,6 +177,9 @@ func compileAll(es []*expr.Expr, env *expr.Env) ([]expr.Eval, error) {
 
 // String renders the step for EXPLAIN.
 func (s *Step) String() string {
+	if s.Op == OpIntervalJoin && s.Join != nil {
+		return s.Join.String()
+	}
 	var sb strings.Builder
 	sb.WriteString(s.Op)
 	switch s.Op {

@@ -1,0 +1,400 @@
+package operators
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// JoinSpec describes an interval join of two streams (a JOIN b ON a.k =
+// b.k AND b.ts BETWEEN a.ts + lo AND a.ts + hi). Both sides' rows reach
+// the operator interleaved in one input, re-keyed by the join key so that
+// equal keys meet in one partition: input rows are [side, left columns…,
+// right columns…] with side 0 (left) or 1 (right) and the other side's
+// columns NULL. Output rows are [left columns…, right columns…].
+type JoinSpec struct {
+	Type       string     `json:"type"` // "inner", "left", "right", "full"
+	LeftWidth  int        `json:"left_width"`
+	RightWidth int        `json:"right_width"`
+	LeftKey    []int      `json:"left_key"`  // input columns of the left key
+	RightKey   []int      `json:"right_key"` // input columns of the right key, pairwise comparable
+	LeftTime   int        `json:"left_time"` // input column of the left event time
+	RightTime  int        `json:"right_time"`
+	Lo         int64      `json:"lo"` // microseconds: right.ts - left.ts ∈ [Lo, Hi]
+	Hi         int64      `json:"hi"`
+	Residual   *expr.Expr `json:"residual,omitempty"` // the rest of ON, over output rows
+	TimeType   types.Type `json:"time_type"`
+}
+
+// String renders the join for EXPLAIN.
+func (s *JoinSpec) String() string {
+	iv := func(us int64) string { return types.NewInterval(types.IntervalValue{Micros: us}).Text() }
+	out := fmt.Sprintf("intervalJoin(%s, key %d=%d, right.ts - left.ts in [%s, %s]", s.Type, len(s.LeftKey), len(s.RightKey), iv(s.Lo), iv(s.Hi))
+	if s.Residual != nil {
+		out += ", on " + s.Residual.String()
+	}
+	return out + ")"
+}
+
+// IntervalJoin is the operator of a JoinSpec. Each row is stored in the
+// state of its side until the watermark makes a match impossible: a left
+// row expires when left.ts + Hi ≤ watermark, a right row when right.ts -
+// Lo ≤ watermark. A pair is emitted once, when its second row arrives;
+// an outer side's rows that never matched are emitted with NULLs when
+// they expire. Rows behind the watermark are late (ErrLate), as with
+// windows. State per row: a data entry keyed (side, key, ts, seq) and a
+// time index entry (side, ts, seq) used to expire rows in time order.
+type IntervalJoin struct {
+	Spec     JoinSpec
+	Residual expr.Eval // nil: none
+	OnError  RowError
+
+	kv    KV
+	wm    int64
+	seq   int64 // next row sequence number; -1 until loaded
+	keep  [2]bool
+	key   []byte
+	buf   []byte
+	pairs []types.Row
+}
+
+// NewIntervalJoin builds the operator.
+func NewIntervalJoin(spec JoinSpec, residual expr.Eval, onErr RowError) *IntervalJoin {
+	j := &IntervalJoin{Spec: spec, Residual: residual, OnError: onErr, wm: math.MinInt64, seq: -1}
+	j.keep[0] = spec.Type == "left" || spec.Type == "full"
+	j.keep[1] = spec.Type == "right" || spec.Type == "full"
+	return j
+}
+
+// State key prefixes.
+const (
+	joinData  = 'd'
+	joinTime  = 't'
+	joinSeqNo = 'n'
+)
+
+// Bind implements Stateful.
+func (j *IntervalJoin) Bind(kv KV) {
+	j.kv = kv
+	j.seq = -1
+}
+
+// OnCheckpoint implements Stateful: everything is written as it happens.
+func (j *IntervalJoin) OnCheckpoint() error { return nil }
+
+// Finish implements Operator.
+func (j *IntervalJoin) Finish(emit Emit) error { return j.OnWatermark(math.MaxInt64, emit) }
+
+func (j *IntervalJoin) ensureKV() error {
+	if j.kv == nil {
+		j.Bind(NewMemKV())
+	}
+	if j.seq >= 0 {
+		return nil
+	}
+	v, ok, err := j.kv.Get([]byte{joinSeqNo})
+	if err != nil {
+		return err
+	}
+	j.seq = 0
+	if ok {
+		n, m := binary.Uvarint(v)
+		if m <= 0 {
+			return errBadState
+		}
+		j.seq = int64(n)
+	}
+	return nil
+}
+
+// side returns the columns of one side of an input row.
+func (j *IntervalJoin) side(row types.Row, s int) types.Row {
+	if s == 0 {
+		return row[1 : 1+j.Spec.LeftWidth]
+	}
+	return row[1+j.Spec.LeftWidth : 1+j.Spec.LeftWidth+j.Spec.RightWidth]
+}
+
+// pair makes an output row from a left and a right side (nil: NULLs).
+func (j *IntervalJoin) pair(left, right types.Row) types.Row {
+	out := make(types.Row, j.Spec.LeftWidth+j.Spec.RightWidth)
+	if left != nil {
+		copy(out, left)
+	}
+	if right != nil {
+		copy(out[j.Spec.LeftWidth:], right)
+	}
+	return out
+}
+
+func saturatingAdd(a, b int64) int64 {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
+}
+
+// Process implements Operator.
+func (j *IntervalJoin) Process(b *Batch, emit Emit) error {
+	if err := j.ensureKV(); err != nil {
+		return err
+	}
+	j.pairs = j.pairs[:0]
+rows:
+	for i, row := range b.Rows {
+		sv := row[0]
+		if sv.IsNull() || sv.I < 0 || sv.I > 1 {
+			return pgerror.New(pgerror.Internal, "operators: interval join input without a side")
+		}
+		s := int(sv.I)
+		keyCols, timeCol := j.Spec.LeftKey, j.Spec.LeftTime
+		if s == 1 {
+			keyCols, timeCol = j.Spec.RightKey, j.Spec.RightTime
+		}
+		t := row[timeCol]
+		if t.IsNull() {
+			if err := j.OnError(b, i, pgerror.New(pgerror.NullValueNotAllowed, "event time is NULL")); err != nil {
+				return err
+			}
+			continue
+		}
+		if t.I <= j.wm {
+			// Its partners may have expired already: like a row of a
+			// closed window, it is late.
+			if err := j.OnError(b, i, fmt.Errorf("%w (event time %s, watermark %s)", ErrLate,
+				types.NewTimestamp(j.Spec.TimeType, t.I).Text(), types.NewTimestamp(j.Spec.TimeType, j.wm).Text())); err != nil {
+				return err
+			}
+			continue
+		}
+		mine := j.side(row, s)
+		key := j.key[:0]
+		for _, c := range keyCols {
+			if row[c].IsNull() { // NULL = anything is not true: no match ever
+				if j.keep[s] {
+					j.pairs = append(j.pairs, j.orphan(s, types.CloneRow(mine)))
+				}
+				continue rows
+			}
+			key = types.AppendKey(key, row[c])
+		}
+		j.key = key
+		// Probe the other side: the rows of the same key whose time is in
+		// range of this row's.
+		o := 1 - s
+		lo, hi := saturatingAdd(t.I, j.Spec.Lo), saturatingAdd(t.I, j.Spec.Hi)
+		if s == 1 {
+			lo, hi = saturatingAdd(t.I, -j.Spec.Hi), saturatingAdd(t.I, -j.Spec.Lo)
+		}
+		matched, emitted := false, len(j.pairs)
+		var touched [][]byte // other-side entries of an outer side matched for the first time
+		var touchedVals [][]byte
+		prefix := append([]byte{joinData, byte(o)}, key...)
+		from := be64(append([]byte(nil), prefix...), lo)
+		var to []byte
+		if hi < math.MaxInt64 {
+			to = be64(append([]byte(nil), prefix...), hi+1)
+		} else {
+			to = prefixEnd(prefix)
+		}
+		err := j.kv.Scan(from, to, func(k, v []byte) error {
+			if len(v) < 1 {
+				return errBadState
+			}
+			other, _, err := types.DecodeValues(v[1:], j.width(o))
+			if err != nil {
+				return err
+			}
+			var out types.Row
+			if s == 0 {
+				out = j.pair(mine, other)
+			} else {
+				out = j.pair(other, mine)
+			}
+			if j.Residual != nil {
+				ok, err := j.Residual(out)
+				if err != nil {
+					return &residualError{err}
+				}
+				if ok.K != types.Bool || ok.I == 0 {
+					return nil
+				}
+			}
+			matched = true
+			j.pairs = append(j.pairs, out)
+			if j.keep[o] && v[0] == 0 {
+				touched = append(touched, append([]byte(nil), k...))
+				touchedVals = append(touchedVals, append([]byte(nil), v...))
+			}
+			return nil
+		})
+		if err != nil {
+			if re, ok := err.(*residualError); ok {
+				j.pairs = j.pairs[:emitted] // the row is set aside whole
+				if err := j.OnError(b, i, re.err); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
+		}
+		for n, k := range touched {
+			v := touchedVals[n]
+			v[0] = 1
+			if err := j.kv.Set(k, v); err != nil {
+				return err
+			}
+		}
+		if j.expiredAt(s, t.I, j.wm) {
+			// No future row can match it (right.ts - Lo <= watermark):
+			// it is done now, as the watermark would find it next.
+			if j.keep[s] && !matched {
+				j.pairs = append(j.pairs, j.orphan(s, types.CloneRow(mine)))
+			}
+			continue
+		}
+		if err := j.store(s, key, t.I, mine, matched); err != nil {
+			return err
+		}
+	}
+	if len(j.pairs) == 0 {
+		return nil
+	}
+	return emit(&Batch{Rows: j.pairs})
+}
+
+// residualError carries a per-row evaluation error out of a scan.
+type residualError struct{ err error }
+
+func (e *residualError) Error() string { return e.err.Error() }
+
+func (j *IntervalJoin) width(s int) int {
+	if s == 0 {
+		return j.Spec.LeftWidth
+	}
+	return j.Spec.RightWidth
+}
+
+// orphan is an output row of one side with NULLs for the other.
+func (j *IntervalJoin) orphan(s int, row types.Row) types.Row {
+	if s == 0 {
+		return j.pair(row, nil)
+	}
+	return j.pair(nil, row)
+}
+
+// expiredAt reports whether a row of side s at time t can no longer match
+// a row of the other side once the watermark is wm.
+func (j *IntervalJoin) expiredAt(s int, t, wm int64) bool {
+	if wm == math.MinInt64 {
+		return false
+	}
+	if s == 0 {
+		return saturatingAdd(t, j.Spec.Hi) <= wm
+	}
+	return saturatingAdd(t, -j.Spec.Lo) <= wm
+}
+
+// store keeps a row of side s until it expires.
+func (j *IntervalJoin) store(s int, key []byte, t int64, row types.Row, matched bool) error {
+	seq := j.seq
+	j.seq++
+	var seqb [binary.MaxVarintLen64]byte
+	if err := j.kv.Set([]byte{joinSeqNo}, seqb[:binary.PutUvarint(seqb[:], uint64(j.seq))]); err != nil {
+		return err
+	}
+	dk := be64(be64(append([]byte{joinData, byte(s)}, key...), t), seq)
+	flag := byte(0)
+	if matched {
+		flag = 1
+	}
+	j.buf = types.AppendValues(append(j.buf[:0], flag), row)
+	if err := j.kv.Set(dk, j.buf); err != nil {
+		return err
+	}
+	tk := be64(be64([]byte{joinTime, byte(s)}, t), seq)
+	return j.kv.Set(tk, key)
+}
+
+// OnWatermark implements Stateful: rows that can no longer match are
+// deleted; an outer side's unmatched ones are emitted with NULLs.
+func (j *IntervalJoin) OnWatermark(wm int64, emit Emit) error {
+	if err := j.ensureKV(); err != nil {
+		return err
+	}
+	if wm <= j.wm {
+		return nil
+	}
+	j.wm = wm
+	var out []types.Row
+	for s := 0; s < 2; s++ {
+		// Side s rows expire at t <= wm - Hi (left) or t <= wm + Lo (right).
+		limit := saturatingAdd(wm, -j.Spec.Hi)
+		if s == 1 {
+			limit = saturatingAdd(wm, j.Spec.Lo)
+		}
+		var hi []byte
+		if limit < math.MaxInt64 {
+			hi = be64([]byte{joinTime, byte(s)}, limit+1)
+		} else {
+			hi = []byte{joinTime, byte(s) + 1}
+		}
+		var dead [][2][]byte // time index key, data key
+		err := j.kv.Scan([]byte{joinTime, byte(s)}, hi, func(k, v []byte) error {
+			if len(k) != 18 {
+				return errBadState
+			}
+			dk := append(append([]byte{joinData, byte(s)}, v...), k[2:]...)
+			dead = append(dead, [2][]byte{append([]byte(nil), k...), dk})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range dead {
+			if j.keep[s] {
+				v, ok, err := j.kv.Get(d[1])
+				if err != nil {
+					return err
+				}
+				if ok && len(v) > 0 && v[0] == 0 {
+					row, _, err := types.DecodeValues(v[1:], j.width(s))
+					if err != nil {
+						return err
+					}
+					out = append(out, j.orphan(s, row))
+				}
+			}
+			if err := j.kv.Delete(d[0]); err != nil {
+				return err
+			}
+			if err := j.kv.Delete(d[1]); err != nil {
+				return err
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return emit(&Batch{Rows: out})
+}
+
+// prefixEnd is the smallest key above every key starting with prefix.
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
