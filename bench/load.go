@@ -111,10 +111,25 @@ type LoadResult struct {
 // topic with franz-go, round-robin over its partitions, and waits for
 // every acknowledgement.
 func Load(ctx context.Context, brokers []string, topic string, partitions int, n int64, g Gen) (LoadResult, error) {
+	return LoadRows(ctx, brokers, topic, partitions, 0, n, g.AppendJSON, nil)
+}
+
+// LoadRows produces rows from … from+n-1 into the topic with franz-go and
+// waits for every acknowledgement. row appends row i's payload. Without
+// key, row i goes to partition i % partitions with no key; with key, the
+// record carries key(i) and goes where Kafka's Java clients (and fvsql)
+// put that key: murmur2, so a stream declared WITH (key = …) sees each
+// key in the partition its own producers would use.
+func LoadRows(ctx context.Context, brokers []string, topic string, partitions int, from, n int64,
+	row func(b []byte, i int64) []byte, key func(i int64) []byte) (LoadResult, error) {
+	part := kgo.ManualPartitioner()
+	if key != nil {
+		part = kgo.StickyKeyPartitioner(nil)
+	}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
 		kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordPartitioner(part),
 		kgo.MaxBufferedRecords(1<<18),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordRetries(20),
@@ -130,19 +145,25 @@ func Load(ctx context.Context, brokers []string, topic string, partitions int, n
 	)
 	start := time.Now()
 	slab := make([]byte, 0, 1<<20)
-	for i := int64(0); i < n; i++ {
+	for i := from; i < from+n; i++ {
 		if ctx.Err() != nil {
 			break
 		}
-		if cap(slab)-len(slab) < 256 {
+		if cap(slab)-len(slab) < 512 {
 			slab = make([]byte, 0, 1<<20)
 		}
 		off := len(slab)
-		slab = g.AppendJSON(slab, i)
+		slab = row(slab, i)
 		val := slab[off:len(slab):len(slab)]
 		bytes += int64(len(val))
+		rec := &kgo.Record{Value: val}
+		if key != nil {
+			rec.Key = key(i)
+		} else {
+			rec.Partition = int32(i % int64(partitions))
+		}
 		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Partition: int32(i % int64(partitions)), Value: val}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
 			if err != nil {
 				firstErr.CompareAndSwap(nil, err)
 			}
@@ -157,6 +178,12 @@ func Load(ctx context.Context, brokers []string, topic string, partitions int, n
 		return LoadResult{}, fmt.Errorf("load %s: %w", topic, err)
 	}
 	return LoadResult{Rows: n, Bytes: bytes, Duration: time.Since(start)}, nil
+}
+
+// partitionOf is the partition Kafka's Java clients (and fvsql) give a
+// record key in a topic of n partitions (murmur2).
+func partitionOf(key []byte, n int) int32 {
+	return int32(kgo.StickyKeyPartitioner(nil).ForTopic("").Partition(&kgo.Record{Key: key}, n))
 }
 
 // createTopic creates a topic (an existing one is fine).

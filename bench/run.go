@@ -141,10 +141,15 @@ func (r *run) startServer(ctx context.Context, stream engine.Config) (Server, er
 		return RemoteServer(r.o.URL, r.o.Kafka, r.o.ServerPID), nil
 	}
 	r.n++
+	return r.startServerAt(ctx, stream, filepath.Join(r.dir, fmt.Sprintf("server-%d", r.n)))
+}
+
+// startServerAt starts a server on the given data directory (a restart
+// keeps it; a wiped one starts empty).
+func (r *run) startServerAt(ctx context.Context, stream engine.Config, dataDir string) (Server, error) {
 	return StartServer(ctx, ServerConfig{
 		Mode: r.o.Mode, Exe: r.o.Exe, Kafka: r.brokers(), TopicPrefix: r.prefix,
-		DataDir: filepath.Join(r.dir, fmt.Sprintf("server-%d", r.n)), Stream: stream,
-		Logger: r.log, LogLevel: r.o.LogLevel,
+		DataDir: dataDir, Stream: stream, Logger: r.log, LogLevel: r.o.LogLevel,
 	})
 }
 

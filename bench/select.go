@@ -198,6 +198,8 @@ func asInt64(v any) (int64, error) {
 		return v, nil
 	case int32:
 		return int64(v), nil
+	case int16:
+		return int64(v), nil
 	case float64:
 		if v != math.Trunc(v) {
 			return 0, fmt.Errorf("%v is not an integer", v)

@@ -23,6 +23,11 @@ scenarios:
   insert    multi-row INSERTs over one connection (simple and extended protocol)
   select    SELECT count(*), sum(qty) … WHERE price > X over streams of two lengths; SELECT * LIMIT 10
   pipeline  catch-up of a filter+project continuous query vs plain franz-go copies (raw, transactional)
+  windows   catch-up of TUMBLE and HOP aggregations and of GROUP BY views with 1M vs 10k keys (child server)
+  pull      SELECT * FROM view WHERE key = $1 from 16 connections over a 1M-key view (extended and simple protocol)
+  eos       exactly-once vs at-least-once: TUMBLE catch-up at 100ms/1s/10s checkpoints; produce-to-visible latency
+  recovery  kill -9 of a server with 1M keys of state; restart with the data dir kept and wiped, time to ready
+  backends  produce (sinks) and consume (bounded scan, ingest pipeline) rates for Kafka, Redis (--redis) and files
 
 Run "fvsql bench <scenario> -h" for its flags; bench/README.md has recipes.
 `
@@ -45,7 +50,7 @@ func runBench(args []string) error {
 	url := fs.String("url", "", "a running fvsql server (postgres://…) instead of starting one; needs --kafka")
 	serverPID := fs.Int("server-pid", 0, "with --url: the server's pid, to read its memory and CPU")
 	brokerPID := fs.Int("broker-pid", 0, "with --kafka: the broker's pid, to report its CPU separately")
-	mode := fs.String("server", "inproc", "where the started server runs: inproc (this process) or child (a `fvsql bench serve` child, measured alone)")
+	mode := fs.String("server", defaultMode(scenario), "where the started server runs: inproc (this process) or child (a `fvsql bench serve` child, measured alone)")
 	prefix := fs.String("topic-prefix", "", "servers' topic prefix (default: none on the embedded broker, unique on --kafka; with --url: that server's)")
 	consumers := fs.Int("stream-consumers", def.Consumers, "STREAM_CONSUMERS of the servers (and goroutines of the raw copies)")
 	batch := fs.Int("stream-batch-size", def.BatchSize, "STREAM_BATCH_SIZE")
@@ -72,6 +77,20 @@ func runBench(args []string) error {
 		variants   *string
 		catchup    *time.Duration
 		dataDir    *string
+		auctions   *int64
+		bidders    *int64
+		keys       *int64
+		clients    *int
+		duration   *time.Duration
+		intervals  *string
+		latIvs     *string
+		latRate    *int
+		latDur     *time.Duration
+		pad        *int
+		modes      *string
+		ready      *time.Duration
+		backends   *string
+		redis      *string
 	)
 	switch scenario {
 	case "insert":
@@ -92,6 +111,43 @@ func runBench(args []string) error {
 		partitions = fs.Int("partitions", 8, "partitions of the input stream")
 		variants = fs.String("variants", "raw,rawtxn,eos,alo", "raw (franz-go copy), rawtxn (transactional copy), eos, alo (fvsql exactly-/at-least-once)")
 		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one variant's catch-up")
+	case "windows":
+		rowsOne = fs.Int64("rows", 2_000_000, "rows of the bids stream")
+		partitions = fs.Int("partitions", 4, "partitions of the bids stream")
+		auctions = fs.Int64("auctions", 10_000, "distinct auctions (the TUMBLE/HOP key and the low-cardinality view's)")
+		bidders = fs.Int64("bidders", 1_000_000, "distinct bidders (the high-cardinality view's key)")
+		variants = fs.String("variants", "tumble,hop,hc,lc", "tumble, hop, hc (GROUP BY bidder view), lc (GROUP BY auction view)")
+		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one variant's catch-up")
+	case "pull":
+		rowsOne = fs.Int64("rows", 1_000_000, "rows of the input stream")
+		keys = fs.Int64("keys", 1_000_000, "distinct auctions: the view's rows")
+		partitions = fs.Int("partitions", 4, "partitions of the input stream")
+		clients = fs.Int("clients", 16, "concurrent pgx connections")
+		duration = fs.Duration("duration", 10*time.Second, "how long each protocol's clients query")
+		protocols = fs.String("protocols", "extended,simple", "protocols: extended (prepared statement), simple")
+		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of building the view")
+	case "eos":
+		rowsOne = fs.Int64("rows", 2_000_000, "rows of the bids stream (the TUMBLE catch-up)")
+		partitions = fs.Int("partitions", 4, "partitions of the bids stream and the latency stream")
+		auctions = fs.Int64("auctions", 10_000, "distinct auctions")
+		intervals = fs.String("intervals", "100ms,1s,10s", "checkpoint intervals, comma-separated: one eos and one alo server each")
+		latIvs = fs.String("latency-intervals", "100ms,1s", "intervals (of --intervals) at which end-to-end latency is measured; none: skip")
+		latRate = fs.Int("latency-rate", 5000, "rows/s of the latency producer")
+		latDur = fs.Duration("latency-duration", 20*time.Second, "how long the latency producer runs")
+		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one catch-up")
+	case "recovery":
+		keys = fs.Int64("keys", 1_000_000, "rows and distinct keys of the view's state")
+		pad = fs.Int("pad", 80, "bytes of each row's pad text (the state's bulk)")
+		partitions = fs.Int("partitions", 4, "partitions of the input stream")
+		modes = fs.String("modes", "kept,wiped", "restarts, in order: kept (same data dir), wiped (emptied data dir)")
+		catchup = fs.Duration("catchup-timeout", 10*time.Minute, "bound of building the state")
+		ready = fs.Duration("ready-timeout", 3*time.Minute, "bound of one restart until ready")
+	case "backends":
+		rowsOne = fs.Int64("rows", 500_000, "rows per measurement")
+		partitions = fs.Int("partitions", 4, "partitions of the Kafka source stream")
+		backends = fs.String("backends", "kafka,redis,file", "backends: kafka, redis, file")
+		redis = fs.String("redis", os.Getenv("FVSQL_TEST_REDIS"), "a Redis server (host:port; default $FVSQL_TEST_REDIS); empty: the redis rows are skipped")
+		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one measurement")
 	case "serve": // the child side of --server child
 		dataDir = fs.String("data-dir", "", "data directory (pgwire listens on a free loopback port)")
 	default:
@@ -149,6 +205,31 @@ func runBench(args []string) error {
 			return err
 		}
 		return bench.Select(ctx, o, bench.SelectConfig{Rows: ns, Runs: *runs, LimitRuns: *limitRuns, Partitions: *partitions, PriceOver: *priceOver})
+	case "windows":
+		return bench.Windows(ctx, o, bench.WindowsConfig{Rows: *rowsOne, Partitions: *partitions, Auctions: *auctions, Bidders: *bidders,
+			Variants: splitList(*variants), CatchupTimeout: *catchup})
+	case "pull":
+		return bench.Pull(ctx, o, bench.PullConfig{Rows: *rowsOne, Keys: *keys, Partitions: *partitions, Clients: *clients,
+			Duration: *duration, Protocols: splitList(*protocols), CatchupTimeout: *catchup})
+	case "eos":
+		ivs, err := parseDurations(*intervals)
+		if err != nil {
+			return err
+		}
+		livs := []time.Duration{}
+		if *latIvs != "none" {
+			if livs, err = parseDurations(*latIvs); err != nil {
+				return err
+			}
+		}
+		return bench.EOS(ctx, o, bench.EOSConfig{Rows: *rowsOne, Partitions: *partitions, Auctions: *auctions, Intervals: ivs,
+			LatencyIntervals: livs, LatencyRate: *latRate, LatencyDuration: *latDur, CatchupTimeout: *catchup})
+	case "recovery":
+		return bench.Recovery(ctx, o, bench.RecoveryConfig{Keys: *keys, Pad: *pad, Partitions: *partitions, Modes: splitList(*modes),
+			CatchupTimeout: *catchup, ReadyTimeout: *ready})
+	case "backends":
+		return bench.Backends(ctx, o, bench.BackendsConfig{Rows: *rowsOne, Partitions: *partitions, Backends: splitList(*backends),
+			Redis: *redis, CatchupTimeout: *catchup})
 	default: // pipeline
 		ns, err := parseCounts(*rows)
 		if err != nil {
@@ -164,6 +245,28 @@ func runBench(args []string) error {
 	}
 }
 
+// defaultMode is where a scenario's server runs unless --server says:
+// the scenarios that report the server's own memory and CPU, or kill it,
+// use a child process.
+func defaultMode(scenario string) string {
+	switch scenario {
+	case "windows", "pull", "eos", "recovery", "backends":
+		return "child"
+	}
+	return "inproc"
+}
+
+// splitList splits a comma-separated flag, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // benchCommand renders the command line with every flag that differs from
 // its default, so a table says how to reproduce it.
 func benchCommand(scenario string, fs *flag.FlagSet) string {
@@ -172,6 +275,21 @@ func benchCommand(scenario string, fs *flag.FlagSet) string {
 		parts = append(parts, "--"+f.Name+"="+f.Value.String())
 	})
 	return strings.Join(parts, " ")
+}
+
+func parseDurations(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range splitList(s) {
+		d, err := time.ParseDuration(f)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("bench: %q is not a positive duration", f)
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("bench: no durations given")
+	}
+	return out, nil
 }
 
 func parseCounts(s string) ([]int64, error) {
