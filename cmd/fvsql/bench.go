@@ -55,7 +55,7 @@ func runBench(args []string) error {
 	consumers := fs.Int("stream-consumers", def.Consumers, "STREAM_CONSUMERS of the servers (and goroutines of the raw copies)")
 	batch := fs.Int("stream-batch-size", def.BatchSize, "STREAM_BATCH_SIZE")
 	interval := fs.Duration("stream-checkpoint-interval", def.CheckpointInterval, "STREAM_CHECKPOINT_INTERVAL (and the raw copies' commit interval)")
-	exactlyOnce := fs.Bool("stream-exactly-once", def.ExactlyOnce, "STREAM_EXACTLY_ONCE (insert, select, serve; pipeline runs both)")
+	exactlyOnce := fs.Bool("stream-exactly-once", def.ExactlyOnce, "STREAM_EXACTLY_ONCE (pipeline and eos run both)")
 	offsetReset := fs.String("stream-offset-reset", def.OffsetReset, "STREAM_OFFSET_RESET")
 	idle := fs.Duration("stream-idle-timeout", def.IdleTimeout, "STREAM_IDLE_TIMEOUT")
 	logLevel := fs.String("log-level", "warn", "servers' log level")
@@ -139,7 +139,7 @@ func runBench(args []string) error {
 		keys = fs.Int64("keys", 1_000_000, "rows and distinct keys of the view's state")
 		pad = fs.Int("pad", 80, "bytes of each row's pad text (the state's bulk)")
 		partitions = fs.Int("partitions", 4, "partitions of the input stream")
-		modes = fs.String("modes", "kept,wiped", "restarts, in order: kept (same data dir), wiped (emptied data dir)")
+		modes = fs.String("modes", "kept,wiped,graceful", "restarts, in order: kept (kill -9, same data dir), wiped (kill -9, emptied data dir), graceful (clean stop, same data dir)")
 		catchup = fs.Duration("catchup-timeout", 10*time.Minute, "bound of building the state")
 		ready = fs.Duration("ready-timeout", 3*time.Minute, "bound of one restart until ready")
 	case "backends":

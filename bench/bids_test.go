@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+// TestBidExpected checks BidGen.Expected against a brute-force grouping.
+func TestBidExpected(t *testing.T) {
+	g := BidGen{N: 20_000, Partitions: 4, Auctions: 50, Bidders: 700}
+	got := g.Expected(10*time.Second, 2*time.Second)
+	type tk struct{ a, w int64 }
+	tumble := map[tk]int64{}
+	hop := map[tk]int64{}
+	bidders := map[int64]bool{}
+	auctions := map[int64]bool{}
+	var prices, hopSum int64
+	for i := int64(0); i < g.N; i++ {
+		a, ts, p := g.Auction(i), g.TSMillis(i), g.Price(i)
+		if ts-tsBase.UnixMilli() > int64(i) || int64(i)-(ts-tsBase.UnixMilli()) >= 1500 {
+			t.Fatalf("row %d: ts %d out of the generator's bounds", i, ts)
+		}
+		auctions[a], bidders[g.Bidder(i)] = true, true
+		prices += p
+		k := tk{a, floorDivMs(ts, 10_000)}
+		tumble[k] = max(tumble[k], p)
+		for s := floorDivMs(ts, 2000); s*2000 > ts-10_000; s-- {
+			hop[tk{a, s}]++
+			hopSum++
+		}
+	}
+	var top int64
+	for _, v := range tumble {
+		top += v
+	}
+	want := BidExpect{Rows: g.N, PriceSum: prices, Auctions: int64(len(auctions)), Bidders: int64(len(bidders)),
+		TumbleRows: int64(len(tumble)), TumbleTopSum: top, HopRows: int64(len(hop)), HopCountSum: hopSum}
+	if got != want {
+		t.Fatalf("Expected = %+v, want %+v", got, want)
+	}
+	if g.Auction(g.N) != -1 || g.TSMillis(g.N) <= g.TSMillis(g.N-1)+int64(time.Hour/time.Millisecond)-10 {
+		t.Fatal("sentinel rows")
+	}
+}
+
+// TestPullExpect checks pullGen.expect against summing the rows.
+func TestPullExpect(t *testing.T) {
+	for _, keys := range []int64{1000, 1024, 7919 * 2} {
+		g := newPullGen(5_500, keys)
+		count, sum := map[int64]int64{}, map[int64]int64{}
+		for i := int64(0); i < g.n; i++ {
+			count[g.auction(i)]++
+			sum[g.auction(i)] += g.price(i)
+		}
+		for a := int64(0); a < keys; a++ {
+			c, s := g.expect(a)
+			if c != count[a] || s != sum[a] {
+				t.Fatalf("keys %d: expect(%d) = %d, %d; want %d, %d", keys, a, c, s, count[a], sum[a])
+			}
+		}
+	}
+}
