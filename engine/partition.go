@@ -21,13 +21,17 @@ type partition struct {
 	chain    *operators.Chain
 	filters  []*operators.Filter
 	stateful operators.Stateful
-	prefix   []byte // state keyspace: pipeline, stage, topic, partition
+	// statefulEmit is the rest of the chain after the stateful step: what
+	// the operator emits on a watermark goes through it.
+	statefulEmit operators.Emit
+	prefix       []byte // state keyspace: pipeline, stage, topic, partition
 
 	nextOffset int64 // offset after the last record processed (what the epoch commits)
 	maxEvent   int64 // largest event time seen (data-derived watermarks)
 	wm         int64 // watermark applied to the operators
 	sentWM     int64 // watermark last sent downstream
 	sources    map[int32]*sourceWM
+	created    time.Time
 }
 
 // sourceWM is the watermark an upstream partition reported.
@@ -62,7 +66,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	if pt, ok := w.parts[k]; ok {
 		return pt, nil
 	}
-	pt := &partition{key: k, maxEvent: math.MinInt64, wm: math.MinInt64, sentWM: math.MinInt64, sources: map[int32]*sourceWM{}}
+	pt := &partition{key: k, maxEvent: math.MinInt64, wm: math.MinInt64, sentWM: math.MinInt64, sources: map[int32]*sourceWM{}, created: time.Now()}
 	pt.prefix = statePrefix(w.p.name, w.stage.def.Name, k.topic, k.part)
 	onErr := func(b *operators.Batch, i int, err error) error {
 		var r *kgo.Record
@@ -73,6 +77,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 		return nil
 	}
 	var ops []operators.Operator
+	statefulAt := -1
 	for i := range w.stage.def.Steps {
 		op, err := operators.Build(&w.stage.def.Steps[i], &expr.Env{}, onErr)
 		if err != nil {
@@ -82,11 +87,14 @@ func (w *worker) partition(k partKey) (*partition, error) {
 			pt.filters = append(pt.filters, f)
 		}
 		if s, ok := op.(operators.Stateful); ok {
-			pt.stateful = s
+			pt.stateful, statefulAt = s, i
 		}
 		ops = append(ops, op)
 	}
 	pt.chain = operators.NewChain(w.emit, ops...)
+	if statefulAt >= 0 {
+		pt.statefulEmit = pt.chain.EmitOf(statefulAt)
+	}
 	if w.parts == nil {
 		w.parts = map[partKey]*partition{}
 	}
@@ -176,6 +184,15 @@ func (pt *partition) watermark(w *worker) int64 {
 	}
 	idle := w.p.e.cfg.IdleTimeout
 	now := time.Now()
+	if groups := w.stage.def.SourceGroups; groups > 1 && now.Sub(pt.created) < idle {
+		seen := map[int32]bool{}
+		for s := range pt.sources {
+			seen[s>>16] = true
+		}
+		if len(seen) < groups {
+			return math.MinInt64
+		}
+	}
 	active, all := int64(math.MaxInt64), int64(math.MaxInt64)
 	sawActive := false
 	for _, s := range pt.sources {
@@ -200,7 +217,7 @@ func (pt *partition) advance(w *worker) error {
 	pt.wm = wm
 	w.p.e.cfg.Logger.Debug("watermark", "pipeline", w.p.name, "stage", w.stage.def.Name, "topic", pt.key.topic, "partition", pt.key.part, "wm", types.NewTimestamp(types.Timestamp, wm).Text())
 	if pt.stateful != nil {
-		return pt.stateful.OnWatermark(wm, w.emit)
+		return pt.stateful.OnWatermark(wm, pt.statefulEmit)
 	}
 	return nil
 }
@@ -210,7 +227,7 @@ func (pt *partition) advance(w *worker) error {
 func (pt *partition) checkpoint(w *worker) error {
 	if w.broadcast && pt.wm > pt.sentWM {
 		parts := w.stage.output.Partitions
-		val := []byte(strconv.Itoa(int(pt.key.part)) + ":" + strconv.FormatInt(pt.wm, 10))
+		val := []byte(strconv.Itoa(int(w.stage.def.SourceBase+pt.key.part)) + ":" + strconv.FormatInt(pt.wm, 10))
 		topic := w.p.e.topic(w.stage.output.Topic)
 		w.p.e.cfg.Logger.Debug("watermark sent", "pipeline", w.p.name, "stage", w.stage.def.Name, "partition", pt.key.part, "wm", pt.wm, "to", topic, "partitions", parts)
 		for j := 0; j < parts; j++ {

@@ -65,6 +65,11 @@ func NewChain(sink Emit, ops ...Operator) *Chain {
 	return c
 }
 
+// EmitOf is where operator i of the chain emits: the rest of the chain.
+// A stateful operator emitting outside Process (on a watermark) must emit
+// there, so that the steps after it still apply.
+func (c *Chain) EmitOf(i int) Emit { return c.emits[i] }
+
 // Push feeds a batch into the chain.
 func (c *Chain) Push(b *Batch) error {
 	if len(c.ops) == 0 {

@@ -38,15 +38,20 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if ca.Query.NumParams > 0 {
 		return nil, pgerror.New(pgerror.UndefinedParameter, "continuous queries cannot have parameters")
 	}
-	if len(sel.From) != 1 {
-		return nil, pgerror.NotSupported("continuous queries over more than one input (joins)")
-	}
 	if sel.Distinct {
 		return nil, pgerror.NotSupported("DISTINCT in continuous queries")
 	}
 	if len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY and LIMIT make no sense on an unbounded stream").
 			WithHint("Use ROW_NUMBER() OVER (…) <= N in a materialized view for top-N.")
+	}
+	if len(sel.From) == 1 {
+		if j, ok := sel.From[0].(*sql.Join); ok {
+			return planStreamJoin(cat, ca, sel, j)
+		}
+	}
+	if len(sel.From) != 1 {
+		return nil, pgerror.NotSupported("continuous queries over more than one input (use JOIN … ON)")
 	}
 	sq, err := planStateful(cat, sel, ca.Kind, ca.Query.Emit)
 	if err != nil {
@@ -111,12 +116,21 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 // bridgeInputs routes inputs on other backends (Redis, files, another
 // Kafka cluster) through an ingest bridge into an internal topic.
 func bridgeInputs(c *Continuous, name string) error {
+	bridged := 0
+	for _, in := range c.Inputs {
+		if in.Backend != "" {
+			bridged++
+		}
+	}
 	for _, in := range c.Inputs {
 		if in.Backend == "" {
 			continue
 		}
 		internal := StreamOf(in)
 		internal.Name, internal.Topic = name+".ingest", InternalTopic(name, "ingest")
+		if bridged > 1 { // a join of two streams on other backends
+			internal.Name, internal.Topic = name+".ingest."+in.Name, InternalTopic(name, "ingest-"+in.Name)
+		}
 		internal.Partitions = max(in.Partitions, 1)
 		internal.Key = nil
 		c.Topology.Internal = append(c.Topology.Internal, *internal)

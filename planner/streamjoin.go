@@ -1,0 +1,297 @@
+package planner
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// planStreamJoin plans CREATE STREAM … AS SELECT … FROM a [LEFT|RIGHT|
+// FULL] JOIN b ON a.k = b.k AND <a time bound between a.ts and b.ts>: an
+// interval join. It runs as three stages: one per side re-keys its rows by
+// the join key into one internal topic (a row there is [side, a's
+// columns, b's columns, key columns], the other side's columns NULL), and
+// the join stage keeps each row until the watermarks (the minimum of both
+// sides') make a match impossible. The select list and WHERE apply to the
+// joined rows, exactly as the bounded planner would apply them.
+func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (*Continuous, error) {
+	if ca.Kind != sql.KindStream {
+		return nil, pgerror.NotSupported("a join into a %s (write the join to a stream, then aggregate that stream)", ca.Kind)
+	}
+	if ca.Query.Emit != sql.EmitDefault {
+		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
+	}
+	lt, lok := j.Left.(*sql.TableName)
+	rt, rok := j.Right.(*sql.TableName)
+	if !lok || !rok {
+		return nil, pgerror.NotSupported("stream joins of more than two streams, or of subqueries or windows")
+	}
+	left, ls, err := streamInput(cat, lt)
+	if err != nil {
+		return nil, joinInputError(err)
+	}
+	right, rs, err := streamInput(cat, rt)
+	if err != nil {
+		return nil, joinInputError(err)
+	}
+	if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
+		return nil, pgerror.NotSupported("aggregating a stream join in one query (write the join to a stream, then aggregate that stream)")
+	}
+	b := &builder{cat: cat}
+	node, out, err := b.buildSelect(sel)
+	if err != nil {
+		return nil, err
+	}
+	chain, ok := node.(*engine.Chain)
+	if !ok || len(chain.Subqueries) > 0 {
+		return nil, pgerror.NotSupported("subqueries in a stream join")
+	}
+	bj, ok := chain.Input.(*engine.Join)
+	if !ok {
+		return nil, pgerror.NotSupported("this stream join")
+	}
+	for _, st := range chain.Steps {
+		if !st.Stateless() {
+			return nil, pgerror.NotSupported("step %s after a stream join", st.Op)
+		}
+	}
+	lw, rw := len(ls.cols), len(rs.cols)
+	if bj.Kind == "cross" {
+		bj.Kind = "inner"
+	}
+	if bj.LeftWidth != lw || bj.RightWidth != rw {
+		return nil, pgerror.New(pgerror.Internal, "planner: join widths %d+%d, scopes %d+%d", bj.LeftWidth, bj.RightWidth, lw, rw)
+	}
+	if len(bj.LeftKeys) == 0 {
+		return nil, pgerror.NotSupported("a stream join without an equality between the two sides").
+			WithHint("Join on a key: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts.")
+	}
+	lcol, rcol, lo, hi, ok := timeBounds(bj.On, lw, bj.LeftKeys, bj.RightKeys)
+	if !ok {
+		return nil, pgerror.NotSupported("a stream join without a time bound on both sides (its state would grow forever)").
+			WithHint("Bound the join in time: ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' MINUTE.")
+	}
+	if lo > hi {
+		return nil, pgerror.New(pgerror.InvalidParameterValue, "the join's time bounds admit no pair: right.ts - left.ts would be between %s and %s",
+			types.NewInterval(types.IntervalValue{Micros: lo}).Text(), types.NewInterval(types.IntervalValue{Micros: hi}).Text())
+	}
+	ttype := ls.cols[lcol].typ
+
+	// The internal topic both sides write: [side, left…, right…, keys…].
+	nk := len(bj.LeftKeys)
+	name := ca.Name
+	internal := engine.Stream{Name: name + ".join", Topic: InternalTopic(name, "join"), Partitions: max(left.Partitions, right.Partitions, 1), Format: "json"}
+	internal.Columns = append(internal.Columns, "side")
+	internal.Types = append(internal.Types, types.Int4)
+	for i, c := range ls.cols {
+		internal.Columns = append(internal.Columns, "l"+strconv.Itoa(i))
+		internal.Types = append(internal.Types, c.typ)
+	}
+	for i, c := range rs.cols {
+		internal.Columns = append(internal.Columns, "r"+strconv.Itoa(i))
+		internal.Types = append(internal.Types, c.typ)
+	}
+	keyCols := make([]int, nk)
+	for i, k := range bj.LeftKeys {
+		keyCols[i] = 1 + lw + rw + i
+		internal.Columns = append(internal.Columns, "k"+strconv.Itoa(i))
+		internal.Types = append(internal.Types, k.Type)
+	}
+	internal.Key = keyCols
+	sideStage := func(stage string, sideNo int, in *catalog.Relation, sc *scope, keys []*expr.Expr, tcol int) engine.Stage {
+		exprs := []*expr.Expr{expr.Const(types.NewInt(types.Int4, int64(sideNo)))}
+		for i, c := range ls.cols {
+			if sideNo == 0 {
+				exprs = append(exprs, sc.ref(i))
+			} else {
+				exprs = append(exprs, expr.TypedNull(c.typ))
+			}
+		}
+		for i, c := range rs.cols {
+			if sideNo == 1 {
+				exprs = append(exprs, sc.ref(i))
+			} else {
+				exprs = append(exprs, expr.TypedNull(c.typ))
+			}
+		}
+		exprs = append(exprs, keys...)
+		return engine.Stage{
+			Name: stage, Inputs: []string{in.Name}, Output: internal.Name,
+			Steps:      []operators.Step{{Op: operators.OpProject, Exprs: exprs, Names: internal.Columns}},
+			Watermark:  watermarkFor(in, tcol),
+			OutputKey:  keyCols,
+			SourceBase: int32(sideNo) << 16,
+		}
+	}
+	spec := &operators.JoinSpec{
+		Type: bj.Kind, LeftWidth: lw, RightWidth: rw, LeftKey: keyCols, RightKey: keyCols,
+		LeftTime: 1 + lcol, RightTime: 1 + lw + rcol, Lo: lo, Hi: hi, Residual: bj.On, TimeType: ttype,
+	}
+	joinSteps := append([]operators.Step{{Op: operators.OpIntervalJoin, Join: spec}}, chain.Steps...)
+
+	rel := &catalog.Relation{Name: name, Kind: catalog.Stream, Topic: name, Format: "json", Partitions: internal.Partitions}
+	for _, c := range out.outColumns() {
+		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type})
+	}
+	if err := uniqueColumns(rel.Columns); err != nil {
+		return nil, err
+	}
+	if err := applyOutputOptions(rel, ca.Options); err != nil {
+		return nil, err
+	}
+	errs := ErrorsRelation(name)
+	topo := &engine.Topology{
+		Stages: []engine.Stage{
+			sideStage("left", 0, left, ls, bj.LeftKeys, lcol),
+			sideStage("right", 1, right, rs, bj.RightKeys, rcol),
+			{Name: "join", Inputs: []string{internal.Name}, Output: rel.Name, Steps: joinSteps, SourceGroups: 2},
+		},
+		Internal: []engine.Stream{internal},
+		Errors:   errs.Name,
+	}
+	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{left, right}}
+	return c, bridgeInputs(c, name)
+}
+
+// joinInputError explains that a stream joins streams (a view's rows
+// change: joining one is a stream-table join, not built yet).
+func joinInputError(err error) error {
+	if pgerror.Code(err) == pgerror.WrongObjectType {
+		return pgerror.NotSupported("a stream join with a materialized view or table (stream-table joins); both sides must be streams")
+	}
+	return err
+}
+
+// timeBounds finds, among the conjuncts of the join's residual condition,
+// comparisons between a left and a right timestamp column (each plus or
+// minus a constant interval) and returns the columns (within each side)
+// and the bounds they put on right.ts - left.ts, in microseconds. Strict
+// comparisons give the same bound as non-strict ones: the residual, which
+// the join evaluates on every pair, is exact. lkeys and rkeys are the
+// equality keys taken out of ON.
+func timeBounds(on *expr.Expr, lw int, lkeys, rkeys []*expr.Expr) (lcol, rcol int, lo, hi int64, ok bool) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	lcol, rcol = -1, -1
+	// An equality of the two sides' timestamps became a join key (the
+	// right key's columns are the right side's own): it bounds the time
+	// difference to zero.
+	for i, l := range lkeys {
+		r := rkeys[i]
+		if _, loff, lok := timeTerm(l); lok && l.Kind == expr.KCol && r.Kind == expr.KCol && loff == 0 {
+			if _, _, rok := timeTerm(r); rok && lcol < 0 {
+				lcol, rcol, lo, hi = l.Col, r.Col, 0, 0
+			}
+		}
+	}
+	for _, c := range andArgs(on) {
+		if c.Kind != expr.KCall || len(c.Args) != 2 {
+			continue
+		}
+		op := c.Fn
+		if i := strings.IndexByte(op, '('); i >= 0 {
+			op = op[:i]
+		}
+		if op != "=" && op != "<" && op != "<=" && op != ">" && op != ">=" {
+			continue
+		}
+		ac, aoff, aok := timeTerm(c.Args[0])
+		bc, boff, bok := timeTerm(c.Args[1])
+		if !aok || !bok || (ac < lw) == (bc < lw) {
+			continue
+		}
+		// Put it as right.ts + roff op left.ts + loff (flipping op when
+		// the right column is on the right-hand side).
+		l, loff, r, roff := bc, boff, ac, aoff
+		if ac < lw {
+			l, loff, r, roff = ac, aoff, bc, boff
+			op = flipCompare(op)
+		}
+		if lcol < 0 {
+			lcol, rcol = l, r-lw
+		} else if lcol != l || rcol != r-lw {
+			continue // another pair of time columns: left to the residual
+		}
+		// right.ts - left.ts op loff - roff
+		d := loff - roff
+		switch op {
+		case "=":
+			lo, hi = max(lo, d), min(hi, d)
+		case ">", ">=":
+			lo = max(lo, d)
+		case "<", "<=":
+			hi = min(hi, d)
+		}
+	}
+	return lcol, rcol, lo, hi, lcol >= 0 && lo > math.MinInt64 && hi < math.MaxInt64
+}
+
+// andArgs flattens nested ANDs.
+func andArgs(e *expr.Expr) []*expr.Expr {
+	if e == nil {
+		return nil
+	}
+	if e.Kind == expr.KAnd {
+		var out []*expr.Expr
+		for _, a := range e.Args {
+			out = append(out, andArgs(a)...)
+		}
+		return out
+	}
+	return []*expr.Expr{e}
+}
+
+// flipCompare turns `a op b` into the operator of `b op' a`.
+func flipCompare(op string) string {
+	switch op {
+	case "<":
+		return ">"
+	case "<=":
+		return ">="
+	case ">":
+		return "<"
+	case ">=":
+		return "<="
+	}
+	return op
+}
+
+// timeTerm recognises a timestamp column, optionally plus or minus a
+// constant interval: it returns the column and the offset in microseconds.
+func timeTerm(e *expr.Expr) (col int, off int64, ok bool) {
+	isTime := func(t types.Type) bool { return t == types.Timestamp || t == types.TimestampTZ }
+	switch e.Kind {
+	case expr.KCol:
+		return e.Col, 0, isTime(e.Type)
+	case expr.KCall:
+		if len(e.Args) != 2 || !isTime(e.Type) {
+			return 0, 0, false
+		}
+		op := e.Fn
+		if i := strings.IndexByte(op, '('); i >= 0 {
+			op = op[:i]
+		}
+		x, k := e.Args[0], e.Args[1]
+		if op == "+" && x.Kind == expr.KConst {
+			x, k = k, x
+		}
+		if x.Kind != expr.KCol || !isTime(x.Type) || k.Kind != expr.KConst || k.Type != types.Interval || k.Val.IsNull() {
+			return 0, 0, false
+		}
+		d := k.Val.Interval().Duration()
+		switch op {
+		case "+":
+			return x.Col, d, true
+		case "-":
+			return x.Col, -d, true
+		}
+	}
+	return 0, 0, false
+}
