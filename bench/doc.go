@@ -13,6 +13,15 @@
 //   - Pipeline: the catch-up rate of a filter+project continuous query over
 //     a preloaded stream, side by side with plain franz-go copies of the
 //     same topic through the same broker (at-least-once and transactional).
+//   - Windows: the catch-up of TUMBLE and HOP aggregations and of GROUP BY
+//     views with 1M and 10k keys over a slightly out-of-order bids
+//     stream, with the output checked against known results.
+//   - Pull: concurrent key lookups on a 1M-key materialized view.
+//   - EOS: exactly-once against at-least-once at several checkpoint
+//     intervals (catch-up rate), and produce-to-visible latency.
+//   - Recovery: SIGKILL of a server holding 1M keys of state, restarted
+//     with its data directory kept and wiped: time until ready.
+//   - Backends: sinks into and reads of Kafka, Redis and file streams.
 //
 // Shared machinery: an fvsql server started in-process (server.Open and
 // pgwire on a free loopback port), in a child process (`fvsql bench
