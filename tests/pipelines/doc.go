@@ -36,6 +36,10 @@
 //     RETRYING with the error; they resume by themselves when it returns,
 //     the Kafka output holds every id read from Redis (at least once) and
 //     the Redis sink every id exactly once.
+//   - TestStreamJoinKillRestart: a LEFT interval join of two streams fed in
+//     event-time order while the server is killed three times: the output
+//     is exactly the nested-loop join of all the input (pairs once, orders
+//     without a payment once with NULL).
 //   - TestPipelineSurvivesRestartDefinition: a pipeline's definition
 //     survives a restart; it runs again with no manual action.
 //
