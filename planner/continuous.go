@@ -31,12 +31,15 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if ca.Kind == sql.KindSink {
 		return planSink(cat, ca)
 	}
-	sel, ok := ca.Query.Body.(*sql.Select)
-	if !ok {
-		return nil, pgerror.NotSupported("set operations in continuous queries")
-	}
 	if ca.Query.NumParams > 0 {
 		return nil, pgerror.New(pgerror.UndefinedParameter, "continuous queries cannot have parameters")
+	}
+	if so, ok := ca.Query.Body.(*sql.SetOp); ok {
+		return planUnionAll(cat, ca, so)
+	}
+	sel, ok := ca.Query.Body.(*sql.Select)
+	if !ok {
+		return nil, pgerror.NotSupported("this continuous query")
 	}
 	if sel.Distinct {
 		return nil, pgerror.NotSupported("DISTINCT in continuous queries")
