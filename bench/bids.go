@@ -28,7 +28,29 @@ type BidGen struct {
 	Partitions int
 	Auctions   int64
 	Bidders    int64
+	// SentinelAuctions, for a stream keyed by auction, are the sentinels'
+	// auctions (negative), one per partition chosen so that the key lands
+	// in that partition (see KeyedSentinels); nil: all -1.
+	SentinelAuctions []int64
 }
+
+// KeyedSentinels returns g with sentinel auctions -1, -2, … picked so that
+// one lands in each partition of a stream keyed by auction.
+func (g BidGen) KeyedSentinels() BidGen {
+	g.SentinelAuctions = make([]int64, g.Partitions)
+	filled := 0
+	for a := int64(-1); filled < g.Partitions; a-- {
+		p := partitionOf(strconv.AppendInt(nil, a, 10), g.Partitions)
+		if g.SentinelAuctions[p] == 0 {
+			g.SentinelAuctions[p] = a
+			filled++
+		}
+	}
+	return g
+}
+
+// Key is row i's record key in a stream keyed by auction.
+func (g BidGen) Key(i int64) []byte { return strconv.AppendInt(nil, g.Auction(i), 10) }
 
 // mix is splitmix64's finaliser: a cheap deterministic hash.
 func mix(x uint64) uint64 {
@@ -46,6 +68,9 @@ func (g BidGen) sentinel(i int64) bool { return i >= g.N }
 // Auction, Bidder, Price and TSMillis are row i's values.
 func (g BidGen) Auction(i int64) int64 {
 	if g.sentinel(i) {
+		if j := i - g.N; j < int64(len(g.SentinelAuctions)) {
+			return g.SentinelAuctions[j]
+		}
 		return -1
 	}
 	return int64(mix(uint64(i)) % uint64(g.Auctions))

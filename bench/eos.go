@@ -225,6 +225,10 @@ func printEOS(r *run, c EOSConfig, g BidGen, runs []*eosRun) {
 				target = "OUTPUT WRONG: see notes"
 				notes = append(notes, x.v.rel+": "+x.check)
 			}
+			if x.unfinished != "" {
+				target = "MISSED: did not catch up, see notes"
+				notes = append(notes, x.v.rel+": "+x.unfinished)
+			}
 		}
 		tb.Add(iv.String(), Secs(e.ph.dur), Count(er), Secs(a.ph.dur), Count(ar), fmt.Sprintf("%.2f", ratio),
 			cpuSecs(e.ph.srvCPU), cpuSecs(a.ph.srvCPU), perCPU(g.Total(), e.ph.srvCPU), perCPU(g.Total(), a.ph.srvCPU),

@@ -442,6 +442,9 @@ func StartBroker(dir string) (*Broker, error) {
 		}),
 		kfake.DataDir(filepath.Join(dir, "kafka")),
 		kfake.ClusterID("fvsql-bench"),
+		// Its warnings (transaction timeouts, late heartbeats) explain
+		// stalls; fvsql's own embedded broker does not log them.
+		kfake.WithLogger(kfake.BasicLogger(prefixWriter{os.Stderr, "bench: embedded broker: "}, kfake.LogLevelWarn)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("bench: embedded broker: %w", err)
@@ -454,3 +457,16 @@ func (b *Broker) Addrs() []string { return b.c.ListenAddrs() }
 
 // Close stops the broker.
 func (b *Broker) Close() { b.c.Close() }
+
+// prefixWriter writes each Write to w with a prefix.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
