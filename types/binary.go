@@ -20,7 +20,7 @@ func AppendBinary(buf []byte, v Value) []byte {
 		return append(buf, byte(v.I))
 	case Int2:
 		return binary.BigEndian.AppendUint16(buf, uint16(v.I))
-	case Int4, Oid:
+	case Int4, Oid, Regtype:
 		return binary.BigEndian.AppendUint32(buf, uint32(v.I))
 	case Int8:
 		return binary.BigEndian.AppendUint64(buf, uint64(v.I))
@@ -43,6 +43,12 @@ func AppendBinary(buf []byte, v Value) []byte {
 		buf = append(buf, 1)
 		return append(buf, v.S...)
 	default:
+		if v.K.IsArray() {
+			if v.K.HasBinary() {
+				return appendArrayBinary(buf, v)
+			}
+			return appendArrayText(buf, v)
+		}
 		return append(buf, v.S...)
 	}
 }
@@ -71,7 +77,7 @@ func ParseBinary(t Type, b []byte) (Value, error) {
 			return NullValue, err
 		}
 		return NewInt(t, int64(int32(binary.BigEndian.Uint32(b)))), nil
-	case Oid:
+	case Oid, Regtype:
 		if err := need(4); err != nil {
 			return NullValue, err
 		}
@@ -124,6 +130,9 @@ func ParseBinary(t Type, b []byte) (Value, error) {
 	case Bytea:
 		return Value{K: Bytea, S: string(b)}, nil
 	default:
+		if t.IsArray() && t.HasBinary() {
+			return parseArrayBinary(t, b)
+		}
 		return ParseText(t, string(b))
 	}
 }

@@ -36,6 +36,12 @@ func Cast(v Value, to Type) (Value, error) {
 	if from.IsString() {
 		return ParseText(to, v.S)
 	}
+	if from.IsArray() && to.IsArray() {
+		return castArray(v, to)
+	}
+	if from == Regtype {
+		from, v.K = Oid, Oid // the OID itself
+	}
 	switch to {
 	case Bool:
 		if from.IsInteger() {
@@ -114,6 +120,13 @@ func Cast(v Value, to Type) (Value, error) {
 		if from.IsNumeric() || from == Bool {
 			return NewJSONB(v.Text()), nil
 		}
+	case Regtype:
+		if from.IsInteger() {
+			if v.I < 0 || v.I > math.MaxUint32 {
+				return NullValue, pgerror.New(pgerror.NumericValueOutOfRange, "OID out of range")
+			}
+			return NewInt(Regtype, v.I), nil
+		}
 	case Interval:
 		// no implicit conversions into interval besides text
 	}
@@ -143,8 +156,16 @@ func CanCast(from, to Type) bool {
 	if from.IsString() {
 		return true
 	}
+	if from.IsArray() || to.IsArray() {
+		return from.IsArray() && to.IsArray() && CanCast(from.Elem(), to.Elem())
+	}
+	if from == Regtype {
+		return to.IsInteger()
+	}
 	switch to {
 	case Bool:
+		return from.IsInteger()
+	case Regtype:
 		return from.IsInteger()
 	case Int2, Int4, Int8, Oid, Float4, Float8, Numeric:
 		return from.IsNumeric() || (from == Bool && to.IsInteger())

@@ -25,8 +25,11 @@ func Compare(a, b Value) int {
 	if a.K == b.K {
 		return compareSame(a, b)
 	}
-	if a.K.IsNumeric() && b.K.IsNumeric() {
+	if a.K.IsNumeric() && b.K.IsNumeric() || a.K.IsOID() && b.K.IsOID() {
 		return compareNumbers(a, b)
+	}
+	if a.K.IsArray() && b.K.IsArray() {
+		return compareArrays(a, b)
 	}
 	if a.K.IsString() && b.K.IsString() {
 		return strings.Compare(a.S, b.S)
@@ -74,7 +77,7 @@ func cmpFloat(a, b float64) int {
 
 func compareSame(a, b Value) int {
 	switch a.K {
-	case Bool, Int2, Int4, Int8, Oid, Date, Timestamp, TimestampTZ:
+	case Bool, Int2, Int4, Int8, Oid, Regtype, Date, Timestamp, TimestampTZ:
 		return cmpInt(a.I, b.I)
 	case Float4, Float8:
 		return cmpFloat(a.Float(), b.Float())
@@ -84,12 +87,15 @@ func compareSame(a, b Value) int {
 		ai, bi := a.Interval(), b.Interval()
 		return cmpInt(ai.Duration(), bi.Duration())
 	default:
+		if a.K.IsArray() {
+			return compareArrays(a, b)
+		}
 		return strings.Compare(a.S, b.S)
 	}
 }
 
 func compareNumbers(a, b Value) int {
-	if a.K.IsInteger() && b.K.IsInteger() {
+	if (a.K.IsInteger() || a.K == Regtype) && (b.K.IsInteger() || b.K == Regtype) {
 		return cmpInt(a.I, b.I)
 	}
 	if a.K == Numeric || b.K == Numeric {

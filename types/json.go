@@ -132,7 +132,19 @@ func AppendJSONValue(buf []byte, v Value) []byte {
 		return append(buf, '"')
 	case JSONB:
 		return append(buf, v.S...)
+	case Regtype:
+		return appendJSONString(buf, v.Text())
 	default:
+		if v.K.IsArray() {
+			buf = append(buf, '[')
+			for i, e := range v.Elems() {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = AppendJSONValue(buf, e)
+			}
+			return append(buf, ']')
+		}
 		return appendJSONString(buf, v.S)
 	}
 }
@@ -557,6 +569,8 @@ func (d *jsonDecoder) value(t Type) (Value, error) {
 			}
 			return NullValue, pgerror.New(pgerror.InvalidTextRepresentation, "a boolean is not a %s", t)
 		}
+	case c == '[' && t.IsArray():
+		return d.array(t)
 	case c == '{' || c == '[':
 		start := d.pos
 		if err := d.skip(0); err != nil {
@@ -591,6 +605,36 @@ func (d *jsonDecoder) value(t Type) (Value, error) {
 		return fromJSONNumber(t, num)
 	}
 	return NullValue, errors.New("invalid literal")
+}
+
+// array reads a JSON array as an array of type t, each element as t's
+// element type.
+func (d *jsonDecoder) array(t Type) (Value, error) {
+	d.eat('[')
+	d.ws()
+	var elems []Value
+	if d.eat(']') {
+		return NewArray(t, elems), nil
+	}
+	for {
+		d.ws()
+		if d.peek() == '[' {
+			return NullValue, pgerror.New(pgerror.FeatureNotSupported, "multidimensional arrays are not supported")
+		}
+		e, err := d.value(t.Elem())
+		if err != nil {
+			return NullValue, err
+		}
+		elems = append(elems, e)
+		d.ws()
+		if d.eat(',') {
+			continue
+		}
+		if d.eat(']') {
+			return NewArray(t, elems), nil
+		}
+		return NullValue, errors.New("expected ',' or ']'")
+	}
 }
 
 func fromJSONNumber(t Type, num string) (Value, error) {

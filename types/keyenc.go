@@ -20,6 +20,7 @@ const (
 	keyDecimal = 0x05
 	keyBytes   = 0x06
 	keyIval    = 0x07
+	keyArray   = 0x08 // then 0x01 and an element's key per element, then 0x00
 )
 
 // AppendKey appends v's key encoding to buf.
@@ -32,7 +33,7 @@ func AppendKey(buf []byte, v Value) []byte {
 			return append(buf, keyTrue)
 		}
 		return append(buf, keyFalse)
-	case Int2, Int4, Int8, Oid, Date, Timestamp, TimestampTZ:
+	case Int2, Int4, Int8, Oid, Regtype, Date, Timestamp, TimestampTZ:
 		buf = append(buf, keyInt)
 		return binary.BigEndian.AppendUint64(buf, uint64(v.I)^(1<<63))
 	case Float4, Float8:
@@ -62,6 +63,16 @@ func AppendKey(buf []byte, v Value) []byte {
 		buf = append(buf, keyIval)
 		return binary.BigEndian.AppendUint64(buf, uint64(v.Interval().Duration())^(1<<63))
 	default:
+		if v.K.IsArray() {
+			// Element keys, so that equal arrays (1.0 and 1.00, -0 and 0)
+			// share a key and a prefix sorts first.
+			buf = append(buf, keyArray)
+			for _, e := range v.Elems() {
+				buf = append(buf, 0x01)
+				buf = AppendKey(buf, e)
+			}
+			return append(buf, 0x00)
+		}
 		buf = append(buf, keyBytes)
 		return appendEscaped(buf, v.S)
 	}
@@ -119,6 +130,27 @@ func DecodeKey(key []byte, t Type) (Value, []byte, error) {
 			bits = ^bits
 		}
 		return NewFloat(t, math.Float64frombits(bits)), key[8:], nil
+	case keyArray:
+		var elems []Value
+		for {
+			if len(key) == 0 {
+				return NullValue, key, errBadKey
+			}
+			more := key[0]
+			key = key[1:]
+			if more == 0x00 {
+				return NewArray(t, elems), key, nil
+			}
+			if more != 0x01 {
+				return NullValue, key, errBadKey
+			}
+			var e Value
+			var err error
+			if e, key, err = DecodeKey(key, t.Elem()); err != nil {
+				return NullValue, key, err
+			}
+			elems = append(elems, e)
+		}
 	case keyIval:
 		if len(key) < 8 {
 			return NullValue, key, errBadKey

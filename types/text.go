@@ -43,7 +43,12 @@ func AppendText(buf []byte, v Value) []byte {
 		return append(buf, '+', '0', '0')
 	case Interval:
 		return appendInterval(buf, v.Interval())
+	case Regtype:
+		return append(buf, regtypeName(uint32(v.I))...)
 	default:
+		if v.K.IsArray() {
+			return appendArrayText(buf, v)
+		}
 		return append(buf, v.S...)
 	}
 }
@@ -202,8 +207,11 @@ func ParseText(t Type, s string) (Value, error) {
 			return NullValue, pgerror.New(pgerror.InvalidTextRepresentation, "invalid input syntax for type json: %v", err)
 		}
 		return NewJSONB(n), nil
-	case TextArray, Int2Array, OidArray:
-		return Value{K: t, S: s}, nil
+	case Regtype:
+		return parseRegtype(s)
+	}
+	if t.IsArray() {
+		return parseArrayText(t, s)
 	}
 	return NullValue, pgerror.New(pgerror.FeatureNotSupported, "input of type %s is not supported", t)
 }

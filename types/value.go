@@ -11,7 +11,7 @@ import (
 //
 //	Null               K == Null, nothing else set
 //	Bool               I: 0 or 1
-//	Int2/Int4/Int8/Oid I
+//	Int2/Int4/Int8/Oid/Regtype  I
 //	Float4/Float8      I: math.Float64bits
 //	Numeric            N (never nil for a non-null numeric)
 //	Text/Varchar/Name/Char/Unknown/JSONB  S (JSONB: normalized JSON text)
@@ -19,7 +19,8 @@ import (
 //	Date               I: days since 1970-01-01
 //	Timestamp(TZ)      I: microseconds since 1970-01-01 00:00:00 UTC
 //	Interval           I: microseconds, X: months<<32 | uint32(days)
-//	TextArray/…Array   S: PostgreSQL array text form
+//	arrays (IsArray)   S: the elements in the value encoding (see
+//	                   NewArray, Elems); one dimension, lower bound 1
 //
 // A Value is immutable once built: N is shared, never modified in place.
 type Value struct {

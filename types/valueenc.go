@@ -13,7 +13,7 @@ func AppendValue(buf []byte, v Value) []byte {
 	buf = append(buf, byte(v.K))
 	switch v.K {
 	case Null:
-	case Bool, Int2, Int4, Int8, Oid, Date, Timestamp, TimestampTZ:
+	case Bool, Int2, Int4, Int8, Oid, Regtype, Date, Timestamp, TimestampTZ:
 		buf = binary.AppendVarint(buf, v.I)
 	case Float4, Float8:
 		buf = binary.BigEndian.AppendUint64(buf, uint64(v.I))
@@ -58,7 +58,7 @@ func DecodeValue(buf []byte) (Value, []byte, error) {
 	switch k {
 	case Null:
 		return NullValue, buf, nil
-	case Bool, Int2, Int4, Int8, Oid, Date, Timestamp, TimestampTZ:
+	case Bool, Int2, Int4, Int8, Oid, Regtype, Date, Timestamp, TimestampTZ:
 		i, n := binary.Varint(buf)
 		if n <= 0 {
 			return NullValue, buf, errBadValue
