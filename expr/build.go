@@ -60,7 +60,7 @@ func Call(name string, args ...*Expr) (*Expr, error) {
 	if compareOps[name] && len(args) == 2 {
 		return Compare(name, args[0], args[1])
 	}
-	if name == "||" && len(args) == 2 {
+	if name == "||" && len(args) == 2 && !args[0].Type.IsArray() && !args[1].Type.IsArray() {
 		// anynonarray || text: the non-text side is cast to text.
 		for i, a := range args {
 			if !a.Type.IsString() && a.Type != types.Null {
@@ -86,11 +86,7 @@ func Call(name string, args ...*Expr) (*Expr, error) {
 			return nil, err
 		}
 	}
-	ret := f.Ret
-	if ret == Any {
-		ret, _ = CommonType(params...)
-	}
-	return fold(&Expr{Kind: KCall, Type: ret, Fn: f.Key(), Args: cast})
+	return fold(&Expr{Kind: KCall, Type: resultType(f, params), Fn: f.Key(), Args: cast})
 }
 
 // Compare builds a comparison, casting both sides to their common type.
@@ -273,7 +269,7 @@ func unify(k Kind, args []*Expr) (*Expr, error) {
 // the row is evaluated), except for casts of literals, which PostgreSQL
 // reports at planning.
 func fold(e *Expr) (*Expr, error) {
-	if e.Kind == KSubquery || e.Kind == KOuter {
+	if e.Kind == KSubquery || e.Kind == KOuter || e.Kind == KFail {
 		return e, nil
 	}
 	for _, a := range e.Args {

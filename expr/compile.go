@@ -70,6 +70,13 @@ func compile(e *Expr, env *Env) (Eval, error) {
 		}, nil
 	case KSubquery:
 		return compileSubquery(e, env)
+	case KFuncScan:
+		return compileFuncScan(e, env)
+	case KFail:
+		code, msg := e.Val.S, e.Name
+		return func(types.Row) (types.Value, error) {
+			return types.NullValue, pgerror.New(code, "%s", msg)
+		}, nil
 	case KCol:
 		i := e.Col
 		return func(row types.Row) (types.Value, error) { return row[i], nil }, nil
@@ -216,6 +223,14 @@ func compile(e *Expr, env *Env) (Eval, error) {
 			}
 			return types.NewBool(false), nil
 		}, nil
+	case KArray:
+		return compileArray(e, args), nil
+	case KSubscript:
+		return compileSubscript(args), nil
+	case KSlice:
+		return compileSlice(e, args), nil
+	case KAny, KAll:
+		return compileQuantified(e, args)
 	case KCall:
 		f := lookupKey(e.Fn)
 		if f == nil {
@@ -370,7 +385,7 @@ func compileSubquery(e *Expr, env *Env) (Eval, error) {
 	if env.Subquery == nil {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "subqueries are not supported here")
 	}
-	i, mode := e.Col, e.Name
+	i, mode, t := e.Col, e.Name, e.Type
 	var x Eval
 	if mode == "in" {
 		var err error
@@ -386,6 +401,8 @@ func compileSubquery(e *Expr, env *Env) (Eval, error) {
 		switch mode {
 		case "exists":
 			return types.NewBool(len(vals) > 0), nil
+		case "array":
+			return types.NewArray(t, vals), nil
 		case "in":
 			v, err := x(row)
 			if err != nil || v.IsNull() {

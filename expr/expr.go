@@ -3,6 +3,7 @@ package expr
 import (
 	"strings"
 
+	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -11,21 +12,28 @@ type Kind uint8
 
 // Node kinds.
 const (
-	KCol      Kind = iota + 1 // input column Col
-	KConst                    // constant Val
-	KParam                    // $Col+1, bound at compile time
-	KCall                     // function or operator Fn over Args
-	KCast                     // Args[0] cast to Type
-	KAnd                      // three-valued AND of Args
-	KOr                       // three-valued OR of Args
-	KNot                      // NOT Args[0]
-	KIsNull                   // Args[0] IS NULL
-	KCase                     // Args: cond1, res1, cond2, res2, …, [else]; HasElse
-	KCoalesce                 // first non-null of Args
-	KIn                       // Args[0] IN (Args[1:])
-	KDistinct                 // Args[0] IS DISTINCT FROM Args[1]
-	KOuter                    // column Col of the enclosing query's row (correlated subqueries)
-	KSubquery                 // subquery Col of the plan; Name: scalar, exists or in (Args[0] IN …)
+	KCol       Kind = iota + 1 // input column Col
+	KConst                     // constant Val
+	KParam                     // $Col+1, bound at compile time
+	KCall                      // function or operator Fn over Args
+	KCast                      // Args[0] cast to Type
+	KAnd                       // three-valued AND of Args
+	KOr                        // three-valued OR of Args
+	KNot                       // NOT Args[0]
+	KIsNull                    // Args[0] IS NULL
+	KCase                      // Args: cond1, res1, cond2, res2, …, [else]; HasElse
+	KCoalesce                  // first non-null of Args
+	KIn                        // Args[0] IN (Args[1:])
+	KDistinct                  // Args[0] IS DISTINCT FROM Args[1]
+	KOuter                     // column Col of the enclosing query's row (correlated subqueries)
+	KSubquery                  // subquery Col of the plan; Name: scalar, exists, in (Args[0] IN …) or array
+	KArray                     // ARRAY[Args…]
+	KSubscript                 // Args[0][Args[1]]
+	KSlice                     // Args[0][Args[1]:Args[2]]; Col bit 1: no lower bound, bit 2: no upper
+	KAny                       // Args[0] Fn ANY (Args[1]), Fn a comparison or boolean function
+	KAll                       // Args[0] Fn ALL (Args[1])
+	KFuncScan                  // a subquery over set function Fn of the current row, see FuncScan
+	KFail                      // fails with SQLSTATE Val and message Name when evaluated, see Fail
 )
 
 // Expr is a typed expression tree. It is plain data: safe to share,
@@ -64,8 +72,9 @@ func Outer(i int, t types.Type, name string) *Expr {
 }
 
 // Subquery returns a reference to subquery i of the plan: "scalar" (its
-// one value, NULL without rows, 21000 with several), "exists", or "in"
-// (x IN the subquery's values).
+// one value, NULL without rows, 21000 with several), "exists", "in"
+// (x IN the subquery's values) or "array" (its values as an array of
+// type t, in the order they come).
 func Subquery(i int, mode string, t types.Type, x *Expr) *Expr {
 	e := &Expr{Kind: KSubquery, Type: t, Col: i, Name: mode}
 	if x != nil {
@@ -132,6 +141,37 @@ func (e *Expr) Substitute(by []*Expr) *Expr {
 	return &c
 }
 
+// Fail returns an expression of type t that fails with err's SQLSTATE
+// and message when it is evaluated (never when it is built or folded):
+// the planner's stand-in for a part of a query it cannot plan yet but
+// that may never run.
+func Fail(err error, t types.Type) *Expr {
+	return &Expr{Kind: KFail, Type: t, Name: err.Error(), Val: types.NewText(pgerror.Code(err))}
+}
+
+// MapOuter returns a copy of e with every outer reference (KOuter)
+// replaced by by(reference).
+func (e *Expr) MapOuter(by func(outer *Expr) *Expr) *Expr {
+	if e.Kind == KOuter {
+		return by(e)
+	}
+	c := *e
+	if len(e.Args) > 0 {
+		c.Args = make([]*Expr, len(e.Args))
+		for i, a := range e.Args {
+			c.Args[i] = a.MapOuter(by)
+		}
+	}
+	return &c
+}
+
+// HasOuter reports whether e reads the enclosing query's row.
+func (e *Expr) HasOuter() bool {
+	found := false
+	e.Walk(func(n *Expr) { found = found || n.Kind == KOuter })
+	return found
+}
+
 // String renders e as SQL-like text for EXPLAIN and messages.
 func (e *Expr) String() string {
 	var sb strings.Builder
@@ -178,10 +218,83 @@ func (e *Expr) format(sb *strings.Builder) {
 			e.Args[0].format(sb)
 			sb.WriteString(" IN ")
 		}
-		if e.Name == "exists" {
+		switch e.Name {
+		case "exists":
 			sb.WriteString("EXISTS ")
+		case "array":
+			sb.WriteString("ARRAY")
 		}
 		sb.WriteString("(subquery " + itoa(e.Col) + ")")
+	case KFuncScan:
+		name := e.Fn
+		if f := lookupSetKey(e.Fn); f != nil {
+			name = f.Name
+		}
+		switch e.Name {
+		case "in":
+			e.Args[len(e.Args)-1].format(sb)
+			sb.WriteString(" IN ")
+		case "exists":
+			sb.WriteString("EXISTS ")
+		case "array":
+			sb.WriteString("ARRAY")
+		}
+		sb.WriteString("(SELECT ")
+		e.Args[e.Col+1].format(sb)
+		sb.WriteString(" FROM " + name + "(")
+		for i, a := range e.Args[:e.Col] {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			a.format(sb)
+		}
+		sb.WriteString(")")
+		if e.HasElse {
+			sb.WriteString(" WITH ORDINALITY")
+		}
+		sb.WriteString(" WHERE ")
+		e.Args[e.Col].format(sb)
+		sb.WriteString(")")
+	case KFail:
+		sb.WriteString("<error: " + e.Name + ">")
+	case KArray:
+		sb.WriteString("ARRAY[")
+		for i, a := range e.Args {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			a.format(sb)
+		}
+		sb.WriteString("]")
+	case KSubscript, KSlice:
+		e.Args[0].format(sb)
+		sb.WriteString("[")
+		if e.Kind == KSubscript {
+			e.Args[1].format(sb)
+		} else {
+			if e.Col&1 == 0 {
+				e.Args[1].format(sb)
+			}
+			sb.WriteString(":")
+			if e.Col&2 == 0 {
+				e.Args[2].format(sb)
+			}
+		}
+		sb.WriteString("]")
+	case KAny, KAll:
+		name := e.Fn
+		if f := lookupKey(e.Fn); f != nil {
+			name = f.Name
+		}
+		e.Args[0].format(sb)
+		sb.WriteString(" " + name + " ")
+		if e.Kind == KAny {
+			sb.WriteString("ANY (")
+		} else {
+			sb.WriteString("ALL (")
+		}
+		e.Args[1].format(sb)
+		sb.WriteString(")")
 	case KCall:
 		f := lookupKey(e.Fn)
 		name := e.Fn

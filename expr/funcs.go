@@ -14,6 +14,15 @@ import (
 // common type. It reuses the otherwise unused Null type code.
 const Any = types.Null
 
+// AnyArray and AnyElement are PostgreSQL's polymorphic pseudo-types: in
+// one call, every AnyArray parameter takes the same array type and every
+// AnyElement parameter its element type (the common type of the
+// arguments that decide it); a Ret of either follows.
+const (
+	AnyArray   = types.AnyArray
+	AnyElement = types.AnyElement
+)
+
 // Func is one overload of a function or operator.
 type Func struct {
 	Name     string
@@ -57,7 +66,9 @@ var registry = struct {
 }{byName: map[string][]*Func{}, byKey: map[string]*Func{}}
 
 // Register adds overloads to the registry. Earlier registrations win ties
-// in overload resolution, so register the preferred overload first.
+// in overload resolution, so register the preferred overload first; an
+// overload whose Key is already registered is ignored (the first one is
+// the one plans name), so that overload resolution and plan lookup agree.
 func Register(fs ...*Func) {
 	registry.Lock()
 	defer registry.Unlock()
@@ -70,6 +81,9 @@ func Register(fs ...*Func) {
 		case f.Eval2 != nil:
 			f2 := f.Eval2
 			f.Eval = func(a []types.Value) (types.Value, error) { return f2(a[0], a[1]) }
+		}
+		if registry.byKey[f.Key()] != nil {
+			continue
 		}
 		registry.byName[f.Name] = append(registry.byName[f.Name], f)
 		registry.byKey[f.Key()] = f
@@ -95,8 +109,30 @@ func castCost(from, to types.Type) int {
 	if from == to || to == Any {
 		return 0
 	}
+	switch {
+	case to == AnyElement:
+		if from == types.Null || from == types.Unknown {
+			return 1
+		}
+		return 0
+	case to == AnyArray:
+		if from.IsArray() {
+			return 0
+		}
+		if from == types.Null || from == types.Unknown {
+			return 1
+		}
+		return -1
+	}
 	if from == types.Null || from == types.Unknown {
 		return 1
+	}
+	if from.IsArray() || to.IsArray() {
+		// int4[] to int8[] as int4 to int8 (PostgreSQL's array coercion)
+		if from.IsArray() && to.IsArray() {
+			return castCost(from.Elem(), to.Elem())
+		}
+		return -1
 	}
 	rank := func(t types.Type) int {
 		switch t {
@@ -122,6 +158,10 @@ func castCost(from, to types.Type) int {
 		return -1
 	}
 	switch {
+	case from == types.Regtype && to == types.Oid:
+		return 1
+	case from == types.Oid && to == types.Regtype:
+		return 2
 	case from == types.Oid && (to == types.Int8 || to == types.Int4):
 		return 1
 	case from.IsInteger() && to == types.Oid:
@@ -185,6 +225,9 @@ func Resolve(name string, args []types.Type) (*Func, []types.Type, error) {
 	params, _ := expand(best, len(args))
 	// A copy: expand may return the registered Args themselves.
 	params = append([]types.Type(nil), params...)
+	if err := resolvePolymorphic(params, args); err != nil {
+		return nil, nil, err
+	}
 	if best.Ret == Any {
 		// Polymorphic result (nullif, greatest…): the Any parameters take
 		// the arguments' common type.
@@ -207,6 +250,71 @@ func Resolve(name string, args []types.Type) (*Func, []types.Type, error) {
 		}
 	}
 	return best, params, nil
+}
+
+// resolvePolymorphic replaces the AnyArray and AnyElement parameters by
+// the array type and element type the arguments decide.
+func resolvePolymorphic(params, args []types.Type) error {
+	var elems []types.Type
+	poly := false
+	for i, p := range params {
+		switch p {
+		case AnyArray:
+			poly = true
+			if args[i].IsArray() {
+				elems = append(elems, args[i].Elem())
+			}
+		case AnyElement:
+			poly = true
+			elems = append(elems, args[i])
+		}
+	}
+	if !poly {
+		return nil
+	}
+	elem, err := CommonType(elems...)
+	if err != nil {
+		return err
+	}
+	if elem == types.Null {
+		elem = types.Text // only unknown literals: read them as text
+	}
+	arr := types.ArrayOf(elem)
+	for i, p := range params {
+		switch p {
+		case AnyArray:
+			if arr == types.Null {
+				return pgerror.New(pgerror.UndefinedObject, "could not find array type for data type %s", elem)
+			}
+			params[i] = arr
+		case AnyElement:
+			params[i] = elem
+		}
+	}
+	return nil
+}
+
+// resultType is the type a call of f with the resolved parameter types
+// returns.
+func resultType(f *Func, params []types.Type) types.Type {
+	switch f.Ret {
+	case Any:
+		t, _ := CommonType(params...)
+		return t
+	case AnyArray, AnyElement:
+		formal, _ := expand(f, len(params))
+		for i, p := range formal {
+			switch {
+			case p == AnyArray && f.Ret == AnyArray, p == AnyElement && f.Ret == AnyElement:
+				return params[i]
+			case p == AnyArray:
+				return params[i].Elem()
+			case p == AnyElement:
+				return types.ArrayOf(params[i])
+			}
+		}
+	}
+	return f.Ret
 }
 
 func containsAny(ts []types.Type) bool {
