@@ -119,31 +119,58 @@ type Case struct {
 // When is one WHEN … THEN … arm.
 type When struct{ Cond, Result Expr }
 
-// Subquery is a scalar subquery `(SELECT …)` or `EXISTS (SELECT …)`.
+// Subquery is a scalar subquery `(SELECT …)`, `EXISTS (SELECT …)` or
+// `ARRAY(SELECT …)` (Array: the rows' one column as an array).
 type Subquery struct {
 	Query  QueryExpr
 	Exists bool
+	Array  bool
 }
 
 // Row is a row constructor `(a, b)` / ROW(a, b).
 type RowExpr struct{ Items []Expr }
 
-func (*ColumnRef) expr() {}
-func (*Star) expr()      {}
-func (*Literal) expr()   {}
-func (*Param) expr()     {}
-func (*Unary) expr()     {}
-func (*Binary) expr()    {}
-func (*IsNull) expr()    {}
-func (*IsBool) expr()    {}
-func (*Between) expr()   {}
-func (*In) expr()        {}
-func (*Like) expr()      {}
-func (*FuncCall) expr()  {}
-func (*Cast) expr()      {}
-func (*Case) expr()      {}
-func (*Subquery) expr()  {}
-func (*RowExpr) expr()   {}
+// ArrayExpr is the constructor `ARRAY[a, b, …]`.
+type ArrayExpr struct{ Items []Expr }
+
+// Subscript is `X[Index]`, or the slice `X[Lo:Hi]` when Slice is set
+// (an omitted bound is nil).
+type Subscript struct {
+	X, Index, Lo, Hi Expr
+	Slice            bool
+}
+
+// Quantified is `X op ANY|SOME|ALL (Array)` or `X op ANY|ALL (subquery)`
+// for operators other than `= ANY` and `<> ALL` (those are In). Op is a
+// comparison operator or "like", "not like", "ilike", "not ilike", "~",
+// "!~"; exactly one of Array and Sub is set.
+type Quantified struct {
+	X     Expr
+	Op    string
+	All   bool
+	Array Expr
+	Sub   QueryExpr
+}
+
+func (*ColumnRef) expr()  {}
+func (*Star) expr()       {}
+func (*Literal) expr()    {}
+func (*Param) expr()      {}
+func (*Unary) expr()      {}
+func (*Binary) expr()     {}
+func (*IsNull) expr()     {}
+func (*IsBool) expr()     {}
+func (*Between) expr()    {}
+func (*In) expr()         {}
+func (*Like) expr()       {}
+func (*FuncCall) expr()   {}
+func (*Cast) expr()       {}
+func (*Case) expr()       {}
+func (*Subquery) expr()   {}
+func (*RowExpr) expr()    {}
+func (*ArrayExpr) expr()  {}
+func (*Subscript) expr()  {}
+func (*Quantified) expr() {}
 
 // ---------------------------------------------------------------------------
 // Queries.
@@ -214,6 +241,17 @@ type WindowTVF struct {
 	Alias   string
 }
 
+// TableFunc is a set-returning function in FROM: `unnest(a) AS x`,
+// `generate_series(1, 3) WITH ORDINALITY AS s(i, n)`. Name is lower case
+// without a pg_catalog. prefix; Columns are the column aliases.
+type TableFunc struct {
+	Name       string
+	Args       []Expr
+	Ordinality bool
+	Alias      string
+	Columns    []string
+}
+
 // DerivedTable is `(SELECT …) AS alias`.
 type DerivedTable struct {
 	Query QueryExpr
@@ -232,6 +270,7 @@ type Join struct {
 func (*TableName) tableExpr()    {}
 func (*WindowTVF) tableExpr()    {}
 func (*DerivedTable) tableExpr() {}
+func (*TableFunc) tableExpr()    {}
 func (*Join) tableExpr()         {}
 
 // ---------------------------------------------------------------------------

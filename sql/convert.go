@@ -17,8 +17,8 @@ import (
 // converter turns TiDB's AST of a normalized statement into sql's AST,
 // undoing the normalizer's synthetic functions and markers.
 type converter struct {
-	params map[int]int  // byte offset of a "?" in the normalized text -> $n
-	tvfs   []*WindowTVF // the window TVFs, by the index in their synthetic name
+	params map[int]int // byte offset of a "?" in the normalized text -> $n
+	tvfs   []TableExpr // window TVFs and table functions, by the index in their synthetic name
 	ctes   []map[string]QueryExpr
 }
 
@@ -420,9 +420,16 @@ func (c *converter) tableName(t *tast.TableName, alias string) (TableExpr, error
 		if k, ok := strings.CutPrefix(name, tvfPrefix); ok {
 			i, err := strconv.Atoi(k)
 			if err == nil && i < len(c.tvfs) {
-				w := *c.tvfs[i]
-				w.Alias = alias
-				return &w, nil
+				switch f := c.tvfs[i].(type) {
+				case *WindowTVF:
+					w := *f
+					w.Alias = alias
+					return &w, nil
+				case *TableFunc:
+					tf := *f
+					tf.Alias = alias
+					return &tf, nil
+				}
 			}
 		}
 		if q := c.cte(name); q != nil {
@@ -521,7 +528,7 @@ func (c *converter) expr(e tast.ExprNode) (Expr, error) {
 }
 
 func columnRef(n *tast.ColumnName) (Expr, error) {
-	if n.Name.O == colStar {
+	if n.Name.O == colStar || n.Name.O == colOmitted {
 		return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"*\"")
 	}
 	table := n.Table.O
@@ -590,8 +597,34 @@ func (c *converter) binary(e *tast.BinaryOperationExpr) (Expr, error) {
 	if !ok {
 		return nil, unsupported("operator %s", e.Op)
 	}
+	if arr, all, ok := quantifiedArg(e.R); ok {
+		return c.quantified(l, op, arr, all)
+	}
 	r, err := c.expr(e.R)
 	return &Binary{Op: op, L: l, R: r}, err
+}
+
+// quantifiedArg recognises the normalizer's __fvsql_any(array) and
+// __fvsql_all(array) on the right of an operator.
+func quantifiedArg(e tast.ExprNode) (arr tast.ExprNode, all, ok bool) {
+	f, isCall := e.(*tast.FuncCallExpr)
+	if !isCall || f.Schema.O != "" || (f.FnName.O != fnAny && f.FnName.O != fnAll) {
+		return nil, false, false
+	}
+	if len(f.Args) != 1 {
+		return nil, false, false // reported as a syntax error by funcCall
+	}
+	return f.Args[0], f.FnName.O == fnAll, true
+}
+
+func (c *converter) quantified(x Expr, op string, arr tast.ExprNode, all bool) (Expr, error) {
+	a, err := c.expr(arr)
+	if err != nil {
+		return nil, err
+	}
+	// = ANY ((SELECT …)) lands here too: a subquery in parentheses is a
+	// scalar one yielding an array, as PostgreSQL reads it.
+	return &Quantified{X: x, Op: op, All: all, Array: a}, nil
 }
 
 // stripBinaryMarker removes the BINARY prefix the normalizer puts on the
@@ -674,6 +707,24 @@ func (c *converter) pattern(x, pat tast.ExprNode, l *Like) (Expr, error) {
 	if l.X, err = c.expr(x); err != nil {
 		return nil, err
 	}
+	if arr, all, ok := quantifiedArg(pat); ok {
+		if l.Escape != nil {
+			return nil, unsupported("LIKE … ESCAPE with ANY/ALL")
+		}
+		op := "like"
+		switch {
+		case l.Regex && !l.CaseInsensitive:
+			op = "~"
+		case l.Regex:
+			return nil, unsupported("~* ANY/ALL")
+		case l.CaseInsensitive:
+			op = "ilike"
+		}
+		if l.Not {
+			op = map[string]string{"like": "not like", "ilike": "not ilike", "~": "!~"}[op]
+		}
+		return c.quantified(l.X, op, arr, all)
+	}
 	l.Pattern, err = c.expr(pat)
 	return l, err
 }
@@ -747,10 +798,11 @@ func (c *converter) exists(e *tast.ExistsSubqueryExpr) (Expr, error) {
 }
 
 // compareSubquery maps x = ANY (…) to IN and x <> ALL (…) to NOT IN, the
-// forms sql's AST has.
+// forms sql's AST has, and other operators to Quantified.
 func (c *converter) compareSubquery(e *tast.CompareSubqueryExpr) (Expr, error) {
 	sq, ok := e.R.(*tast.SubqueryExpr)
-	if !ok || !(e.Op == opcode.EQ && !e.All || e.Op == opcode.NE && e.All) {
+	op, known := binaryOps[e.Op]
+	if !ok || !known || !IsComparisonOp(op) {
 		return nil, unsupported("ANY/ALL with operator %s", e.Op)
 	}
 	x, err := c.expr(e.L)
@@ -758,7 +810,22 @@ func (c *converter) compareSubquery(e *tast.CompareSubqueryExpr) (Expr, error) {
 		return nil, err
 	}
 	q, err := c.query(sq.Query)
-	return &In{X: x, Sub: q, Not: e.All}, err
+	if err != nil {
+		return nil, err
+	}
+	if op == "=" && !e.All || op == "<>" && e.All {
+		return &In{X: x, Sub: q, Not: e.All}, nil
+	}
+	return &Quantified{X: x, Op: op, All: e.All, Sub: q}, nil
+}
+
+// IsComparisonOp reports whether op is one of = <> < <= > >=.
+func IsComparisonOp(op string) bool {
+	switch op {
+	case "=", "<>", "<", "<=", ">", ">=":
+		return true
+	}
+	return false
 }
 
 // ---------------------------------------------------------------------------
@@ -778,6 +845,21 @@ func (c *converter) funcCall(e *tast.FuncCallExpr) (Expr, error) {
 			return numericLiteral(stringArg(e, 0))
 		case fnFilter:
 			return c.filter(e)
+		case fnArray:
+			items, err := c.exprs(e.Args)
+			return &ArrayExpr{Items: items}, err
+		case fnArraySub:
+			if len(e.Args) == 1 {
+				if sq, ok := e.Args[0].(*tast.SubqueryExpr); ok {
+					q, err := c.query(sq.Query)
+					return &Subquery{Query: q, Array: true}, err
+				}
+			}
+			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"ARRAY\"")
+		case fnSubscript, fnSlice:
+			return c.subscript(e)
+		case fnAny, fnAll:
+			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"%s\"", strings.ToUpper(strings.TrimPrefix(name, "__fvsql_")))
 		case tast.Concat:
 			if len(e.Args) == 2 { // a || b; a written concat() carries pg_catalog.
 				l, err := c.expr(e.Args[0])
@@ -817,6 +899,28 @@ var funcAliases = map[string]string{
 	"curdate":      "current_date",
 	"curtime":      "current_time",
 	"substr":       "substring",
+}
+
+// subscript converts __fvsql_subscript(x, i) and __fvsql_slice(x, lo, hi).
+func (c *converter) subscript(e *tast.FuncCallExpr) (Expr, error) {
+	args := make([]Expr, len(e.Args))
+	for i, a := range e.Args {
+		if col, ok := a.(*tast.ColumnNameExpr); ok && col.Name.Name.O == colOmitted && col.Name.Table.O == "" && i > 0 {
+			continue // nil: an omitted slice bound
+		}
+		x, err := c.expr(a)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = x
+	}
+	if e.FnName.O == fnSubscript && len(args) == 2 {
+		return &Subscript{X: args[0], Index: args[1]}, nil
+	}
+	if len(args) == 3 {
+		return &Subscript{X: args[0], Lo: args[1], Hi: args[2], Slice: true}, nil
+	}
+	return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"[\"")
 }
 
 func isStarArg(e tast.ExprNode) bool {

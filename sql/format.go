@@ -421,6 +421,24 @@ func (f *formatter) table(t TableExpr) {
 		f.query(t.Query)
 		f.w(")")
 		f.alias(t.Alias)
+	case *TableFunc:
+		f.w(t.Name, "(")
+		f.exprList(t.Args)
+		f.w(")")
+		if t.Ordinality {
+			f.w(" WITH ORDINALITY")
+		}
+		if t.Alias != "" || len(t.Columns) > 0 {
+			f.w(" AS ", Ident(t.Alias))
+		}
+		if len(t.Columns) > 0 {
+			f.w("(")
+			for i, c := range t.Columns {
+				f.sep(i, ", ")
+				f.w(Ident(c))
+			}
+			f.w(")")
+		}
 	case *Join:
 		f.table(t.Left)
 		f.w(" ", joinWords[t.Kind], " ")
@@ -492,7 +510,7 @@ func exprPrec(e Expr) int {
 		return precUnary
 	case *IsNull, *IsBool:
 		return precIs
-	case *Between, *In, *Like:
+	case *Between, *In, *Like, *Quantified:
 		return precCmp
 	case *Literal:
 		if lit := e.Value; (lit.K.IsNumeric() && strings.HasPrefix(lit.Text(), "-")) || lit.K == types.Interval {
@@ -567,12 +585,55 @@ func (f *formatter) expr(e Expr, min int) {
 		if e.Exists {
 			f.w("EXISTS ")
 		}
+		if e.Array {
+			f.w("ARRAY")
+		}
 		f.w("(")
 		f.query(e.Query)
 		f.w(")")
 	case *RowExpr:
 		f.w("ROW(")
 		f.exprList(e.Items)
+		f.w(")")
+	case *ArrayExpr:
+		f.w("ARRAY[")
+		f.exprList(e.Items)
+		f.w("]")
+	case *Subscript:
+		switch e.X.(type) {
+		case *ColumnRef, *Param, *Subscript:
+			f.expr(e.X, 0)
+		default: // PostgreSQL subscripts other expressions only in parentheses
+			f.w("(")
+			f.expr(e.X, 0)
+			f.w(")")
+		}
+		f.w("[")
+		if e.Slice {
+			if e.Lo != nil {
+				f.expr(e.Lo, 0)
+			}
+			f.w(":")
+			if e.Hi != nil {
+				f.expr(e.Hi, 0)
+			}
+		} else {
+			f.expr(e.Index, 0)
+		}
+		f.w("]")
+	case *Quantified:
+		f.expr(e.X, precCmp+1)
+		f.w(" ", strings.ToUpper(e.Op), " ")
+		if e.All {
+			f.w("ALL (")
+		} else {
+			f.w("ANY (")
+		}
+		if e.Sub != nil {
+			f.query(e.Sub)
+		} else {
+			f.expr(e.Array, 0)
+		}
 		f.w(")")
 	case nil:
 		f.w("<nil>")

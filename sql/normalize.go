@@ -29,6 +29,13 @@ const (
 	fnNullsLast  = "__fvsql_nulls_last"
 	colStar      = "__fvsql_star"
 	tvfPrefix    = "__fvsql_tvf_"
+	fnArray      = "__fvsql_array"     // ARRAY[…]
+	fnArraySub   = "__fvsql_array_sub" // ARRAY(subquery)
+	fnSubscript  = "__fvsql_subscript" // x[i]
+	fnSlice      = "__fvsql_slice"     // x[lo:hi]
+	colOmitted   = "__fvsql_omitted"   // an omitted slice bound
+	fnAny        = "__fvsql_any"       // op ANY (array)
+	fnAll        = "__fvsql_all"       // op ALL (array)
 	// noLimit stands for "no LIMIT" when only OFFSET was written, since
 	// TiDB needs a count before OFFSET.
 	noLimit = "18446744073709551615"
@@ -61,11 +68,15 @@ type frame struct {
 	orderStart int    // index in out where the current ORDER BY item starts, or -1
 }
 
-// tvfSpan is a window TVF found in FROM, kept for separate parsing.
+// tvfSpan is a function call found in FROM (a window TVF or a
+// set-returning function), kept for separate parsing.
 type tvfSpan struct {
-	kind string
-	pos  int
-	args [][2]int // token index ranges of the arguments
+	kind       string   // tumble, hop, session, or "function"
+	name       string   // the function's name (lower case, schema removed)
+	pos        int      // source offset of the name
+	args       [][2]int // token index ranges of the arguments
+	ordinality bool     // WITH ORDINALITY
+	cols       []string // column aliases: AS t(a, b)
 }
 
 // normalized is the normalizer's result.
@@ -267,8 +278,10 @@ func (n *normalizer) opStep(i, hi int) (int, error) {
 	t := n.toks[i]
 	if !passOps[t.val] {
 		switch t.val {
-		case "[", "]":
-			return 0, notSupportedAt(n.src, t.pos, "array subscripts")
+		case "[":
+			return n.subscript(i, hi)
+		case "]":
+			return 0, syntaxErrorAt(n.src, t)
 		case ":", ":=", "=>", ";":
 			return 0, syntaxErrorAt(n.src, t)
 		}
@@ -419,9 +432,9 @@ func (n *normalizer) rightArith(lo, hi int) int {
 	for k := lo; k < hi; k++ {
 		t := n.toks[k]
 		switch {
-		case t.isOp("("):
+		case t.isOp("(") || t.isOp("["):
 			depth++
-		case t.isOp(")"):
+		case t.isOp(")") || t.isOp("]"):
 			depth--
 		case depth > 0:
 		case t.isOp("::"):
@@ -445,7 +458,7 @@ func (n *normalizer) rightArith(lo, hi int) int {
 			}
 			return -1
 		}
-		operand = t.kind != tOp || t.isOp(")")
+		operand = t.kind != tOp || t.isOp(")") || t.isOp("]")
 	}
 	if arith {
 		return hi
@@ -617,6 +630,9 @@ func readTypeName(src string, toks []token, i, hi int, after token) (string, int
 func (n *normalizer) wordStep(i, hi int) (int, error) {
 	t := n.toks[i]
 	next := n.at(i+1, hi)
+	if j, ok, err := n.tableFunction(i, hi); ok || err != nil {
+		return j, err
+	}
 	if h, ok := wordRewrites[t.val]; ok {
 		if j, done, err := h(n, i, hi); done || err != nil {
 			return j, err
@@ -712,16 +728,14 @@ func init() {
 		"offset":   (*normalizer).limitClause,
 		"fetch":    (*normalizer).limitClause,
 		"emit":     (*normalizer).emitClause,
-		"tumble":   (*normalizer).windowTVF,
-		"hop":      (*normalizer).windowTVF,
-		"session":  (*normalizer).windowTVF,
 		"filter":   (*normalizer).filter,
 		"collate":  (*normalizer).collate,
 		"at":       (*normalizer).atTimeZone,
 		"any":      (*normalizer).quantifier,
 		"some":     (*normalizer).quantifier,
 		"all":      (*normalizer).quantifier,
-		"array":    (*normalizer).unsupportedWord,
+		"array":    (*normalizer).arrayWord,
+		"lateral":  (*normalizer).lateral,
 		"distinct": (*normalizer).distinctOn,
 		"similar":  (*normalizer).similar,
 		"binary":   (*normalizer).rejectWord,
@@ -1093,37 +1107,206 @@ func (n *normalizer) emitClause(i, hi int) (int, bool, error) {
 	return j, true, nil
 }
 
-// windowTVF replaces TUMBLE/HOP/SESSION(…) in FROM by a synthetic table
-// name; the arguments are parsed separately.
-func (n *normalizer) windowTVF(i, hi int) (int, bool, error) {
-	prev := token{}
-	if i > 0 {
-		prev = n.toks[i-1]
-	}
-	if !n.at(i+1, hi).isOp("(") || n.frame().clause != "from" ||
-		!(prev.is("from") || prev.is("join") || prev.isOp(",") || prev.is("straight_join")) {
+// tableFunction replaces a function call in FROM — a window TVF
+// (TUMBLE/HOP/SESSION) or a set-returning function such as unnest or
+// generate_series, possibly schema-qualified — by a synthetic table name;
+// the arguments are parsed separately. WITH ORDINALITY and a column alias
+// list (AS t(a, b)), which TiDB lacks, are taken out here too.
+func (n *normalizer) tableFunction(i, hi int) (int, bool, error) {
+	t := n.toks[i]
+	if t.kind != tIdent && t.kind != tQIdent || t.kind == tIdent && pgReserved[t.val] || n.frame().clause != "from" || i == 0 {
 		return 0, false, nil
 	}
-	closeIdx := n.match(i+1, hi)
+	prev := n.toks[i-1]
+	if !(prev.is("from") || prev.is("join") || prev.isOp(",") || prev.is("straight_join") || prev.is("lateral")) {
+		return 0, false, nil
+	}
+	j, name, qualified := i+1, t.val, false
+	if n.at(j, hi).isOp(".") && (n.at(j+1, hi).kind == tIdent || n.at(j+1, hi).kind == tQIdent) && n.at(j+2, hi).isOp("(") {
+		if t.val != "pg_catalog" {
+			return 0, false, nil // schema.table(…) is no function fvsql has
+		}
+		j, name, qualified = j+2, n.at(j+1, hi).val, true
+	}
+	if !n.at(j, hi).isOp("(") {
+		return 0, false, nil
+	}
+	closeIdx := n.match(j, hi)
 	if closeIdx < 0 {
 		return 0, false, nil
 	}
-	span := tvfSpan{kind: n.toks[i].val, pos: n.toks[i].pos}
-	depth, lo := 0, i+2
-	for k := i + 2; k <= closeIdx; k++ {
-		switch {
-		case n.toks[k].isOp("("):
-			depth++
-		case n.toks[k].isOp(")") && k < closeIdx:
-			depth--
-		case depth == 0 && (n.toks[k].isOp(",") || k == closeIdx):
-			span.args = append(span.args, [2]int{lo, k})
-			lo = k + 1
+	span := tvfSpan{kind: "function", name: name, pos: t.pos}
+	if _, window := tvfArity[name]; window && !qualified {
+		span.kind = name
+	}
+	if closeIdx > j+1 {
+		depth, lo := 0, j+1
+		for k := j + 1; k <= closeIdx; k++ {
+			switch tk := n.toks[k]; {
+			case tk.isOp("(") || tk.isOp("["):
+				depth++
+			case (tk.isOp(")") || tk.isOp("]")) && k < closeIdx:
+				depth--
+			case depth == 0 && (tk.isOp(",") || k == closeIdx):
+				span.args = append(span.args, [2]int{lo, k})
+				lo = k + 1
+			}
 		}
 	}
-	n.put(tvfPrefix+strconv.Itoa(len(n.tvfs)), n.toks[i].pos, oName)
+	n.put(tvfPrefix+strconv.Itoa(len(n.tvfs)), t.pos, oName)
+	k := closeIdx + 1
+	if n.at(k, hi).is("with") && n.at(k+1, hi).is("ordinality") {
+		span.ordinality = true
+		k += 2
+	}
+	// [AS] alias (col, …): TiDB takes the alias, the columns stay here.
+	a := k
+	if n.at(a, hi).is("as") {
+		a++
+	}
+	alias := n.at(a, hi)
+	if (alias.kind == tIdent && !pgReserved[alias.val] || alias.kind == tQIdent) && n.at(a+1, hi).isOp("(") {
+		m := a + 2
+		for {
+			c := n.at(m, hi)
+			if c.kind != tIdent && c.kind != tQIdent {
+				return 0, false, syntaxErrorAt(n.src, c)
+			}
+			span.cols = append(span.cols, c.val)
+			m++
+			if n.at(m, hi).isOp(")") {
+				break
+			}
+			if !n.at(m, hi).isOp(",") {
+				return 0, false, syntaxErrorAt(n.src, n.at(m, hi))
+			}
+			m++
+		}
+		n.put("AS", alias.pos, oKeyword)
+		n.put(quoteIdent(alias.val), alias.pos, oName)
+		k = m + 1
+	}
 	n.tvfs = append(n.tvfs, span)
-	return closeIdx + 1, true, nil
+	return k, true, nil
+}
+
+// lateral drops LATERAL before a function in FROM (PostgreSQL's
+// functions in FROM see the items before them anyway); LATERAL
+// subqueries are not supported.
+func (n *normalizer) lateral(i, hi int) (int, bool, error) {
+	if n.frame().clause == "from" && (n.at(i+1, hi).kind == tIdent || n.at(i+1, hi).kind == tQIdent) {
+		return i + 1, true, nil // the function's own check follows
+	}
+	return 0, false, notSupportedAt(n.src, n.toks[i].pos, "LATERAL subqueries")
+}
+
+// arrayWord rewrites ARRAY[…] into __fvsql_array(…) and ARRAY(subquery)
+// into __fvsql_array_sub((subquery)).
+func (n *normalizer) arrayWord(i, hi int) (int, bool, error) {
+	t, next := n.toks[i], n.at(i+1, hi)
+	switch {
+	case next.isOp("["):
+		closeIdx := n.matchBracket(i+1, hi)
+		if closeIdx < 0 {
+			return 0, false, syntaxErrorAt(n.src, n.at(hi, hi))
+		}
+		n.put(fnArray, t.pos, oName)
+		n.open(next.pos)
+		if err := n.run(i+2, closeIdx); err != nil {
+			return 0, false, err
+		}
+		n.frames = n.frames[:len(n.frames)-1]
+		n.put(")", n.toks[closeIdx].pos, oClose)
+		return closeIdx + 1, true, nil
+	case next.isOp("("):
+		closeIdx := n.match(i+1, hi)
+		inner := n.at(i+2, hi)
+		if closeIdx < 0 || !(inner.is("select") || inner.is("with") || inner.is("values") || inner.isOp("(")) {
+			return 0, false, syntaxErrorAt(n.src, inner)
+		}
+		n.put(fnArraySub, t.pos, oName)
+		n.put("(", next.pos, oOpen)
+		if n.closers == nil {
+			n.closers = make(map[int]int)
+		}
+		n.closers[closeIdx]++
+		return i + 1, true, nil // the subquery's own parentheses follow
+	}
+	return 0, false, syntaxErrorAt(n.src, t)
+}
+
+// matchBracket returns the index of the "]" matching the "[" at i, or -1.
+func (n *normalizer) matchBracket(i, hi int) int {
+	depth := 0
+	for k := i; k < hi; k++ {
+		switch {
+		case n.toks[k].isOp("["):
+			depth++
+		case n.toks[k].isOp("]"):
+			depth--
+			if depth == 0 {
+				return k
+			}
+		}
+	}
+	return -1
+}
+
+// subscript rewrites x[i] into __fvsql_subscript(x, i) and x[lo:hi] into
+// __fvsql_slice(x, lo, hi), an omitted bound written as __fvsql_omitted.
+func (n *normalizer) subscript(i, hi int) (int, error) {
+	t := n.toks[i]
+	start := n.primaryStart()
+	closeIdx := n.matchBracket(i, hi)
+	if !n.operandEnds() || start < 0 {
+		return 0, syntaxErrorAt(n.src, t)
+	}
+	if closeIdx < 0 {
+		return 0, syntaxErrorAt(n.src, n.at(hi, hi))
+	}
+	colon, depth := -1, 0
+	for k := i + 1; k < closeIdx; k++ {
+		switch tk := n.toks[k]; {
+		case tk.isOp("(") || tk.isOp("["):
+			depth++
+		case tk.isOp(")") || tk.isOp("]"):
+			depth--
+		case depth == 0 && tk.isOp(":") && colon < 0:
+			colon = k
+		}
+	}
+	name := fnSubscript
+	if colon >= 0 {
+		name = fnSlice
+	}
+	n.out = slices.Insert(n.out, start, otok{text: name, pos: t.pos, kind: oName}, otok{text: "(", pos: t.pos, kind: oOpen})
+	part := func(lo, hi int) error {
+		n.put(",", n.toks[lo-1].pos, oOther)
+		if lo == hi {
+			if colon < 0 {
+				return syntaxErrorAt(n.src, n.toks[hi])
+			}
+			n.put(colOmitted, n.toks[lo-1].pos, oName)
+			return nil
+		}
+		n.frames = append(n.frames, frame{orderStart: -1})
+		defer func() { n.frames = n.frames[:len(n.frames)-1] }()
+		return n.run(lo, hi)
+	}
+	if colon < 0 {
+		if err := part(i+1, closeIdx); err != nil {
+			return 0, err
+		}
+	} else {
+		if err := part(i+1, colon); err != nil {
+			return 0, err
+		}
+		if err := part(colon+1, closeIdx); err != nil {
+			return 0, err
+		}
+	}
+	n.put(")", n.toks[closeIdx].pos, oClose)
+	return closeIdx + 1, nil
 }
 
 // filter rewrites agg(…) FILTER (WHERE cond) into
@@ -1192,16 +1375,25 @@ func (n *normalizer) atTimeZone(i, hi int) (int, bool, error) {
 	return i + 4, true, nil
 }
 
-// quantifier rejects x op ANY(array): TiDB only has the subquery form.
+// quantifiedOps are the output tokens a quantified ANY/ALL may follow.
+var quantifiedOps = setOf(`= <> < <= > >= LIKE ILIKE REGEXP like ilike`)
+
+// quantifier rewrites x op ANY|SOME|ALL (array) into x op
+// __fvsql_any(array) (or __fvsql_all); the subquery form stays TiDB's.
 func (n *normalizer) quantifier(i, hi int) (int, bool, error) {
-	if !n.at(i+1, hi).isOp("(") {
+	if !n.at(i+1, hi).isOp("(") || !quantifiedOps[n.last().text] {
 		return 0, false, nil
 	}
 	inner := n.at(i+2, hi)
-	if inner.is("select") || inner.is("with") || inner.is("values") || inner.isOp("(") {
+	if inner.is("select") || inner.is("with") || inner.is("values") {
 		return 0, false, nil
 	}
-	return 0, false, notSupportedAt(n.src, n.toks[i].pos, strings.ToUpper(n.toks[i].val)+" (array)")
+	name := fnAny
+	if n.toks[i].is("all") {
+		name = fnAll
+	}
+	n.put(name, n.toks[i].pos, oName)
+	return i + 1, true, nil // the parenthesized array follows as the argument
 }
 
 // operatorCall reads OPERATOR(schema.op), which psql's \d queries use,
@@ -1241,10 +1433,6 @@ func (n *normalizer) valuesList(i, hi int) (int, bool, error) {
 		return 0, false, notSupportedAt(n.src, n.toks[i].pos, "VALUES lists as queries")
 	}
 	return 0, false, nil
-}
-
-func (n *normalizer) unsupportedWord(i, hi int) (int, bool, error) {
-	return 0, false, notSupportedAt(n.src, n.toks[i].pos, strings.ToUpper(n.toks[i].val))
 }
 
 func (n *normalizer) distinctOn(i, hi int) (int, bool, error) {

@@ -151,11 +151,20 @@ func parseQueryUnit(u unit) (*Query, error) {
 	return &Query{Body: body, Emit: nr.emit, NumParams: max(nr.maxParam, maxParam)}, nil
 }
 
-// windowTVFs parses the arguments of the TUMBLE/HOP/SESSION calls the
-// normalizer took out of FROM.
+// windowTVFs parses the arguments of the TUMBLE/HOP/SESSION calls and
+// table functions the normalizer took out of FROM.
 func (c *converter) windowTVFs(u unit, nr *normalized) (int, error) {
 	maxParam := 0
 	for _, s := range nr.tvfs {
+		if s.kind == "function" {
+			f, m, err := tableFunc(u, s)
+			if err != nil {
+				return 0, err
+			}
+			c.tvfs = append(c.tvfs, f)
+			maxParam = max(maxParam, m)
+			continue
+		}
 		w, m, err := windowTVF(u, s)
 		if err != nil {
 			return 0, err
@@ -164,6 +173,21 @@ func (c *converter) windowTVFs(u unit, nr *normalized) (int, error) {
 		maxParam = max(maxParam, m)
 	}
 	return maxParam, nil
+}
+
+// tableFunc parses the arguments of a function in FROM.
+func tableFunc(u unit, s tvfSpan) (*TableFunc, int, error) {
+	f := &TableFunc{Name: s.name, Ordinality: s.ordinality, Columns: s.cols}
+	maxParam := 0
+	for _, a := range s.args {
+		e, m, err := parseExprUnit(subUnit(u, a[0], a[1]))
+		if err != nil {
+			return nil, 0, err
+		}
+		f.Args = append(f.Args, e)
+		maxParam = max(maxParam, m)
+	}
+	return f, maxParam, nil
 }
 
 var tvfArity = map[string]int{"tumble": 3, "hop": 4, "session": 3}
