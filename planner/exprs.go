@@ -167,15 +167,10 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 			if err != nil {
 				return nil, err
 			}
-			idx, t, err := b.subquery(c, e.Sub)
+			in, err := b.subqueryExpr(c, e.Sub, "in", x)
 			if err != nil {
 				return nil, err
 			}
-			x = b.inferParam(x, t)
-			if _, err := expr.CommonType(x.Type, t); err != nil {
-				return nil, err
-			}
-			in := expr.Subquery(idx, "in", types.Bool, x)
 			if e.Not {
 				return expr.Not(in)
 			}
@@ -196,6 +191,9 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 	case *sql.Like:
 		return b.buildLike(c, e)
 	case *sql.Cast:
+		if a, ok := e.X.(*sql.ArrayExpr); ok && len(a.Items) == 0 {
+			return expr.EmptyArray(e.Type) // ARRAY[]::int[]
+		}
 		x, err := b.build(c, e.X)
 		if err != nil {
 			return nil, err
@@ -207,16 +205,22 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 	case *sql.FuncCall:
 		return b.buildFunc(c, e)
 	case *sql.Subquery:
-		idx, t, err := b.subquery(c, e.Query)
-		if err != nil {
-			return nil, err
+		mode := "scalar"
+		switch {
+		case e.Exists:
+			mode = "exists"
+		case e.Array:
+			mode = "array"
 		}
-		if e.Exists {
-			return expr.Subquery(idx, "exists", types.Bool, nil), nil
-		}
-		return expr.Subquery(idx, "scalar", t, nil), nil
+		return b.subqueryExpr(c, e.Query, mode, nil)
 	case *sql.RowExpr:
 		return nil, pgerror.NotSupported("row constructors")
+	case *sql.ArrayExpr:
+		return b.buildArray(c, e)
+	case *sql.Subscript:
+		return b.buildSubscript(c, e)
+	case *sql.Quantified:
+		return b.buildQuantified(c, e)
 	}
 	return nil, pgerror.NotSupported("expression %T", e)
 }
@@ -367,6 +371,12 @@ func (b *builder) buildFunc(c *exprCtx, e *sql.FuncCall) (*expr.Expr, error) {
 		}
 	}
 	if !expr.Exists(e.Name) {
+		if missingAggregates[e.Name] {
+			return nil, pgerror.NotSupported("aggregate function %s", e.Name)
+		}
+		if expr.IsSetFunc(e.Name) {
+			return nil, pgerror.NotSupported("set-returning function %s outside FROM", e.Name)
+		}
 		return nil, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", e.Name)
 	}
 	return expr.Call(e.Name, args...)
@@ -466,6 +476,18 @@ func walkExpr(e sql.Expr, fn func(sql.Expr) bool) {
 		for _, x := range e.Items {
 			walkExpr(x, fn)
 		}
+	case *sql.ArrayExpr:
+		for _, x := range e.Items {
+			walkExpr(x, fn)
+		}
+	case *sql.Subscript:
+		walkExpr(e.X, fn)
+		walkExpr(e.Index, fn)
+		walkExpr(e.Lo, fn)
+		walkExpr(e.Hi, fn)
+	case *sql.Quantified:
+		walkExpr(e.X, fn)
+		walkExpr(e.Array, fn)
 	}
 }
 

@@ -265,7 +265,14 @@ func (b *builder) buildFrom(from []sql.TableExpr) (engine.Node, *scope, error) {
 		return nil, nil, err
 	}
 	for _, t := range from[1:] {
-		rn, rs, err := b.buildTable(t)
+		var rn engine.Node
+		var rs *scope
+		var err error
+		if tf, ok := t.(*sql.TableFunc); ok {
+			rn, rs, err = b.buildTableFunc(tf, sc)
+		} else {
+			rn, rs, err = b.buildTable(t)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -309,6 +316,8 @@ func (b *builder) buildTable(t sql.TableExpr) (engine.Node, *scope, error) {
 		return node, out, nil
 	case *sql.Join:
 		return b.buildJoin(t)
+	case *sql.TableFunc:
+		return b.buildTableFunc(t, nil)
 	case *sql.WindowTVF:
 		return nil, nil, pgerror.NotSupported("%s windows in a bounded query (use them in CREATE STREAM/MATERIALIZED VIEW … AS)", strings.ToUpper(t.Kind))
 	}

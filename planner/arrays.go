@@ -1,0 +1,366 @@
+package planner
+
+import (
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Arrays and set-returning functions: ARRAY[…] and ARRAY(subquery),
+// subscripts, x op ANY|ALL (array or subquery), and functions in FROM.
+//
+// A function in FROM whose arguments are constants is evaluated while
+// planning into constant rows. One whose arguments read the enclosing
+// query's row — `ARRAY(SELECT 'toast.' || x FROM unnest(tc.reloptions) x)`,
+// as psql's \d+ sends — is the only FROM item of a subquery, and that
+// subquery is evaluated in place as an expression (expr.FuncScan): the
+// engine has no operator that turns one row into several. Functions over
+// columns of other items of the same FROM (LATERAL) are not supported.
+
+func (b *builder) buildArray(c *exprCtx, e *sql.ArrayExpr) (*expr.Expr, error) {
+	items := make([]*expr.Expr, len(e.Items))
+	for i, it := range e.Items {
+		x, err := b.build(c, it)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = x
+	}
+	// untyped parameters take the type of the typed elements
+	t := types.Null
+	for _, x := range items {
+		if !isUntypedParam(x) && x.Type != types.Unknown && x.Type != types.Null {
+			t = x.Type
+		}
+	}
+	for i := range items {
+		if isUntypedParam(items[i]) {
+			if t == types.Null {
+				items[i] = b.inferParam(items[i], types.Text)
+			} else {
+				items[i] = b.inferParam(items[i], t)
+			}
+		}
+	}
+	return expr.Array(items)
+}
+
+func (b *builder) buildSubscript(c *exprCtx, e *sql.Subscript) (*expr.Expr, error) {
+	x, err := b.build(c, e.X)
+	if err != nil {
+		return nil, err
+	}
+	index := func(ie sql.Expr) (*expr.Expr, error) {
+		if ie == nil {
+			return nil, nil
+		}
+		i, err := b.build(c, ie)
+		if err != nil {
+			return nil, err
+		}
+		return b.inferParam(i, types.Int4), nil
+	}
+	if !e.Slice {
+		i, err := index(e.Index)
+		if err != nil {
+			return nil, err
+		}
+		return expr.Subscript(x, i)
+	}
+	lo, err := index(e.Lo)
+	if err != nil {
+		return nil, err
+	}
+	hi, err := index(e.Hi)
+	if err != nil {
+		return nil, err
+	}
+	return expr.Slice(x, lo, hi)
+}
+
+// quantifiedFuncs names the boolean function behind each pattern
+// operator of a quantified comparison.
+var quantifiedFuncs = map[string]string{
+	"like": "like", "ilike": "ilike", "not like": "!~~", "not ilike": "!~~*",
+	"~": "regexp_match_bool", "!~": "!~",
+}
+
+func (b *builder) buildQuantified(c *exprCtx, e *sql.Quantified) (*expr.Expr, error) {
+	op := e.Op
+	if f, ok := quantifiedFuncs[op]; ok {
+		op = f
+	} else if !expr.IsComparison(op) {
+		return nil, pgerror.NotSupported("operator %s with ANY/ALL", e.Op)
+	}
+	x, err := b.build(c, e.X)
+	if err != nil {
+		return nil, err
+	}
+	var arr *expr.Expr
+	if e.Sub != nil {
+		if arr, err = b.subqueryExpr(c, e.Sub, "array", nil); err != nil {
+			return nil, err
+		}
+	} else if arr, err = b.build(c, e.Array); err != nil {
+		return nil, err
+	}
+	switch {
+	case isUntypedParam(arr) && !isUntypedParam(x) && x.Type != types.Unknown && x.Type != types.Null:
+		if at := types.ArrayOf(x.Type); at != types.Null {
+			arr = b.inferParam(arr, at)
+		}
+	case isUntypedParam(x) && arr.Type.IsArray():
+		x = b.inferParam(x, arr.Type.Elem())
+	case isUntypedParam(x) && isUntypedParam(arr):
+		x, arr = b.inferParam(x, types.Text), b.inferParam(arr, types.TextArray)
+	}
+	if _, pattern := quantifiedFuncs[e.Op]; pattern {
+		x = b.inferParam(x, types.Text)
+	}
+	return expr.Quantified(op, x, arr, e.All)
+}
+
+// subqueryExpr plans a subquery used as an expression in the given mode
+// (see expr.Subquery); x is the left operand of "in".
+//
+// A subquery that uses something fvsql does not support yet (0A000) is
+// planned as an expression failing with that error when it is evaluated:
+// clients' catalog queries carry subqueries about objects fvsql never has
+// (psql's \d asks for publications with string_agg over a LATERAL
+// generate_series), which are never evaluated because their outer rows do
+// not exist. Every other error is reported now.
+func (b *builder) subqueryExpr(c *exprCtx, q sql.QueryExpr, mode string, x *expr.Expr) (*expr.Expr, error) {
+	e, err := b.subqueryPlan(c, q, mode, x)
+	if pgerror.Code(err) != pgerror.FeatureNotSupported {
+		return e, err
+	}
+	t := types.Unknown // its type is unknown too: it takes the context's
+	switch mode {
+	case "exists", "in":
+		t = types.Bool
+	case "array":
+		t = types.TextArray
+	}
+	return expr.Fail(err, t), nil
+}
+
+func (b *builder) subqueryPlan(c *exprCtx, q sql.QueryExpr, mode string, x *expr.Expr) (*expr.Expr, error) {
+	if e, ok, err := b.funcScan(c, q, mode, x); ok || err != nil {
+		return e, err
+	}
+	idx, t, err := b.subquery(c, q)
+	if err != nil {
+		return nil, err
+	}
+	switch mode {
+	case "exists":
+		t = types.Bool
+	case "in":
+		x = b.inferParam(x, t)
+		if _, err := expr.CommonType(x.Type, t); err != nil {
+			return nil, err
+		}
+		t = types.Bool
+	case "array":
+		if t == types.Unknown || t == types.Null {
+			t = types.Text
+		}
+		at := types.ArrayOf(t)
+		if at == types.Null {
+			return nil, pgerror.New(pgerror.UndefinedObject, "could not find array type for data type %s", t)
+		}
+		t = at
+	}
+	return expr.Subquery(idx, mode, t, x), nil
+}
+
+// setCall resolves a function in FROM, its arguments built in scope sc
+// (columns not found there resolve against the enclosing query).
+func (b *builder) setCall(tf *sql.TableFunc, sc *scope) (*expr.SetCall, error) {
+	ctx := &exprCtx{scope: sc, what: "FROM", noAggs: true}
+	args := make([]*expr.Expr, len(tf.Args))
+	for i, a := range tf.Args {
+		if hasAggregate(a) {
+			return nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in functions in FROM")
+		}
+		x, err := b.build(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		if isUntypedParam(x) {
+			x = b.inferParam(x, types.Text)
+		}
+		args[i] = x
+	}
+	return expr.ResolveSet(tf.Name, args)
+}
+
+// tableFuncScope names a function's output columns: the column aliases
+// when given, else a single column takes the alias (or the function's
+// name) and several keep the function's names; WITH ORDINALITY adds
+// "ordinality".
+func tableFuncScope(tf *sql.TableFunc, call *expr.SetCall) (*scope, error) {
+	names := append([]string(nil), call.Names...)
+	ts := append([]types.Type(nil), call.Types...)
+	if tf.Ordinality {
+		names, ts = append(names, "ordinality"), append(ts, types.Int8)
+	}
+	qual := tf.Alias
+	if qual == "" {
+		qual = tf.Name
+	}
+	if len(call.Names) == 1 && tf.Alias != "" {
+		names[0] = tf.Alias
+	}
+	if len(tf.Columns) > len(names) {
+		return nil, pgerror.New(pgerror.SyntaxError, "table %q has %d columns available but %d columns specified", qual, len(names), len(tf.Columns))
+	}
+	copy(names, tf.Columns)
+	sc := &scope{}
+	for i, n := range names {
+		sc.cols = append(sc.cols, scopeCol{table: qual, name: n, typ: ts[i]})
+	}
+	return sc, nil
+}
+
+// buildTableFunc plans a function in FROM whose arguments are constants:
+// its rows, computed now. left is the scope of the FROM items before it.
+func (b *builder) buildTableFunc(tf *sql.TableFunc, left *scope) (engine.Node, *scope, error) {
+	if left != nil && len(left.cols) > 0 {
+		// Reading the items before it would make it LATERAL.
+		probe := &builder{cat: b.cat, params: append([]types.Type(nil), b.params...)}
+		for _, a := range tf.Args {
+			if x, err := probe.build(&exprCtx{scope: left, what: "FROM", noAggs: true}, a); err == nil && len(x.Columns()) > 0 {
+				return nil, nil, pgerror.NotSupported("function %s in FROM over columns of other FROM items (LATERAL)", tf.Name)
+			}
+		}
+	}
+	call, err := b.setCall(tf, &scope{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range call.Args {
+		if a.HasOuter() {
+			return nil, nil, pgerror.NotSupported("function %s over columns of the enclosing query, except as the only FROM item of a subquery", tf.Name)
+		}
+		if a.Kind != expr.KConst {
+			return nil, nil, pgerror.NotSupported("function %s in FROM with arguments other than constants", tf.Name)
+		}
+	}
+	sc, err := tableFuncScope(tf, call)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := call.Rows(tf.Ordinality)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &engine.Values{Rows: rows}, sc, nil
+}
+
+// funcScan plans a subquery whose only FROM item is a function of the
+// enclosing query's row as an expression evaluated in place. It reports
+// false when q is not such a subquery.
+func (b *builder) funcScan(c *exprCtx, q sql.QueryExpr, mode string, x *expr.Expr) (*expr.Expr, bool, error) {
+	sel, ok := q.(*sql.Select)
+	if !ok || len(sel.From) != 1 {
+		return nil, false, nil
+	}
+	tf, ok := sel.From[0].(*sql.TableFunc)
+	if !ok {
+		return nil, false, nil
+	}
+	child := &builder{cat: b.cat, params: append([]types.Type(nil), b.params...), outer: c.scope}
+	call, err := child.setCall(tf, &scope{})
+	if err != nil || !child.correlated {
+		return nil, false, nil // the ordinary plan reports the error, or runs it
+	}
+	if c.aggs != nil {
+		return nil, true, pgerror.NotSupported("correlated subqueries above GROUP BY")
+	}
+	if sel.Distinct || len(sel.GroupBy) > 0 || sel.Having != nil || len(sel.OrderBy) > 0 ||
+		sel.Limit != nil || sel.Offset != nil || len(sel.Items) != 1 || hasAggregate(sel.Items[0].Expr) {
+		return nil, true, pgerror.NotSupported("a subquery over function %s of the enclosing query's columns with more than WHERE and one select item", tf.Name)
+	}
+	fsc, err := tableFuncScope(tf, call)
+	if err != nil {
+		return nil, true, err
+	}
+	var where *expr.Expr = expr.Const(types.NewBool(true))
+	if sel.Where != nil {
+		if where, err = child.build(&exprCtx{scope: fsc, what: "WHERE", noAggs: true}, sel.Where); err != nil {
+			return nil, true, err
+		}
+		where = child.inferParam(where, types.Bool)
+		if where.Type != types.Bool && where.Type != types.Null {
+			return nil, true, pgerror.New(pgerror.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", where.Type)
+		}
+	}
+	itemAST := sel.Items[0].Expr
+	if star, ok := itemAST.(*sql.Star); ok {
+		if len(fsc.cols) != 1 || (star.Table != "" && star.Table != fsc.cols[0].table) {
+			return nil, true, pgerror.New(pgerror.SyntaxError, "subquery must return only one column")
+		}
+		itemAST = &sql.ColumnRef{Name: fsc.cols[0].name}
+	}
+	item, err := child.build(&exprCtx{scope: fsc, what: "SELECT", noAggs: true}, itemAST)
+	if err != nil {
+		return nil, true, err
+	}
+	if isUntypedParam(item) {
+		item = child.inferParam(item, types.Text)
+	}
+	if item.Type == types.Unknown || item.Type == types.Null {
+		if item, err = expr.Cast(item, types.Text); err != nil {
+			return nil, true, err
+		}
+	}
+	if len(child.subs) > 0 {
+		return nil, true, pgerror.NotSupported("subqueries inside a subquery over function %s of the enclosing query's columns", tf.Name)
+	}
+	b.params = child.params
+	// In place, the enclosing row is the current row: its columns follow
+	// the function's.
+	width := len(fsc.cols)
+	shifted := func(o *expr.Expr) *expr.Expr { return expr.Col(width+o.Col, o.Type, o.Name) }
+	current := func(o *expr.Expr) *expr.Expr { return expr.Col(o.Col, o.Type, o.Name) }
+	for i, a := range call.Args {
+		call.Args[i] = a.MapOuter(current)
+	}
+	where, item = where.MapOuter(shifted), item.MapOuter(shifted)
+	t := item.Type
+	switch mode {
+	case "exists", "in":
+		t = types.Bool
+	case "array":
+		if t = types.ArrayOf(item.Type); t == types.Null {
+			return nil, true, pgerror.New(pgerror.UndefinedObject, "could not find array type for data type %s", item.Type)
+		}
+	}
+	if mode == "in" {
+		x = b.inferParam(x, item.Type)
+		ct, err := expr.CommonType(x.Type, item.Type)
+		if err != nil {
+			return nil, true, err
+		}
+		if x, err = expr.Coerce(x, ct, false); err != nil {
+			return nil, true, err
+		}
+		if item, err = expr.Coerce(item, ct, false); err != nil {
+			return nil, true, err
+		}
+	}
+	return expr.FuncScan(call, tf.Ordinality, where, item, mode, t, x), true, nil
+}
+
+// missingAggregates are PostgreSQL's aggregates fvsql does not have yet:
+// calls of them are 0A000, not 42883 (undefined function).
+var missingAggregates = map[string]bool{
+	"string_agg": true, "array_agg": true, "json_agg": true, "jsonb_agg": true, "json_object_agg": true,
+	"jsonb_object_agg": true, "bit_and": true, "bit_or": true, "bit_xor": true, "stddev": true,
+	"stddev_samp": true, "stddev_pop": true, "variance": true, "var_samp": true, "var_pop": true,
+	"percentile_cont": true, "percentile_disc": true, "mode": true, "corr": true, "covar_pop": true,
+	"covar_samp": true, "regr_slope": true, "xmlagg": true, "any_value": true,
+}
