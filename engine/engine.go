@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/state"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -44,6 +45,9 @@ type Config struct {
 	// the same producer id would expose them, so there each start uses
 	// new ids.
 	FreshTransactionalIDs bool
+	// ViewLookup reads this process's copy of a materialized view by key,
+	// for stream-table joins.
+	ViewLookup operators.ViewLookup
 }
 
 // MaxMessageBytes is the max.message.bytes of the topics fvsql creates

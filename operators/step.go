@@ -45,6 +45,8 @@ type Step struct {
 
 	// intervalJoin
 	Join *JoinSpec `json:"join,omitempty"`
+	// lookupJoin
+	Lookup *LookupSpec `json:"lookup,omitempty"`
 }
 
 // Step ops.
@@ -61,6 +63,7 @@ const (
 	OpTopN            = "topN"
 	OpSession         = "sessionAggregate"
 	OpIntervalJoin    = "intervalJoin"
+	OpLookupJoin      = "lookupJoin"
 )
 
 // AggSpec is one aggregate call of an aggregate step.
@@ -82,13 +85,24 @@ func (a AggSpec) Resolve() (*AggFunc, error) {
 
 // Stateless reports whether the step keeps no state across rows, so that
 // copies of it can run on each partition in parallel.
-func (s *Step) Stateless() bool { return s.Op == OpFilter || s.Op == OpProject }
+// A lookup join reads a view's current rows but keeps nothing itself.
+func (s *Step) Stateless() bool {
+	return s.Op == OpFilter || s.Op == OpProject || s.Op == OpLookupJoin
+}
 
 // Build makes the operator a step describes; env holds the bound $n
 // values (and subqueries, in bounded queries); onErr is the per-row error
 // policy.
 func Build(s *Step, env *expr.Env, onErr RowError) (Operator, error) {
+	return BuildWith(s, env, onErr, nil)
+}
+
+// BuildWith is Build with the resources of the running process (view
+// lookups, for stream-table joins).
+func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator, error) {
 	switch s.Op {
+	case OpLookupJoin:
+		return buildLookupJoin(s, env, onErr, res)
 	case OpFilter:
 		p, err := expr.CompilePredicateEnv(s.Pred, env)
 		if err != nil {
@@ -179,6 +193,9 @@ func compileAll(es []*expr.Expr, env *expr.Env) ([]expr.Eval, error) {
 func (s *Step) String() string {
 	if s.Op == OpIntervalJoin && s.Join != nil {
 		return s.Join.String()
+	}
+	if s.Op == OpLookupJoin && s.Lookup != nil {
+		return s.Lookup.String()
 	}
 	var sb strings.Builder
 	sb.WriteString(s.Op)

@@ -34,6 +34,9 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	if !lok || !rok {
 		return nil, pgerror.NotSupported("stream joins of more than two streams, or of subqueries or windows")
 	}
+	if rel, err := cat.Lookup(rt.Schema, rt.Name); err == nil && rel.Kind == catalog.MaterializedView {
+		return planLookupJoin(cat, ca, sel, j, rel)
+	}
 	left, ls, err := streamInput(cat, lt)
 	if err != nil {
 		return nil, joinInputError(err)
@@ -161,13 +164,138 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	return c, bridgeInputs(c, name)
 }
 
-// joinInputError explains that a stream joins streams (a view's rows
-// change: joining one is a stream-table join, not built yet).
+// joinInputError explains what a stream may join.
 func joinInputError(err error) error {
 	if pgerror.Code(err) == pgerror.WrongObjectType {
-		return pgerror.NotSupported("a stream join with a materialized view or table (stream-table joins); both sides must be streams")
+		return pgerror.NotSupported("this join in a continuous query: a stream joins a stream (interval join) or, on its right, a materialized view (stream-table join)")
 	}
 	return err
+}
+
+// planLookupJoin plans SELECT … FROM stream s [LEFT] JOIN view v ON
+// s.x = v.k …, where the equalities cover the view's whole key: each
+// stream row looks up the view's current row in this process's copy of
+// the view. One stage, no state; the rest of ON, WHERE and the select
+// list apply to the joined rows.
+func planLookupJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join, view *catalog.Relation) (*Continuous, error) {
+	lt, _ := j.Left.(*sql.TableName)
+	in, _, err := streamInput(cat, lt)
+	if err != nil {
+		return nil, joinInputError(err)
+	}
+	if j.Kind != "" && j.Kind != "inner" && j.Kind != "left" {
+		return nil, pgerror.NotSupported("%s JOIN of a stream with a materialized view (inner and LEFT only)", strings.ToUpper(j.Kind))
+	}
+	b := &builder{cat: cat}
+	node, out, err := b.buildSelect(sel)
+	if err != nil {
+		return nil, err
+	}
+	chain, ok := node.(*engine.Chain)
+	if !ok || len(chain.Subqueries) > 0 {
+		return nil, pgerror.NotSupported("subqueries in a stream-table join")
+	}
+	bj, ok := chain.Input.(*engine.Join)
+	if !ok {
+		return nil, pgerror.NotSupported("this stream-table join")
+	}
+	for _, st := range chain.Steps {
+		if !st.Stateless() {
+			return nil, pgerror.NotSupported("step %s after a stream-table join", st.Op)
+		}
+	}
+	// The view's key, in its order, from the equalities of ON: a stream
+	// expression, or a constant (v.rn = 1), per key column. The leading
+	// ones found are the lookup key; the rest are checked on joined rows.
+	lw, vw := bj.LeftWidth, len(view.ReadColumns())
+	keyCol := func(col int) int { // view key position of a view column, or -1
+		for k, name := range view.Key {
+			if view.ColumnIndex(name) == col {
+				return k
+			}
+		}
+		return -1
+	}
+	key := make([]*expr.Expr, len(view.Key))
+	var checks []*expr.Expr
+	for i, r := range bj.RightKeys {
+		l := bj.LeftKeys[i]
+		if r.Kind == expr.KCol {
+			if k := keyCol(r.Col); k >= 0 && key[k] == nil {
+				key[k] = l
+			}
+		}
+		eq, err := expr.Compare("=", l, r.Remap(shiftBy(vw, lw)))
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, eq)
+	}
+	for _, c := range andArgs(bj.On) {
+		if c.Kind != expr.KCall || len(c.Args) != 2 || !strings.HasPrefix(c.Fn, "=") {
+			continue
+		}
+		col, val := c.Args[0], c.Args[1]
+		if col.Kind == expr.KConst {
+			col, val = val, col
+		}
+		if col.Kind == expr.KCol && col.Col >= lw && val.Kind == expr.KConst {
+			if k := keyCol(col.Col - lw); k >= 0 && key[k] == nil {
+				key[k] = val
+			}
+		}
+	}
+	n := 0
+	for n < len(key) && key[n] != nil {
+		n++
+	}
+	if n == 0 {
+		return nil, pgerror.NotSupported("a stream-table join that does not give the view's key (%s)", strings.Join(view.Key, ", ")).
+			WithHint("Join on the view's key: ON s.x = v.%s.", view.Key[0])
+	}
+	key = key[:n]
+	residual := bj.On
+	if len(checks) > 0 {
+		if residual != nil {
+			checks = append(checks, residual)
+		}
+		var err error
+		if residual, err = expr.And(checks...); err != nil {
+			return nil, err
+		}
+	}
+	kind := bj.Kind
+	if kind == "cross" {
+		kind = "inner"
+	}
+	spec := &operators.LookupSpec{View: view.Name, Type: kind, Key: key, StreamWidth: bj.LeftWidth, ViewWidth: bj.RightWidth, Residual: residual}
+	steps := append([]operators.Step{{Op: operators.OpLookupJoin, Lookup: spec}}, chain.Steps...)
+	rel := &catalog.Relation{Name: ca.Name, Kind: catalog.Stream, Topic: ca.Name, Format: "json", Partitions: in.Partitions}
+	for _, c := range out.outColumns() {
+		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type})
+	}
+	if err := uniqueColumns(rel.Columns); err != nil {
+		return nil, err
+	}
+	if err := applyOutputOptions(rel, ca.Options); err != nil {
+		return nil, err
+	}
+	errs := ErrorsRelation(ca.Name)
+	topo := &engine.Topology{
+		Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: rel.Name, Steps: steps}},
+		Errors: errs.Name,
+	}
+	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{in}}
+	return c, bridgeInputs(c, ca.Name)
+}
+
+// shiftBy maps columns 0..n-1 to base..base+n-1.
+func shiftBy(n, base int) map[int]int {
+	m := make(map[int]int, n)
+	for i := 0; i < n; i++ {
+		m[i] = base + i
+	}
+	return m
 }
 
 // timeBounds finds, among the conjuncts of the join's residual condition,

@@ -184,7 +184,7 @@ func (s *Server) dropPipeline(ctx context.Context, rel *catalog.Relation) {
 	}
 }
 
-// dependents lists the pipelines reading a relation.
+// dependents lists the pipelines reading a relation (once each).
 func (s *Server) dependents(name string) []string {
 	var out []string
 	for _, r := range s.cat.List("") {
@@ -195,10 +195,18 @@ func (s *Server) dependents(name string) []string {
 		if json.Unmarshal(r.Plan, &topo) != nil {
 			continue
 		}
+	stages:
 		for _, st := range topo.Stages {
 			for _, in := range st.Inputs {
 				if in == name {
 					out = append(out, r.Name)
+					break stages
+				}
+			}
+			for _, step := range st.Steps {
+				if step.Lookup != nil && step.Lookup.View == name {
+					out = append(out, r.Name) // a stream-table join reads the view
+					break stages
 				}
 			}
 		}

@@ -310,3 +310,18 @@ func (v *viewDataset) Lookup(_ context.Context, key types.Row, fn func(int32, *o
 	}
 	return fn(0, &operators.Batch{Rows: []types.Row{row}})
 }
+
+// viewLookup reads this process's copy of a view by its key or a prefix
+// of it, for stream-table joins.
+func (s *Server) viewLookup(view string, key types.Row) ([]types.Row, error) {
+	c := s.views.get(view)
+	if c == nil {
+		return nil, pgerror.New(pgerror.ObjectNotInPrerequisiteState, "materialized view %q has no local copy on this node yet", view)
+	}
+	var out []types.Row
+	err := (&viewDataset{d: &datasets{}, s: s, c: c}).Lookup(context.Background(), key, func(_ int32, b *operators.Batch) error {
+		out = append(out, b.Rows...)
+		return nil
+	})
+	return out, err
+}

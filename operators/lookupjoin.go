@@ -1,0 +1,154 @@
+package operators
+
+import (
+	"fmt"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// LookupSpec describes a stream-table join: each stream row looks up the
+// current rows of a materialized view by its key or a prefix of its key
+// (a whole key finds at most one row; the partition columns of a top-N
+// view find its N). Output rows are [stream columns…, view columns…], one
+// per match.
+type LookupSpec struct {
+	View        string       `json:"view"`
+	Type        string       `json:"type"` // "inner" or "left"
+	Key         []*expr.Expr `json:"key"`  // over the stream row: a prefix of the view's key
+	StreamWidth int          `json:"stream_width"`
+	ViewWidth   int          `json:"view_width"`
+	Residual    *expr.Expr   `json:"residual,omitempty"` // the rest of ON, over output rows
+}
+
+// String renders the join for EXPLAIN.
+func (s *LookupSpec) String() string {
+	keys := ""
+	for i, k := range s.Key {
+		if i > 0 {
+			keys += ", "
+		}
+		keys += k.String()
+	}
+	out := fmt.Sprintf("lookupJoin(%s, %s by key (%s)", s.Type, s.View, keys)
+	if s.Residual != nil {
+		out += ", on " + s.Residual.String()
+	}
+	return out + ")"
+}
+
+// ViewLookup returns the current rows of a view under a key or a prefix
+// of its key, in key order.
+type ViewLookup func(view string, key types.Row) ([]types.Row, error)
+
+// Resources are what some operators need from the process running them.
+type Resources struct {
+	ViewLookup ViewLookup
+}
+
+// LookupJoin is the operator of a LookupSpec. It keeps no state: the
+// view's copy in the running process is the table side, read as it is when
+// the stream row is processed (a replayed row after a crash sees the view
+// as it is then, as in Kafka Streams and ksqlDB).
+type LookupJoin struct {
+	Spec     LookupSpec
+	Keys     []expr.Eval
+	Residual expr.Eval
+	Lookup   ViewLookup
+	OnError  RowError
+
+	key types.Row
+	out Batch
+}
+
+// Process implements Operator.
+func (j *LookupJoin) Process(b *Batch, emit Emit) error {
+	j.out.Rows = j.out.Rows[:0]
+	j.out.Source = j.out.Source[:0]
+rows:
+	for i, row := range b.Rows {
+		j.key = j.key[:0]
+		null := false
+		for _, k := range j.Keys {
+			v, err := k(row)
+			if err != nil {
+				if err := j.OnError(b, i, err); err != nil {
+					return err
+				}
+				continue rows
+			}
+			null = null || v.IsNull()
+			j.key = append(j.key, v)
+		}
+		var matches []types.Row
+		if !null { // NULL = anything is not true
+			var err error
+			if matches, err = j.Lookup(j.Spec.View, j.key); err != nil {
+				return err
+			}
+		}
+		found := false
+		for _, m := range matches {
+			out := make(types.Row, j.Spec.StreamWidth+j.Spec.ViewWidth)
+			copy(out, row[:j.Spec.StreamWidth])
+			copy(out[j.Spec.StreamWidth:], m)
+			if j.Residual != nil {
+				ok, err := j.Residual(out)
+				if err != nil {
+					if err := j.OnError(b, i, err); err != nil {
+						return err
+					}
+					continue rows
+				}
+				if ok.K != types.Bool || ok.I == 0 {
+					continue
+				}
+			}
+			found = true
+			j.add(b, i, out)
+		}
+		if !found && j.Spec.Type == "left" {
+			out := make(types.Row, j.Spec.StreamWidth+j.Spec.ViewWidth)
+			copy(out, row[:j.Spec.StreamWidth])
+			j.add(b, i, out)
+		}
+	}
+	if len(j.out.Rows) == 0 {
+		return nil
+	}
+	if b.Source == nil {
+		j.out.Source = nil
+	}
+	return emit(&j.out)
+}
+
+func (j *LookupJoin) add(b *Batch, i int, out types.Row) {
+	j.out.Rows = append(j.out.Rows, out)
+	if b.Source != nil {
+		j.out.Source = append(j.out.Source, b.Source[i])
+	}
+}
+
+// Finish implements Operator.
+func (j *LookupJoin) Finish(Emit) error { return nil }
+
+func buildLookupJoin(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator, error) {
+	if s.Lookup == nil {
+		return nil, pgerror.New(pgerror.Internal, "operators: lookupJoin without a spec")
+	}
+	if res == nil || res.ViewLookup == nil {
+		return nil, pgerror.NotSupported("a stream-table join outside a continuous query")
+	}
+	keys, err := compileAll(s.Lookup.Key, env)
+	if err != nil {
+		return nil, err
+	}
+	j := &LookupJoin{Spec: *s.Lookup, Keys: keys, Lookup: res.ViewLookup, OnError: onErr}
+	if s.Lookup.Residual != nil {
+		if j.Residual, err = expr.CompileEnv(s.Lookup.Residual, env); err != nil {
+			return nil, err
+		}
+	}
+	return j, nil
+}
