@@ -115,7 +115,7 @@ func TestPipelineSurvivesRedisRestart(t *testing.T) {
 		// Kafka in, Redis out: every id exactly once.
 		rdb := goredis.NewClient(&goredis.Options{Addr: rs.addr})
 		defer rdb.Close()
-		entries, err := rdb.XRange(ctx, "back", "-", "+").Result()
+		entries, err := rdb.XRange(ctx, c.prefix+"back", "-", "+").Result() // fvsql prefixes Redis keys too
 		if err != nil {
 			t.Fatal(err)
 		}
