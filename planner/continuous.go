@@ -78,33 +78,18 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{cat: cat}
-	node, out, err := b.buildSelect(sel)
+	chain, out, err := statelessSelect(cat, sel, "continuous queries")
 	if err != nil {
-		return nil, err
-	}
-	chain, ok := node.(*engine.Chain)
-	if !ok {
-		return nil, pgerror.NotSupported("this continuous query")
-	}
-	for _, st := range chain.Steps {
-		if !st.Stateless() {
-			return nil, pgerror.NotSupported("step %s in continuous queries", st.Op)
-		}
-	}
-	rel := &catalog.Relation{Name: ca.Name, Kind: catalog.Stream, Topic: ca.Name, Format: "json", Partitions: in.Partitions}
-	for _, c := range out.outColumns() {
-		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type})
-	}
-	if err := uniqueColumns(rel.Columns); err != nil {
 		return nil, err
 	}
 	// The output keeps the input's key when the key columns pass through
 	// unchanged, so downstream stateful queries need no repartition.
+	var key []string
 	if proj := chain.Steps[len(chain.Steps)-1]; proj.Op == operators.OpProject {
-		rel.Key = passthroughKey(in, proj.Exprs, rel.Columns)
+		key = passthroughKey(in, proj.Exprs, columnsOf(out))
 	}
-	if err := applyOutputOptions(rel, ca.Options); err != nil {
+	rel, err := outputStream(ca, columnsOf(out), in.Partitions, key)
+	if err != nil {
 		return nil, err
 	}
 	errs := ErrorsRelation(ca.Name)
@@ -114,6 +99,50 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	}
 	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{in}}
 	return c, bridgeInputs(c, ca.Name)
+}
+
+// statelessSelect plans a continuous query's SELECT with the bounded
+// planner and checks that what follows its FROM is stateless steps (what
+// reads the FROM is the caller's to check: chain.Input).
+func statelessSelect(cat Catalog, sel *sql.Select, what string) (*engine.Chain, *scope, error) {
+	b := &builder{cat: cat}
+	node, out, err := b.buildSelect(sel)
+	if err != nil {
+		return nil, nil, err
+	}
+	chain, ok := node.(*engine.Chain)
+	if !ok || len(chain.Subqueries) > 0 {
+		return nil, nil, pgerror.NotSupported("this query in %s", what)
+	}
+	for _, st := range chain.Steps {
+		if !st.Stateless() {
+			return nil, nil, pgerror.NotSupported("step %s in %s", st.Op, what)
+		}
+	}
+	return chain, out, nil
+}
+
+// columnsOf is a scope's output columns as catalog columns.
+func columnsOf(sc *scope) []catalog.Column {
+	var cols []catalog.Column
+	for _, c := range sc.outColumns() {
+		cols = append(cols, catalog.Column{Name: c.Name, Type: c.Type})
+	}
+	return cols
+}
+
+// outputStream is the stream a continuous query writes: its columns, its
+// partitions, a key it keeps from its input (or none), then the query's
+// WITH options.
+func outputStream(ca *sql.CreateAs, cols []catalog.Column, partitions int, key []string) (*catalog.Relation, error) {
+	rel := &catalog.Relation{Name: ca.Name, Kind: catalog.Stream, Topic: ca.Name, Format: "json", Partitions: partitions, Columns: cols, Key: key}
+	if err := uniqueColumns(rel.Columns); err != nil {
+		return nil, err
+	}
+	if err := applyOutputOptions(rel, ca.Options); err != nil {
+		return nil, err
+	}
+	return rel, nil
 }
 
 // bridgeInputs routes inputs on other backends (Redis, files, another

@@ -48,23 +48,13 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
 		return nil, pgerror.NotSupported("aggregating a stream join in one query (write the join to a stream, then aggregate that stream)")
 	}
-	b := &builder{cat: cat}
-	node, out, err := b.buildSelect(sel)
+	chain, out, err := statelessSelect(cat, sel, "a stream join")
 	if err != nil {
 		return nil, err
-	}
-	chain, ok := node.(*engine.Chain)
-	if !ok || len(chain.Subqueries) > 0 {
-		return nil, pgerror.NotSupported("subqueries in a stream join")
 	}
 	bj, ok := chain.Input.(*engine.Join)
 	if !ok {
 		return nil, pgerror.NotSupported("this stream join")
-	}
-	for _, st := range chain.Steps {
-		if !st.Stateless() {
-			return nil, pgerror.NotSupported("step %s after a stream join", st.Op)
-		}
 	}
 	lw, rw := len(ls.cols), len(rs.cols)
 	if bj.Kind == "cross" {
@@ -140,14 +130,8 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	}
 	joinSteps := append([]operators.Step{{Op: operators.OpIntervalJoin, Join: spec}}, chain.Steps...)
 
-	rel := &catalog.Relation{Name: name, Kind: catalog.Stream, Topic: name, Format: "json", Partitions: internal.Partitions}
-	for _, c := range out.outColumns() {
-		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type})
-	}
-	if err := uniqueColumns(rel.Columns); err != nil {
-		return nil, err
-	}
-	if err := applyOutputOptions(rel, ca.Options); err != nil {
+	rel, err := outputStream(ca, columnsOf(out), internal.Partitions, nil)
+	if err != nil {
 		return nil, err
 	}
 	errs := ErrorsRelation(name)
@@ -186,23 +170,13 @@ func planLookupJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join,
 	if j.Kind != "" && j.Kind != "inner" && j.Kind != "left" {
 		return nil, pgerror.NotSupported("%s JOIN of a stream with a materialized view (inner and LEFT only)", strings.ToUpper(j.Kind))
 	}
-	b := &builder{cat: cat}
-	node, out, err := b.buildSelect(sel)
+	chain, out, err := statelessSelect(cat, sel, "a stream-table join")
 	if err != nil {
 		return nil, err
-	}
-	chain, ok := node.(*engine.Chain)
-	if !ok || len(chain.Subqueries) > 0 {
-		return nil, pgerror.NotSupported("subqueries in a stream-table join")
 	}
 	bj, ok := chain.Input.(*engine.Join)
 	if !ok {
 		return nil, pgerror.NotSupported("this stream-table join")
-	}
-	for _, st := range chain.Steps {
-		if !st.Stateless() {
-			return nil, pgerror.NotSupported("step %s after a stream-table join", st.Op)
-		}
 	}
 	// The view's key, in its order, from the equalities of ON: a stream
 	// expression, or a constant (v.rn = 1), per key column. The leading
@@ -270,14 +244,8 @@ func planLookupJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join,
 	}
 	spec := &operators.LookupSpec{View: view.Name, Type: kind, Key: key, StreamWidth: bj.LeftWidth, ViewWidth: bj.RightWidth, Residual: residual}
 	steps := append([]operators.Step{{Op: operators.OpLookupJoin, Lookup: spec}}, chain.Steps...)
-	rel := &catalog.Relation{Name: ca.Name, Kind: catalog.Stream, Topic: ca.Name, Format: "json", Partitions: in.Partitions}
-	for _, c := range out.outColumns() {
-		rel.Columns = append(rel.Columns, catalog.Column{Name: c.Name, Type: c.Type})
-	}
-	if err := uniqueColumns(rel.Columns); err != nil {
-		return nil, err
-	}
-	if err := applyOutputOptions(rel, ca.Options); err != nil {
+	rel, err := outputStream(ca, columnsOf(out), in.Partitions, nil)
+	if err != nil {
 		return nil, err
 	}
 	errs := ErrorsRelation(ca.Name)

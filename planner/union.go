@@ -73,22 +73,12 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 		if err != nil {
 			return nil, err
 		}
-		b := &builder{cat: cat}
-		node, out, err := b.buildSelect(sel)
+		chain, out, err := statelessSelect(cat, sel, "a UNION ALL of streams")
 		if err != nil {
 			return nil, err
 		}
-		chain, ok := node.(*engine.Chain)
-		if !ok || len(chain.Subqueries) > 0 {
-			return nil, pgerror.NotSupported("this query in a UNION ALL of streams")
-		}
 		if _, ok := chain.Input.(*engine.Source); !ok {
 			return nil, pgerror.NotSupported("this query in a UNION ALL of streams")
-		}
-		for _, st := range chain.Steps {
-			if !st.Stateless() {
-				return nil, pgerror.NotSupported("step %s in a UNION ALL of streams", st.Op)
-			}
 		}
 		bs[i] = branch{in: in, steps: chain.Steps, cols: out.outColumns()}
 		if len(bs[i].cols) != len(bs[0].cols) {
