@@ -1,19 +1,246 @@
 package catalog
 
 import (
+	"sort"
+	"strings"
+	"sync"
+
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/types"
 )
 
-// Functions over catalog objects that need no catalog instance: they
-// answer what PostgreSQL answers for objects fvsql does not have
-// (publications, tablespaces, sizes of data that lives in Kafka).
+// Functions over catalog objects that need no catalog instance: pg_proc's
+// rows come from the expression function registry (fixed once the
+// program has started), and what PostgreSQL answers for objects fvsql
+// does not have (publications, sizes of data that lives in a backend).
 func init() {
-	b, oidT := types.Bool, types.Oid
+	b, oidT, text, i8 := types.Bool, types.Oid, types.Text, types.Int8
+	null := func(name string, args ...types.Type) *expr.Func {
+		return &expr.Func{Name: name, Args: args, Ret: i8, NonStrict: true, Eval: func([]types.Value) (types.Value, error) {
+			return types.NullValue, nil
+		}}
+	}
+	procText := func(name string, f func(p *proc) string) *expr.Func {
+		return &expr.Func{Name: name, Args: []types.Type{oidT}, Ret: text, Eval1: func(v types.Value) (types.Value, error) {
+			if p := procByOID(uint32(v.I)); p != nil {
+				return types.NewText(f(p)), nil
+			}
+			return types.NullValue, nil
+		}}
+	}
+	// fvsql has one role, which may do everything.
+	for _, f := range []string{"has_database_privilege", "has_schema_privilege", "has_function_privilege",
+		"has_column_privilege", "has_sequence_privilege", "has_foreign_data_wrapper_privilege",
+		"has_server_privilege", "has_tablespace_privilege", "has_type_privilege", "has_language_privilege",
+		"has_table_privilege", "has_any_column_privilege", "pg_has_role"} {
+		yes := func([]types.Value) (types.Value, error) { return types.NewBool(true), nil }
+		for _, obj := range []types.Type{text, oidT} {
+			expr.Register(&expr.Func{Name: f, Args: []types.Type{obj, text}, Ret: b, Eval: yes})
+			for _, user := range []types.Type{types.Name, oidT} {
+				expr.Register(&expr.Func{Name: f, Args: []types.Type{user, obj, text}, Ret: b, Eval: yes})
+			}
+		}
+	}
+	for _, f := range []string{"pg_statistics_obj_is_visible", "pg_conversion_is_visible", "pg_ts_config_is_visible",
+		"pg_ts_dict_is_visible", "pg_ts_parser_is_visible", "pg_ts_template_is_visible", "pg_opclass_is_visible",
+		"pg_opfamily_is_visible"} {
+		expr.Register(&expr.Func{Name: f, Args: []types.Type{oidT}, Ret: b, Eval1: func(types.Value) (types.Value, error) {
+			return types.NewBool(true), nil // one search path holds everything
+		}})
+	}
 	expr.Register(
+		&expr.Func{Name: "pg_get_function_sqlbody", Args: []types.Type{oidT}, Ret: text, Eval1: func(types.Value) (types.Value, error) {
+			return types.NullValue, nil // fvsql's functions are built in, none has an SQL body
+		}},
 		// Streams are not published (fvsql has no logical replication).
 		&expr.Func{Name: "pg_relation_is_publishable", Args: []types.Type{oidT}, Ret: b, Eval1: func(types.Value) (types.Value, error) {
 			return types.NewBool(false), nil
 		}},
+		procText("pg_get_function_result", (*proc).result),
+		procText("pg_get_function_arguments", (*proc).arguments),
+		procText("pg_get_function_identity_arguments", (*proc).arguments),
+		// A relation's data lives in its backend (Kafka, Redis, a file):
+		// its size is not known here, so NULL, as for an unknown OID.
+		null("pg_table_size", oidT), null("pg_relation_size", oidT), null("pg_relation_size", oidT, text),
+		null("pg_total_relation_size", oidT), null("pg_indexes_size", oidT),
+		null("pg_database_size", oidT), null("pg_database_size", types.Name),
+		null("pg_tablespace_size", oidT), null("pg_tablespace_size", types.Name),
 	)
+}
+
+// proc is one row of pg_proc.
+type proc struct {
+	oid      uint32
+	name     string
+	args     []types.Type
+	variadic bool
+	ret      types.Type
+	set      bool
+	agg      bool
+	volatile bool
+	strict   bool
+}
+
+// firstProcOID is the OID of the first function, in the range
+// PostgreSQL's initdb gives its own objects.
+const firstProcOID = 12000
+
+var procList struct {
+	once  sync.Once
+	procs []*proc
+}
+
+// procs lists fvsql's functions: the expression functions, the
+// set-returning ones and the aggregates, by name.
+func procs() []*proc {
+	procList.once.Do(func() {
+		var ps []*proc
+		for _, f := range expr.Funcs() {
+			ps = append(ps, &proc{name: f.Name, args: f.Args, variadic: f.Variadic, ret: f.Ret, volatile: f.Volatile, strict: !f.NonStrict})
+		}
+		for _, f := range expr.SetFuncs() {
+			formal := append([]types.Type(nil), f.Args...)
+			names, ts := f.Cols(formal)
+			ret := types.Type(types.Null)
+			if len(names) == 1 {
+				ret = ts[0]
+				if formal[0] == expr.AnyArray {
+					ret = expr.AnyElement
+				}
+			}
+			ps = append(ps, &proc{name: f.Name, args: f.Args, variadic: f.Variadic, ret: ret, set: true, strict: !f.NonStrict})
+		}
+		for _, name := range []string{"avg", "bool_and", "bool_or", "count", "every", "max", "min", "sum"} {
+			if !operators.IsAggregate(name) {
+				continue
+			}
+			if name == "count" {
+				ps = append(ps, &proc{name: name, ret: types.Int8, agg: true})
+			}
+			for _, t := range types.All() {
+				if t.IsPseudo() || t.IsArray() || t == types.Unknown {
+					continue
+				}
+				if a, err := operators.ResolveAgg(name, t, false); err == nil {
+					arg := t
+					if name == "count" {
+						arg = expr.Any
+					}
+					ps = append(ps, &proc{name: name, args: []types.Type{arg}, ret: a.Ret, agg: true})
+					if name == "count" {
+						break
+					}
+				}
+			}
+		}
+		// name order, overloads in their order
+		sortProcs(ps)
+		for i, p := range ps {
+			p.oid = uint32(firstProcOID + i)
+		}
+		procList.procs = ps
+	})
+	return procList.procs
+}
+
+func sortProcs(ps []*proc) {
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
+}
+
+func procByOID(o uint32) *proc {
+	ps := procs()
+	if o < firstProcOID || int(o-firstProcOID) >= len(ps) {
+		return nil
+	}
+	return ps[o-firstProcOID]
+}
+
+// typeOID is a parameter type's OID, the polymorphic "any" included.
+func typeOID(t types.Type) uint32 {
+	if t == expr.Any {
+		return 2276
+	}
+	return t.OID()
+}
+
+func typeName(t types.Type) string {
+	if t == expr.Any {
+		return `"any"`
+	}
+	return t.String()
+}
+
+func (p *proc) result() string {
+	if p.ret == expr.Any || p.ret == types.Null && !p.set {
+		return "anyelement"
+	}
+	if p.set && p.ret == types.Null {
+		return "SETOF record"
+	}
+	if p.set {
+		return "SETOF " + typeName(p.ret)
+	}
+	return typeName(p.ret)
+}
+
+func (p *proc) arguments() string {
+	if p.agg && len(p.args) == 0 {
+		return "*"
+	}
+	parts := make([]string, len(p.args))
+	for i, a := range p.args {
+		parts[i] = typeName(a)
+		if p.variadic && i == len(p.args)-1 {
+			parts[i] = "VARIADIC " + typeName(a) + "[]"
+			if a == expr.Any {
+				parts[i] = `VARIADIC "any"`
+			}
+			if a.IsArray() || a == expr.AnyArray {
+				parts[i] = "VARIADIC " + typeName(a)
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (p *proc) row() types.Row {
+	kind, volatile := "f", "i"
+	if p.agg {
+		kind = "a"
+	}
+	if p.volatile {
+		volatile = "v"
+	}
+	rows := float64(0)
+	if p.set {
+		rows = 1000
+	}
+	argOIDs := make([]types.Value, len(p.args))
+	for i, a := range p.args {
+		argOIDs[i] = oid(typeOID(a))
+	}
+	ret := p.ret
+	if ret == expr.Any || ret == types.Null {
+		ret = expr.AnyElement
+		if p.set && len(p.args) > 0 && p.name == "pg_options_to_table" {
+			ret = types.Null // record
+		}
+	}
+	variadic := uint32(0)
+	if p.variadic && len(p.args) > 0 {
+		variadic = typeOID(p.args[len(p.args)-1])
+	}
+	retOID := typeOID(ret)
+	if ret == types.Null {
+		retOID = 2249 // record
+	}
+	return types.Row{
+		oid(p.oid), name(p.name), oid(PgCatalogOID), oid(10),
+		oid(12), float4(1), float4(rows), oid(variadic), oid(0), char(kind),
+		boolean(false), boolean(false), boolean(p.strict), boolean(p.set), char(volatile),
+		char("s"), i2(len(p.args)), i2(0), oid(retOID), types.NewArray(types.OidArray, argOIDs),
+		types.NullValue, types.NullValue, types.NullValue, types.NullValue,
+		types.NullValue, text(p.name), types.NullValue, types.NullValue, types.NullValue, types.NullValue,
+	}
 }

@@ -258,3 +258,27 @@ func TestArrayExprJSONRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// An unknown literal next to a text value concatenates text, next to an
+// array it is an array.
+func TestConcatResolution(t *testing.T) {
+	m := mustBuild(t)
+	x := expr.Col(0, types.Text, "x")
+	e := m(expr.Call("||", expr.Const(unk("toast.")), x))
+	if e.Type != types.Text {
+		t.Errorf("'toast.' || text is %s", e.Type)
+	}
+	a := expr.Col(0, types.Int4Array, "a")
+	e = m(expr.Call("||", a, expr.Const(unk("{2,3}"))))
+	if v, err := evalRow(t, e, types.Row{arr(types.Int4Array, "{1}")}); err != nil || v.String() != "{1,2,3}" {
+		t.Errorf("int[] || '{2,3}' = %s, %v", v, err)
+	}
+}
+
+func TestNameConcatUnknown(t *testing.T) {
+	m := mustBuild(t)
+	e := m(expr.Call("||", expr.Col(0, types.Name, "attname"), expr.Const(unk(":\n  "))))
+	if e.Type != types.Text {
+		t.Errorf("name || unknown is %s", e.Type)
+	}
+}

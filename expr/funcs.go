@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -109,10 +110,16 @@ func castCost(from, to types.Type) int {
 	if from == to || to == Any {
 		return 0
 	}
+	// An unknown literal prefers concrete parameter types, even through
+	// another argument's implicit cast, to a polymorphic one ('x' || text
+	// and name || 'x' are text concatenations), and between polymorphic
+	// ones the first registered overload (anyarray || anyarray before
+	// anyarray || anyelement, as PostgreSQL reads '{…}' next to an array).
+	const unknownToPolymorphic = 3
 	switch {
 	case to == AnyElement:
 		if from == types.Null || from == types.Unknown {
-			return 1
+			return unknownToPolymorphic
 		}
 		return 0
 	case to == AnyArray:
@@ -120,7 +127,7 @@ func castCost(from, to types.Type) int {
 			return 0
 		}
 		if from == types.Null || from == types.Unknown {
-			return 1
+			return unknownToPolymorphic
 		}
 		return -1
 	}
@@ -385,4 +392,50 @@ func CommonType(ts ...types.Type) (types.Type, error) {
 		}
 	}
 	return out, nil
+}
+
+// Funcs lists the registered overloads whose names a client can call
+// (operators and fvsql's internal helpers left out), by name and then in
+// registration order: pg_proc's rows.
+func Funcs() []*Func {
+	registry.RLock()
+	defer registry.RUnlock()
+	names := make([]string, 0, len(registry.byName))
+	for n, fs := range registry.byName {
+		if fs[0].Infix || strings.HasPrefix(n, "__") || strings.Contains(n, ".") || !isIdentifier(n) {
+			continue
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []*Func
+	for _, n := range names {
+		out = append(out, registry.byName[n]...)
+	}
+	return out
+}
+
+// SetFuncs lists the set-returning functions, as Funcs does.
+func SetFuncs() []*SetFunc {
+	setRegistry.RLock()
+	defer setRegistry.RUnlock()
+	names := make([]string, 0, len(setRegistry.byName))
+	for n := range setRegistry.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []*SetFunc
+	for _, n := range names {
+		out = append(out, setRegistry.byName[n]...)
+	}
+	return out
+}
+
+func isIdentifier(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }

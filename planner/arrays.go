@@ -1,8 +1,12 @@
 package planner
 
 import (
+	"strings"
+
+	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
@@ -363,4 +367,129 @@ var missingAggregates = map[string]bool{
 	"stddev_samp": true, "stddev_pop": true, "variance": true, "var_samp": true, "var_pop": true,
 	"percentile_cont": true, "percentile_disc": true, "mode": true, "corr": true, "covar_pop": true,
 	"covar_samp": true, "regr_slope": true, "xmlagg": true, "any_value": true,
+}
+
+// catalogLookups are functions whose value is a column of a system
+// relation's row found by the OID in their first argument: planned as a
+// (correlated, unless the OID is a constant) scalar subquery over that
+// relation, so they read the catalog of the server running the query.
+// The other arguments (pg_get_viewdef's pretty flag) change nothing.
+var catalogLookups = map[string]struct{ schema, rel, key, value string }{
+	"pg_get_viewdef": {"fvsql_catalog", "definitions", "oid", "definition"},
+}
+
+func (b *builder) catalogLookup(c *exprCtx, name string, args []*expr.Expr) (*expr.Expr, bool, error) {
+	l, ok := catalogLookups[name]
+	if !ok || len(args) == 0 || len(args) > 2 || !expr.CanImplicitCast(args[0].Type, types.Oid) {
+		return nil, false, nil
+	}
+	key, err := expr.Coerce(b.inferParam(args[0], types.Oid), types.Oid, false)
+	if err != nil {
+		return nil, true, err
+	}
+	if key.HasOuter() {
+		return nil, true, pgerror.NotSupported("%s over a column of an enclosing query", name)
+	}
+	correlated := len(key.Columns()) > 0
+	if correlated && c.aggs != nil {
+		return nil, true, pgerror.NotSupported("%s above GROUP BY", name)
+	}
+	rel, err := b.cat.Lookup(l.schema, l.rel)
+	if err != nil {
+		return nil, true, err
+	}
+	kc, vc := rel.ColumnIndex(l.key), rel.ColumnIndex(l.value)
+	// The current row is the lookup's enclosing row.
+	outer := key.Substitute(outerRefs(c.scope))
+	match, err := expr.Compare("=", expr.Col(kc, rel.Columns[kc].Type, l.key), outer)
+	if err != nil {
+		return nil, true, err
+	}
+	plan := appendSteps(&engine.Source{Dataset: DatasetName(rel)},
+		operators.Step{Op: operators.OpFilter, Pred: match},
+		operators.Step{Op: operators.OpProject, Exprs: []*expr.Expr{expr.Col(vc, rel.Columns[vc].Type, l.value)}, Names: []string{l.value}})
+	b.subs = append(b.subs, engine.Subquery{Plan: plan, Correlated: correlated})
+	return expr.Subquery(len(b.subs)-1, "scalar", rel.Columns[vc].Type, nil), true, nil
+}
+
+// outerRefs maps each column of sc to an outer reference to it.
+func outerRefs(sc *scope) []*expr.Expr {
+	out := make([]*expr.Expr, len(sc.cols))
+	for i, c := range sc.cols {
+		out[i] = expr.Outer(i, c.typ, c.name)
+	}
+	return out
+}
+
+// regInput reads a constant name cast to regclass, regnamespace or
+// regrole ('pg_catalog.pg_class'::regclass) as the OID it names, found in
+// the catalog now, as PostgreSQL's input functions do. Other values keep
+// the plain OID cast (a number).
+func (b *builder) regInput(typeName string, x *expr.Expr) (*expr.Expr, bool, error) {
+	t := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(typeName)), "pg_catalog.")
+	if t != "regclass" && t != "regnamespace" && t != "regrole" || x.Kind != expr.KConst || !x.Val.K.IsString() {
+		return nil, false, nil
+	}
+	s := strings.TrimSpace(x.Val.S)
+	if s != "" && s[0] >= '0' && s[0] <= '9' {
+		return nil, false, nil // an OID
+	}
+	o, err := b.regOID(t, s)
+	if err != nil {
+		return nil, true, err
+	}
+	return expr.Const(types.NewInt(types.Oid, int64(o))), true, nil
+}
+
+func (b *builder) regOID(t, s string) (uint32, error) {
+	parts := splitQualified(s)
+	switch t {
+	case "regnamespace":
+		if o, ok := catalog.NamespaceOID(parts[len(parts)-1]); ok && len(parts) == 1 {
+			return o, nil
+		}
+		return 0, pgerror.New(pgerror.UndefinedObject, "schema %q does not exist", s)
+	case "regrole":
+		if len(parts) == 1 && parts[0] == "fvsql" {
+			return 10, nil
+		}
+		return 0, pgerror.New(pgerror.UndefinedObject, "role %q does not exist", s)
+	}
+	schema, name := "", parts[len(parts)-1]
+	if len(parts) == 2 {
+		schema = parts[0]
+	} else if len(parts) > 2 {
+		return 0, pgerror.New(pgerror.UndefinedTable, "relation %q does not exist", s)
+	}
+	rel, err := b.cat.Lookup(schema, name)
+	if err != nil {
+		return 0, err
+	}
+	return rel.OID, nil
+}
+
+// splitQualified splits a possibly qualified, possibly quoted name
+// (a."B".c) into its parts, unquoted names folded to lower case.
+func splitQualified(s string) []string {
+	var parts []string
+	var cur strings.Builder
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' && quoted && i+1 < len(s) && s[i+1] == '"':
+			cur.WriteByte('"')
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == '.' && !quoted:
+			parts = append(parts, cur.String())
+			cur.Reset()
+		case quoted:
+			cur.WriteByte(c)
+		default:
+			cur.WriteString(strings.ToLower(string(c)))
+		}
+	}
+	return append(parts, cur.String())
 }

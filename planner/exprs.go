@@ -91,6 +91,11 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 				"column %q must appear in the GROUP BY clause or be used in an aggregate function", qualified(e))
 		}
 		i, err := c.scope.resolve(e.Table, e.Name)
+		if err != nil && e.Name == "tableoid" {
+			if o, ok := c.scope.tableOID(e.Table); ok {
+				return expr.Const(types.NewInt(types.Oid, int64(o))), nil
+			}
+		}
 		if err != nil {
 			if b.outer != nil {
 				if code := pgerror.Code(err); code == pgerror.UndefinedColumn || code == pgerror.UndefinedTable {
@@ -197,6 +202,9 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 		x, err := b.build(c, e.X)
 		if err != nil {
 			return nil, err
+		}
+		if r, ok, err := b.regInput(e.TypeName, x); ok || err != nil {
+			return r, err
 		}
 		x = b.inferParam(x, e.Type)
 		return expr.Cast(x, e.Type)
@@ -369,6 +377,9 @@ func (b *builder) buildFunc(c *exprCtx, e *sql.FuncCall) (*expr.Expr, error) {
 		if isUntypedParam(args[i]) {
 			args[i] = b.inferParam(args[i], types.Text)
 		}
+	}
+	if x, ok, err := b.catalogLookup(c, e.Name, args); ok || err != nil {
+		return x, err
 	}
 	if !expr.Exists(e.Name) {
 		if missingAggregates[e.Name] {

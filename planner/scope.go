@@ -61,6 +61,23 @@ func (s *scope) hasTable(t string) bool {
 	return false
 }
 
+// tableOID is the OID of the relation a qualifier names (of the only
+// relation in scope when table is ""): the value of its tableoid system
+// column.
+func (s *scope) tableOID(table string) (uint32, bool) {
+	found := uint32(0)
+	for _, c := range s.cols {
+		if c.relOID == 0 || table != "" && c.table != table {
+			continue
+		}
+		if found != 0 && found != c.relOID {
+			return 0, false // ambiguous
+		}
+		found = c.relOID
+	}
+	return found, found != 0
+}
+
 func (s *scope) ref(i int) *expr.Expr {
 	c := s.cols[i]
 	return expr.Col(i, c.typ, c.name)
