@@ -91,6 +91,7 @@ func runBench(args []string) error {
 		ready      *time.Duration
 		backends   *string
 		redis      *string
+		keyed      *bool
 	)
 	switch scenario {
 	case "insert":
@@ -134,6 +135,7 @@ func runBench(args []string) error {
 		latIvs = fs.String("latency-intervals", "100ms,1s", "intervals (of --intervals) at which end-to-end latency is measured; none: skip")
 		latRate = fs.Int("latency-rate", 5000, "rows/s of the latency producer")
 		latDur = fs.Duration("latency-duration", 20*time.Second, "how long the latency producer runs")
+		keyed = fs.Bool("keyed", false, "run the TUMBLE catch-up over the bids stream keyed by auction (one stage, no repartition)")
 		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one catch-up")
 	case "recovery":
 		keys = fs.Int64("keys", 1_000_000, "rows and distinct keys of the view's state")
@@ -223,7 +225,7 @@ func runBench(args []string) error {
 			}
 		}
 		return bench.EOS(ctx, o, bench.EOSConfig{Rows: *rowsOne, Partitions: *partitions, Auctions: *auctions, Intervals: ivs,
-			LatencyIntervals: livs, LatencyRate: *latRate, LatencyDuration: *latDur, CatchupTimeout: *catchup})
+			LatencyIntervals: livs, LatencyRate: *latRate, LatencyDuration: *latDur, Keyed: *keyed, CatchupTimeout: *catchup})
 	case "recovery":
 		return bench.Recovery(ctx, o, bench.RecoveryConfig{Keys: *keys, Pad: *pad, Partitions: *partitions, Modes: splitList(*modes),
 			CatchupTimeout: *catchup, ReadyTimeout: *ready})
