@@ -50,6 +50,21 @@ func init() {
 		}})
 	}
 	expr.Register(
+		&expr.Func{Name: "format_type", Args: []types.Type{oidT, types.Int4}, Ret: text, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
+			if a[0].K == types.Null {
+				return types.NullValue, nil
+			}
+			o := uint32(a[0].I)
+			if o == 2276 {
+				return types.NewText(`"any"`), nil
+			}
+			// regtype's output: a type name, or the number for no type
+			n := types.NewInt(types.Regtype, int64(o)).Text()
+			if n != "" && n[0] >= '0' && n[0] <= '9' {
+				return types.NewText("???"), nil
+			}
+			return types.NewText(n), nil
+		}},
 		&expr.Func{Name: "pg_get_function_sqlbody", Args: []types.Type{oidT}, Ret: text, Eval1: func(types.Value) (types.Value, error) {
 			return types.NullValue, nil // fvsql's functions are built in, none has an SQL body
 		}},

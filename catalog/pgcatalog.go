@@ -214,10 +214,40 @@ func definingQuery(stmt string) string {
 			depth--
 		case depth == 0 && (c == 'a' || c == 'A') && i > 0 && i+2 < len(s) &&
 			strings.EqualFold(s[i:i+2], "as") && isSpace(s[i-1]) && isSpace(s[i+2]):
-			return strings.TrimSpace(s[i+2:])
+			return withoutTrailingOptions(strings.TrimSpace(s[i+2:]))
 		}
 	}
 	return s
+}
+
+// withoutTrailingOptions drops a WITH (…) after the query (the options
+// of CREATE … AS query WITH (…)): no query ends with one.
+func withoutTrailingOptions(q string) string {
+	if !strings.HasSuffix(q, ")") {
+		return q
+	}
+	depth := 0
+	for i := len(q) - 1; i >= 0; i-- {
+		switch q[i] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				head := strings.TrimRight(q[:i], " \t\n\r")
+				if len(head) >= 4 && strings.EqualFold(head[len(head)-4:], "with") && (len(head) == 4 || isSpace(head[len(head)-5])) {
+					return strings.TrimSpace(head[:len(head)-4])
+				}
+				return q
+			}
+		case '\'':
+			// a quoted option value: find its opening quote
+			if j := strings.LastIndexByte(q[:i], '\''); j >= 0 {
+				i = j
+			}
+		}
+	}
+	return q
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -24,7 +24,10 @@ type SetFunc struct {
 	// (NonStrict false) returns none when an argument is NULL.
 	Rows      func(args []types.Value) ([]types.Row, error)
 	NonStrict bool
-	key       string
+	// PerArgument resolves each polymorphic argument on its own (unnest
+	// of several arrays of different types), not to one common type.
+	PerArgument bool
+	key         string
 }
 
 // Key identifies the overload in serialised plans.
@@ -120,7 +123,13 @@ func ResolveSet(name string, args []*Expr) (*SetCall, error) {
 	}
 	formal, _ := expand(best.asFunc(), len(args))
 	params := append([]types.Type(nil), formal...)
-	if err := resolvePolymorphic(params, argTypes); err != nil {
+	if best.PerArgument {
+		for i := range params {
+			if err := resolvePolymorphic(params[i:i+1], argTypes[i:i+1]); err != nil {
+				return nil, err
+			}
+		}
+	} else if err := resolvePolymorphic(params, argTypes); err != nil {
 		return nil, err
 	}
 	for i := range params {
@@ -303,7 +312,17 @@ func intSeries(t types.Type) func(a []types.Value) ([]types.Row, error) {
 		if step == 0 {
 			return nil, errZeroStep
 		}
-		var rows []types.Row
+		var n uint64 // how many rows, computed in uint64 so it cannot overflow
+		switch {
+		case step > 0 && stop >= start:
+			n = (uint64(stop)-uint64(start))/uint64(step) + 1
+		case step < 0 && stop <= start:
+			n = (uint64(start)-uint64(stop))/(uint64(-(step+1))+1) + 1
+		}
+		if n > maxSeries {
+			return nil, tooManyRows("generate_series")
+		}
+		rows := make([]types.Row, 0, n)
 		for v := start; step > 0 && v <= stop || step < 0 && v >= stop; {
 			if len(rows) >= maxSeries {
 				return nil, tooManyRows("generate_series")
@@ -398,7 +417,7 @@ func init() {
 	i4, i8, num, text := types.Int4, types.Int8, types.Numeric, types.Text
 	ts, tz, iv := types.Timestamp, types.TimestampTZ, types.Interval
 	RegisterSet(
-		&SetFunc{Name: "unnest", Args: tt(AnyArray), Variadic: true, NonStrict: true,
+		&SetFunc{Name: "unnest", Args: tt(AnyArray), Variadic: true, NonStrict: true, PerArgument: true,
 			Cols: func(args []types.Type) ([]string, []types.Type) {
 				names := make([]string, len(args))
 				cols := make([]types.Type, len(args))
