@@ -15,7 +15,7 @@ import (
 
 // BackendsConfig configures the backends scenario.
 type BackendsConfig struct {
-	Rows       int64    // rows per measurement (default 500k)
+	Rows       int64    // rows per measurement (default 1M)
 	Partitions int      // of the Kafka source stream (default 4)
 	Backends   []string // kafka, redis, file (default all)
 	Redis      string   // host:port of a Redis server; empty: the redis part is skipped
@@ -62,7 +62,7 @@ type backendResult struct {
 // Backends runs the backends scenario.
 func Backends(ctx context.Context, o Options, c BackendsConfig) error {
 	if c.Rows <= 0 {
-		c.Rows = 500_000
+		c.Rows = 1_000_000
 	}
 	if c.Partitions <= 0 {
 		c.Partitions = 4

@@ -145,7 +145,7 @@ func runBench(args []string) error {
 		catchup = fs.Duration("catchup-timeout", 10*time.Minute, "bound of building the state")
 		ready = fs.Duration("ready-timeout", 3*time.Minute, "bound of one restart until ready")
 	case "backends":
-		rowsOne = fs.Int64("rows", 500_000, "rows per measurement")
+		rowsOne = fs.Int64("rows", 1_000_000, "rows per measurement")
 		partitions = fs.Int("partitions", 4, "partitions of the Kafka source stream")
 		backends = fs.String("backends", "kafka,redis,file", "backends: kafka, redis, file")
 		redis = fs.String("redis", os.Getenv("FVSQL_TEST_REDIS"), "a Redis server (host:port; default $FVSQL_TEST_REDIS); empty: the redis rows are skipped")
