@@ -11,6 +11,10 @@
 // The catalog also serves the system relations clients introspect
 // (pg_catalog, information_schema, fvsql's own pipelines table) as
 // generated rows, so they are queried by the same SQL engine as streams.
+// pgcatalog.go says how fvsql's objects appear there: streams as tables
+// (WITH options as reloptions, record metadata as system columns),
+// materialized views as such, sinks as foreign tables on their backend,
+// the expression functions as pg_proc.
 //
 // Concurrency: a Catalog is safe for concurrent use; Relations handed out
 // are immutable snapshots (a change replaces the whole Relation).

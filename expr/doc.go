@@ -10,5 +10,21 @@
 // bad input) are per row: the engine turns them into poison rows.
 //
 // The function registry is open: higher layers register system functions
-// (version(), current_database(), …) with Register at init.
+// (version(), current_database(), …) with Register at init. The first
+// registration of an overload (same name and argument types) wins, both
+// for overload resolution and for the plans that name it.
+//
+// Types are resolved as PostgreSQL does, polymorphic ones included:
+// anyarray and anyelement parameters of one call take one array type and
+// its element type (array_append(int[], bigint) is bigint[]); an unknown
+// literal prefers a concrete parameter ('x' || text is text) to a
+// polymorphic one. Arrays (array.go): ARRAY[…], subscripts and slices
+// (out of range is NULL), x op ANY|ALL (array) with SQL's three-valued
+// results (an empty array: ANY false, ALL true, whatever x is; a NULL
+// array: NULL), the array functions. Set-returning functions (unnest,
+// generate_series, pg_options_to_table; setfuncs.go) produce rows: the
+// planner calls them while planning when their arguments are constants,
+// and FuncScan evaluates a subquery over one of them in place, per row.
+// Fail stands for a part of a plan that cannot run: it fails with its
+// SQLSTATE only if it is evaluated.
 package expr

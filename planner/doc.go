@@ -6,6 +6,19 @@
 // type mismatches, misplaced aggregates, unsupported constructs — is found
 // here, with its SQLSTATE, before anything runs.
 //
+// Two deliberate exceptions to "every error before anything runs": a
+// subquery that uses something not supported yet (0A000) becomes an
+// expression failing with that error when it is evaluated, so that
+// clients' catalog queries about objects fvsql never has (psql's \d asks
+// for publications with string_agg over a LATERAL generate_series) run;
+// and the value of a set-returning function is computed while planning
+// when its arguments are constants (arrays.go).
+//
+// Catalog functions that read the catalog of the server running the query
+// (pg_get_viewdef) are planned as lookups into system relations, and a
+// constant name cast to regclass, regnamespace or regrole is looked up
+// while planning.
+//
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table
 // qualifiers); expression typing is package expr's.

@@ -48,6 +48,17 @@
 //	f(*)                        f(__fvsql_star) -> FuncCall.Star
 //	x [ASC|DESC] NULLS FIRST    __fvsql_nulls_first(x) [ASC|DESC] (and _last)
 //	TUMBLE/HOP/SESSION(…) in FROM  __fvsql_tvf_N; arguments parsed separately
+//	[pg_catalog.]f(…) in FROM   the same for set-returning functions (TableFunc);
+//	                            WITH ORDINALITY and AS t(a, b) are taken out too
+//	LATERAL f(…)                f(…) (LATERAL subqueries are 0A000)
+//	ARRAY[a, b]                 __fvsql_array(a, b)
+//	ARRAY(subquery)             __fvsql_array_sub((subquery))
+//	x[i], x[lo:hi], x[:hi]      __fvsql_subscript(x, i), __fvsql_slice(x, lo, hi),
+//	                            an omitted bound written __fvsql_omitted
+//	x op ANY|SOME|ALL (array)   x op __fvsql_any(array) / __fvsql_all(array), for
+//	                            comparisons, LIKE, ILIKE and ~ (the subquery form
+//	                            stays TiDB's: = ANY is IN, <> ALL is NOT IN, other
+//	                            operators become Quantified)
 //	FULL [OUTER] JOIN           STRAIGHT_JOIN -> Join{Kind: "full"}
 //	a ~ b, a !~ b               a REGEXP b, a NOT REGEXP b
 //	a ~* b, a !~* b             a [NOT] REGEXP BINARY b (BINARY marks case-insensitive)
@@ -75,8 +86,8 @@
 //
 // # Known limits
 //
-//   - Arrays (ARRAY[…], x[1], = ANY($1)), JSON operators (->, ->>, @>),
-//     SIMILAR TO, DISTINCT ON, NATURAL JOIN, LATERAL, window frames and
+//   - Multidimensional arrays (ARRAY[ARRAY[…]]), JSON operators (@>, …),
+//     SIMILAR TO, DISTINCT ON, NATURAL JOIN, LATERAL subqueries, window frames and
 //     named windows, WITH RECURSIVE, VALUES as a query, DEFAULT in VALUES,
 //     FOR UPDATE, ORDER BY inside aggregates and INSERT … ON CONFLICT or
 //     RETURNING give 0A000 (FeatureNotSupported).

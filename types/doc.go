@@ -9,6 +9,15 @@
 // may point strings into the record payload, which callers must then treat
 // as immutable, as franz-go's record buffers are).
 //
+// Arrays (array.go) exist for every element type, one-dimensional with
+// lower bound 1: a value holds its elements in the value encoding, and
+// has PostgreSQL's text form ({a,"b c",NULL}), binary form (array_send's
+// layout, for element types with a binary form), key encoding (element by
+// element, so equal arrays group together) and JSON form (a JSON array).
+// Input with several dimensions is 0A000. Regtype is an OID shown as a
+// type name; regclass and the other reg* types are plain OIDs here (the
+// planner reads a constant name cast to them through the catalog).
+//
 // This package sits at the bottom of the import graph: it imports only
 // pgerror and the decimal library.
 package types
