@@ -72,5 +72,9 @@ type Record struct {
 	// node's Pebble store (estimated for large states, measured at most
 	// every 2 s).
 	StateBytes int64
-	Started    time.Time
+	// Watermark is the lowest event-time watermark of the last stage's
+	// partitions on this node (zero: the pipeline has none, being
+	// stateless or without rows yet).
+	Watermark time.Time
+	Started   time.Time
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,7 @@ type pipeline struct {
 	failing   map[int]bool                 // workers currently retrying
 	ingesting map[string]backends.Consumer // live ingest consumers, for FLUSH
 	started   time.Time
+	wms       map[int]int64 // per worker of the last stage: its partitions' lowest watermark
 }
 
 // stageRun is a stage with its datasets resolved.
@@ -104,6 +106,20 @@ func (p *pipeline) heartbeat() {
 	}
 }
 
+// setWatermark records a last-stage worker's watermark (MinInt64: none).
+func (p *pipeline) setWatermark(worker int, wm int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if wm == math.MinInt64 {
+		delete(p.wms, worker)
+		return
+	}
+	if p.wms == nil {
+		p.wms = map[int]int64{}
+	}
+	p.wms[worker] = wm
+}
+
 func (p *pipeline) setStatus(status, errText string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -131,6 +147,12 @@ func (p *pipeline) workerOK(id int) {
 func (p *pipeline) record() Record {
 	p.mu.Lock()
 	status, lastErr := p.status, p.lastErr
+	var wm int64 = math.MinInt64
+	for _, w := range p.wms {
+		if wm == math.MinInt64 || w < wm {
+			wm = w
+		}
+	}
 	p.mu.Unlock()
 	r := Record{
 		Pipeline: p.name, Status: status, Error: lastErr,
@@ -143,6 +165,9 @@ func (p *pipeline) record() Record {
 		r.LastCheckpoint = time.UnixMicro(us)
 	}
 	r.StateBytes = p.stateSize()
+	if wm > math.MinInt64 {
+		r.Watermark = time.UnixMicro(wm).UTC()
+	}
 	return r
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,6 +276,7 @@ func (w *worker) run() error {
 	defer func() {
 		w.p.partitions.Add(-w.owned.Swap(0))
 		w.parts = nil
+		w.p.setWatermark(w.id, math.MinInt64)
 	}()
 	if w.p.e.cfg.ExactlyOnce {
 		return w.runTransactional()
@@ -646,6 +648,13 @@ func (w *worker) commitEpoch(ep *epoch) {
 	}
 	if w.stage.last {
 		p.emitted.Add(ep.emitted)
+		wm := int64(math.MinInt64)
+		for _, pt := range w.parts {
+			if pt.wm > math.MinInt64 && (wm == math.MinInt64 || pt.wm < wm) {
+				wm = pt.wm
+			}
+		}
+		p.setWatermark(w.id, wm)
 	}
 	p.filtered.Add(ep.filtered)
 	p.dropped.Add(ep.dropped)

@@ -223,7 +223,7 @@ var pipelineColumns = []catalog.Column{
 	{Name: "partitions", Type: types.Int4}, {Name: "epochs", Type: types.Int8},
 	{Name: "last_checkpoint", Type: types.TimestampTZ}, {Name: "checkpoint_bytes", Type: types.Int8},
 	{Name: "restoring", Type: types.Int4}, {Name: "restored_keys", Type: types.Int8},
-	{Name: "state_bytes", Type: types.Int8},
+	{Name: "state_bytes", Type: types.Int8}, {Name: "watermark", Type: types.Timestamp},
 	{Name: "error", Type: types.Text},
 }
 
@@ -242,6 +242,10 @@ func (s *Server) pipelineRows(ctx context.Context) []types.Row {
 		if !r.LastCheckpoint.IsZero() {
 			last = types.NewTimestamp(types.TimestampTZ, r.LastCheckpoint.UnixMicro())
 		}
+		wm := types.NullValue
+		if !r.Watermark.IsZero() {
+			wm = types.NewTimestamp(types.Timestamp, r.Watermark.UnixMicro())
+		}
 		errText := types.NullValue
 		if r.Error != "" {
 			errText = types.NewText(r.Error)
@@ -251,7 +255,7 @@ func (s *Server) pipelineRows(ctx context.Context) []types.Row {
 			types.NewInt8(r.Consumed), types.NewInt8(r.Emitted), types.NewInt8(r.Filtered), types.NewInt8(r.Dropped),
 			types.NewInt8(r.Late), lag, types.NewInt(types.Int4, int64(r.Partitions)), types.NewInt8(r.Epochs), last,
 			types.NewInt8(r.CheckpointBytes), types.NewInt(types.Int4, int64(r.Restoring)), types.NewInt8(r.RestoredKeys),
-			types.NewInt8(r.StateBytes), errText,
+			types.NewInt8(r.StateBytes), wm, errText,
 		})
 	}
 	return rows
