@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -201,6 +202,18 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 			return err
 		}
 		stages = append(stages, sr)
+	}
+	for _, sr := range stages {
+		for _, up := range stages {
+			if up == sr || !slices.ContainsFunc(sr.inputs, func(d *Stream) bool { return d.Name == up.def.Output }) {
+				continue
+			}
+			parts := 0
+			for _, d := range up.inputs {
+				parts = max(parts, d.Partitions)
+			}
+			sr.sources += parts
+		}
 	}
 	errs, err := resolve(topo.Errors)
 	if err != nil {

@@ -170,7 +170,8 @@ func (pt *partition) sourceWatermark(v string) {
 }
 
 // watermark computes the partition's current watermark: from its own
-// data, or the minimum over the upstream partitions that reported one,
+// data, or the minimum over the upstream partitions, once every one has
+// reported (or the idle timeout passed since the partition started),
 // leaving out those idle longer than the idle timeout (unless all are).
 func (pt *partition) watermark(w *worker) int64 {
 	if spec := w.stage.def.Watermark; spec != nil {
@@ -184,14 +185,8 @@ func (pt *partition) watermark(w *worker) int64 {
 	}
 	idle := w.p.e.cfg.IdleTimeout
 	now := time.Now()
-	if groups := w.stage.def.SourceGroups; groups > 1 && now.Sub(pt.created) < idle {
-		seen := map[int32]bool{}
-		for s := range pt.sources {
-			seen[s>>16] = true
-		}
-		if len(seen) < groups {
-			return math.MinInt64
-		}
+	if len(pt.sources) < w.stage.sources && now.Sub(pt.created) < idle {
+		return math.MinInt64
 	}
 	active, all := int64(math.MaxInt64), int64(math.MaxInt64)
 	sawActive := false

@@ -46,6 +46,12 @@ type stageRun struct {
 	inputs      []*Stream
 	output      *Stream
 	first, last bool
+	// sources is how many upstream partitions write watermarks into
+	// this stage's internal input (0: the input is not internal): a
+	// partition's watermark waits until each has reported, or the idle
+	// timeout passed since the partition started, so that the first
+	// upstream partition to report does not make the others' rows late.
+	sources int
 }
 
 func (s *stageRun) inputTopics(e *Engine) []string {

@@ -55,14 +55,9 @@ type Stage struct {
 	// SourceBase is added to the partition numbers this stage names in
 	// the watermark control records it writes: stages writing one
 	// internal topic (the two sides of a join) need distinct numbers,
-	// since the reader keeps one watermark per source.
+	// since the reader keeps one watermark per source (SourceBase = i<<16
+	// for the i-th).
 	SourceBase int32 `json:"source_base,omitempty"`
-	// SourceGroups, on a stage reading such a topic, is how many writing
-	// stages there are (SourceBase = i<<16 for the i-th): the watermark
-	// waits until each has reported one, or the idle timeout passed
-	// since the partition started, so that one side of a join does not
-	// make the other side's first rows late.
-	SourceGroups int `json:"source_groups,omitempty"`
 	// Changes makes the stage's output a changelog (materialized views):
 	// rows go to the output stream with an op column first, and to the
 	// compacted table topic keyed by the Key columns (tombstones for

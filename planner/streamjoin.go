@@ -139,7 +139,7 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 		Stages: []engine.Stage{
 			sideStage("left", 0, left, ls, bj.LeftKeys, lcol),
 			sideStage("right", 1, right, rs, bj.RightKeys, rcol),
-			{Name: "join", Inputs: []string{internal.Name}, Output: rel.Name, Steps: joinSteps, SourceGroups: 2},
+			{Name: "join", Inputs: []string{internal.Name}, Output: rel.Name, Steps: joinSteps},
 		},
 		Internal: []engine.Stream{internal},
 		Errors:   errs.Name,

@@ -33,6 +33,13 @@ type catalogLog struct {
 	applied int64 // offset of the next record to apply
 	err     error
 	live    bool // initial replay finished: changes now start and stop pipelines
+	// pending holds the changes applied before live: the start lists the
+	// catalog while the tail goes on, so a change applied between that
+	// list and setLive is followed by setLive.
+	pending []catalog.Change
+	// follow orders the changes followed: setLive's pending ones before
+	// the tail's next.
+	follow sync.Mutex
 }
 
 // openCatalogLog creates the topic if needed, replays it into the catalog
@@ -109,11 +116,16 @@ func (l *catalogLog) tail(ctx context.Context) {
 			}
 			l.mu.Lock()
 			live := l.live
+			if !live && err == nil {
+				l.pending = append(l.pending, change)
+			}
 			l.applied = r.Offset + 1
 			l.cond.Broadcast()
 			l.mu.Unlock()
 			if live {
+				l.follow.Lock()
 				l.s.onCatalogChange(change)
+				l.follow.Unlock()
 			}
 		})
 	}
@@ -141,10 +153,38 @@ func (l *catalogLog) waitApplied(ctx context.Context, offset int64) error {
 	return nil
 }
 
-func (l *catalogLog) setLive() {
+// listing drops the pending changes: the caller is about to list the
+// catalog, which covers them.
+func (l *catalogLog) listing() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.pending = nil
+}
+
+// setLive makes the tail follow changes, after following those applied
+// since the replay that still hold (starting a pipeline or a view's copy
+// twice is a no-op; one created and dropped meanwhile is skipped).
+func (l *catalogLog) setLive() {
+	l.follow.Lock()
+	defer l.follow.Unlock()
+	l.mu.Lock()
 	l.live = true
+	pending := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, ch := range pending {
+		if ch.Created != nil {
+			if cur, ok := l.s.cat.Get(ch.Created.Name); !ok || cur.ID != ch.Created.ID {
+				ch.Created = nil
+			}
+		}
+		if ch.Deleted != nil {
+			if _, ok := l.s.cat.Get(ch.Deleted.Name); ok {
+				ch.Deleted = nil
+			}
+		}
+		l.s.onCatalogChange(ch)
+	}
 }
 
 // publish appends a create (rel) or a drop (rel nil) of name to the log

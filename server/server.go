@@ -132,6 +132,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.views = &views{s: s, m: map[string]*viewCopy{}}
+	s.catLog.listing()
 	for _, r := range s.cat.List(catalog.MaterializedView) {
 		s.views.start(r)
 	}
