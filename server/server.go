@@ -65,20 +65,21 @@ func (c *Config) validate() error {
 
 // Server is a running fvsql instance.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	store   *state.Store
-	cat     *catalog.Catalog
-	broker  *kfake.Cluster // nil when using a real cluster
-	kafka   *kafka.Streamer
-	engine  *engine.Engine
-	host    *host
-	catLog  *catalogLog
-	views   *views
-	env     backends.Env
-	ddl     sync.Mutex // serialises catalog changes
-	backMu  sync.Mutex
-	streams map[string]backends.Streamer // by backend URI
+	cfg        Config
+	log        *slog.Logger
+	store      *state.Store
+	cat        *catalog.Catalog
+	broker     *kfake.Cluster // nil when using a real cluster
+	stopGhosts context.CancelFunc
+	kafka      *kafka.Streamer
+	engine     *engine.Engine
+	host       *host
+	catLog     *catalogLog
+	views      *views
+	env        backends.Env
+	ddl        sync.Mutex // serialises catalog changes
+	backMu     sync.Mutex
+	streams    map[string]backends.Streamer // by backend URI
 }
 
 // Open starts a server: it opens the data directory, starts or connects
@@ -115,6 +116,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.env = backends.Env{KafkaBrokers: brokers, TopicPrefix: cfg.TopicPrefix, DataDir: cfg.DataDir}
 	if s.kafka, err = kafka.Connect(ctx, kafka.Config{Brokers: brokers, TopicPrefix: cfg.TopicPrefix}); err != nil {
 		return nil, err
+	}
+	if s.broker != nil {
+		var gctx context.Context
+		gctx, s.stopGhosts = context.WithCancel(context.Background())
+		watchGhosts(gctx, s.broker, s.kafka.Client(), s.log)
 	}
 	ecfg := cfg.Stream
 	ecfg.Brokers, ecfg.TopicPrefix, ecfg.Logger, ecfg.Store = brokers, cfg.TopicPrefix, cfg.Logger, s.store
@@ -196,6 +202,9 @@ func (s *Server) Close() error {
 	}
 	if s.engine != nil {
 		s.engine.Close() // graceful: each consumer commits its epoch
+	}
+	if s.stopGhosts != nil {
+		s.stopGhosts()
 	}
 	if s.kafka != nil {
 		s.kafka.Close()
