@@ -18,6 +18,9 @@
 #   FVSQL_SQLLOGIC_REAL=1|0     force/skip the sqllogic pass on real Kafka
 #                               (default: run it only when no arguments are given)
 #   FVSQL_GO_TEST_TIMEOUT       go test -timeout (default 30m)
+#   FVSQL_KAFKA_LIBS            exported for tests that start a private broker
+#                               (tests/fvsqltest.StartKafka): the cached jars;
+#                               FVSQL_KAFKA_JAVA: the java to run them with
 #   KAFKA_HEAP_OPTS             broker heap (default -Xmx512m -Xms512m)
 #   CI                          set by CI: kept exported, makes testenv fail instead of skip
 set -euo pipefail
@@ -390,6 +393,26 @@ use_existing_kafka() {
 	phase_done "kafka (existing)" "$t" "$FVSQL_TEST_KAFKA"
 }
 
+# export_kafka_libs: tells tests that start a broker of their own
+# (tests/fvsqltest.StartKafka) where the cached jars and java are. With
+# FVSQL_TEST_KAFKA given, only when the cache is complete and java is found.
+export_kafka_libs() {
+	if [[ -z "${FVSQL_KAFKA_LIBS:-}" ]]; then
+		local java="${JAVA:-${JAVA_HOME:+$JAVA_HOME/bin/}java}"
+		if kafka_cache_ok && command -v "$java" >/dev/null; then
+			FVSQL_KAFKA_LIBS="$KAFKA_LIBS"
+			FVSQL_KAFKA_JAVA="${FVSQL_KAFKA_JAVA:-$(command -v "$java")}"
+		fi
+	fi
+	if [[ -n "${FVSQL_KAFKA_LIBS:-}" ]]; then
+		export FVSQL_KAFKA_LIBS
+		[[ -z "${FVSQL_KAFKA_JAVA:-}" ]] || export FVSQL_KAFKA_JAVA
+		log kafka "FVSQL_KAFKA_LIBS=$FVSQL_KAFKA_LIBS${FVSQL_KAFKA_JAVA:+ FVSQL_KAFKA_JAVA=$FVSQL_KAFKA_JAVA} (for tests that start their own broker)"
+	else
+		log kafka "FVSQL_KAFKA_LIBS not set: tests that start their own broker will skip"
+	fi
+}
+
 # redis_ping HOST PORT: one PING with a 2 s bound, without redis-cli.
 redis_ping() {
 	# shellcheck disable=SC2016 # $1/$2 expand in the inner shell
@@ -476,6 +499,7 @@ main() {
 		fetch_kafka
 		start_kafka
 	fi
+	export_kafka_libs
 	if [[ -n "${FVSQL_TEST_REDIS:-}" ]]; then
 		use_existing_redis
 	else

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"sync"
 	"time"
 
@@ -11,10 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ghostAfter is how long a group member of the embedded broker may stay
-// silent before it is taken for dead: twice the session timeout fvsql's
-// consumers use (engine/worker.go), whose heartbeats come every 3 s.
-const ghostAfter = 20 * time.Second
+// ghostAfter is how long a group member of the embedded broker whose
+// connection is closed may stay silent before it is taken for dead: the
+// session timeout fvsql's consumers use (engine/worker.go, 10 s) and a
+// heartbeat interval (3 s) more.
+const ghostAfter = 13 * time.Second
 
 // ghostReaper works around a bug of kfake's classic group coordinator: a
 // member whose process died while its JoinGroup or SyncGroup waited for
@@ -23,22 +25,80 @@ const ghostAfter = 20 * time.Second
 // sync timer), so the partitions assigned to it are read by nobody. Real
 // Kafka expires such a member after its session timeout. The reaper
 // watches which members talk to the group coordinator (control functions
-// that observe and let kfake handle every request) and makes a member
-// silent for ghostAfter leave its group, which rebalances its partitions
-// to the live members.
+// that observe and let kfake handle every request) and which client
+// connections are open (it wraps the broker's listener), and makes a
+// member leave its group when the connection it joined on is closed and
+// it has sent nothing for ghostAfter: its process is gone. A live member
+// heartbeats every 3 s, and one waiting in a long JoinGroup keeps that
+// connection open.
 type ghostReaper struct {
 	mu   sync.Mutex
 	seen map[ghostKey]time.Time // last request of a member; first sighting for members never heard
+	open map[string]bool        // remote addresses of the broker's open connections
+}
+
+func newGhostReaper() *ghostReaper {
+	return &ghostReaper{seen: map[ghostKey]time.Time{}, open: map[string]bool{}}
+}
+
+// listen wraps the broker's listener so that the reaper knows which
+// connections are open.
+func (r *ghostReaper) listen(l net.Listener) net.Listener { return &trackedListener{Listener: l, r: r} }
+
+type trackedListener struct {
+	net.Listener
+	r *ghostReaper
+}
+
+func (l *trackedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	addr := c.RemoteAddr().String()
+	l.r.mu.Lock()
+	l.r.open[addr] = true
+	l.r.mu.Unlock()
+	return &trackedConn{Conn: c, r: l.r, addr: addr}, nil
+}
+
+// trackedConn marks its address closed when the peer is gone (a read
+// fails) or the broker closes it.
+type trackedConn struct {
+	net.Conn
+	r    *ghostReaper
+	addr string
+	once sync.Once
+}
+
+func (c *trackedConn) gone() {
+	c.once.Do(func() {
+		c.r.mu.Lock()
+		delete(c.r.open, c.addr)
+		c.r.mu.Unlock()
+	})
+}
+
+func (c *trackedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.gone()
+	}
+	return n, err
+}
+
+func (c *trackedConn) Close() error {
+	c.gone()
+	return c.Conn.Close()
 }
 
 type ghostKey struct{ group, member string }
 
-// watchGhosts installs the observers on the embedded broker and runs the
+// watch installs the observers on the embedded broker and runs the
 // reaper until ctx ends, through cl (a client of that broker).
-func watchGhosts(ctx context.Context, c *kfake.Cluster, cl *kgo.Client, log interface {
+func (r *ghostReaper) watch(ctx context.Context, c *kfake.Cluster, cl *kgo.Client, log interface {
 	Warn(string, ...any)
 }) {
-	r := &ghostReaper{seen: map[ghostKey]time.Time{}}
 	for _, key := range []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.TxnOffsetCommit, kmsg.LeaveGroup} {
 		c.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
 			r.observe(req)
@@ -89,8 +149,9 @@ func (r *ghostReaper) observe(req kmsg.Request) {
 	r.mu.Unlock()
 }
 
-// reap makes the members silent for ghostAfter leave their groups, and
-// forgets members no group has any more.
+// reap makes the members whose connection is closed and who have been
+// silent for ghostAfter leave their groups, and forgets members no group
+// has any more.
 func (r *ghostReaper) reap(ctx context.Context, cl *kgo.Client, log interface{ Warn(string, ...any) }) {
 	ctx, cancel := context.WithTimeout(ctx, ghostAfter/2)
 	defer cancel()
@@ -119,7 +180,7 @@ func (r *ghostReaper) reap(ctx context.Context, cl *kgo.Client, log interface{ W
 				r.seen[k] = now
 				continue
 			}
-			if now.Sub(last) > ghostAfter {
+			if now.Sub(last) > ghostAfter && !r.open[m.ClientHost] {
 				ghosts = append(ghosts, k)
 			}
 		}

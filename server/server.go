@@ -70,6 +70,7 @@ type Server struct {
 	store      *state.Store
 	cat        *catalog.Catalog
 	broker     *kfake.Cluster // nil when using a real cluster
+	ghosts     *ghostReaper   // the embedded broker's; see ghosts.go
 	stopGhosts context.CancelFunc
 	kafka      *kafka.Streamer
 	engine     *engine.Engine
@@ -107,7 +108,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	brokers := cfg.Kafka
 	if len(brokers) == 0 {
-		if s.broker, err = startEmbeddedBroker(cfg.DataDir, cfg.KafkaListen); err != nil {
+		s.ghosts = newGhostReaper()
+		if s.broker, err = startEmbeddedBroker(cfg.DataDir, cfg.KafkaListen, s.ghosts); err != nil {
 			return nil, err
 		}
 		brokers = s.broker.ListenAddrs()
@@ -120,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.broker != nil {
 		var gctx context.Context
 		gctx, s.stopGhosts = context.WithCancel(context.Background())
-		watchGhosts(gctx, s.broker, s.kafka.Client(), s.log)
+		s.ghosts.watch(gctx, s.broker, s.kafka.Client(), s.log)
 	}
 	ecfg := cfg.Stream
 	ecfg.Brokers, ecfg.TopicPrefix, ecfg.Logger, ecfg.Store = brokers, cfg.TopicPrefix, cfg.Logger, s.store
@@ -150,7 +152,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 
 // startEmbeddedBroker runs franz-go's kfake in-process, persisted under
 // the data directory, listening on addr.
-func startEmbeddedBroker(dataDir, addr string) (*kfake.Cluster, error) {
+func startEmbeddedBroker(dataDir, addr string, ghosts *ghostReaper) (*kfake.Cluster, error) {
 	host, portStr, _ := net.SplitHostPort(addr)
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
@@ -169,7 +171,11 @@ func startEmbeddedBroker(dataDir, addr string) (*kfake.Cluster, error) {
 		kfake.NumBrokers(1),
 		kfake.Ports(port),
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			return net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
+			l, err := net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
+			if err != nil {
+				return nil, err
+			}
+			return ghosts.listen(l), nil
 		}),
 		kfake.DataDir(filepath.Join(dataDir, "kafka")),
 		kfake.ClusterID("fvsql-embedded"),

@@ -5,6 +5,12 @@
 // data directory and ports. Every process a test starts is killed when the
 // test ends, also when it fails or panics, and a failed test prints the
 // tail (and the warnings and errors) of every process's log.
+//
+// It also pauses and resumes processes (SIGSTOP/SIGCONT), wipes a
+// stopped process's data directory, copies every log to
+// $FVSQL_TEST_LOG_DIR when set, and starts a private single-node Apache
+// Kafka broker from the jars in $FVSQL_KAFKA_LIBS (StartKafka) that a test
+// can stop and start again.
 package fvsqltest
 
 import (
@@ -198,6 +204,7 @@ func Start(t testing.TB, cfg Config) *Process {
 	}
 	args = append(args, cfg.Args...)
 	p := &Process{t: t, bin: Binary(t), cfg: cfg, args: args, logPath: filepath.Join(dir, "fvsql.log")}
+	t.Cleanup(func() { keepLog(t, p.logPath, p.cfg.Name) }) // runs after cleanup
 	t.Cleanup(p.cleanup)
 	p.start()
 	return p
@@ -513,4 +520,44 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// ShowPipelineStatus reads a pipeline's status from SHOW PIPELINES.
+func ShowPipelineStatus(conn *pgx.Conn, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rows, err := conn.Query(ctx, "SHOW PIPELINES")
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	nameCol, statusCol := -1, -1
+	for i, f := range rows.FieldDescriptions() {
+		switch f.Name {
+		case "name":
+			nameCol = i
+		case "status":
+			statusCol = i
+		}
+	}
+	status := ""
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return "", err
+		}
+		if nameCol < 0 || statusCol < 0 {
+			continue
+		}
+		if n, _ := vals[nameCol].(string); n == name {
+			status, _ = vals[statusCol].(string)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	if nameCol < 0 || statusCol < 0 {
+		return "", errors.New("SHOW PIPELINES has no name or status column")
+	}
+	return status, nil
 }

@@ -3,7 +3,6 @@ package pipelines
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -131,89 +130,7 @@ func (c *cluster) readUncommitted(t *testing.T, topic string) []*kgo.Record {
 
 func (c *cluster) readTopic(t *testing.T, topic string, committed bool) []*kgo.Record {
 	t.Helper()
-	adm := kadm.NewClient(c.client(t))
-	deadline := time.Now().Add(readTimeout)
-	var ends, starts kadm.ListedOffsets
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		lso, err1 := adm.ListCommittedOffsets(ctx, topic)
-		hwm, err2 := adm.ListEndOffsets(ctx, topic)
-		st, err3 := adm.ListStartOffsets(ctx, topic)
-		cancel()
-		err := errors.Join(err1, err2, err3)
-		if err == nil {
-			err = errors.Join(lso.Error(), hwm.Error(), st.Error())
-		}
-		var open []string
-		if err == nil {
-			if !committed {
-				ends, starts = hwm, st
-				break
-			}
-			hwm.Each(func(o kadm.ListedOffset) {
-				if l, ok := lso.Lookup(o.Topic, o.Partition); !ok || l.Offset != o.Offset {
-					open = append(open, fmt.Sprintf("p%d lso %d < hwm %d", o.Partition, l.Offset, o.Offset))
-				}
-			})
-			if len(open) == 0 {
-				ends, starts = lso, st
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s: transactions still open after %s (err %v): %s", topic, readTimeout, err, strings.Join(open, ", "))
-		}
-		time.Sleep(pollInterval)
-	}
-	want := map[int32]int64{}
-	assign := map[string]map[int32]kgo.Offset{topic: {}}
-	ends.Each(func(o kadm.ListedOffset) {
-		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Offset >= o.Offset {
-			return
-		}
-		want[o.Partition] = o.Offset
-		assign[topic][o.Partition] = kgo.NewOffset().AtStart()
-	})
-	if len(want) == 0 {
-		return nil
-	}
-	iso := kgo.ReadCommitted()
-	if !committed {
-		iso = kgo.ReadUncommitted()
-	}
-	cl := c.client(t,
-		kgo.ConsumePartitions(assign),
-		kgo.FetchIsolationLevel(iso),
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(200*time.Millisecond),
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
-	pos := map[int32]int64{}
-	var out []*kgo.Record
-	for {
-		done := true
-		for p, end := range want {
-			if pos[p] < end {
-				done = false
-			}
-		}
-		if done {
-			return out
-		}
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading %s: %v; positions %v, ends %v", topic, ctx.Err(), pos, want)
-		}
-		fs.EachError(func(tp string, p int32, err error) { t.Logf("reading %s[%d]: %v", tp, p, err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			pos[r.Partition] = r.Offset + 1
-			if r.Attrs.IsControl() || r.Offset >= want[r.Partition] {
-				return
-			}
-			out = append(out, r)
-		})
-	}
+	return fvsqltest.ReadTopic(t, c.brokers(), topic, committed, readTimeout)
 }
 
 // exec runs a statement that returns no rows.

@@ -3,7 +3,6 @@ package pipelines
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -128,7 +127,7 @@ func TestPipelineSurvivesRestartDefinition(t *testing.T) {
 		conn = srv.Connect(t)
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			status, err := showPipelineStatus(conn, "names")
+			status, err := fvsqltest.ShowPipelineStatus(conn, "names")
 			if err == nil && status == "RUNNING" {
 				t.Logf("SHOW PIPELINES after the restart: names %s", status)
 				break
@@ -250,44 +249,4 @@ func checkNames(t *testing.T, conn *pgx.Conn, want map[int64]string) {
 			t.Errorf("names: id %d = %q, want %q (all: %v)", id, got[id], name, got)
 		}
 	}
-}
-
-// showPipelineStatus reads a pipeline's status from SHOW PIPELINES.
-func showPipelineStatus(conn *pgx.Conn, name string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	rows, err := conn.Query(ctx, "SHOW PIPELINES")
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	nameCol, statusCol := -1, -1
-	for i, f := range rows.FieldDescriptions() {
-		switch f.Name {
-		case "name":
-			nameCol = i
-		case "status":
-			statusCol = i
-		}
-	}
-	status := ""
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			return "", err
-		}
-		if nameCol < 0 || statusCol < 0 {
-			continue
-		}
-		if n, _ := vals[nameCol].(string); n == name {
-			status, _ = vals[statusCol].(string)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return "", err
-	}
-	if nameCol < 0 || statusCol < 0 {
-		return "", errors.New("SHOW PIPELINES has no name or status column")
-	}
-	return status, nil
 }

@@ -1,0 +1,605 @@
+package exactlyonce
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The input stream and the continuous queries of the tests. ev has the
+// columns of the issue plus g = v % 7, precomputed by the producer:
+// continuous queries do not take computed GROUP BY keys yet (0A000), and
+// grouping by a column other than the input's key is what forces the
+// repartition stage of w2.
+const (
+	inputStream = "ev"
+	inputDDL    = "CREATE STREAM ev (k BIGINT, v BIGINT, g BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (partitions = 8, key = 'k')"
+	partitions  = 8
+
+	s1DDL = "CREATE STREAM s1 AS SELECT k, v * 2 AS v2, ts FROM ev WHERE v % 3 <> 0"
+	w1DDL = "CREATE STREAM w1 AS SELECT k, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS m FROM TUMBLE(ev, ts, INTERVAL '10' SECOND) GROUP BY k, window_start, window_end"
+	w2DDL = "CREATE STREAM w2 AS SELECT g, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS m FROM TUMBLE(ev, ts, INTERVAL '10' SECOND) GROUP BY g, window_start, window_end"
+	t3DDL = "CREATE MATERIALIZED VIEW t3 AS SELECT * FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM ev) t WHERE rn <= 3"
+
+	windowMicros = int64(10 * time.Second / time.Microsecond)
+)
+
+// ddlOf maps the pipelines to their statements.
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL}
+
+// t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
+// window boundary).
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+
+// evRow is one input row.
+type evRow struct {
+	k, v, g, ts int64 // ts: microseconds since the Unix epoch
+}
+
+// dataset is the input of a test and the records that carry it.
+type dataset struct {
+	rows []evRow // in production order: data rows, then one far-future row per partition
+	data int     // rows[:data] are data rows
+	recs []*kgo.Record
+	warm int // rows[:warm]: one row per partition at the very start
+}
+
+// genData builds n data rows over keys keys: the first rows, one per
+// partition, are the warm-up rows; row i has event time t0 + i ms (so
+// event time is monotonic in every partition, as the watermark requires);
+// v is a permutation of 1..n (unique: no ties in the top-N), g = v % 7.
+// After them comes one row per partition with an event time 10^7 s later,
+// which moves every partition's watermark past every data window so all
+// of them close.
+func genData(seed uint64, n, keys int) *dataset {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	part := kgo.StickyKeyPartitioner(nil).ForTopic(inputStream)
+	partOf := func(k int64) int32 {
+		return int32(part.Partition(&kgo.Record{Key: []byte(strconv.FormatInt(k, 10))}, partitions))
+	}
+	var first [partitions]int64
+	found := 0
+	for i := range first {
+		first[i] = -1
+	}
+	for k := int64(0); found < partitions; k++ {
+		if p := partOf(k); first[p] < 0 {
+			first[p] = k
+			found++
+		}
+	}
+	perm := rng.Perm(n)
+	d := &dataset{data: n, warm: partitions}
+	d.rows = make([]evRow, 0, n+partitions)
+	for i := 0; i < n; i++ {
+		k := int64(rng.IntN(keys))
+		if i < partitions {
+			k = first[i]
+		}
+		v := int64(perm[i] + 1)
+		d.rows = append(d.rows, evRow{k: k, v: v, g: v % 7, ts: t0 + int64(i)*1000})
+	}
+	far := t0 + 10_000_000*1_000_000
+	for p := 0; p < partitions; p++ {
+		v := int64(n + 1 + p)
+		d.rows = append(d.rows, evRow{k: first[p], v: v, g: v % 7, ts: far + int64(p)*1000})
+	}
+	d.recs = make([]*kgo.Record, len(d.rows))
+	for i, r := range d.rows {
+		val := fmt.Appendf(nil, `{"k":%d,"v":%d,"g":%d,"ts":"%s"}`, r.k, r.v, r.g, tsText(r.ts))
+		d.recs[i] = &kgo.Record{Key: []byte(strconv.FormatInt(r.k, 10)), Value: val}
+	}
+	return d
+}
+
+func tsText(us int64) string {
+	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000")
+}
+
+// parseTS reads a timestamp as fvsql writes it (ISO 8601, with or without
+// fraction and zone).
+func parseTS(s string) (int64, error) {
+	for _, layout := range []string{"2006-01-02T15:04:05.999999999", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00"} {
+		if tm, err := time.Parse(layout, s); err == nil {
+			return tm.UnixMicro(), nil
+		}
+	}
+	return 0, fmt.Errorf("timestamp %q", s)
+}
+
+// ---------------------------------------------------------------- expected
+
+type agg struct{ n, s, m int64 }
+
+type winKey struct{ key, ws int64 }
+
+type topRow struct{ v, ts int64 }
+
+func windowStart(ts int64) int64 { return ts - ((ts%windowMicros)+windowMicros)%windowMicros }
+
+// expectS1 is s1's rows by v (unique): v*2 and the row.
+func (d *dataset) expectS1() map[int64]evRow {
+	out := map[int64]evRow{}
+	for _, r := range d.rows {
+		if r.v%3 != 0 {
+			out[r.v] = r
+		}
+	}
+	return out
+}
+
+// expectWindows is every closed window's aggregates: every window of the
+// data rows (the far-future rows' windows stay open).
+func (d *dataset) expectWindows(by func(evRow) int64) map[winKey]agg {
+	out := map[winKey]agg{}
+	for _, r := range d.rows[:d.data] {
+		k := winKey{by(r), windowStart(r.ts)}
+		a := out[k]
+		a.n++
+		a.s += r.v
+		a.m = max(a.m, r.v)
+		out[k] = a
+	}
+	return out
+}
+
+// expectTop3 is the view t3: per k the three rows with the largest v.
+func (d *dataset) expectTop3() map[[2]int64]topRow {
+	per := map[int64][]evRow{}
+	for _, r := range d.rows {
+		per[r.k] = append(per[r.k], r)
+	}
+	out := map[[2]int64]topRow{}
+	for k, rs := range per {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].v > rs[j].v })
+		for i := 0; i < len(rs) && i < 3; i++ {
+			out[[2]int64{k, int64(i + 1)}] = topRow{rs[i].v, rs[i].ts}
+		}
+	}
+	return out
+}
+
+// ---------------------------------------------------------------- checking
+
+// problems collects mismatches, printing the first few of each kind.
+type problems struct {
+	t     *testing.T
+	what  string
+	kinds map[string]int
+	order []string
+}
+
+func newProblems(t *testing.T, what string) *problems {
+	return &problems{t: t, what: what, kinds: map[string]int{}}
+}
+
+func (p *problems) add(kind, format string, args ...any) {
+	if p.kinds[kind] == 0 {
+		p.order = append(p.order, kind)
+	}
+	p.kinds[kind]++
+	if p.kinds[kind] <= 12 {
+		p.t.Errorf("%s: %s: %s", p.what, kind, fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *problems) ok() bool { return len(p.order) == 0 }
+
+func (p *problems) summary() string {
+	if p.ok() {
+		return "exact"
+	}
+	var parts []string
+	for _, k := range p.order {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, p.kinds[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// jsonRow decodes an output record's JSON object with numbers kept exact.
+func jsonRow(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// intField reads an integer column, written as a JSON number or string
+// (a NUMERIC sum may be either), with or without a zero fraction.
+func intField(m map[string]any, name string) (int64, error) {
+	var s string
+	switch v := m[name].(type) {
+	case json.Number:
+		s = v.String()
+	case string:
+		s = v
+	default:
+		return 0, fmt.Errorf("column %s: %T %v", name, m[name], m[name])
+	}
+	whole, frac, dot := strings.Cut(s, ".")
+	if dot && strings.Trim(frac, "0") != "" {
+		return 0, fmt.Errorf("column %s: %s is not an integer", name, s)
+	}
+	return strconv.ParseInt(whole, 10, 64)
+}
+
+func tsField(m map[string]any, name string) (int64, error) {
+	s, ok := m[name].(string)
+	if !ok {
+		return 0, fmt.Errorf("column %s: %T %v", name, m[name], m[name])
+	}
+	return parseTS(s)
+}
+
+func where(r *kgo.Record) string {
+	return fmt.Sprintf("p%d@%d (producer %d epoch %d, %s)", r.Partition, r.Offset, r.ProducerID, r.ProducerEpoch, r.Timestamp.Format("15:04:05.000"))
+}
+
+// checkS1 compares s1's committed output with the expected rows: every
+// row exactly once, with the right values.
+func checkS1(t *testing.T, c *cluster, d *dataset) bool {
+	t.Helper()
+	want := d.expectS1()
+	recs := c.readCommitted(t, c.topic("s1"))
+	p := newProblems(t, "s1")
+	seen := map[int64][]*kgo.Record{}
+	for _, r := range recs {
+		m, err := jsonRow(r.Value)
+		var k, v2, ts int64
+		if err == nil {
+			k, err = intField(m, "k")
+		}
+		if err == nil {
+			v2, err = intField(m, "v2")
+		}
+		if err == nil {
+			ts, err = tsField(m, "ts")
+		}
+		if err != nil {
+			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
+			continue
+		}
+		v := v2 / 2
+		w, ok := want[v]
+		if !ok || v2%2 != 0 {
+			p.add("unexpected row", "%s %s", where(r), r.Value)
+			continue
+		}
+		if w.k != k || w.ts != ts {
+			p.add("wrong values", "%s %s, want k=%d ts=%s", where(r), r.Value, w.k, tsText(w.ts))
+		}
+		seen[v] = append(seen[v], r)
+	}
+	var missing []int64
+	for v := range want {
+		switch rs := seen[v]; {
+		case len(rs) == 0:
+			missing = append(missing, v)
+		case len(rs) > 1:
+			at := make([]string, len(rs))
+			for i, r := range rs {
+				at[i] = where(r)
+			}
+			p.add("duplicated row", "v=%d k=%d %d times: %s", v, want[v].k, len(rs), strings.Join(at, ", "))
+		}
+	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
+	for _, v := range missing {
+		r := want[v]
+		p.add("missing row", "k=%d v=%d ts=%s (input %s)", r.k, r.v, tsText(r.ts), d.inputOf(v))
+	}
+	t.Logf("s1: %d committed records, %d expected rows: %s", len(recs), len(want), p.summary())
+	return p.ok()
+}
+
+// inputOf says where the input row with value v was produced.
+func (d *dataset) inputOf(v int64) string {
+	for i, r := range d.rows {
+		if r.v == v {
+			if rec := d.recs[i]; rec.Offset >= 0 && rec.Partition >= 0 {
+				return fmt.Sprintf("row %d at ev p%d@%d", i, rec.Partition, rec.Offset)
+			}
+			return fmt.Sprintf("row %d", i)
+		}
+	}
+	return "?"
+}
+
+// checkWindows compares a windowed stream's committed output with the
+// expected windows: each exactly once, every aggregate right.
+func checkWindows(t *testing.T, c *cluster, d *dataset, stream, keyCol string, by func(evRow) int64) bool {
+	t.Helper()
+	want := d.expectWindows(by)
+	recs := c.readCommitted(t, c.topic(stream))
+	p := newProblems(t, stream)
+	seen := map[winKey][]*kgo.Record{}
+	for _, r := range recs {
+		m, err := jsonRow(r.Value)
+		var k, ws, we int64
+		var a agg
+		if err == nil {
+			k, err = intField(m, keyCol)
+		}
+		if err == nil {
+			ws, err = tsField(m, "window_start")
+		}
+		if err == nil {
+			we, err = tsField(m, "window_end")
+		}
+		if err == nil {
+			a.n, err = intField(m, "n")
+		}
+		if err == nil {
+			a.s, err = intField(m, "s")
+		}
+		if err == nil {
+			a.m, err = intField(m, "m")
+		}
+		if err != nil {
+			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
+			continue
+		}
+		key := winKey{k, ws}
+		w, ok := want[key]
+		if !ok {
+			p.add("unexpected window", "%s %s", where(r), r.Value)
+			continue
+		}
+		if we != ws+windowMicros || a != w {
+			p.add("wrong aggregates", "%s %s, want n=%d s=%d m=%d", where(r), r.Value, w.n, w.s, w.m)
+		}
+		seen[key] = append(seen[key], r)
+	}
+	var missing []winKey
+	for key := range want {
+		switch rs := seen[key]; {
+		case len(rs) == 0:
+			missing = append(missing, key)
+		case len(rs) > 1:
+			at := make([]string, len(rs))
+			for i, r := range rs {
+				at[i] = where(r) + " " + string(r.Value)
+			}
+			p.add("duplicated window", "%s=%d window %s: %d times: %s", keyCol, key.key, tsText(key.ws), len(rs), strings.Join(at, ", "))
+		}
+	}
+	sort.Slice(missing, func(i, j int) bool {
+		if missing[i].ws != missing[j].ws {
+			return missing[i].ws < missing[j].ws
+		}
+		return missing[i].key < missing[j].key
+	})
+	for _, key := range missing {
+		w := want[key]
+		p.add("missing window", "%s=%d window %s (n=%d s=%d m=%d)", keyCol, key.key, tsText(key.ws), w.n, w.s, w.m)
+	}
+	t.Logf("%s: %d committed records, %d expected windows: %s", stream, len(recs), len(want), p.summary())
+	return p.ok()
+}
+
+// checkTop3 compares the view t3 with the expected top 3 per key: the
+// final table folded from its compacted topic (read_committed; the last
+// record of a key wins, a tombstone deletes it) and SELECT * FROM t3.
+func checkTop3(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn) bool {
+	t.Helper()
+	want := d.expectTop3()
+	recs := c.readCommitted(t, c.topic("t3"))
+	table := map[string]*kgo.Record{}
+	for _, r := range recs { // in offset order per partition; a key has one partition
+		if r.Value == nil {
+			delete(table, string(r.Key))
+		} else {
+			table[string(r.Key)] = r
+		}
+	}
+	p := newProblems(t, "t3 (compacted topic)")
+	got := map[[2]int64]topRow{}
+	for _, r := range table {
+		m, err := jsonRow(r.Value)
+		var k, v, ts, rn int64
+		if err == nil {
+			k, err = intField(m, "k")
+		}
+		if err == nil {
+			v, err = intField(m, "v")
+		}
+		if err == nil {
+			ts, err = tsField(m, "ts")
+		}
+		if err == nil {
+			rn, err = intField(m, "rn")
+		}
+		if err != nil {
+			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
+			continue
+		}
+		key := [2]int64{k, rn}
+		if _, dup := got[key]; dup {
+			p.add("two records for one (k, rn)", "%s key %s: %s", where(r), r.Key, r.Value)
+		}
+		got[key] = topRow{v, ts}
+	}
+	compareTop(p, got, want)
+	t.Logf("t3 table topic: %d committed records, %d keys, %d expected rows: %s", len(recs), len(table), len(want), p.summary())
+	ok := p.ok()
+
+	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+	defer cancel()
+	rows, err := conn.Query(ctx, "SELECT k, v, ts, rn FROM t3")
+	if err != nil {
+		t.Errorf("SELECT FROM t3: %v", err)
+		return false
+	}
+	q := newProblems(t, "t3 (SELECT)")
+	sel := map[[2]int64]topRow{}
+	n := 0
+	for rows.Next() {
+		var k, v, rn int64
+		var ts time.Time
+		if err := rows.Scan(&k, &v, &ts, &rn); err != nil {
+			t.Errorf("SELECT FROM t3: %v", err)
+			return false
+		}
+		n++
+		if _, dup := sel[[2]int64{k, rn}]; dup {
+			q.add("two rows for one (k, rn)", "k=%d rn=%d", k, rn)
+		}
+		sel[[2]int64{k, rn}] = topRow{v, ts.UnixMicro()}
+	}
+	if err := rows.Err(); err != nil {
+		t.Errorf("SELECT FROM t3: %v", err)
+		return false
+	}
+	compareTop(q, sel, want)
+	t.Logf("SELECT * FROM t3: %d rows: %s", n, q.summary())
+	return ok && q.ok()
+}
+
+func compareTop(p *problems, got, want map[[2]int64]topRow) {
+	keys := make([][2]int64, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		g, gok := got[k]
+		w, wok := want[k]
+		switch {
+		case !gok:
+			p.add("missing row", "k=%d rn=%d, want v=%d ts=%s", k[0], k[1], w.v, tsText(w.ts))
+		case !wok:
+			p.add("unexpected row", "k=%d rn=%d v=%d ts=%s", k[0], k[1], g.v, tsText(g.ts))
+		case g != w:
+			p.add("wrong row", "k=%d rn=%d: v=%d ts=%s, want v=%d ts=%s", k[0], k[1], g.v, tsText(g.ts), w.v, tsText(w.ts))
+		}
+	}
+}
+
+// checkNoErrors reports what the pipelines' errors streams hold: poison
+// or late rows, none expected.
+func checkNoErrors(t *testing.T, c *cluster, pipelines ...string) bool {
+	t.Helper()
+	ok := true
+	for _, p := range pipelines {
+		recs := c.readCommitted(t, c.topic(p+"_errors"))
+		if len(recs) == 0 {
+			continue
+		}
+		ok = false
+		reasons := map[string]int{}
+		for _, r := range recs {
+			m, err := jsonRow(r.Value)
+			reason := "?"
+			if err == nil {
+				reason, _ = m["reason"].(string)
+				reason, _, _ = strings.Cut(reason, ":")
+			}
+			reasons[reason]++
+		}
+		t.Errorf("%s_errors holds %d records (none expected): reasons %v; first: %s", p, len(recs), reasons, recs[0].Value)
+	}
+	return ok
+}
+
+// checkAll checks the outputs of the named pipelines.
+func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ...string) {
+	t.Helper()
+	start := time.Now()
+	results := map[string]bool{}
+	for _, p := range pipelines {
+		switch p {
+		case "s1":
+			results[p] = checkS1(t, c, d)
+		case "w1":
+			results[p] = checkWindows(t, c, d, "w1", "k", func(r evRow) int64 { return r.k })
+		case "w2":
+			results[p] = checkWindows(t, c, d, "w2", "g", func(r evRow) int64 { return r.g })
+		case "t3":
+			results[p] = checkTop3(t, c, d, conn)
+		}
+	}
+	results["errors streams empty"] = checkNoErrors(t, c, pipelines...)
+	t.Logf("RESULT %s: %v (checked in %s)", t.Name(), results, time.Since(start).Round(time.Millisecond))
+	if t.Failed() {
+		diagnoseGroups(t, c, pipelines)
+	}
+}
+
+// diagnoseGroups logs, for a failed check, where each pipeline's first
+// stage group is against the input's end.
+func diagnoseGroups(t *testing.T, c *cluster, pipelines []string) {
+	t.Helper()
+	adm := kadm.NewClient(c.client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := adm.ListCommittedOffsets(ctx, c.topic(inputStream))
+	if err != nil {
+		t.Logf("diagnosis: %v", err)
+		return
+	}
+	for _, p := range pipelines {
+		group := c.prefix + "fvsql." + p + ".s0"
+		committed, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			t.Logf("diagnosis: group %s: %v", group, err)
+			continue
+		}
+		var parts []string
+		ends.Each(func(o kadm.ListedOffset) {
+			at := int64(-1)
+			if cm, ok := committed.Lookup(o.Topic, o.Partition); ok {
+				at = cm.At
+			}
+			parts = append(parts, fmt.Sprintf("p%d %d/%d", o.Partition, at, o.Offset))
+		})
+		sort.Strings(parts)
+		t.Logf("diagnosis: group %s committed/end: %s", group, strings.Join(parts, ", "))
+	}
+}
+
+// createPipelines creates the input stream and the named pipelines.
+func createPipelines(t *testing.T, conn *pgx.Conn, pipelines ...string) {
+	t.Helper()
+	exec(t, conn, inputDDL)
+	for _, p := range pipelines {
+		exec(t, conn, ddlOf[p])
+	}
+}
+
+// running waits until a server runs every named pipeline with some
+// partitions (RUNNING).
+func running(t *testing.T, conn *pgx.Conn, timeout time.Duration, pipelines ...string) {
+	t.Helper()
+	waitAllStats(t, conn, timeout, fmt.Sprintf("pipelines %v to run", pipelines), func(m map[string]pipelineStats) bool {
+		for _, p := range pipelines {
+			if s, ok := m[p]; !ok || s.Status != "RUNNING" {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -1,0 +1,118 @@
+package fvsqltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ReadTopic returns every record of topic on brokers as a downstream
+// consumer sees it: with committed, what a read_committed consumer sees,
+// once no transaction is open on the topic (last stable offset = high
+// watermark on every partition: a process killed or paused mid-transaction
+// holds its partitions back until it is fenced or its transaction times
+// out); without, every record, also those of aborted and open transactions
+// (for diagnosis). The test fails when that takes longer than timeout.
+func ReadTopic(t testing.TB, brokers []string, topic string, committed bool, timeout time.Duration) []*kgo.Record {
+	t.Helper()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	deadline := time.Now().Add(timeout)
+	var ends, starts kadm.ListedOffsets
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lso, err1 := adm.ListCommittedOffsets(ctx, topic)
+		hwm, err2 := adm.ListEndOffsets(ctx, topic)
+		st, err3 := adm.ListStartOffsets(ctx, topic)
+		cancel()
+		err := errors.Join(err1, err2, err3)
+		if err == nil {
+			err = errors.Join(lso.Error(), hwm.Error(), st.Error())
+		}
+		var open []string
+		if err == nil {
+			if !committed {
+				ends, starts = hwm, st
+				break
+			}
+			hwm.Each(func(o kadm.ListedOffset) {
+				if l, ok := lso.Lookup(o.Topic, o.Partition); !ok || l.Offset != o.Offset {
+					open = append(open, fmt.Sprintf("p%d lso %d < hwm %d", o.Partition, l.Offset, o.Offset))
+				}
+			})
+			if len(open) == 0 {
+				ends, starts = lso, st
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s: transactions still open after %s (err %v): %s", topic, timeout, err, strings.Join(open, ", "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	want := map[int32]int64{}
+	assign := map[string]map[int32]kgo.Offset{topic: {}}
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Offset >= o.Offset {
+			return
+		}
+		want[o.Partition] = o.Offset
+		assign[topic][o.Partition] = kgo.NewOffset().AtStart()
+	})
+	if len(want) == 0 {
+		return nil
+	}
+	iso := kgo.ReadCommitted()
+	if !committed {
+		iso = kgo.ReadUncommitted()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(assign),
+		kgo.FetchIsolationLevel(iso),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchMaxBytes(64<<20),
+		kgo.FetchMaxPartitionBytes(16<<20),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Until(deadline)+timeout)
+	defer cancel()
+	pos := map[int32]int64{}
+	var out []*kgo.Record
+	for {
+		done := true
+		for p, end := range want {
+			if pos[p] < end {
+				done = false
+			}
+		}
+		if done {
+			return out
+		}
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v; positions %v, ends %v", topic, ctx.Err(), pos, want)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Logf("reading %s[%d]: %v", tp, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			pos[r.Partition] = r.Offset + 1
+			if r.Attrs.IsControl() || r.Offset >= want[r.Partition] {
+				return
+			}
+			out = append(out, r)
+		})
+	}
+}
