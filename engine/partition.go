@@ -32,12 +32,22 @@ type partition struct {
 	sentWM     int64 // watermark last sent downstream
 	sources    map[int32]*sourceWM
 	created    time.Time
+	// Idleness of upstream partitions is judged in the input's own time
+	// (its records' timestamps), so that a stage working through a
+	// backlog does not take a source whose watermarks are sparse in it
+	// for idle: logNow is the latest record timestamp seen, logFirst the
+	// first (microseconds). quiet says the latest records came after a
+	// wall-clock pause longer than the idle timeout (nothing was arriving).
+	logNow, logFirst int64
+	lastRecv         time.Time
+	quiet            bool
 }
 
 // sourceWM is the watermark an upstream partition reported.
 type sourceWM struct {
 	wm      int64
-	updated time.Time
+	updated time.Time // wall clock of its last report
+	logTS   int64     // record timestamp of its last report (MinInt64: restored, not heard since)
 }
 
 // statePrefix is the Pebble keyspace of one partition of one stage.
@@ -66,7 +76,8 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	if pt, ok := w.parts[k]; ok {
 		return pt, nil
 	}
-	pt := &partition{key: k, maxEvent: math.MinInt64, wm: math.MinInt64, sentWM: math.MinInt64, sources: map[int32]*sourceWM{}, created: time.Now()}
+	pt := &partition{key: k, maxEvent: math.MinInt64, wm: math.MinInt64, sentWM: math.MinInt64, sources: map[int32]*sourceWM{}, created: time.Now(),
+		logNow: math.MinInt64, logFirst: math.MinInt64}
 	pt.prefix = statePrefix(w.p.name, w.stage.def.Name, k.topic, k.part)
 	onErr := func(b *operators.Batch, i int, err error) error {
 		var r *kgo.Record
@@ -147,8 +158,25 @@ func (pt *partition) filteredCount() int64 {
 	return n
 }
 
-// sourceWatermark records a watermark control record from upstream.
-func (pt *partition) sourceWatermark(v string) {
+// received notes the arrival of a fetch's records: the wall-clock pause
+// before it, against the idle timeout.
+func (pt *partition) received(idle time.Duration) {
+	now := time.Now()
+	pt.quiet = !pt.lastRecv.IsZero() && now.Sub(pt.lastRecv) > idle
+	pt.lastRecv = now
+}
+
+// logTime advances the input's own clock to a record's timestamp.
+func (pt *partition) logTime(ts int64) {
+	if pt.logFirst == math.MinInt64 {
+		pt.logFirst = ts
+	}
+	pt.logNow = max(pt.logNow, ts)
+}
+
+// sourceWatermark records a watermark control record from upstream,
+// written at ts (the record's timestamp, microseconds).
+func (pt *partition) sourceWatermark(v string, ts int64) {
 	src, wm, ok := strings.Cut(v, ":")
 	if !ok {
 		return
@@ -163,16 +191,31 @@ func (pt *partition) sourceWatermark(v string) {
 		cur = &sourceWM{wm: math.MinInt64}
 		pt.sources[int32(s)] = cur
 	}
+	cur.logTS = ts
+	cur.updated = time.Now()
 	if m > cur.wm {
 		cur.wm = m
-		cur.updated = time.Now()
 	}
+}
+
+// idle says whether an upstream partition has reported nothing for the
+// idle timeout: in the input's time (other records kept coming), or in
+// wall-clock time after a pause of the whole input.
+func (pt *partition) idle(s *sourceWM, idle time.Duration) bool {
+	ts := s.logTS
+	if ts == math.MinInt64 { // restored from a checkpoint: as of the first record since
+		ts = pt.logFirst
+	}
+	if pt.logNow-ts > idle.Microseconds() {
+		return true
+	}
+	return pt.quiet && time.Since(s.updated) > idle
 }
 
 // watermark computes the partition's current watermark: from its own
 // data, or the minimum over the upstream partitions, once every one has
-// reported (or the idle timeout passed since the partition started),
-// leaving out those idle longer than the idle timeout (unless all are).
+// reported (or the input's time moved on by the idle timeout), leaving
+// out those idle longer than the idle timeout (unless all are).
 func (pt *partition) watermark(w *worker) int64 {
 	if spec := w.stage.def.Watermark; spec != nil {
 		if pt.maxEvent == math.MinInt64 {
@@ -184,15 +227,15 @@ func (pt *partition) watermark(w *worker) int64 {
 		return math.MinInt64
 	}
 	idle := w.p.e.cfg.IdleTimeout
-	now := time.Now()
-	if len(pt.sources) < w.stage.sources && now.Sub(pt.created) < idle {
+	if len(pt.sources) < w.stage.sources && pt.logNow-pt.logFirst <= idle.Microseconds() &&
+		!(pt.quiet && time.Since(pt.created) > idle) {
 		return math.MinInt64
 	}
 	active, all := int64(math.MaxInt64), int64(math.MaxInt64)
 	sawActive := false
 	for _, s := range pt.sources {
 		all = min(all, s.wm)
-		if now.Sub(s.updated) < idle {
+		if !pt.idle(s, idle) {
 			active = min(active, s.wm)
 			sawActive = true
 		}
@@ -278,7 +321,7 @@ func (pt *partition) decodeMeta(b []byte) error {
 		if b == nil {
 			return errBadMeta
 		}
-		pt.sources[int32(s)] = &sourceWM{wm: wm, updated: time.Now()}
+		pt.sources[int32(s)] = &sourceWM{wm: wm, updated: time.Now(), logTS: math.MinInt64}
 	}
 	return nil
 }

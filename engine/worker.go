@@ -544,13 +544,19 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 	flat := make([]types.Value, len(fp.Records)*width)
 	n := 0
 	wmSpec := w.stage.def.Watermark
+	if w.fromCtl && len(fp.Records) > 0 {
+		pt.received(w.p.e.cfg.IdleTimeout)
+	}
 	for _, r := range fp.Records {
 		pt.nextOffset = r.Offset + 1
 		if r.Attrs.IsControl() {
 			continue
 		}
+		if w.fromCtl {
+			pt.logTime(r.Timestamp.UnixMicro())
+		}
 		if isControl(r) {
-			pt.sourceWatermark(string(r.Headers[0].Value))
+			pt.sourceWatermark(string(r.Headers[0].Value), r.Timestamp.UnixMicro())
 			continue
 		}
 		ep.consumed++
