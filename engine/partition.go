@@ -37,9 +37,12 @@ type partition struct {
 	// backlog does not take a source whose watermarks are sparse in it
 	// for idle: logNow is the latest record timestamp seen, logFirst the
 	// first (microseconds). quiet says the latest records came after a
-	// wall-clock pause longer than the idle timeout (nothing was arriving).
+	// wall-clock pause longer than the idle timeout during which the
+	// partition was caught up (nothing was arriving; a pause spent working
+	// through a backlog does not count).
 	logNow, logFirst int64
 	lastRecv         time.Time
+	caughtUp         bool // the last fetch left nothing behind it
 	quiet            bool
 }
 
@@ -159,11 +162,20 @@ func (pt *partition) filteredCount() int64 {
 }
 
 // received notes the arrival of a fetch's records: the wall-clock pause
-// before it, against the idle timeout.
+// before it, against the idle timeout, if nothing was left to read.
 func (pt *partition) received(idle time.Duration) {
 	now := time.Now()
-	pt.quiet = !pt.lastRecv.IsZero() && now.Sub(pt.lastRecv) > idle
+	pt.quiet = pt.caughtUp && !pt.lastRecv.IsZero() && now.Sub(pt.lastRecv) > idle
 	pt.lastRecv = now
+}
+
+// fetched notes whether a fetch's records reached the partition's end.
+func (pt *partition) fetched(fp kgo.FetchTopicPartition) {
+	end := fp.LastStableOffset
+	if end <= 0 {
+		end = fp.HighWatermark
+	}
+	pt.caughtUp = pt.nextOffset >= end
 }
 
 // logTime advances the input's own clock to a record's timestamp.

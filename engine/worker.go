@@ -584,6 +584,9 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 		}
 		ep.filtered += pt.filteredCount() - before
 	}
+	if w.fromCtl {
+		pt.fetched(fp)
+	}
 	return pt.advance(w)
 }
 

@@ -2,6 +2,7 @@ package operators
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -46,6 +47,9 @@ func (w WindowSpec) windowsOf(t int64, out [][2]int64) [][2]int64 {
 	return out
 }
 
+// errStopScan ends a KV scan early.
+var errStopScan = errors.New("stop scan")
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if (a%b != 0) && ((a < 0) != (b < 0)) {
@@ -67,7 +71,14 @@ type aggEntry struct {
 	touched bool // in aggState.touched
 }
 
-// aggState caches the entries an epoch touches over a KV.
+// maxCachedEntries bounds the entries an aggState keeps decoded between
+// epochs; past it, the cache is dropped after a checkpoint (state beyond
+// it is read from the KV again).
+const maxCachedEntries = 200_000
+
+// aggState caches the entries it touches over a KV. The cache outlives an
+// epoch: a committed epoch leaves the entries equal to their state in the
+// KV, and an aborted one rebuilds the operator.
 type aggState struct {
 	aggs    []AggCall
 	ngroup  int
@@ -76,11 +87,14 @@ type aggState struct {
 	touched []*aggEntry // in first-touch order, for change emission
 	buf     []byte
 	args    []types.Value
+	onNew   func(end int64) // called for a key not in the cache
 }
 
 func (s *aggState) bind(kv KV) {
 	s.kv = kv
-	s.entries = map[string]*aggEntry{}
+	if s.entries == nil || len(s.entries) > maxCachedEntries {
+		s.entries = map[string]*aggEntry{}
+	}
 	s.touched = s.touched[:0]
 }
 
@@ -96,6 +110,9 @@ func (s *aggState) newAccs() []Accumulator {
 func (s *aggState) get(key []byte, group types.Row, start, end int64) (*aggEntry, error) {
 	if e, ok := s.entries[string(key)]; ok {
 		return e, nil
+	}
+	if s.onNew != nil {
+		s.onNew(end)
 	}
 	e := &aggEntry{key: append([]byte(nil), key...), start: start, end: end}
 	v, ok, err := s.kv.Get(key)
@@ -248,12 +265,17 @@ type WindowAggregate struct {
 	key     []byte
 	gvals   types.Row
 	mem     bool // bound to an in-memory KV by itself (bounded query)
+	// minEnd is at most the smallest window end in the state, so a
+	// watermark below it closes nothing and needs no scan (MinInt64:
+	// unknown, as after a restore).
+	minEnd int64
 }
 
 // NewWindowAggregate makes the operator.
 func NewWindowAggregate(spec WindowSpec, timeCol int, timeType types.Type, groupBy []expr.Eval, aggs []AggCall, changes bool, onErr RowError) *WindowAggregate {
-	w := &WindowAggregate{Spec: spec, TimeCol: timeCol, TimeType: timeType, GroupBy: groupBy, Changes: changes, OnError: onErr, wm: math.MinInt64}
+	w := &WindowAggregate{Spec: spec, TimeCol: timeCol, TimeType: timeType, GroupBy: groupBy, Changes: changes, OnError: onErr, wm: math.MinInt64, minEnd: math.MinInt64}
 	w.st = aggState{aggs: aggs, ngroup: len(groupBy)}
+	w.st.onNew = func(end int64) { w.minEnd = min(w.minEnd, end) }
 	w.gvals = make(types.Row, len(groupBy))
 	return w
 }
@@ -342,6 +364,9 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 		return nil
 	}
 	w.wm = wm
+	if wm < w.minEnd {
+		return nil // no window ends at or below wm
+	}
 	if err := w.st.flush(); err != nil {
 		return err
 	}
@@ -372,6 +397,17 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 	for _, k := range closed {
 		delete(w.st.entries, string(k))
 		if err := w.st.kv.Delete(k); err != nil {
+			return err
+		}
+	}
+	// The smallest window end left: the first key at or above hi.
+	w.minEnd = math.MaxInt64
+	if hi != nil {
+		err = w.st.kv.Scan(hi, nil, func(key, _ []byte) error {
+			w.minEnd = readBE64(key[:8])
+			return errStopScan
+		})
+		if err != nil && !errors.Is(err, errStopScan) {
 			return err
 		}
 	}

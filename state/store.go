@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 )
 
 // ErrNotFound is returned by Get for a missing key.
@@ -19,14 +20,21 @@ type Store struct {
 // Open opens (creating if needed) the Pebble database in dir.
 func Open(dir string) (*Store, error) {
 	cache := pebble.NewCache(64 << 20)
-	db, err := pebble.Open(dir, &pebble.Options{
+	opts := &pebble.Options{
 		Logger: quietLogger{},
 		// Operator state is read-modify-write per key: a larger block
 		// cache keeps hot keys of big states in memory, and larger
 		// memtables flush (and compact) less often.
 		Cache:        cache,
 		MemTableSize: 32 << 20,
-	})
+		Levels:       make([]pebble.LevelOptions, 7),
+	}
+	// Most reads of a new window's or group's key miss: bloom filters
+	// answer them without reading data blocks.
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(dir, opts)
 	cache.Unref() // the DB holds its own reference
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
