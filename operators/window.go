@@ -88,14 +88,49 @@ type aggState struct {
 	buf     []byte
 	args    []types.Value
 	onNew   func(end int64) // called for a key not in the cache
+	// complete says the cache holds every key of the KV, so a key not in
+	// it is new and needs no read: true after the first bind found at
+	// most maxCachedEntries keys (and loaded them), false once the cache
+	// is dropped.
+	complete bool
+	bound    bool
 }
 
 func (s *aggState) bind(kv KV) {
 	s.kv = kv
-	if s.entries == nil || len(s.entries) > maxCachedEntries {
-		s.entries = map[string]*aggEntry{}
-	}
 	s.touched = s.touched[:0]
+	if !s.bound {
+		s.bound = true
+		s.entries = map[string]*aggEntry{}
+		s.complete = s.load() == nil
+		if !s.complete {
+			s.entries = map[string]*aggEntry{}
+		}
+		return
+	}
+	if len(s.entries) > maxCachedEntries {
+		s.entries = map[string]*aggEntry{}
+		s.complete = false
+	}
+}
+
+// errTooMany stops loading a state too large to cache whole.
+var errTooMany = errors.New("state too large to cache")
+
+// load decodes the whole state into the cache, unless it holds more than
+// maxCachedEntries keys.
+func (s *aggState) load() error {
+	return s.kv.Scan(nil, nil, func(key, value []byte) error {
+		if len(s.entries) >= maxCachedEntries {
+			return errTooMany
+		}
+		e := &aggEntry{key: append([]byte(nil), key...)}
+		if err := s.decode(e, value); err != nil {
+			return err
+		}
+		s.entries[string(e.key)] = e
+		return nil
+	})
 }
 
 func (s *aggState) newAccs() []Accumulator {
@@ -115,9 +150,13 @@ func (s *aggState) get(key []byte, group types.Row, start, end int64) (*aggEntry
 		s.onNew(end)
 	}
 	e := &aggEntry{key: append([]byte(nil), key...), start: start, end: end}
-	v, ok, err := s.kv.Get(key)
-	if err != nil {
-		return nil, err
+	var v []byte
+	var ok bool
+	if !s.complete {
+		var err error
+		if v, ok, err = s.kv.Get(key); err != nil {
+			return nil, err
+		}
 	}
 	if ok {
 		if err := s.decode(e, v); err != nil {
