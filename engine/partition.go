@@ -238,7 +238,10 @@ func (pt *partition) watermark(w *worker) int64 {
 	if !w.fromCtl || len(pt.sources) == 0 {
 		return math.MinInt64
 	}
-	idle := w.p.e.cfg.IdleTimeout
+	// Upstream partitions report once per epoch: in the input's time, a
+	// live one's reports are up to a checkpoint interval apart (two, with
+	// a retried epoch), so that much is added to the idle timeout.
+	idle := w.p.e.cfg.IdleTimeout + 2*w.p.e.cfg.CheckpointInterval
 	if len(pt.sources) < w.stage.sources && pt.logNow-pt.logFirst <= idle.Microseconds() &&
 		!(pt.quiet && time.Since(pt.created) > idle) {
 		return math.MinInt64

@@ -74,6 +74,14 @@
 //     while another is starting must run on both.
 //   - TestRepartitionFirstWatermarks: w2 created over a backlog in all 8
 //     partitions (no warm-up) must count every row; none may come late.
+//   - TestBacklogSparseWatermarks: a HOP aggregation (10 s windows every
+//     16 ms: 625 per row) behind a repartition stage, created over a
+//     backlog of 100000 rows on a process with --stream-idle-timeout 6s
+//     and 8 consumers per stage, must count every row; none may come
+//     late. The repartition stage writes its sparse watermark records
+//     within seconds, the window stage needs far longer than the idle
+//     timeout to work through them: an upstream partition is idle in the
+//     input's own time, not in the wall-clock time a slow stage spends.
 //
 // Bugs these tests found, fixed, that they keep guarding against:
 //
