@@ -147,32 +147,12 @@ func checkHopWindows(t *testing.T, c *cluster, d *dataset, stream string, by fun
 	p := newProblems(t, stream)
 	seen := map[winKey]int{}
 	for _, r := range recs {
-		m, err := jsonRow(r.Value)
-		var k, ws, we int64
-		var a agg
-		if err == nil {
-			k, err = intField(m, "g")
-		}
-		if err == nil {
-			ws, err = tsField(m, "window_start")
-		}
-		if err == nil {
-			we, err = tsField(m, "window_end")
-		}
-		if err == nil {
-			a.n, err = intField(m, "n")
-		}
-		if err == nil {
-			a.s, err = intField(m, "s")
-		}
-		if err == nil {
-			a.m, err = intField(m, "m")
-		}
+		key, we, a, err := windowRow(r.Value, "g")
 		if err != nil {
 			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
 			continue
 		}
-		key := winKey{k, ws}
+		ws := key.ws
 		seen[key]++
 		w, ok := want[key]
 		switch {

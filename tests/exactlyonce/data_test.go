@@ -328,32 +328,12 @@ func checkWindows(t *testing.T, c *cluster, d *dataset, stream, keyCol string, b
 	p := newProblems(t, stream)
 	seen := map[winKey][]*kgo.Record{}
 	for _, r := range recs {
-		m, err := jsonRow(r.Value)
-		var k, ws, we int64
-		var a agg
-		if err == nil {
-			k, err = intField(m, keyCol)
-		}
-		if err == nil {
-			ws, err = tsField(m, "window_start")
-		}
-		if err == nil {
-			we, err = tsField(m, "window_end")
-		}
-		if err == nil {
-			a.n, err = intField(m, "n")
-		}
-		if err == nil {
-			a.s, err = intField(m, "s")
-		}
-		if err == nil {
-			a.m, err = intField(m, "m")
-		}
+		key, we, a, err := windowRow(r.Value, keyCol)
 		if err != nil {
 			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
 			continue
 		}
-		key := winKey{k, ws}
+		ws := key.ws
 		w, ok := want[key]
 		if !ok {
 			p.add("unexpected window", "%s %s", where(r), r.Value)
@@ -602,4 +582,29 @@ func running(t *testing.T, conn *pgx.Conn, timeout time.Duration, pipelines ...s
 		}
 		return true
 	})
+}
+
+// windowRow decodes a windowed aggregate's output row: {keyCol,
+// window_start, window_end, n, s, m}.
+func windowRow(v []byte, keyCol string) (key winKey, end int64, a agg, err error) {
+	m, err := jsonRow(v)
+	if err == nil {
+		key.key, err = intField(m, keyCol)
+	}
+	if err == nil {
+		key.ws, err = tsField(m, "window_start")
+	}
+	if err == nil {
+		end, err = tsField(m, "window_end")
+	}
+	if err == nil {
+		a.n, err = intField(m, "n")
+	}
+	if err == nil {
+		a.s, err = intField(m, "s")
+	}
+	if err == nil {
+		a.m, err = intField(m, "m")
+	}
+	return key, end, a, err
 }
