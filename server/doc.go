@@ -10,4 +10,14 @@
 // catalog record change together. A statement's execution runs on the
 // session's goroutine, except bounded scans, whose per-partition work runs
 // on the engine's goroutines.
+//
+// Catalog sharing: every process replays the compacted catalog topic at
+// start and then follows it (catalog_log.go); changes applied while the
+// process lists the catalog to start its pipelines are followed when it
+// goes live, so none is missed.
+//
+// The embedded broker's group members whose connection closed and that
+// stayed silent past the session timeout are removed from their groups
+// (ghosts.go): kfake would otherwise keep a member whose process died
+// while joining, and nobody would read its partitions.
 package server
