@@ -70,31 +70,13 @@ func newStreamResult(ctx context.Context, verb string, run func(ctx context.Cont
 	return r
 }
 
+// Next returns the next row; a cancelled ctx ends the result.
 func (r *streamResult) Next(ctx context.Context) (types.Row, error) {
-	for len(r.cur) == 0 {
-		if r.done {
-			if r.err != nil {
-				return nil, r.err
-			}
-			return nil, io.EOF
-		}
-		select {
-		case rows, ok := <-r.ch:
-			if !ok {
-				r.done = true
-				r.err = <-r.errCh
-				continue
-			}
-			r.cur = rows
-		case <-ctx.Done():
-			r.Close()
-			return nil, context.Cause(ctx)
-		}
+	row, err := r.NextCtx(ctx)
+	if err != nil && !r.done { // ctx ended before the stream did
+		r.Close()
 	}
-	row := r.cur[0]
-	r.cur = r.cur[1:]
-	r.n++
-	return row, nil
+	return row, err
 }
 
 // NextCtx is Next for a caller whose ctx must not end the result when it
