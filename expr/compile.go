@@ -398,35 +398,43 @@ func compileSubquery(e *Expr, env *Env) (Eval, error) {
 		if err != nil {
 			return types.NullValue, err
 		}
-		switch mode {
-		case "exists":
-			return types.NewBool(len(vals) > 0), nil
-		case "array":
-			return types.NewArray(t, vals), nil
-		case "in":
-			v, err := x(row)
-			if err != nil || v.IsNull() {
-				return types.NullValue, err
-			}
-			sawNull := false
-			for _, w := range vals {
-				if w.IsNull() {
-					sawNull = true
-				} else if types.Compare(v, w) == 0 {
-					return types.NewBool(true), nil
-				}
-			}
-			if sawNull {
-				return types.NullValue, nil
-			}
-			return types.NewBool(false), nil
-		}
-		switch len(vals) {
-		case 0:
-			return types.NullValue, nil
-		case 1:
-			return vals[0], nil
-		}
-		return types.NullValue, pgerror.New(pgerror.CardinalityViolation, "more than one row returned by a subquery used as an expression")
+		return foldSubquery(mode, t, vals, func() (types.Value, error) { return x(row) })
 	}, nil
+}
+
+// foldSubquery turns a subquery's values into the value of the
+// expression using it: EXISTS, ARRAY(…), x IN (…) (NULL when x is NULL,
+// or when no value equals x and one is NULL), or a scalar subquery (NULL
+// without a row, 21000 with more than one). probe evaluates x.
+func foldSubquery(mode string, t types.Type, vals []types.Value, probe func() (types.Value, error)) (types.Value, error) {
+	switch mode {
+	case "exists":
+		return types.NewBool(len(vals) > 0), nil
+	case "array":
+		return types.NewArray(t, vals), nil
+	case "in":
+		v, err := probe()
+		if err != nil || v.IsNull() {
+			return types.NullValue, err
+		}
+		sawNull := false
+		for _, w := range vals {
+			if w.IsNull() {
+				sawNull = true
+			} else if types.Compare(v, w) == 0 {
+				return types.NewBool(true), nil
+			}
+		}
+		if sawNull {
+			return types.NullValue, nil
+		}
+		return types.NewBool(false), nil
+	}
+	switch len(vals) {
+	case 0:
+		return types.NullValue, nil
+	case 1:
+		return vals[0], nil
+	}
+	return types.NullValue, pgerror.New(pgerror.CardinalityViolation, "more than one row returned by a subquery used as an expression")
 }

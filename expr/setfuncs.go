@@ -251,36 +251,7 @@ func compileFuncScan(e *Expr, env *Env) (Eval, error) {
 			}
 			out = append(out, v)
 		}
-		switch mode {
-		case "exists":
-			return types.NewBool(false), nil
-		case "array":
-			return types.NewArray(t, out), nil
-		case "in":
-			v, err := evs[n+2](row)
-			if err != nil || v.K == types.Null {
-				return types.NullValue, err
-			}
-			sawNull := false
-			for _, w := range out {
-				if w.K == types.Null {
-					sawNull = true
-				} else if types.Compare(v, w) == 0 {
-					return types.NewBool(true), nil
-				}
-			}
-			if sawNull {
-				return types.NullValue, nil
-			}
-			return types.NewBool(false), nil
-		}
-		switch len(out) {
-		case 0:
-			return types.NullValue, nil
-		case 1:
-			return out[0], nil
-		}
-		return types.NullValue, pgerror.New(pgerror.CardinalityViolation, "more than one row returned by a subquery used as an expression")
+		return foldSubquery(mode, t, out, func() (types.Value, error) { return evs[n+2](row) })
 	}, nil
 }
 
