@@ -202,24 +202,8 @@ func Resolve(name string, args []types.Type) (*Func, []types.Type, error) {
 		return nil, nil, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", signature(name, args))
 	}
 	var best *Func
-	bestCost := -1
-	for _, f := range cands {
-		params, ok := expand(f, len(args))
-		if !ok {
-			continue
-		}
-		cost := 0
-		for i, a := range args {
-			c := castCost(a, params[i])
-			if c < 0 {
-				cost = -1
-				break
-			}
-			cost += c
-		}
-		if cost >= 0 && (bestCost < 0 || cost < bestCost) {
-			best, bestCost = f, cost
-		}
+	if i := cheapest(cands, args); i >= 0 {
+		best = cands[i]
 	}
 	if best == nil {
 		what := "function"
@@ -331,6 +315,32 @@ func containsAny(ts []types.Type) bool {
 		}
 	}
 	return false
+}
+
+// cheapest returns the index of the candidate whose parameters the
+// arguments cast to implicitly at the lowest total cost (the first of
+// equals), or -1 when none accepts them.
+func cheapest(cands []*Func, args []types.Type) int {
+	best, bestCost := -1, -1
+	for j, f := range cands {
+		params, ok := expand(f, len(args))
+		if !ok {
+			continue
+		}
+		cost := 0
+		for i, a := range args {
+			c := castCost(a, params[i])
+			if c < 0 {
+				cost = -1
+				break
+			}
+			cost += c
+		}
+		if cost >= 0 && (bestCost < 0 || cost < bestCost) {
+			best, bestCost = j, cost
+		}
+	}
+	return best
 }
 
 func expand(f *Func, n int) ([]types.Type, bool) {

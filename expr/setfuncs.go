@@ -97,25 +97,13 @@ func ResolveSet(name string, args []*Expr) (*SetCall, error) {
 		}
 		return nil, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", signature(name, argTypes))
 	}
+	fs := make([]*Func, len(cands))
+	for i, f := range cands {
+		fs[i] = f.asFunc()
+	}
 	var best *SetFunc
-	bestCost := -1
-	for _, f := range cands {
-		params, ok := expand(f.asFunc(), len(args))
-		if !ok {
-			continue
-		}
-		cost := 0
-		for i, a := range argTypes {
-			c := castCost(a, params[i])
-			if c < 0 {
-				cost = -1
-				break
-			}
-			cost += c
-		}
-		if cost >= 0 && (bestCost < 0 || cost < bestCost) {
-			best, bestCost = f, cost
-		}
+	if i := cheapest(fs, argTypes); i >= 0 {
+		best = cands[i]
 	}
 	if best == nil {
 		return nil, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", signature(name, argTypes)).
