@@ -219,7 +219,11 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 			return nil, err
 		}
 		return &statement{cols: cols, exec: func(ctx context.Context, _ []types.Value) (pgwire.Result, error) {
-			return run(ctx), nil
+			r, err := run(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
 		}}, nil
 	case *sql.DeclareCursor:
 		return s.declare(st, params)

@@ -24,8 +24,11 @@ import (
 // cursor, until the cursor is closed.
 
 // planSubscribe returns the columns of a subscription and a function that
-// starts it.
-func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx context.Context) *streamResult, error) {
+// starts it. The function reads where the subscription starts before it
+// returns, so that a row written after the SUBSCRIBE or DECLARE statement
+// completes is always in the subscription (reading the offsets in the
+// result's goroutine raced with the session's next INSERT).
+func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx context.Context) (*streamResult, error), error) {
 	if sub.Query != nil {
 		return nil, nil, pgerror.NotSupported("SUBSCRIBE to a query (subscribe to a stream or view, or CREATE one)")
 	}
@@ -42,10 +45,14 @@ func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx c
 		for i, c := range rel.Columns {
 			cols[i] = pgwire.Column{Name: c.Name, Type: c.Type, TableOID: rel.OID, AttNum: int16(i + 1)}
 		}
-		return cols, func(ctx context.Context) *streamResult {
+		return cols, func(ctx context.Context) (*streamResult, error) {
+			start, err := s.srv.endOffsets(ctx, rel.Topic)
+			if err != nil {
+				return nil, err
+			}
 			return newStreamResult(ctx, "SUBSCRIBE", func(ctx context.Context, emit operators.Emit) error {
-				return s.srv.tail(ctx, rel, false, emit)
-			})
+				return s.srv.tailFrom(ctx, rel, start, emit)
+			}), nil
 		}, nil
 	case catalog.MaterializedView:
 		changes, ok := s.srv.cat.Get(rel.Name + planner.ChangesSuffix)
@@ -56,22 +63,22 @@ func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx c
 		for _, c := range rel.Columns {
 			cols = append(cols, pgwire.Column{Name: c.Name, Type: c.Type})
 		}
-		return cols, func(ctx context.Context) *streamResult {
+		return cols, func(ctx context.Context) (*streamResult, error) {
+			start, err := s.srv.endOffsets(ctx, changes.Topic)
+			if err != nil {
+				return nil, err
+			}
 			return newStreamResult(ctx, "SUBSCRIBE", func(ctx context.Context, emit operators.Emit) error {
-				return s.srv.subscribeView(ctx, rel, changes, emit)
-			})
+				return s.srv.subscribeView(ctx, rel, changes, start, emit)
+			}), nil
 		}, nil
 	}
 	return nil, nil, pgerror.New(pgerror.WrongObjectType, "cannot subscribe to %s %q", rel.Kind, rel.Name)
 }
 
-// subscribeView emits the view's current rows, then its changes from the
-// offsets the changes stream had before the snapshot was read.
-func (s *Server) subscribeView(ctx context.Context, view, changes *catalog.Relation, emit operators.Emit) error {
-	start, err := s.endOffsets(ctx, changes.Topic)
-	if err != nil {
-		return err
-	}
+// subscribeView emits the view's current rows, then its changes from
+// start, the offsets the changes stream had before the snapshot was read.
+func (s *Server) subscribeView(ctx context.Context, view, changes *catalog.Relation, start map[int32]kgo.Offset, emit operators.Emit) error {
 	ds, err := (&datasets{srv: s}).Dataset(ctx, planner.DatasetName(view))
 	if err != nil {
 		return err
@@ -98,15 +105,6 @@ func (s *Server) endOffsets(ctx context.Context, topic string) (map[int32]kgo.Of
 	out := map[int32]kgo.Offset{}
 	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = kgo.NewOffset().At(o.Offset) })
 	return out, nil
-}
-
-// tail emits a stream's rows from its current end on.
-func (s *Server) tail(ctx context.Context, rel *catalog.Relation, _ bool, emit operators.Emit) error {
-	start, err := s.endOffsets(ctx, rel.Topic)
-	if err != nil {
-		return err
-	}
-	return s.tailFrom(ctx, rel, start, emit)
 }
 
 func (s *Server) tailFrom(ctx context.Context, rel *catalog.Relation, from map[int32]kgo.Offset, emit operators.Emit) error {
@@ -169,23 +167,26 @@ func (c *cursor) close() {
 
 func (s *session) declare(d *sql.DeclareCursor, params []types.Type) (*statement, error) {
 	var cols []pgwire.Column
-	var start func(ctx context.Context, args []types.Value) *streamResult
+	var start func(ctx context.Context, args []types.Value) (*streamResult, error)
 	subscribe := d.Subscribe != nil
 	if subscribe {
 		c, run, err := s.planSubscribe(d.Subscribe)
 		if err != nil {
 			return nil, err
 		}
-		cols, start = c, func(ctx context.Context, _ []types.Value) *streamResult { return run(ctx) }
+		cols, start = c, func(ctx context.Context, _ []types.Value) (*streamResult, error) { return run(ctx) }
 	} else {
 		st, err := s.planQuery(d.Query, params)
 		if err != nil {
 			return nil, err
 		}
 		cols = st.cols
-		start = func(ctx context.Context, args []types.Value) *streamResult {
-			r, _ := st.exec(ctx, args)
-			return r.(*streamResult)
+		start = func(ctx context.Context, args []types.Value) (*streamResult, error) {
+			r, err := st.exec(ctx, args)
+			if err != nil {
+				return nil, err
+			}
+			return r.(*streamResult), nil
 		}
 	}
 	return &statement{params: params, exec: func(_ context.Context, args []types.Value) (pgwire.Result, error) {
@@ -194,7 +195,12 @@ func (s *session) declare(d *sql.DeclareCursor, params []types.Type) (*statement
 		}
 		// A cursor outlives the DECLARE: it runs on the session's context.
 		ctx, cancel := context.WithCancel(s.ctx)
-		s.cursors[d.Name] = &cursor{cols: cols, res: start(ctx, args), subscribe: subscribe, cancel: cancel}
+		res, err := start(ctx, args)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		s.cursors[d.Name] = &cursor{cols: cols, res: res, subscribe: subscribe, cancel: cancel}
 		return tagOnly("DECLARE CURSOR"), nil
 	}}, nil
 }
