@@ -13,10 +13,19 @@ import (
 )
 
 // ghostAfter is how long a group member of the embedded broker whose
-// connection is closed may stay silent before it is taken for dead: the
-// session timeout fvsql's consumers use (engine/worker.go, 10 s) and a
-// heartbeat interval (3 s) more.
-const ghostAfter = 13 * time.Second
+// connection is closed may stay silent before it is taken for dead: two
+// heartbeat intervals of fvsql's consumers (engine/worker.go, 3 s). A live
+// member heartbeats on its coordinator connection every 3 s, and a member
+// waiting in a long JoinGroup or SyncGroup keeps the connection it joined
+// on open, so only a member that is dead or stuck in a revoke callback
+// for that long can be taken; the latter rejoins as a new member, which
+// costs a rebalance, not correctness (its transactions are fenced by
+// generation). A shorter wait matters: until the ghost is gone, the
+// group's rebalance waits for it and its partitions are read by nobody.
+const ghostAfter = 6 * time.Second
+
+// ghostSweep is how often the reaper looks for ghosts.
+const ghostSweep = time.Second
 
 // ghostReaper works around a bug of kfake's classic group coordinator: a
 // member whose process died while its JoinGroup or SyncGroup waited for
@@ -106,7 +115,7 @@ func (r *ghostReaper) watch(ctx context.Context, c *kfake.Cluster, cl *kgo.Clien
 		})
 	}
 	go func() {
-		t := time.NewTicker(ghostAfter / 4)
+		t := time.NewTicker(ghostSweep)
 		defer t.Stop()
 		for {
 			select {
@@ -153,7 +162,7 @@ func (r *ghostReaper) observe(req kmsg.Request) {
 // silent for ghostAfter leave their groups, and forgets members no group
 // has any more.
 func (r *ghostReaper) reap(ctx context.Context, cl *kgo.Client, log interface{ Warn(string, ...any) }) {
-	ctx, cancel := context.WithTimeout(ctx, ghostAfter/2)
+	ctx, cancel := context.WithTimeout(ctx, ghostAfter)
 	defer cancel()
 	adm := kadm.NewClient(cl)
 	listed, err := adm.ListGroups(ctx)
