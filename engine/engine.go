@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config holds the STREAM_* settings and the Kafka connection.
@@ -140,6 +141,32 @@ func (e *Engine) topic(name string) string { return e.cfg.TopicPrefix + name }
 
 func (e *Engine) group(pipeline, stage string) string {
 	return e.cfg.TopicPrefix + "fvsql." + pipeline + "." + stage
+}
+
+// instanceID names a consumer of this process in a stage's group, the
+// same on every start of the process: its group instance id (static
+// membership) and, without FreshTransactionalIDs, its transactional id.
+func (e *Engine) instanceID(pipeline, stage string, index int) string {
+	return e.group(pipeline, stage) + "." + e.cfg.NodeID + "." + strconv.Itoa(index)
+}
+
+// leaveGroups takes this process's static members out of a dropped
+// pipeline's groups: a static member does not leave when its client
+// closes, and a group with members cannot be deleted.
+func (e *Engine) leaveGroups(ctx context.Context, pipeline string, stages []string) {
+	for _, st := range stages {
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Group = e.group(pipeline, st)
+		for i := range max(e.cfg.Consumers, 1) {
+			m := kmsg.NewLeaveGroupRequestMember()
+			id := e.instanceID(pipeline, st, i)
+			m.InstanceID = &id
+			req.Members = append(req.Members, m)
+		}
+		if _, err := req.RequestWith(ctx, e.cl); err != nil {
+			e.cfg.Logger.Warn("leaving a dropped pipeline's group failed", "pipeline", pipeline, "group", req.Group, "err", err)
+		}
+	}
 }
 
 // Start starts a pipeline: it fetches and validates the topology, creates
@@ -295,10 +322,12 @@ func (e *Engine) Stop(name string) {
 // Drop stops a pipeline and deletes its consumer groups and internal topics.
 func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 	e.Stop(name)
-	var groups []string
+	var groups, stages []string
 	for _, s := range topo.Stages {
 		groups = append(groups, e.group(name, s.Name))
+		stages = append(stages, s.Name)
 	}
+	e.leaveGroups(ctx, name, stages)
 	if len(topo.Sinks) > 0 {
 		groups = append(groups, e.group(name, "sink"))
 	}

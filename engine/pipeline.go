@@ -82,8 +82,9 @@ func (p *pipeline) start() {
 			go w.supervise()
 		}
 	}
-	p.wg.Add(1)
+	p.wg.Add(2)
 	go p.heartbeat()
+	go p.abortHanging()
 	p.runBridges()
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,6 +151,10 @@ func (w *worker) clientOpts() []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(e.cfg.Brokers...),
 		kgo.ConsumerGroup(e.group(w.p.name, w.stage.def.Name)),
+		// Static membership: a restarted process takes its old members'
+		// places, and their partitions, at once instead of waiting for
+		// their session timeout and a rebalance (kept-state recovery).
+		kgo.InstanceID(e.instanceID(w.p.name, w.stage.def.Name, w.index)),
 		kgo.ConsumeTopics(w.stage.inputTopics(e)...),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -286,7 +289,7 @@ func (w *worker) run() error {
 
 func (w *worker) txnID() string {
 	e := w.p.e
-	id := e.cfg.TopicPrefix + "fvsql." + w.p.name + "." + w.stage.def.Name + "." + e.cfg.NodeID + "." + strconv.Itoa(w.index)
+	id := e.instanceID(w.p.name, w.stage.def.Name, w.index)
 	if e.cfg.FreshTransactionalIDs {
 		id += "." + e.incarnation
 	}
@@ -383,7 +386,7 @@ func (w *worker) runTransactional() error {
 	e := w.p.e
 	opts := append(w.clientOpts(),
 		kgo.TransactionalID(w.txnID()),
-		kgo.TransactionTimeout(max(10*time.Second, 3*e.cfg.CheckpointInterval)),
+		kgo.TransactionTimeout(e.txnTimeout()),
 	)
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {

@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// A hanging transaction is one a partition holds open while its
+// transaction coordinator no longer does: the partition never gets the
+// commit or abort marker, its last stable offset stays where the
+// transaction began, and every read_committed reader of the partition
+// (the next stage, a view, a user's consumer) waits for ever. A broker
+// stopped while a producer registered a partition in a transaction can
+// leave one behind (we saw it after a SIGTERM of a real broker). Kafka's
+// remedy is an administrator's `kafka-transactions.sh find-hanging` and
+// `abort`; the pipeline does the same on its own topics: a transaction
+// open in a partition for hangAfter, which its coordinator does not know
+// as ongoing in that partition with that producer epoch, is aborted with
+// a WriteTxnMarkers request (KIP-664). fvsql's transactions time out
+// after 3 checkpoint intervals (at least 10 s) and the coordinator aborts
+// timed-out ones within its 10 s sweep, so no live transaction is that old.
+
+// hangingCheck is how often a pipeline looks for hanging transactions.
+const hangingCheck = 15 * time.Second
+
+// hangAfter is how long a transaction must have been open in a
+// partition before it is taken for hanging.
+func (e *Engine) hangAfter() time.Duration {
+	return max(time.Minute, 6*e.txnTimeout())
+}
+
+// txnTimeout is the transaction timeout of the pipelines' producers.
+func (e *Engine) txnTimeout() time.Duration {
+	return max(10*time.Second, 3*e.cfg.CheckpointInterval)
+}
+
+// openTxn is a transaction a partition holds open.
+type openTxn struct {
+	topic     string
+	partition int32
+	producer  int64
+	epoch     int16
+	start     int64 // offset of its first record
+}
+
+// topics lists the topics the pipeline reads or writes.
+func (p *pipeline) topics() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(t string) {
+		if t != "" && !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	for _, s := range p.stages {
+		for _, t := range s.inputTopics(p.e) {
+			add(t)
+		}
+		if s.output != nil {
+			add(p.e.topic(s.output.Topic))
+		}
+		if stageStateful(s.def) {
+			add(p.e.topic(stateTopic(p.name, s.def.Name)))
+		}
+		if s.def.Changes != nil {
+			add(p.e.topic(s.def.Changes.Table))
+		}
+	}
+	return out
+}
+
+// abortHanging looks for hanging transactions on the pipeline's topics
+// every hangingCheck until the pipeline stops.
+func (p *pipeline) abortHanging() {
+	defer p.wg.Done()
+	seen := map[openTxn]time.Time{}
+	t := time.NewTicker(hangingCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(p.ctx, hangingCheck)
+			p.checkHanging(ctx, seen)
+			cancel()
+		}
+	}
+}
+
+// checkHanging notes the transactions open in partitions whose last
+// stable offset trails their end, and aborts those open for hangAfter
+// that their coordinators do not know as ongoing there.
+func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time) {
+	adm := p.e.admin
+	topics := p.topics()
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return
+	}
+	stable, err := adm.ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		return
+	}
+	behind := kadm.TopicsSet{}
+	stable.Each(func(o kadm.ListedOffset) {
+		if end, ok := ends.Lookup(o.Topic, o.Partition); ok && o.Err == nil && end.Err == nil && o.Offset < end.Offset {
+			behind.Add(o.Topic, o.Partition)
+		}
+	})
+	now := time.Now()
+	open := map[openTxn]bool{}
+	if len(behind) > 0 {
+		described, err := adm.DescribeProducers(ctx, behind)
+		if err != nil {
+			return
+		}
+		described.EachProducer(func(d kadm.DescribedProducer) {
+			if d.CurrentTxnStartOffset < 0 {
+				return
+			}
+			open[openTxn{d.Topic, d.Partition, d.ProducerID, d.ProducerEpoch, d.CurrentTxnStartOffset}] = true
+		})
+	}
+	var old []openTxn
+	for o := range open {
+		first, ok := seen[o]
+		if !ok {
+			seen[o] = now
+		} else if now.Sub(first) >= p.e.hangAfter() {
+			old = append(old, o)
+		}
+	}
+	for o := range seen {
+		if !open[o] {
+			delete(seen, o)
+		}
+	}
+	if len(old) == 0 {
+		return
+	}
+	described, err := adm.DescribeProducers(ctx, txnPartitions(old))
+	if err != nil {
+		return
+	}
+	for _, o := range old {
+		d, ok := described[o.topic].Partitions[o.partition].ActiveProducers[o.producer]
+		if !ok || d.ProducerEpoch != o.epoch || d.CurrentTxnStartOffset != o.start {
+			continue // ended since
+		}
+		if p.coordinatorHolds(ctx, o) {
+			continue
+		}
+		_, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{
+			ProducerID: o.producer, ProducerEpoch: o.epoch, CoordinatorEpoch: d.CoordinatorEpoch,
+			Topics: txnPartitions([]openTxn{o}),
+		})
+		if err != nil {
+			p.e.cfg.Logger.Warn("aborting a hanging transaction failed", "pipeline", p.name, "topic", o.topic, "partition", o.partition, "producer_id", o.producer, "err", err)
+			continue
+		}
+		delete(seen, o)
+		p.e.cfg.Logger.Warn("aborted a hanging transaction: its coordinator no longer knew it, and read_committed readers of the partition were stuck at its first offset",
+			"pipeline", p.name, "topic", o.topic, "partition", o.partition, "producer_id", o.producer, "epoch", o.epoch, "start_offset", o.start)
+	}
+}
+
+// coordinatorHolds reports whether a transaction coordinator has the
+// producer's transaction ongoing in the partition with the same epoch
+// (or cannot tell: then the transaction is left alone).
+func (p *pipeline) coordinatorHolds(ctx context.Context, o openTxn) bool {
+	listed, err := p.e.admin.ListTransactions(ctx, []int64{o.producer}, nil)
+	if err != nil {
+		return true
+	}
+	var ids []string
+	for id, l := range listed {
+		if l.ProducerID == o.producer {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return false
+	}
+	described, err := p.e.admin.DescribeTransactions(ctx, ids...)
+	if err != nil {
+		return true
+	}
+	for _, d := range described {
+		if d.Err != nil {
+			return true
+		}
+		if d.ProducerID != o.producer || d.ProducerEpoch != o.epoch {
+			continue
+		}
+		switch d.State {
+		case "Ongoing", "PrepareCommit", "PrepareAbort":
+			if _, in := d.Topics[o.topic][o.partition]; in {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func txnPartitions(txns []openTxn) kadm.TopicsSet {
+	s := kadm.TopicsSet{}
+	for _, o := range txns {
+		s.Add(o.topic, o.partition)
+	}
+	return s
+}
