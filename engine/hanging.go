@@ -154,10 +154,17 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 		if p.coordinatorHolds(ctx, o) {
 			continue
 		}
-		_, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{
+		resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{
 			ProducerID: o.producer, ProducerEpoch: o.epoch, CoordinatorEpoch: d.CoordinatorEpoch,
 			Topics: txnPartitions([]openTxn{o}),
 		})
+		if err == nil {
+			resp.EachPartition(func(r kadm.TxnMarkersPartitionResponse) {
+				if r.Err != nil {
+					err = r.Err
+				}
+			})
+		}
 		if err != nil {
 			p.e.cfg.Logger.Warn("aborting a hanging transaction failed", "pipeline", p.name, "topic", o.topic, "partition", o.partition, "producer_id", o.producer, "err", err)
 			continue

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -558,6 +559,51 @@ func diagnoseGroups(t *testing.T, c *cluster, pipelines []string) {
 		})
 		sort.Strings(parts)
 		t.Logf("diagnosis: group %s committed/end: %s", group, strings.Join(parts, ", "))
+	}
+	diagnoseTransactions(t, c, adm, append([]string{inputStream}, pipelines...))
+}
+
+// diagnoseTransactions logs the transactions open in the streams'
+// partitions and what their coordinators say of them.
+func diagnoseTransactions(t *testing.T, c *cluster, adm *kadm.Client, streams []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var topics []string
+	for _, s := range streams {
+		topics = append(topics, c.topic(s))
+	}
+	described, err := adm.DescribeProducers(ctx, kadm.TopicsSet{})
+	if err != nil {
+		t.Logf("diagnosis: describe producers: %v", err)
+		return
+	}
+	pids := map[int64]bool{}
+	for _, d := range described.SortedProducers() {
+		if d.CurrentTxnStartOffset >= 0 && slices.Contains(topics, d.Topic) {
+			t.Logf("diagnosis: open transaction in %s p%d: producer %d epoch %d from offset %d (coordinator epoch %d, last write %s)",
+				d.Topic, d.Partition, d.ProducerID, d.ProducerEpoch, d.CurrentTxnStartOffset, d.CoordinatorEpoch, time.UnixMilli(d.LastTimestamp).Format("15:04:05.000"))
+			pids[d.ProducerID] = true
+		}
+	}
+	listed, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		t.Logf("diagnosis: list transactions: %v", err)
+		return
+	}
+	var ids []string
+	for id, l := range listed {
+		if pids[l.ProducerID] || strings.HasPrefix(id, c.prefix) {
+			ids = append(ids, id)
+		}
+	}
+	txns, err := adm.DescribeTransactions(ctx, ids...)
+	if err != nil {
+		t.Logf("diagnosis: describe transactions: %v", err)
+		return
+	}
+	for _, d := range txns.Sorted() {
+		t.Logf("diagnosis: transactional id %s: producer %d epoch %d, %s, partitions %v (err %v)", d.TxnID, d.ProducerID, d.ProducerEpoch, d.State, d.Topics, d.Err)
 	}
 }
 
