@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -96,21 +97,16 @@ func (p *pipeline) abortHanging() {
 // that their coordinators do not know as ongoing there.
 func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time) {
 	adm := p.e.admin
-	topics := p.topics()
-	ends, err := adm.ListEndOffsets(ctx, topics...)
-	if err != nil {
-		return
-	}
-	stable, err := adm.ListCommittedOffsets(ctx, topics...)
-	if err != nil {
-		return
-	}
 	behind := kadm.TopicsSet{}
-	stable.Each(func(o kadm.ListedOffset) {
-		if end, ok := ends.Lookup(o.Topic, o.Partition); ok && o.Err == nil && end.Err == nil && o.Offset < end.Offset {
-			behind.Add(o.Topic, o.Partition)
-		}
-	})
+	if !p.behind(ctx, behind, p.topics()...) {
+		return
+	}
+	// The group offsets a transaction committed wait in the group
+	// coordinator for its marker too, and while they wait, a consumer
+	// assigned those partitions cannot learn where to start (OffsetFetch
+	// answers UNSTABLE_OFFSET_COMMIT): the same hanging transaction
+	// stalls the stage's input. The embedded broker has no such topic.
+	p.behind(ctx, behind, groupOffsetsTopic)
 	now := time.Now()
 	open := map[openTxn]bool{}
 	if len(behind) > 0 {
@@ -146,12 +142,22 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 	if err != nil {
 		return
 	}
+	// Producers with a transaction open on the pipeline's own topics are
+	// taken for the pipeline's; on the group offsets topic, which every
+	// application shares, only those are aborted.
+	ours := map[int64]bool{}
+	for o := range open {
+		if o.topic != groupOffsetsTopic {
+			ours[o.producer] = true
+		}
+	}
 	for _, o := range old {
 		d, ok := described[o.topic].Partitions[o.partition].ActiveProducers[o.producer]
 		if !ok || d.ProducerEpoch != o.epoch || d.CurrentTxnStartOffset != o.start {
 			continue // ended since
 		}
-		if p.coordinatorHolds(ctx, o) {
+		holds, owner := p.coordinatorHolds(ctx, o)
+		if holds || o.topic == groupOffsetsTopic && !ours[o.producer] && !strings.HasPrefix(owner, p.e.group(p.name, "")) {
 			continue
 		}
 		resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{
@@ -177,28 +183,30 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 
 // coordinatorHolds reports whether a transaction coordinator has the
 // producer's transaction ongoing in the partition with the same epoch
-// (or cannot tell: then the transaction is left alone).
-func (p *pipeline) coordinatorHolds(ctx context.Context, o openTxn) bool {
+// (or cannot tell: then the transaction is left alone), and the
+// transactional id the producer id belongs to now, if any.
+func (p *pipeline) coordinatorHolds(ctx context.Context, o openTxn) (holds bool, owner string) {
 	listed, err := p.e.admin.ListTransactions(ctx, []int64{o.producer}, nil)
 	if err != nil {
-		return true
+		return true, ""
 	}
 	var ids []string
 	for id, l := range listed {
 		if l.ProducerID == o.producer {
 			ids = append(ids, id)
+			owner = id
 		}
 	}
 	if len(ids) == 0 {
-		return false
+		return false, ""
 	}
 	described, err := p.e.admin.DescribeTransactions(ctx, ids...)
 	if err != nil {
-		return true
+		return true, owner
 	}
 	for _, d := range described {
 		if d.Err != nil {
-			return true
+			return true, owner
 		}
 		if d.ProducerID != o.producer || d.ProducerEpoch != o.epoch {
 			continue
@@ -206,11 +214,33 @@ func (p *pipeline) coordinatorHolds(ctx context.Context, o openTxn) bool {
 		switch d.State {
 		case "Ongoing", "PrepareCommit", "PrepareAbort":
 			if _, in := d.Topics[o.topic][o.partition]; in {
-				return true
+				return true, owner
 			}
 		}
 	}
-	return false
+	return false, owner
+}
+
+// groupOffsetsTopic is where Kafka keeps groups' committed offsets.
+const groupOffsetsTopic = "__consumer_offsets"
+
+// behind adds to set the partitions of topics whose last stable offset
+// trails their end; it reports whether the offsets could be listed.
+func (p *pipeline) behind(ctx context.Context, set kadm.TopicsSet, topics ...string) bool {
+	ends, err := p.e.admin.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return false
+	}
+	stable, err := p.e.admin.ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		return false
+	}
+	stable.Each(func(o kadm.ListedOffset) {
+		if end, ok := ends.Lookup(o.Topic, o.Partition); ok && o.Err == nil && end.Err == nil && o.Offset < end.Offset {
+			set.Add(o.Topic, o.Partition)
+		}
+	})
+	return true
 }
 
 func txnPartitions(txns []openTxn) kadm.TopicsSet {
