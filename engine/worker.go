@@ -393,6 +393,17 @@ func (w *worker) runTransactional() error {
 		return err
 	}
 	defer sess.Close()
+	// Initialise the producer now rather than at the first produce: that
+	// fences a previous incarnation of this transactional id and aborts
+	// its open transaction, whose pending group offsets would otherwise
+	// keep the consumer from learning where to start (OffsetFetch answers
+	// UNSTABLE_OFFSET_COMMIT) until the first empty epoch ended.
+	initCtx, cancel := context.WithTimeout(w.p.ctx, 30*time.Second)
+	_, _, err = sess.Client().ProducerID(initCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
 	w.committed = committedLookup(sess.Client())
 	produce := func(r *kgo.Record, ep *epoch) {
 		ep.pending.Add(1)

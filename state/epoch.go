@@ -121,6 +121,17 @@ func (t *Table) Delete(key []byte) error {
 	return t.e.b.Delete(t.key(key), nil)
 }
 
+// ApproxSize estimates the bytes the table holds on disk from the
+// sstables its range covers (operators.Sizer); recent writes still in
+// the memtables are not counted. It returns 0 when it cannot tell.
+func (t *Table) ApproxSize() int64 {
+	n, err := t.e.store.db.EstimateDiskUsage(t.prefix, prefixEnd(t.prefix))
+	if err != nil {
+		return 0
+	}
+	return int64(n)
+}
+
 // Scan calls fn for the keys in [lo, hi) in order (hi nil: to the end of
 // the table). The slices passed to fn are only valid during the call; fn
 // must not change the table (collect keys, then delete).
