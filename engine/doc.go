@@ -21,7 +21,14 @@
 // read and write, asks whether to keep running, and reports each
 // pipeline's live record (status and counters) back.
 //
-// Goroutines: per pipeline, one per consumer per stage, plus one
-// supervisor that restarts consumers after errors (status RETRYING) and
-// polls the Host's heartbeat.
+// Consumers are static group members (kgo.InstanceID, the same id as
+// their transactional id), so a restarted process replaces its old
+// members and keeps their partitions without a rebalance; Drop makes
+// them leave by instance id, since a static member's client does not
+// leave when it closes.
+//
+// Goroutines: per pipeline, one per consumer per stage, one supervisor
+// that restarts consumers after errors (status RETRYING) and polls the
+// Host's heartbeat, and one that aborts hanging transactions on the
+// pipeline's topics (hanging.go).
 package engine

@@ -89,21 +89,30 @@
 //     whose process died while it waited in JoinGroup/SyncGroup; its
 //     partitions were consumed by nobody. fvsql's embedded broker now
 //     removes group members whose connection closed and who stayed
-//     silent for 13 s (server/ghosts.go).
+//     silent for 6 s (server/ghosts.go).
 //   - Both brokers: a process that was starting missed pipelines another
 //     process created meanwhile (TestPipelineCreatedDuringStart).
 //   - Both brokers: behind a repartition stage, the watermark was the
 //     minimum over the upstream partitions that reported one so far, so
 //     rows of upstream partitions that reported later were dropped as late
 //     (TestRepartitionFirstWatermarks).
+//   - Apache Kafka: a broker stopped with SIGTERM under running pipelines
+//     can leave a hanging transaction: records in a partition, and
+//     offsets in the group coordinator, that no marker will ever close.
+//     Readers of the partition stalled, and so did the consumer assigned
+//     the offsets' partitions (OffsetFetch answered
+//     UNSTABLE_OFFSET_COMMIT). Pipelines now abort such transactions
+//     (engine/hanging.go; TestBrokerRestart, TestHangingTransaction).
 //
-// Every test but TestBrokerRestart runs as subtests "embedded" and "real"
-// (the Apache Kafka of FVSQL_TEST_KAFKA, each test under its own topic
-// prefix; skipped without it, failed under CI). TestBrokerRestart/real
-// needs FVSQL_KAFKA_LIBS (skipped without it, failed under CI) and
-// runs only with FVSQL_EO_BROKER_REAL=1: one run in three ended with a
-// hanging transaction on the output topic after the broker's SIGTERM
-// (see the test's comment).
+// Every test but TestBrokerRestart and TestHangingTransaction runs as
+// subtests "embedded" and "real" (the Apache Kafka of FVSQL_TEST_KAFKA,
+// each test under its own topic prefix; skipped without it, failed under
+// CI). TestBrokerRestart/real and TestHangingTransaction need
+// FVSQL_KAFKA_LIBS (a private broker they stop or reconfigure; skipped
+// without it, failed under CI). TestHangingTransaction switches off the
+// broker's transaction.partition.verification.enable, writes a
+// transactional record for a partition the coordinator was never told
+// of, and checks that the pipeline aborts it and goes on.
 // ./scripts/test.sh exports all of them:
 //
 //	./scripts/test.sh -run . ./tests/exactlyonce/
