@@ -17,7 +17,7 @@
 // goes live, so none is missed.
 //
 // The embedded broker's group members whose connection closed and that
-// stayed silent past the session timeout are removed from their groups
+// stayed silent for two heartbeat intervals (6 s) are removed from their groups
 // (ghosts.go): kfake would otherwise keep a member whose process died
 // while joining, and nobody would read its partitions.
 package server
