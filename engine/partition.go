@@ -55,11 +55,13 @@ type sourceWM struct {
 
 // statePrefix is the Pebble keyspace of one partition of one stage.
 func statePrefix(pipeline, stage, topic string, part int32) []byte {
-	b := types.AppendKey(nil, types.NewText("s"))
-	b = types.AppendKey(b, types.NewText(pipeline))
-	b = types.AppendKey(b, types.NewText(stage))
-	b = types.AppendKey(b, types.NewText(topic))
+	b := types.AppendKey(stagePrefix(pipeline, stage), types.NewText(topic))
 	return types.AppendKey(b, types.NewInt8(int64(part)))
+}
+
+// stagePrefix is the Pebble keyspace of one stage (all its partitions).
+func stagePrefix(pipeline, stage string) []byte {
+	return types.AppendKey(PipelineStatePrefix(pipeline), types.NewText(stage))
 }
 
 // PipelineStatePrefix is the Pebble keyspace of all of a pipeline's state.

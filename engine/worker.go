@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -339,24 +340,34 @@ func (w *worker) shipState() error {
 		return nil
 	}
 	topic := w.p.e.topic(stateTopic(w.p.name, w.stage.def.Name))
+	// One pass over the epoch's changes (a pass per partition read the
+	// whole epoch once per partition), each change to its partition.
+	parts := make([]*partition, 0, len(w.parts))
 	for _, pt := range w.parts {
-		err := w.ep.st.Changes(pt.prefix, func(key, value []byte, deleted bool) error {
-			r := &kgo.Record{
-				Topic: topic, Partition: pt.key.part,
-				Key:     append([]byte(nil), key[len(pt.prefix):]...),
-				Headers: []kgo.RecordHeader{{Key: stateHeader}},
-			}
-			if !deleted {
-				r.Value = append([]byte(nil), value...)
-			}
-			w.produce(r)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+		parts = append(parts, pt)
 	}
-	return nil
+	return w.ep.st.Changes(stagePrefix(w.p.name, w.stage.def.Name), func(key, value []byte, deleted bool) error {
+		var pt *partition
+		for _, c := range parts {
+			if bytes.HasPrefix(key, c.prefix) {
+				pt = c
+				break
+			}
+		}
+		if pt == nil {
+			return nil
+		}
+		r := &kgo.Record{
+			Topic: topic, Partition: pt.key.part,
+			Key:     append([]byte(nil), key[len(pt.prefix):]...),
+			Headers: []kgo.RecordHeader{{Key: stateHeader}},
+		}
+		if !deleted {
+			r.Value = append([]byte(nil), value...)
+		}
+		w.produce(r)
+		return nil
+	})
 }
 
 // finish applies the outcome of an epoch.
