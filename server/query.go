@@ -28,11 +28,25 @@ func (s *session) planQuery(q *sql.Query, params []types.Type) (*statement, erro
 	if err != nil {
 		return nil, err
 	}
+	point := s.srv.pointLookup(plan.Root)
 	return &statement{
 		params: plan.ParamTypes,
 		cols:   toWireColumns(plan.Columns),
 		exec: func(ctx context.Context, args []types.Value) (pgwire.Result, error) {
 			ds := &datasets{srv: s.srv}
+			if point {
+				// At most one row: run on the session's goroutine, without
+				// a producer goroutine and its channel.
+				var rows []types.Row
+				err := engine.RunBounded(ctx, plan.Root, ds, args, operators.AbortOnError, func(b *operators.Batch) error {
+					rows = append(rows, b.Rows...) // operators reuse their batches, not their rows
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				return &rowsResult{rows: rows, tag: fmt.Sprintf("SELECT %d", len(rows)), notices: ds.notices()}, nil
+			}
 			r := newStreamResult(ctx, "SELECT", func(ctx context.Context, emit operators.Emit) error {
 				return engine.RunBounded(ctx, plan.Root, ds, args, operators.AbortOnError, emit)
 			})
@@ -40,6 +54,27 @@ func (s *session) planQuery(q *sql.Query, params []types.Type) (*statement, erro
 			return r, nil
 		},
 	}, nil
+}
+
+// pointLookup reports whether a plan reads at most one row of a
+// materialized view: the view's local copy looked up by its whole key.
+func (s *Server) pointLookup(n engine.Node) bool {
+	if c, ok := n.(*engine.Chain); ok {
+		if len(c.Subqueries) > 0 {
+			return false
+		}
+		n = c.Input
+	}
+	src, ok := n.(*engine.Source)
+	if !ok || len(src.Lookup) == 0 {
+		return false
+	}
+	name, ok := strings.CutPrefix(src.Dataset, "rel:")
+	if !ok {
+		return false
+	}
+	c := s.views.get(name)
+	return c != nil && len(src.Lookup) == len(c.keyIdx)
 }
 
 // planExplain describes the plan of a statement.

@@ -36,6 +36,8 @@ type Config struct {
 	Kafka       []string // brokers of a real cluster; empty: embedded broker
 	KafkaListen string   // embedded broker's endpoint, default 127.0.0.1:9092
 	TopicPrefix string   // prefix of every topic and group fvsql creates
+	// StateCacheBytes is Pebble's block cache (0: state.DefaultCacheBytes).
+	StateCacheBytes int64
 	// Stream holds the STREAM_* settings of continuous queries (brokers,
 	// prefix and node ID are filled in by Open).
 	Stream engine.Config
@@ -100,7 +102,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}()
 	var err error
-	if s.store, err = state.Open(filepath.Join(cfg.DataDir, "state")); err != nil {
+	if cfg.StateCacheBytes <= 0 {
+		cfg.StateCacheBytes = state.DefaultCacheBytes
+	}
+	if s.store, err = state.OpenCache(filepath.Join(cfg.DataDir, "state"), cfg.StateCacheBytes); err != nil {
 		return nil, err
 	}
 	if s.cat, err = catalog.Open(s.store); err != nil {

@@ -186,6 +186,11 @@ func (s *session) declare(d *sql.DeclareCursor, params []types.Type) (*statement
 			if err != nil {
 				return nil, err
 			}
+			if rows, ok := r.(*rowsResult); ok { // a point lookup's row
+				return newStreamResult(ctx, "SELECT", func(_ context.Context, emit operators.Emit) error {
+					return emit(&operators.Batch{Rows: rows.rows})
+				}), nil
+			}
 			return r.(*streamResult), nil
 		}
 	}

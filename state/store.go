@@ -17,9 +17,18 @@ type Store struct {
 	db *pebble.DB
 }
 
-// Open opens (creating if needed) the Pebble database in dir.
-func Open(dir string) (*Store, error) {
-	cache := pebble.NewCache(64 << 20)
+// DefaultCacheBytes is the block cache of a Store opened with Open.
+const DefaultCacheBytes = 256 << 20
+
+// Open opens (creating if needed) the Pebble database in dir, with the
+// default block cache.
+func Open(dir string) (*Store, error) { return OpenCache(dir, DefaultCacheBytes) }
+
+// OpenCache is Open with a block cache of cacheBytes: the decompressed
+// blocks of recently read keys, which key lookups on a view (pull
+// queries) and read-modify-write state hit when their working set fits.
+func OpenCache(dir string, cacheBytes int64) (*Store, error) {
+	cache := pebble.NewCache(cacheBytes)
 	opts := &pebble.Options{
 		Logger: quietLogger{},
 		// Operator state is read-modify-write per key: a larger block
