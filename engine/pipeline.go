@@ -181,7 +181,7 @@ func (p *pipeline) record() Record {
 // stateSizeEvery bounds how often a large state gauge is measured again;
 // states under stateSizeFresh are measured on every read (a cheap scan).
 const (
-	stateSizeEvery = 30 * time.Second
+	stateSizeEvery = 10 * time.Second
 	stateSizeFresh = 1 << 20
 )
 
