@@ -257,7 +257,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 			Steps: append(steps, stateful...), Watermark: q.watermark,
 		}}
 	} else {
-		internal := engine.Stream{Name: ca.Name + ".repartition", Topic: InternalTopic(ca.Name, "repartition"), Partitions: partitions, Key: q.partition, Meta: true, Format: "json"}
+		internal := engine.Stream{Name: ca.Name + ".repartition", Topic: InternalTopic(ca.Name, "repartition"), Partitions: partitions, Key: q.partition, Meta: true, Format: types.InternalFormat}
 		for _, c := range in.Columns {
 			internal.Columns = append(internal.Columns, c.Name)
 			internal.Types = append(internal.Types, c.Type)

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -119,6 +120,9 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 			rel.Topic = o.Value
 		case "format":
 			rel.Format = strings.ToLower(o.Value)
+			if !slices.Contains(types.Formats, rel.Format) {
+				return pgerror.New(pgerror.InvalidParameterValue, "unknown format %q: use one of %s", o.Value, strings.Join(types.Formats, ", "))
+			}
 		case "partitions":
 			n, err := strconv.Atoi(o.Value)
 			if err != nil || n < 1 || n > 10000 {

@@ -81,7 +81,7 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	// The internal topic both sides write: [side, left…, right…, keys…].
 	nk := len(bj.LeftKeys)
 	name := ca.Name
-	internal := engine.Stream{Name: name + ".join", Topic: InternalTopic(name, "join"), Partitions: max(left.Partitions, right.Partitions, 1), Format: "json"}
+	internal := engine.Stream{Name: name + ".join", Topic: InternalTopic(name, "join"), Partitions: max(left.Partitions, right.Partitions, 1), Format: types.InternalFormat}
 	internal.Columns = append(internal.Columns, "side")
 	internal.Types = append(internal.Types, types.Int4)
 	for i, c := range ls.cols {

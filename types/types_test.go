@@ -133,6 +133,34 @@ func TestJSONCodec(t *testing.T) {
 	}
 }
 
+func TestBinaryCodec(t *testing.T) {
+	j := NewJSONCodec([]string{"sym", "price", "qty", "ts", "ok", "doc", "raw", "n", "none"},
+		[]Type{Text, Float8, Int8, Timestamp, Bool, JSONB, Bytea, Numeric, Int4})
+	row := make(Row, 9)
+	if err := j.Decode([]byte(`{"sym":"é\"x","price":-0.1,"qty":-7,"ts":"2026-01-01 09:00:00.123456","ok":false,"doc":[1,{"a":null}],"raw":"AAE=","n":"12.3400"}`), row); err != nil {
+		t.Fatal(err)
+	}
+	c := NewBinaryCodec(9)
+	out := c.Append(nil, row)
+	got := make(Row, 9)
+	if err := c.Decode(out, got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range row {
+		if row[i].K != got[i].K || row[i].Text() != got[i].Text() {
+			t.Errorf("col %d: %v (%s) came back as %v (%s)", i, row[i], row[i].Text(), got[i], got[i].Text())
+		}
+	}
+	if got[7].Text() != "12.3400" || !got[8].IsNull() {
+		t.Errorf("numeric scale or NULL lost: %v", got)
+	}
+	for _, bad := range [][]byte{out[:len(out)-1], append(append([]byte(nil), out...), 0), {0xff}, nil} {
+		if err := c.Decode(bad, got); err == nil {
+			t.Errorf("Decode(%x) accepted a malformed payload", bad)
+		}
+	}
+}
+
 func TestKeyOrder(t *testing.T) {
 	vals := []Value{NewInt8(-5), NewInt8(0), NewInt8(7)}
 	for i := 1; i < len(vals); i++ {
