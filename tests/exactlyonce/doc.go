@@ -67,6 +67,11 @@
 //     stops with SIGTERM; "embedded" stops the broker's host process with
 //     SIGTERM. The pipelines must show RETRYING with an error meanwhile,
 //     RUNNING after, and the output is exact.
+//   - TestHangingTransaction: a transaction its coordinator never knew
+//     holds a partition of a pipeline's input open (a private broker with
+//     partition verification off takes it); the pipeline must abort it
+//     and carry on with the rows behind it, and the hanging row must not
+//     come out.
 //   - TestKilledWhileJoining: a process killed (three times) while its
 //     consumers are joining their groups must not keep partitions from
 //     the survivor, which must own them all within 45 s.
