@@ -35,11 +35,8 @@ func OpenCache(dir string, cacheBytes int64) (*Store, error) {
 		// cache keeps hot keys of big states in memory, and larger
 		// memtables flush (and compact) less often.
 		Cache:        cache,
-		MemTableSize: 64 << 20,
-		// State and views' copies overwrite the same keys again and
-		// again: a larger base level compacts them less often.
-		LBaseMaxBytes: 256 << 20,
-		Levels:        make([]pebble.LevelOptions, 7),
+		MemTableSize: 32 << 20,
+		Levels:       make([]pebble.LevelOptions, 7),
 	}
 	// Most reads of a new window's or group's key miss: bloom filters
 	// answer them without reading data blocks.
