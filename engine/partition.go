@@ -128,7 +128,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 // bind points the partition's state at the worker's current epoch.
 func (pt *partition) bind(w *worker) {
 	if pt.stateful != nil && w.ep.st != nil {
-		pt.stateful.Bind(w.shippedTable(pt, opSuffix))
+		pt.stateful.Bind(w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], opSuffix...)))
 	}
 }
 
@@ -298,7 +298,8 @@ func (pt *partition) checkpoint(w *worker) error {
 			return err
 		}
 	}
-	return w.shippedTable(pt, metaSuffix).Set(metaKey, pt.encodeMeta())
+	meta := w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], metaSuffix...))
+	return meta.Set(metaKey, pt.encodeMeta())
 }
 
 func (pt *partition) encodeMeta() []byte {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -320,62 +321,52 @@ func (w *worker) newEpoch(produce func(*kgo.Record, *epoch)) *epoch {
 }
 
 // endEpoch checkpoints every partition into the epoch before it commits:
-// operator state, watermarks, and watermarks sent downstream (their
-// changes reach the state topic as they are written: shippedTable).
+// operator state, watermarks, and watermarks sent downstream.
 func (w *worker) endEpoch() error {
 	for _, pt := range w.parts {
 		if err := pt.checkpoint(w); err != nil {
 			return err
 		}
 	}
-	return nil
+	return w.shipState()
 }
 
-// shippedTable is a partition's state table in the current epoch that
-// also writes every change to the stage's compacted state topic, in the
-// epoch's transaction: key = the state key within its partition, value =
-// the state or a tombstone, state partition = input partition. Shipping
-// as the operators write (a key written twice in an epoch is shipped
-// twice; compaction and restore keep the last) saves a pass over the
-// epoch's changes at its end.
-type shippedTable struct {
-	*state.Table
-	w      *worker
-	part   int32
-	suffix []byte // the table's place under the partition's prefix
-}
-
-func (w *worker) shippedTable(pt *partition, suffix []byte) *shippedTable {
-	return &shippedTable{
-		Table: w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], suffix...)),
-		w:     w, part: pt.key.part, suffix: suffix,
+// shipState writes the epoch's state changes to the stage's compacted
+// state topic, in the epoch's transaction: key = state key within its
+// partition, value = the state or a tombstone, state partition = input
+// partition.
+func (w *worker) shipState() error {
+	if w.ep.st == nil || len(w.parts) == 0 {
+		return nil
 	}
-}
-
-// Set implements operators.KV.
-func (t *shippedTable) Set(key, value []byte) error {
-	if err := t.Table.Set(key, value); err != nil {
-		return err
+	topic := w.p.e.topic(stateTopic(w.p.name, w.stage.def.Name))
+	// One pass over the epoch's changes (a pass per partition read the
+	// whole epoch once per partition), each change to its partition.
+	parts := make([]*partition, 0, len(w.parts))
+	for _, pt := range w.parts {
+		parts = append(parts, pt)
 	}
-	t.ship(key, append(make([]byte, 0, len(value)), value...)) // not nil: nil is a tombstone
-	return nil
-}
-
-// Delete implements operators.KV.
-func (t *shippedTable) Delete(key []byte) error {
-	if err := t.Table.Delete(key); err != nil {
-		return err
-	}
-	t.ship(key, nil)
-	return nil
-}
-
-func (t *shippedTable) ship(key, value []byte) {
-	k := make([]byte, 0, len(t.suffix)+len(key))
-	t.w.produce(&kgo.Record{
-		Topic: t.w.p.e.topic(stateTopic(t.w.p.name, t.w.stage.def.Name)), Partition: t.part,
-		Key: append(append(k, t.suffix...), key...), Value: value,
-		Headers: []kgo.RecordHeader{{Key: stateHeader}},
+	return w.ep.st.Changes(stagePrefix(w.p.name, w.stage.def.Name), func(key, value []byte, deleted bool) error {
+		var pt *partition
+		for _, c := range parts {
+			if bytes.HasPrefix(key, c.prefix) {
+				pt = c
+				break
+			}
+		}
+		if pt == nil {
+			return nil
+		}
+		r := &kgo.Record{
+			Topic: topic, Partition: pt.key.part,
+			Key:     append([]byte(nil), key[len(pt.prefix):]...),
+			Headers: []kgo.RecordHeader{{Key: stateHeader}},
+		}
+		if !deleted {
+			r.Value = append([]byte(nil), value...)
+		}
+		w.produce(r)
+		return nil
 	})
 }
 

@@ -35,6 +35,48 @@ func (e *Epoch) Discard() { e.b.Close() }
 // Size is the number of bytes the epoch's changes occupy.
 func (e *Epoch) Size() int { return e.b.Len() }
 
+// Changes calls fn once per key changed in the epoch whose key starts with
+// prefix, with its final value (deleted: the key was removed), in no
+// particular order. The slices are only valid during the call.
+func (e *Epoch) Changes(prefix []byte, fn func(key, value []byte, deleted bool) error) error {
+	type change struct {
+		value   []byte
+		deleted bool
+	}
+	last := map[string]change{}
+	var order []string
+	r := e.b.Reader()
+	for {
+		kind, k, v, ok, err := r.Next()
+		if err != nil {
+			return fmt.Errorf("state: reading epoch: %w", err)
+		}
+		if !ok {
+			break
+		}
+		if !bytes.HasPrefix(k, prefix) {
+			continue
+		}
+		key := string(k)
+		if _, seen := last[key]; !seen {
+			order = append(order, key)
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			last[key] = change{value: v}
+		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
+			last[key] = change{deleted: true}
+		}
+	}
+	for _, k := range order {
+		c := last[k]
+		if err := fn([]byte(k), c.value, c.deleted); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Table is a keyspace of an epoch under a prefix (one operator of one
 // partition). Keys passed to and returned from a Table are relative to
 // its prefix.

@@ -191,6 +191,59 @@ func TestEpochReadsOwnWritesAndCommits(t *testing.T) {
 	ep.Discard()
 }
 
+func TestEpochChanges(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	_ = s.Set([]byte("t/existing"), []byte("x"))
+	ep := s.NewEpoch()
+	tb := ep.Table([]byte("t/"))
+	other := ep.Table([]byte("u/"))
+	_ = tb.Set([]byte("set"), []byte("1"))
+	_ = tb.Set([]byte("set"), []byte("2"))
+	_ = tb.Set([]byte("set-del"), []byte("1"))
+	_ = tb.Delete([]byte("set-del"))
+	_ = tb.Delete([]byte("del-set"))
+	_ = tb.Set([]byte("del-set"), []byte("back"))
+	_ = tb.Delete([]byte("existing"))
+	_ = tb.Set([]byte("empty"), nil)
+	_ = other.Set([]byte("elsewhere"), []byte("y"))
+	changes := func(prefix string) string {
+		var parts []string
+		err := ep.Changes([]byte(prefix), func(k, v []byte, deleted bool) error {
+			if deleted {
+				parts = append(parts, fmt.Sprintf("%s:deleted", k))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s=%s", k, v))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(parts)
+		return strings.Join(parts, " ")
+	}
+	if got, want := changes("t/"), "t/del-set=back t/empty= t/existing:deleted t/set-del:deleted t/set=2"; got != want {
+		t.Errorf("Changes(t/):\n got %s\nwant %s", got, want)
+	}
+	if got, want := changes("u/"), "u/elsewhere=y"; got != want {
+		t.Errorf("Changes(u/) = %s", got)
+	}
+	if got := changes(""); strings.Count(got, " ")+1 != 6 {
+		t.Errorf("Changes() = %s", got)
+	}
+	stop := errors.New("stop")
+	if err := ep.Changes(nil, func(_, _ []byte, _ bool) error { return stop }); err != stop {
+		t.Errorf("Changes error: %v", err)
+	}
+	if err := ep.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := scanStore(t, s, "t/"), `"t/del-set"="back" "t/empty"="" "t/set"="2"`; got != want {
+		t.Errorf("committed: %s, want %s", got, want)
+	}
+}
+
 func TestTablePrefixIsolationAndDeletePrefix(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
