@@ -76,13 +76,20 @@ func (p *pipeline) topics() []string {
 // abortHanging looks for hanging transactions on the pipeline's topics
 // every hangingCheck until the pipeline stops.
 func (p *pipeline) abortHanging() {
+	defer p.wg.Done()
 	seen := map[openTxn]time.Time{}
-	p.every(hangingCheck, func() bool {
-		ctx, cancel := context.WithTimeout(p.ctx, hangingCheck)
-		defer cancel()
-		p.checkHanging(ctx, seen)
-		return true
-	})
+	t := time.NewTicker(hangingCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(p.ctx, hangingCheck)
+			p.checkHanging(ctx, seen)
+			cancel()
+		}
+	}
 }
 
 // checkHanging notes the transactions open in partitions whose last
@@ -101,7 +108,7 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 	// stalls the stage's input. The embedded broker has no such topic.
 	p.behind(ctx, behind, groupOffsetsTopic)
 	now := time.Now()
-	open := map[openTxn]int32{} // the coordinator epoch of its last write
+	open := map[openTxn]bool{}
 	if len(behind) > 0 {
 		described, err := adm.DescribeProducers(ctx, behind)
 		if err != nil {
@@ -111,7 +118,7 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 			if d.CurrentTxnStartOffset < 0 {
 				return
 			}
-			open[openTxn{d.Topic, d.Partition, d.ProducerID, d.ProducerEpoch, d.CurrentTxnStartOffset}] = d.CoordinatorEpoch
+			open[openTxn{d.Topic, d.Partition, d.ProducerID, d.ProducerEpoch, d.CurrentTxnStartOffset}] = true
 		})
 	}
 	var old []openTxn
@@ -124,11 +131,15 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 		}
 	}
 	for o := range seen {
-		if _, ok := open[o]; !ok {
+		if !open[o] {
 			delete(seen, o)
 		}
 	}
 	if len(old) == 0 {
+		return
+	}
+	described, err := adm.DescribeProducers(ctx, txnPartitions(old))
+	if err != nil {
 		return
 	}
 	// Producers with a transaction open on the pipeline's own topics are
@@ -141,12 +152,16 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 		}
 	}
 	for _, o := range old {
+		d, ok := described[o.topic].Partitions[o.partition].ActiveProducers[o.producer]
+		if !ok || d.ProducerEpoch != o.epoch || d.CurrentTxnStartOffset != o.start {
+			continue // ended since
+		}
 		holds, owner := p.coordinatorHolds(ctx, o)
 		if holds || o.topic == groupOffsetsTopic && !ours[o.producer] && !strings.HasPrefix(owner, p.e.group(p.name, "")) {
 			continue
 		}
 		resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{
-			ProducerID: o.producer, ProducerEpoch: o.epoch, CoordinatorEpoch: open[o],
+			ProducerID: o.producer, ProducerEpoch: o.epoch, CoordinatorEpoch: d.CoordinatorEpoch,
 			Topics: txnPartitions([]openTxn{o}),
 		})
 		if err == nil {
