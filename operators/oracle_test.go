@@ -1579,10 +1579,11 @@ type topQuery struct {
 	poison bool  // partition by k1 + 0*(1/d) instead of k1
 	keys   []operators.SortKey
 	n      int64
+	rank   string // "" (ROW_NUMBER), "rank" or "dense_rank"
 }
 
 func (q *topQuery) step() *operators.Step {
-	s := &operators.Step{Op: operators.OpTopN, Keys: q.keys, N: q.n, Width: tWidth}
+	s := &operators.Step{Op: operators.OpTopN, Keys: q.keys, N: q.n, Width: tWidth, Rank: q.rank}
 	tys := map[int]types.Type{tK1: types.Int4, tK2: types.Text}
 	for _, c := range q.part {
 		e := expr.Col(c, tys[c], fmt.Sprintf("c%d", c))
@@ -1646,6 +1647,7 @@ func cmpOrder(keys []operators.SortKey, a, b types.Row) int {
 func topNCase(t *testing.T, seed uint64, store *state.Store) {
 	r := caseRand(seed, "topn")
 	q := &topQuery{n: int64(1 + r.IntN(5)), poison: r.IntN(4) == 0}
+	q.rank = []string{"", "rank", "dense_rank"}[r.IntN(3)]
 	switch r.IntN(4) {
 	case 0:
 	case 1, 2:
@@ -1691,9 +1693,97 @@ func topNCase(t *testing.T, seed uint64, store *state.Store) {
 	if h.mode == kvMemAuto {
 		h.mode = kvMem
 	}
-	d := fmt.Sprintf("topn n=%d part=%v poison=%v keys=%+v rows=%d batches=%d mode=%s", q.n, q.part, q.poison, q.keys, n, len(batches), h.mode)
+	d := fmt.Sprintf("topn %s n=%d part=%v poison=%v keys=%+v rows=%d batches=%d mode=%s", q.rank, q.n, q.part, q.poison, q.keys, n, len(batches), h.mode)
 	res := h.run(rows, batches)
+	if q.rank != "" {
+		checkRank(t, d, q, rows, batches, res)
+		return
+	}
 	checkTop(t, d, q, rows, batches, res)
+}
+
+// checkRank compares the final RANK() or DENSE_RANK() <= N table with the
+// ranks computed over all input: the same multiset of (row, rank) per
+// partition (ties are all kept, so the set is exact), positions 1…m in
+// the order of the ranks, and every delete naming the row its position
+// showed.
+func checkRank(t *testing.T, desc string, q *topQuery, rows []types.Row, batches [][]int, res runResult) {
+	t.Helper()
+	expErr := map[int]string{}
+	parts := map[string][]types.Row{}
+	for _, b := range batches {
+		for _, id := range b {
+			if q.poison && rows[id][tD].I == 0 && slicesContains(q.part, tK1) {
+				expErr[id] = pgerror.DivisionByZero
+				continue
+			}
+			k := q.partKey(rows[id])
+			parts[k] = append(parts[k], rows[id])
+		}
+	}
+	checkErrors(t, desc, res, expErr)
+	table := map[string]types.Row{}
+	for i, c := range res.out {
+		if len(c.row) != tWidth+2 {
+			t.Fatalf("%s\nranked row %s has %d columns, want %d", desc, rowText(c.row), len(c.row), tWidth+2)
+		}
+		k := fmt.Sprintf("%s#%d", q.partKey(c.row), c.row[tWidth+1].I)
+		old, ok := table[k]
+		switch {
+		case c.op == operators.OpInsert && ok, c.op != operators.OpInsert && !ok:
+			t.Fatalf("%s\nchange %d: %v of key %s (present: %v): %s", desc, i, c.op, k, ok, rowText(c.row))
+		case c.op == operators.OpDelete:
+			if !sameRow(old, c.row) {
+				t.Fatalf("%s\nchange %d: delete of %s names %s, the position shows %s", desc, i, k, rowText(c.row), rowText(old))
+			}
+			delete(table, k)
+		default:
+			table[k] = c.row
+		}
+	}
+	total := 0
+	for k, list := range parts {
+		sort.SliceStable(list, func(a, b int) bool { return cmpOrder(q.keys, list[a], list[b]) < 0 })
+		want := map[string]int{}
+		rank := int64(0)
+		for i, row := range list {
+			if i == 0 || cmpOrder(q.keys, list[i-1], row) != 0 {
+				rank++
+				if q.rank == "rank" {
+					rank = int64(i) + 1
+				}
+			}
+			if rank > q.n {
+				break
+			}
+			want[fmt.Sprintf("%s r%d", rowText(row), rank)]++
+			total++
+		}
+		var prev types.Row
+		for p := 1; p <= len(list); p++ {
+			row, ok := table[fmt.Sprintf("%s#%d", k, p)]
+			if !ok {
+				break
+			}
+			got := fmt.Sprintf("%s r%d", rowText(row[:tWidth]), row[tWidth].I)
+			if want[got] == 0 {
+				t.Fatalf("%s\npartition %s position %d: %s is not expected; ranked input %s", desc, k, p, got, rowsText(list))
+			}
+			want[got]--
+			if prev != nil && (cmpOrder(q.keys, prev, row) > 0 || prev[tWidth].I > row[tWidth].I) {
+				t.Fatalf("%s\npartition %s position %d: %s after %s", desc, k, p, rowText(row), rowText(prev))
+			}
+			prev = row
+		}
+		for w, n := range want {
+			if n > 0 {
+				t.Fatalf("%s\npartition %s: %s missing (or not at positions 1…m)", desc, k, w)
+			}
+		}
+	}
+	if len(table) != total {
+		t.Fatalf("%s\nfinal table has %d rows, want %d", desc, len(table), total)
+	}
 }
 
 // checkTop compares the final top-N table with ROW_NUMBER() <= N computed

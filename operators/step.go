@@ -38,10 +38,12 @@ type Step struct {
 	TimeType types.Type  `json:"time_type,omitempty"`
 	Changes  bool        `json:"changes,omitempty"`
 
-	// topN: partition key, order (Keys), N, input width
+	// topN: partition key, order (Keys), N, input width, and the ranking
+	// function ("" or "row_number", "rank", "dense_rank")
 	PartitionBy []*expr.Expr `json:"partition_by,omitempty"`
 	N           int64        `json:"n,omitempty"`
 	Width       int          `json:"width,omitempty"`
+	Rank        string       `json:"rank,omitempty"`
 
 	// intervalJoin
 	Join *JoinSpec `json:"join,omitempty"`
@@ -154,7 +156,11 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 		if err != nil {
 			return nil, err
 		}
-		return &TopN{PartitionBy: parts, Keys: s.Keys, N: s.N, Width: s.Width, OnError: onErr}, nil
+		rank, err := rankingOf(s.Rank)
+		if err != nil {
+			return nil, err
+		}
+		return &TopN{PartitionBy: parts, Keys: s.Keys, N: s.N, Width: s.Width, Ranking: rank, OnError: onErr}, nil
 	case OpIntervalJoin:
 		if s.Join == nil {
 			return nil, pgerror.New(pgerror.Internal, "operators: intervalJoin without a spec")
@@ -256,6 +262,9 @@ func (s *Step) String() string {
 			fmt.Fprintf(&sb, " (top %d)", s.Limit)
 		}
 	case OpTopN:
+		if s.Rank != "" && s.Rank != "row_number" {
+			fmt.Fprintf(&sb, " %s", s.Rank)
+		}
 		fmt.Fprintf(&sb, " %d per", s.N)
 		for _, e := range s.PartitionBy {
 			fmt.Fprintf(&sb, " %s", e)

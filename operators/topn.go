@@ -5,19 +5,51 @@ import (
 	"sort"
 
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/types"
 )
 
-// TopN keeps, per partition key, the first N input rows in the order of
-// Keys (ROW_NUMBER() OVER (PARTITION BY … ORDER BY …) <= N; N = 1 ordered
-// by time is dedup/latest-per-key). Output is a changelog of rows with
-// their row number appended: an upsert for every position whose row
-// changed. Ties keep arrival order. State per partition key: its rows.
+// Ranking is the window function a TopN numbers its rows with.
+type Ranking uint8
+
+// Rankings.
+const (
+	RowNumber Ranking = iota // 1, 2, 3, 4: ties take arrival order
+	Rank                     // 1, 2, 2, 4: ties share a rank, which then skips
+	DenseRank                // 1, 2, 2, 3: ties share a rank, without gaps
+)
+
+func rankingOf(name string) (Ranking, error) {
+	switch name {
+	case "", "row_number":
+		return RowNumber, nil
+	case "rank":
+		return Rank, nil
+	case "dense_rank":
+		return DenseRank, nil
+	}
+	return 0, pgerror.New(pgerror.Internal, "operators: unknown ranking %q", name)
+}
+
+// TopN keeps, per partition key, the input rows numbered at most N in the
+// order of Keys (ROW_NUMBER() OVER (PARTITION BY … ORDER BY …) <= N; N = 1
+// ordered by time is dedup/latest-per-key; RANK and DENSE_RANK keep every
+// row whose rank is at most N, ties included).
+//
+// Output is a changelog keyed by position within the partition key: for
+// ROW_NUMBER the row number is the position, and a row is appended with
+// it; for RANK and DENSE_RANK a row is appended with its rank and then its
+// position, a separate key because tied rows share a rank. Each change is
+// an upsert for every position whose row or rank changed, and for RANK and
+// DENSE_RANK a delete for each position left empty when a better row
+// pushed a group of ties past N (the deleted row is the one shown there
+// before). Ties keep arrival order. State per partition key: its rows.
 type TopN struct {
 	PartitionBy []expr.Eval
 	Keys        []SortKey
 	N           int64
 	Width       int // input row width
+	Ranking     Ranking
 	OnError     RowError
 
 	kv      KV
@@ -29,10 +61,17 @@ type TopN struct {
 
 type topList struct {
 	key     []byte
-	rows    []types.Row
-	emitted int // positions emitted before (an insert beyond, an update within)
-	lo      int // first position changed since the last emission (-1: none)
+	rows    []topRow
+	dropped []topRow // shown rows cut since the last emission, in order
+	emitted int      // positions shown before (an insert beyond, an update within)
+	lo      int      // first position changed since the last emission (-1: none)
 	dirty   bool
+}
+
+type topRow struct {
+	row   types.Row
+	rank  int64 // its number now
+	shown int64 // the number it was last emitted with; 0: not emitted yet
 }
 
 // Bind implements Stateful.
@@ -63,11 +102,53 @@ func (t *TopN) list(key []byte) (*topList, error) {
 			if row, v, err = types.DecodeValues(v, t.Width); err != nil {
 				return nil, err
 			}
-			l.rows = append(l.rows, row)
+			l.rows = append(l.rows, topRow{row: row})
+		}
+		// A checkpoint follows an emission: every kept row is shown.
+		t.renumber(l, 0)
+		for i := range l.rows {
+			l.rows[i].shown = l.rows[i].rank
 		}
 	}
 	t.lists[string(l.key)] = l
 	return l, nil
+}
+
+// numberAt is the number a row inserted at pos would take.
+func (t *TopN) numberAt(l *topList, pos int, row types.Row) int64 {
+	switch {
+	case t.Ranking == RowNumber:
+		return int64(pos) + 1
+	case pos == 0:
+		return 1
+	case CompareRows(t.Keys, row, l.rows[pos-1].row) == 0:
+		return l.rows[pos-1].rank
+	case t.Ranking == Rank:
+		return int64(pos) + 1
+	}
+	return l.rows[pos-1].rank + 1
+}
+
+// renumber recomputes the numbers from position from on and cuts the rows
+// numbered beyond N.
+func (t *TopN) renumber(l *topList, from int) {
+	for p := from; p < len(l.rows); p++ {
+		r := &l.rows[p]
+		r.rank = t.numberAt(l, p, r.row)
+		if r.rank > t.N {
+			// Cut rows sort before the earlier cut ones: prepend them.
+			var cut []topRow
+			for _, c := range l.rows[p:] {
+				if c.shown > 0 {
+					cut = append(cut, c)
+				}
+			}
+			l.dropped = append(cut, l.dropped...)
+			clear(l.rows[p:])
+			l.rows = l.rows[:p]
+			return
+		}
+	}
 }
 
 // Process implements Operator.
@@ -94,16 +175,14 @@ rows:
 			return err
 		}
 		// insert after every row that sorts before or equal (ties: arrival order)
-		pos := sort.Search(len(l.rows), func(j int) bool { return CompareRows(t.Keys, row, l.rows[j]) < 0 })
-		if int64(pos) >= t.N {
+		pos := sort.Search(len(l.rows), func(j int) bool { return CompareRows(t.Keys, row, l.rows[j].row) < 0 })
+		if t.numberAt(l, pos, row) > t.N {
 			continue
 		}
-		l.rows = append(l.rows, nil)
+		l.rows = append(l.rows, topRow{})
 		copy(l.rows[pos+1:], l.rows[pos:])
-		l.rows[pos] = types.CloneRow(row) // kept across batches: own its bytes
-		if int64(len(l.rows)) > t.N {
-			l.rows = l.rows[:t.N]
-		}
+		l.rows[pos] = topRow{row: types.CloneRow(row)} // kept across batches: own its bytes
+		t.renumber(l, pos)
 		if l.lo < 0 {
 			t.touched = append(t.touched, l)
 			l.lo = pos
@@ -113,6 +192,16 @@ rows:
 		l.dirty = true
 	}
 	return t.emitChanges(emit)
+}
+
+// output is a row as the operator emits it.
+func (t *TopN) output(r types.Row, number int64, pos int) types.Row {
+	out := make(types.Row, 0, t.Width+2)
+	out = append(append(out, r...), types.NewInt8(number))
+	if t.Ranking != RowNumber {
+		out = append(out, types.NewInt8(int64(pos)+1))
+	}
+	return out
 }
 
 func (t *TopN) emitChanges(emit Emit) error {
@@ -126,12 +215,21 @@ func (t *TopN) emitChanges(emit Emit) error {
 			if p >= l.emitted {
 				op = OpInsert
 			}
-			r := make(types.Row, 0, t.Width+1)
-			r = append(append(r, l.rows[p]...), types.NewInt8(int64(p+1)))
-			out.Rows = append(out.Rows, r)
+			r := &l.rows[p]
+			r.shown = r.rank
+			out.Rows = append(out.Rows, t.output(r.row, r.rank, p))
 			out.Ops = append(out.Ops, op)
 		}
-		l.emitted = max(l.emitted, len(l.rows))
+		// Positions left empty: the last shown rows cut, in order.
+		if vacated := l.emitted - len(l.rows); vacated > 0 {
+			gone := l.dropped[max(0, len(l.dropped)-vacated):] // all of them: each shown row had a position
+			for i, r := range gone {
+				out.Rows = append(out.Rows, t.output(r.row, r.shown, l.emitted-len(gone)+i))
+				out.Ops = append(out.Ops, OpDelete)
+			}
+		}
+		l.dropped = nil
+		l.emitted = len(l.rows)
 		l.lo = -1
 	}
 	t.touched = t.touched[:0]
@@ -150,7 +248,7 @@ func (t *TopN) OnCheckpoint() error {
 		}
 		b := binary.AppendUvarint(t.buf[:0], uint64(l.emitted))
 		for _, r := range l.rows {
-			b = types.AppendValues(b, r)
+			b = types.AppendValues(b, r.row)
 		}
 		t.buf = b
 		if err := t.kv.Set(l.key, b); err != nil {

@@ -337,7 +337,7 @@ func (b *builder) buildCase(c *exprCtx, e *sql.Case) (*expr.Expr, error) {
 
 func (b *builder) buildFunc(c *exprCtx, e *sql.FuncCall) (*expr.Expr, error) {
 	if e.Over != nil {
-		return nil, pgerror.New(pgerror.WindowingError, "window function %s is only supported as ROW_NUMBER() in a top-N subquery", e.Name)
+		return nil, pgerror.New(pgerror.WindowingError, "window function %s is only supported as ROW_NUMBER(), RANK() or DENSE_RANK() in a top-N materialized view", e.Name)
 	}
 	if operators.IsAggregate(e.Name) {
 		if c.aggs != nil {

@@ -15,6 +15,13 @@ import (
 // ChangesSuffix names a materialized view's changes stream.
 const ChangesSuffix = "_changes"
 
+// PositionColumn is the hidden key column of a RANK() or DENSE_RANK()
+// top-N view: the row's position among its partition key's rows.
+const PositionColumn = "_position"
+
+// rankingFuncs are the window functions a top-N query numbers rows with.
+var rankingFuncs = map[string]bool{"row_number": true, "rank": true, "dense_rank": true}
+
 // statefulQuery is a continuous query with one stateful step, before it
 // is cut into stages.
 type statefulQuery struct {
@@ -422,21 +429,25 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 	if err != nil {
 		return nil, err
 	}
-	// Inner select list: plain columns and exactly one ROW_NUMBER().
-	var rnName string
+	// Inner select list: plain columns and exactly one ranking function.
+	var rnName, ranking string
 	var over *sql.WindowSpec
 	var width int
 	var innerCols []int // input column of each non-rn item
 	var innerNames []string
 	for _, it := range items {
 		if f, ok := it.Expr.(*sql.FuncCall); ok && f.Over != nil {
-			if f.Name != "row_number" || over != nil {
-				return nil, pgerror.NotSupported("window function %s in a continuous query (only one ROW_NUMBER())", f.Name)
+			if !rankingFuncs[f.Name] || over != nil {
+				return nil, pgerror.NotSupported("window function %s in a continuous query (only one ROW_NUMBER(), RANK() or DENSE_RANK())", f.Name)
+			}
+			if len(f.Args) > 0 || f.Star || f.Distinct {
+				return nil, pgerror.New(pgerror.SyntaxError, "%s() takes no arguments", f.Name)
 			}
 			over = f.Over
+			ranking = f.Name
 			rnName = it.Alias
 			if rnName == "" {
-				rnName = "row_number"
+				rnName = f.Name
 			}
 			continue
 		}
@@ -457,7 +468,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		width++
 	}
 	if over == nil {
-		return nil, pgerror.NotSupported("a subquery without ROW_NUMBER() in a continuous query")
+		return nil, pgerror.NotSupported("a subquery without ROW_NUMBER(), RANK() or DENSE_RANK() in a continuous query")
 	}
 	// The operator's input row is the inner projection without rn.
 	pos := func(e sql.Expr, what string) (int, error) {
@@ -474,9 +485,14 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 				return j, nil
 			}
 		}
-		return 0, pgerror.New(pgerror.InvalidObjectDefinition, "%s column %q must be in the subquery's select list", what, c.Name)
+		// Ordered or partitioned by a column the subquery does not
+		// select: the operator carries it, the outer query cannot see it.
+		innerCols = append(innerCols, i)
+		innerNames = append(innerNames, c.Name)
+		return len(innerCols) - 1, nil
 	}
-	step := operators.Step{Op: operators.OpTopN, Width: width}
+	visible := width // the subquery's columns; carried ones follow
+	step := operators.Step{Op: operators.OpTopN, Rank: ranking}
 	var partition []int
 	for _, p := range over.PartitionBy {
 		j, err := pos(p, "PARTITION BY")
@@ -487,7 +503,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		partition = append(partition, innerCols[j])
 	}
 	if len(over.OrderBy) == 0 {
-		return nil, pgerror.New(pgerror.WindowingError, "ROW_NUMBER() in a top-N query needs ORDER BY")
+		return nil, pgerror.New(pgerror.WindowingError, "%s() in a top-N query needs ORDER BY", strings.ToUpper(ranking))
 	}
 	for _, o := range over.OrderBy {
 		j, err := pos(o.Expr, "ORDER BY")
@@ -499,10 +515,15 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 	if step.N, err = rowNumberBound(outer.Where, rnName); err != nil {
 		return nil, err
 	}
-	// Outer select over (inner columns…, rn).
+	width = len(innerCols)
+	step.Width = width
+	// Outer select over (inner columns…, carried columns…, rn).
 	os := &scope{}
 	for j, n := range innerNames {
-		os.cols = append(os.cols, scopeCol{table: dt.Alias, name: n, typ: sc.cols[innerCols[j]].typ})
+		if j >= visible {
+			n = "?" + n + "?" // not a column of the subquery
+		}
+		os.cols = append(os.cols, scopeCol{table: dt.Alias, name: n, typ: sc.cols[innerCols[j]].typ, hidden: j >= visible})
 	}
 	os.cols = append(os.cols, scopeCol{table: dt.Alias, name: rnName, typ: types.Int8})
 	outItems, err := expandStars(os, outer.Items)
@@ -524,7 +545,10 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		proj.Names = append(proj.Names, name)
 		cols = append(cols, catalog.Column{Name: name, Type: x.Type})
 	}
-	// Key: partition columns and rn, all of which must be selected.
+	// Key: partition columns and the row's position, all of which must be
+	// selected. ROW_NUMBER's number is the position; tied RANK and
+	// DENSE_RANK rows share a number, so the operator's position column
+	// follows it, kept in the view as a hidden column.
 	var key []int
 	for _, p := range step.PartitionBy {
 		k, err := selected(proj, p.Col, p.Name)
@@ -533,11 +557,18 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		}
 		key = append(key, k)
 	}
-	k, err := selected(proj, width, rnName)
-	if err != nil {
-		return nil, err
+	if ranking == "row_number" {
+		k, err := selected(proj, width, rnName)
+		if err != nil {
+			return nil, err
+		}
+		key = append(key, k)
+	} else {
+		key = append(key, len(proj.Exprs))
+		proj.Exprs = append(proj.Exprs, expr.Col(width+1, types.Int8, PositionColumn))
+		proj.Names = append(proj.Names, PositionColumn)
+		cols = append(cols, catalog.Column{Name: PositionColumn, Type: types.Int8, Hidden: true})
 	}
-	key = append(key, k)
 	// Input to the operator: the inner projection (without rn).
 	innerProj := operators.Step{Op: operators.OpProject}
 	for j, c := range innerCols {
