@@ -76,20 +76,13 @@ func (p *pipeline) topics() []string {
 // abortHanging looks for hanging transactions on the pipeline's topics
 // every hangingCheck until the pipeline stops.
 func (p *pipeline) abortHanging() {
-	defer p.wg.Done()
 	seen := map[openTxn]time.Time{}
-	t := time.NewTicker(hangingCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(p.ctx, hangingCheck)
-			p.checkHanging(ctx, seen)
-			cancel()
-		}
-	}
+	p.every(hangingCheck, func() bool {
+		ctx, cancel := context.WithTimeout(p.ctx, hangingCheck)
+		defer cancel()
+		p.checkHanging(ctx, seen)
+		return true
+	})
 }
 
 // checkHanging notes the transactions open in partitions whose last
@@ -108,7 +101,7 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 	// stalls the stage's input. The embedded broker has no such topic.
 	p.behind(ctx, behind, groupOffsetsTopic)
 	now := time.Now()
-	open := map[openTxn]bool{}
+	open := map[openTxn]int32{} // the coordinator epoch of its last write
 	if len(behind) > 0 {
 		described, err := adm.DescribeProducers(ctx, behind)
 		if err != nil {
@@ -118,7 +111,7 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 			if d.CurrentTxnStartOffset < 0 {
 				return
 			}
-			open[openTxn{d.Topic, d.Partition, d.ProducerID, d.ProducerEpoch, d.CurrentTxnStartOffset}] = true
+			open[openTxn{d.Topic, d.Partition, d.ProducerID, d.ProducerEpoch, d.CurrentTxnStartOffset}] = d.CoordinatorEpoch
 		})
 	}
 	var old []openTxn
@@ -131,15 +124,11 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 		}
 	}
 	for o := range seen {
-		if !open[o] {
+		if _, ok := open[o]; !ok {
 			delete(seen, o)
 		}
 	}
 	if len(old) == 0 {
-		return
-	}
-	described, err := adm.DescribeProducers(ctx, txnPartitions(old))
-	if err != nil {
 		return
 	}
 	// Producers with a transaction open on the pipeline's own topics are
@@ -152,16 +141,12 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 		}
 	}
 	for _, o := range old {
-		d, ok := described[o.topic].Partitions[o.partition].ActiveProducers[o.producer]
-		if !ok || d.ProducerEpoch != o.epoch || d.CurrentTxnStartOffset != o.start {
-			continue // ended since
-		}
 		holds, owner := p.coordinatorHolds(ctx, o)
 		if holds || o.topic == groupOffsetsTopic && !ours[o.producer] && !strings.HasPrefix(owner, p.e.group(p.name, "")) {
 			continue
 		}
 		resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{
-			ProducerID: o.producer, ProducerEpoch: o.epoch, CoordinatorEpoch: d.CoordinatorEpoch,
+			ProducerID: o.producer, ProducerEpoch: o.epoch, CoordinatorEpoch: open[o],
 			Topics: txnPartitions([]openTxn{o}),
 		})
 		if err == nil {

@@ -96,19 +96,30 @@ func (p *pipeline) stop() {
 }
 
 func (p *pipeline) heartbeat() {
+	p.every(2*time.Second, func() bool {
+		if p.e.host.Heartbeat(p.ctx, p.name) == Stop {
+			p.cancel()
+			return false
+		}
+		p.e.host.PutRecord(p.record())
+		return true
+	})
+}
+
+// every calls fn every interval until the pipeline stops or fn returns
+// false; it is one of the pipeline's goroutines (p.wg).
+func (p *pipeline) every(interval time.Duration, fn func() bool) {
 	defer p.wg.Done()
-	t := time.NewTicker(2 * time.Second)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
 		case <-t.C:
-			if p.e.host.Heartbeat(p.ctx, p.name) == Stop {
-				p.cancel()
+			if !fn() {
 				return
 			}
-			p.e.host.PutRecord(p.record())
 		}
 	}
 }
