@@ -457,24 +457,10 @@ func (e *Engine) flushStage(ctx context.Context, p *pipeline, s *stageRun) error
 // waitGroup waits until a pipeline group's committed offsets reach the
 // read_committed end the topics have now.
 func (e *Engine) waitGroup(ctx context.Context, p *pipeline, stage string, topics []string) error {
-	ends, err := e.admin.ListCommittedOffsets(ctx, topics...)
+	want, err := e.flushTargets(ctx, topics)
 	if err != nil {
-		return pgerror.Wrap(err, pgerror.IOError, "FLUSH")
+		return err
 	}
-	starts, err := e.admin.ListStartOffsets(ctx, topics...)
-	if err != nil {
-		return pgerror.Wrap(err, pgerror.IOError, "FLUSH")
-	}
-	want := map[string]map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if st, ok := starts.Lookup(o.Topic, o.Partition); ok && st.Offset >= o.Offset {
-			return // empty partition
-		}
-		if want[o.Topic] == nil {
-			want[o.Topic] = map[int32]int64{}
-		}
-		want[o.Topic][o.Partition] = o.Offset
-	})
 	group := e.group(p.name, stage)
 	wait := 10 * time.Millisecond
 	for {
@@ -498,6 +484,78 @@ func (e *Engine) waitGroup(ctx context.Context, p *pipeline, stage string, topic
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, 200*time.Millisecond)
+	}
+}
+
+// markerWait bounds how long flushTargets waits for a partition's last
+// stable offset to reach its high watermark.
+const markerWait = time.Second
+
+// flushTargets returns, per non-empty partition of the topics, the offset
+// a group must commit to have read everything committed there now.
+//
+// That is the last stable offset, with two cares. A partition whose
+// offsets could not be listed is asked again, never taken for empty. And
+// a transaction the stage upstream has committed is visible in its
+// group's offsets as soon as the coordinator writes its marker to the
+// offsets topic, which can be a moment before the marker on the output
+// partition: the last stable offset there still stops at the start of
+// that transaction. So while a partition's last stable offset is below
+// its high watermark, the offsets are listed again, for up to markerWait;
+// a transaction still open then is one begun after this flush.
+func (e *Engine) flushTargets(ctx context.Context, topics []string) (map[string]map[int32]int64, error) {
+	deadline := time.Now().Add(markerWait)
+	wait := 5 * time.Millisecond
+	for {
+		ends, err := e.admin.ListCommittedOffsets(ctx, topics...)
+		if err != nil {
+			return nil, pgerror.Wrap(err, pgerror.IOError, "FLUSH")
+		}
+		highs, err := e.admin.ListEndOffsets(ctx, topics...)
+		if err != nil {
+			return nil, pgerror.Wrap(err, pgerror.IOError, "FLUSH")
+		}
+		starts, err := e.admin.ListStartOffsets(ctx, topics...)
+		if err != nil {
+			return nil, pgerror.Wrap(err, pgerror.IOError, "FLUSH")
+		}
+		var failed error
+		pending := false
+		want := map[string]map[int32]int64{}
+		ends.Each(func(o kadm.ListedOffset) {
+			st, sok := starts.Lookup(o.Topic, o.Partition)
+			hw, hok := highs.Lookup(o.Topic, o.Partition)
+			for _, x := range []kadm.ListedOffset{o, st, hw} {
+				if x.Err != nil && failed == nil {
+					failed = fmt.Errorf("%s[%d]: %w", x.Topic, x.Partition, x.Err)
+				}
+			}
+			if !sok || !hok {
+				failed = fmt.Errorf("%s[%d]: offsets not listed", o.Topic, o.Partition)
+			}
+			if o.Offset < hw.Offset {
+				pending = true
+			}
+			if st.Offset >= o.Offset {
+				return // empty partition
+			}
+			if want[o.Topic] == nil {
+				want[o.Topic] = map[int32]int64{}
+			}
+			want[o.Topic][o.Partition] = o.Offset
+		})
+		switch {
+		case failed == nil && (!pending || time.Now().After(deadline)):
+			return want, nil
+		case failed != nil && time.Now().After(deadline.Add(10*time.Second)):
+			return nil, pgerror.Wrap(failed, pgerror.IOError, "FLUSH")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, pgerror.New(pgerror.QueryCanceled, "FLUSH: canceled while listing offsets")
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 100*time.Millisecond)
 	}
 }
 
