@@ -30,6 +30,7 @@ type partition struct {
 	maxEvent   int64 // largest event time seen (data-derived watermarks)
 	wm         int64 // watermark applied to the operators
 	sentWM     int64 // watermark last sent downstream
+	sinceSent  int   // input rows read since
 	sources    map[int32]*sourceWM
 	created    time.Time
 	// Idleness of upstream partitions is judged in the input's own time
@@ -277,19 +278,35 @@ func (pt *partition) advance(w *worker) error {
 	return nil
 }
 
+// wmEveryRows is how many input rows a partition of a repartitioning
+// stage reads between watermark records, besides the one each checkpoint
+// sends. Catching up on a backlog, an epoch holds minutes of event time;
+// one watermark at its end would keep every window of those minutes open
+// downstream at once (a HOP over 10k keys then outgrew its stage's state
+// cache and read Pebble for every row).
+const wmEveryRows = 2000
+
+// sendWatermark sends the partition's watermark downstream, as a control
+// record on every partition of the stage's output, when it moved.
+func (pt *partition) sendWatermark(w *worker) {
+	if !w.broadcast || pt.wm <= pt.sentWM {
+		return
+	}
+	parts := w.stage.output.Partitions
+	val := []byte(strconv.Itoa(int(w.stage.def.SourceBase+pt.key.part)) + ":" + strconv.FormatInt(pt.wm, 10))
+	topic := w.p.e.topic(w.stage.output.Topic)
+	w.p.e.cfg.Logger.Debug("watermark sent", "pipeline", w.p.name, "stage", w.stage.def.Name, "partition", pt.key.part, "wm", pt.wm, "to", topic, "partitions", parts)
+	for j := 0; j < parts; j++ {
+		w.produce(&kgo.Record{Topic: topic, Partition: int32(j), Headers: []kgo.RecordHeader{{Key: wmHeader, Value: val}}})
+	}
+	pt.sentWM = pt.wm
+	pt.sinceSent = 0
+}
+
 // checkpoint writes the partition's state into the epoch and sends its
 // watermark downstream when it moved.
 func (pt *partition) checkpoint(w *worker) error {
-	if w.broadcast && pt.wm > pt.sentWM {
-		parts := w.stage.output.Partitions
-		val := []byte(strconv.Itoa(int(w.stage.def.SourceBase+pt.key.part)) + ":" + strconv.FormatInt(pt.wm, 10))
-		topic := w.p.e.topic(w.stage.output.Topic)
-		w.p.e.cfg.Logger.Debug("watermark sent", "pipeline", w.p.name, "stage", w.stage.def.Name, "partition", pt.key.part, "wm", pt.wm, "to", topic, "partitions", parts)
-		for j := 0; j < parts; j++ {
-			w.produce(&kgo.Record{Topic: topic, Partition: int32(j), Headers: []kgo.RecordHeader{{Key: wmHeader, Value: val}}})
-		}
-		pt.sentWM = pt.wm
-	}
+	pt.sendWatermark(w)
 	if w.ep.st == nil {
 		return nil
 	}

@@ -612,7 +612,13 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 	if w.fromCtl {
 		pt.fetched(fp)
 	}
-	return pt.advance(w)
+	if err := pt.advance(w); err != nil {
+		return err
+	}
+	if pt.sinceSent += n; pt.sinceSent >= wmEveryRows {
+		pt.sendWatermark(w)
+	}
+	return nil
 }
 
 // poison reports a row that cannot be processed to the errors stream,

@@ -1,10 +1,12 @@
 package operators
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
@@ -69,6 +71,7 @@ type aggEntry struct {
 	emitted bool // a change row for this key has been emitted before (insert vs update)
 	dirty   bool
 	touched bool // in aggState.touched
+	stored  bool // the KV holds a value for key (loaded from it or flushed to it)
 }
 
 // maxCachedEntries bounds the entries an aggState keeps decoded between
@@ -100,7 +103,7 @@ type aggState struct {
 	touched []*aggEntry // in first-touch order, for change emission
 	buf     []byte
 	args    []types.Value
-	onNew   func(end int64) // called for a key not in the cache
+	onNew   func(e *aggEntry) // called for an entry new in the cache
 	// complete says the cache holds every key of the KV, so a key not in
 	// it is new and needs no read: true after the first bind found at
 	// most maxCachedEntries keys (and loaded them), false once the cache
@@ -140,7 +143,7 @@ func (s *aggState) load() error {
 		if len(s.entries) >= maxCachedEntries {
 			return errTooMany
 		}
-		e := &aggEntry{key: append([]byte(nil), key...)}
+		e := &aggEntry{key: append([]byte(nil), key...), stored: true}
 		if err := s.decode(e, value); err != nil {
 			return err
 		}
@@ -162,9 +165,6 @@ func (s *aggState) get(key []byte, group types.Row, start, end int64) (*aggEntry
 	if e, ok := s.entries[string(key)]; ok {
 		return e, nil
 	}
-	if s.onNew != nil {
-		s.onNew(end)
-	}
 	e := &aggEntry{key: append([]byte(nil), key...), start: start, end: end}
 	var v []byte
 	var ok bool
@@ -178,11 +178,15 @@ func (s *aggState) get(key []byte, group types.Row, start, end int64) (*aggEntry
 		if err := s.decode(e, v); err != nil {
 			return nil, err
 		}
+		e.stored = true
 	} else {
 		e.group = types.CloneRow(group)
 		e.accs = s.newAccs()
 	}
 	s.entries[string(e.key)] = e
+	if s.onNew != nil {
+		s.onNew(e)
+	}
 	return e, nil
 }
 
@@ -229,7 +233,7 @@ func (s *aggState) flush() error {
 			if err := s.kv.Set(e.key, s.encode(e)); err != nil {
 				return err
 			}
-			e.dirty = false
+			e.dirty, e.stored = false, true
 		}
 	}
 	return nil
@@ -324,25 +328,65 @@ type WindowAggregate struct {
 	// watermark below it closes nothing and needs no scan (MinInt64:
 	// unknown, as after a restore).
 	minEnd int64
+	// While the cache holds the whole state (st.complete), the entries by
+	// window end and their ends in order: closing windows reads neither
+	// the KV nor the state it has not been given, and a window opened and
+	// closed between two checkpoints never reaches the KV at all.
+	byEnd map[int64][]*aggEntry
+	ends  []int64
+	// indexed says byEnd and ends index every cached entry.
+	indexed bool
 }
 
 // NewWindowAggregate makes the operator.
 func NewWindowAggregate(spec WindowSpec, timeCol int, timeType types.Type, groupBy []expr.Eval, aggs []AggCall, changes bool, onErr RowError) *WindowAggregate {
 	w := &WindowAggregate{Spec: spec, TimeCol: timeCol, TimeType: timeType, GroupBy: groupBy, Changes: changes, OnError: onErr, wm: math.MinInt64, minEnd: math.MinInt64}
 	w.st = aggState{aggs: aggs, ngroup: len(groupBy)}
-	w.st.onNew = func(end int64) { w.minEnd = min(w.minEnd, end) }
+	w.st.onNew = func(e *aggEntry) {
+		w.minEnd = min(w.minEnd, e.end)
+		if w.indexed {
+			w.index(e)
+		}
+	}
 	w.gvals = make(types.Row, len(groupBy))
 	return w
 }
 
 // Bind implements Stateful.
-func (w *WindowAggregate) Bind(kv KV) { w.st.bind(kv) }
+func (w *WindowAggregate) Bind(kv KV) {
+	w.st.bind(kv)
+	w.reindex()
+}
 
 func (w *WindowAggregate) ensureKV() {
 	if w.st.kv == nil {
 		w.st.bind(NewMemKV())
 		w.mem = true
+		w.reindex()
 	}
+}
+
+// reindex builds the by-end index of a complete cache the first time it
+// is bound, and drops it once the cache is not complete.
+func (w *WindowAggregate) reindex() {
+	switch {
+	case !w.st.complete:
+		w.byEnd, w.ends, w.indexed = nil, nil, false
+	case !w.indexed:
+		w.byEnd, w.ends, w.indexed = map[int64][]*aggEntry{}, nil, true
+		for _, e := range w.st.entries {
+			w.index(e)
+		}
+	}
+}
+
+func (w *WindowAggregate) index(e *aggEntry) {
+	list, ok := w.byEnd[e.end]
+	if !ok {
+		i, _ := slices.BinarySearch(w.ends, e.end)
+		w.ends = slices.Insert(w.ends, i, e.end)
+	}
+	w.byEnd[e.end] = append(list, e)
 }
 
 // Watermark returns the operator's current watermark.
@@ -422,6 +466,9 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 	if wm < w.minEnd {
 		return nil // no window ends at or below wm
 	}
+	if w.indexed {
+		return w.closeCached(wm, emit)
+	}
 	if err := w.st.flush(); err != nil {
 		return err
 	}
@@ -464,6 +511,47 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 		})
 		if err != nil && !errors.Is(err, errStopScan) {
 			return err
+		}
+	}
+	if len(out.Rows) > 0 {
+		return emit(out)
+	}
+	return nil
+}
+
+// closeCached closes the windows ending at or before wm from the indexed
+// cache, in the order of their state keys (as a scan of the KV would).
+// Only windows the KV holds are deleted from it.
+func (w *WindowAggregate) closeCached(wm int64, emit Emit) error {
+	n := 0
+	var closing []*aggEntry
+	for _, end := range w.ends {
+		if end > wm {
+			break
+		}
+		closing = append(closing, w.byEnd[end]...)
+		delete(w.byEnd, end)
+		n++
+	}
+	w.ends = w.ends[n:]
+	w.minEnd = math.MaxInt64
+	if len(w.ends) > 0 {
+		w.minEnd = w.ends[0]
+	}
+	slices.SortFunc(closing, func(a, b *aggEntry) int { return bytes.Compare(a.key, b.key) })
+	out := &Batch{}
+	for _, e := range closing {
+		delete(w.st.entries, string(e.key))
+		if !e.dirty && !e.stored {
+			continue // created for a row that then failed: no state
+		}
+		if !w.Changes {
+			out.Rows = append(out.Rows, w.st.row(e, true, w.TimeType))
+		}
+		if e.stored {
+			if err := w.st.kv.Delete(e.key); err != nil {
+				return err
+			}
 		}
 	}
 	if len(out.Rows) > 0 {
