@@ -16,9 +16,7 @@ type Filter struct {
 
 // Process implements Operator.
 func (f *Filter) Process(b *Batch, emit Emit) error {
-	f.out.Rows = f.out.Rows[:0]
-	f.out.Source = f.out.Source[:0]
-	f.out.Ops = f.out.Ops[:0]
+	f.out.reset()
 	for i, row := range b.Rows {
 		ok, err := f.Pred(row)
 		if err != nil {
@@ -66,9 +64,7 @@ type Project struct {
 func (p *Project) Process(b *Batch, emit Emit) error {
 	w := len(p.Exprs)
 	flat := make([]types.Value, len(b.Rows)*w)
-	p.out.Rows = p.out.Rows[:0]
-	p.out.Source = p.out.Source[:0]
-	p.out.Ops = p.out.Ops[:0]
+	p.out.reset()
 	n := 0
 rows:
 	for i, row := range b.Rows {

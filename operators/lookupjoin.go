@@ -64,8 +64,7 @@ type LookupJoin struct {
 
 // Process implements Operator.
 func (j *LookupJoin) Process(b *Batch, emit Emit) error {
-	j.out.Rows = j.out.Rows[:0]
-	j.out.Source = j.out.Source[:0]
+	j.out.reset()
 rows:
 	for i, row := range b.Rows {
 		j.key = j.key[:0]

@@ -19,6 +19,16 @@ type Batch struct {
 // Len returns the number of rows.
 func (b *Batch) Len() int { return len(b.Rows) }
 
+// reset empties a batch an operator reuses for its output, dropping its
+// references to the previous rows and records: a reused slice keeps the
+// entries past its length, which would otherwise hold a large batch's
+// rows alive long after it was emitted.
+func (b *Batch) reset() {
+	clear(b.Rows)
+	clear(b.Source)
+	b.Rows, b.Source, b.Ops = b.Rows[:0], b.Source[:0], b.Ops[:0]
+}
+
 // Emit passes a batch downstream. The receiver must not keep b itself
 // after returning, but may keep its rows.
 type Emit func(b *Batch) error

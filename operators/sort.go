@@ -131,7 +131,7 @@ type Limit struct {
 
 // Process implements Operator.
 func (l *Limit) Process(b *Batch, emit Emit) error {
-	l.out.Rows = l.out.Rows[:0]
+	l.out.reset()
 	for _, r := range b.Rows {
 		if l.Count >= 0 && l.seen >= l.Offset+l.Count {
 			break
@@ -167,7 +167,7 @@ func (d *Distinct) Process(b *Batch, emit Emit) error {
 	if d.seen == nil {
 		d.seen = map[string]struct{}{}
 	}
-	d.out.Rows = d.out.Rows[:0]
+	d.out.reset()
 	for _, r := range b.Rows {
 		d.key = types.AppendKeyRow(d.key[:0], r)
 		if _, ok := d.seen[string(d.key)]; ok {
