@@ -973,6 +973,16 @@ func openStore(t *testing.T) *state.Store {
 func TestOracle(t *testing.T) {
 	t.Run("tumble", func(t *testing.T) { runCases(t, oracleCount(2000), windowCase("tumble")) })
 	t.Run("hop", func(t *testing.T) { runCases(t, oracleCount(1000), windowCase("hop")) })
+	// A cache of 3 entries: dropped at most epochs, read back from the KV,
+	// and complete again once the windows read back have closed.
+	t.Run("tumble-small-cache", func(t *testing.T) {
+		defer operators.SetMaxCachedEntries(3)()
+		runCases(t, oracleCount(1000), windowCase("tumble"))
+	})
+	t.Run("hop-small-cache", func(t *testing.T) {
+		defer operators.SetMaxCachedEntries(3)()
+		runCases(t, oracleCount(500), windowCase("hop"))
+	})
 	t.Run("group", func(t *testing.T) { runCases(t, oracleCount(1000), groupCase) })
 	t.Run("topn", func(t *testing.T) { runCases(t, oracleCount(1000), topNCase) })
 	t.Run("dedup", func(t *testing.T) { runCases(t, oracleCount(500), dedupCase) })

@@ -77,7 +77,7 @@ type aggEntry struct {
 // maxCachedEntries bounds the entries an aggState keeps decoded between
 // epochs; past it, the cache is dropped after a checkpoint (state beyond
 // it is read from the KV again).
-const maxCachedEntries = 200_000
+var maxCachedEntries = 200_000 // a variable for tests
 
 // loadBelowBytes is the estimated size under which an aggState tries to
 // load its whole state at its first bind: scanning and decoding a state
@@ -110,6 +110,12 @@ type aggState struct {
 	// is dropped.
 	complete bool
 	bound    bool
+	// kvKeys counts the keys the KV holds, when counted: from a state
+	// loaded whole (or empty) at the first bind on. A dropped cache is
+	// complete again once its stored entries number kvKeys (the windows
+	// read back from the KV have closed, say).
+	kvKeys  int
+	counted bool
 }
 
 func (s *aggState) bind(kv KV) {
@@ -122,6 +128,7 @@ func (s *aggState) bind(kv KV) {
 			return // too large to cache whole: read keys as they come
 		}
 		s.complete = s.load() == nil
+		s.counted, s.kvKeys = s.complete, len(s.entries)
 		if !s.complete {
 			s.entries = map[string]*aggEntry{}
 		}
@@ -130,6 +137,16 @@ func (s *aggState) bind(kv KV) {
 	if len(s.entries) > maxCachedEntries {
 		s.entries = map[string]*aggEntry{}
 		s.complete = false
+		return
+	}
+	if !s.complete && s.counted {
+		stored := 0
+		for _, e := range s.entries {
+			if e.stored {
+				stored++
+			}
+		}
+		s.complete = stored == s.kvKeys
 	}
 }
 
@@ -232,6 +249,9 @@ func (s *aggState) flush() error {
 		if e.dirty {
 			if err := s.kv.Set(e.key, s.encode(e)); err != nil {
 				return err
+			}
+			if !e.stored {
+				s.kvKeys++
 			}
 			e.dirty, e.stored = false, true
 		}
@@ -501,6 +521,7 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 		if err := w.st.kv.Delete(k); err != nil {
 			return err
 		}
+		w.st.kvKeys--
 	}
 	// The smallest window end left: the first key at or above hi.
 	w.minEnd = math.MaxInt64
@@ -552,6 +573,7 @@ func (w *WindowAggregate) closeCached(wm int64, emit Emit) error {
 			if err := w.st.kv.Delete(e.key); err != nil {
 				return err
 			}
+			w.st.kvKeys--
 		}
 	}
 	if len(out.Rows) > 0 {
