@@ -52,6 +52,18 @@ type stageRun struct {
 	// timeout passed since the partition started, so that the first
 	// upstream partition to report does not make the others' rows late.
 	sources int
+	// assigned counts the stage's local workers that have had partitions;
+	// joined closes when all that can have some do (see awaitSiblings).
+	assigned atomic.Int32
+	want     int32
+	joined   chan struct{}
+}
+
+// noteAssigned counts a worker's first assignment.
+func (s *stageRun) noteAssigned() {
+	if s.assigned.Add(1) == s.want {
+		close(s.joined)
+	}
 }
 
 func (s *stageRun) inputTopics(e *Engine) []string {
@@ -75,6 +87,12 @@ func newPipeline(e *Engine, name string, topo *Topology, stages []*stageRun, err
 func (p *pipeline) start() {
 	id := 0
 	for _, s := range p.stages {
+		parts := 0
+		for _, in := range s.inputs {
+			parts += in.Partitions
+		}
+		s.want = int32(max(1, min(p.e.cfg.Consumers, parts)))
+		s.joined = make(chan struct{})
 		for i := 0; i < p.e.cfg.Consumers; i++ {
 			w := &worker{p: p, stage: s, index: i, id: id}
 			id++

@@ -45,6 +45,29 @@ type worker struct {
 	ep        *epoch
 	produce   func(*kgo.Record)
 	owned     atomic.Int64
+	assigned  atomic.Bool // has had partitions
+}
+
+// siblingWait bounds how long a starting worker waits for its stage's
+// other local workers to have partitions.
+const siblingWait = time.Second
+
+// awaitSiblings holds a starting worker's first epoch until every local
+// worker of its stage that can own a partition owns some (or siblingWait
+// passed). The first worker to join a group is given every partition;
+// each later join takes some away, which aborts the epoch the first one
+// has open, so its work is done again, and while it ran alone its
+// partitions' event time moved far ahead of those the others take over,
+// which keeps the next stage's windows open that much longer. With real
+// Kafka, group.initial.rebalance.delay.ms does the same for a new group.
+func (w *worker) awaitSiblings() {
+	t := time.NewTimer(siblingWait)
+	defer t.Stop()
+	select {
+	case <-w.stage.joined:
+	case <-t.C:
+	case <-w.p.ctx.Done():
+	}
 }
 
 type partKey struct {
@@ -165,6 +188,10 @@ func (w *worker) clientOpts() []kgo.Opt {
 		kgo.RequireStableFetchOffsets(),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(10 * time.Second),
+		// A member learns of a rebalance from its heartbeat: the default
+		// 3 s left a stage's second worker waiting that long to join
+		// when it came a moment after the first.
+		kgo.HeartbeatInterval(time.Second),
 		kgo.RebalanceTimeout(30 * time.Second),
 		kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.ProducerLinger(5 * time.Millisecond),
@@ -179,6 +206,9 @@ func (w *worker) clientOpts() []kgo.Opt {
 		// partition aborts, which drops every partition's operators.)
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			w.adjustOwned(m, 1)
+			if len(m) > 0 && w.assigned.CompareAndSwap(false, true) {
+				w.stage.noteAssigned()
+			}
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			w.noteRevoked(m)
@@ -416,6 +446,7 @@ func (w *worker) runTransactional() error {
 		return err
 	}
 	w.committed = committedLookup(sess.Client())
+	w.awaitSiblings()
 	produce := func(r *kgo.Record, ep *epoch) {
 		ep.pending.Add(1)
 		sess.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
@@ -471,6 +502,7 @@ func (w *worker) runAtLeastOnce() error {
 	}
 	defer cl.Close()
 	w.committed = committedLookup(cl)
+	w.awaitSiblings()
 	produce := func(r *kgo.Record, ep *epoch) {
 		ep.pending.Add(1)
 		cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
