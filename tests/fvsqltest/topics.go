@@ -104,6 +104,9 @@ func ReadTopic(t testing.TB, brokers []string, topic string, committed bool, tim
 		}
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
+			if committed {
+				describeStuck(t, brokers, topic, pos, want)
+			}
 			t.Fatalf("reading %s: %v; positions %v, ends %v", topic, ctx.Err(), pos, want)
 		}
 		fs.EachError(func(tp string, p int32, err error) { t.Logf("reading %s[%d]: %v", tp, p, err) })
@@ -114,5 +117,43 @@ func ReadTopic(t testing.TB, brokers []string, topic string, committed bool, tim
 			}
 			out = append(out, r)
 		})
+	}
+}
+
+// describeStuck logs, for each partition a read_committed read could not
+// take to its end, the records from just before where it stopped as a
+// read_uncommitted consumer sees them: offset, producer, transactional
+// and control flags (a diagnosis of a partition no consumer can pass).
+func describeStuck(t testing.TB, brokers []string, topic string, pos, want map[int32]int64) {
+	t.Helper()
+	assign := map[string]map[int32]kgo.Offset{topic: {}}
+	for p, end := range want {
+		if pos[p] < end {
+			assign[topic][p] = kgo.NewOffset().At(max(0, pos[p]-3))
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(assign),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords(), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Logf("diagnosis: %v", err)
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lines := map[int32][]string{}
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachError(func(_ string, p int32, err error) {
+			lines[p] = append(lines[p], fmt.Sprintf("error %v", err))
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(lines[r.Partition]) < 12 {
+				lines[r.Partition] = append(lines[r.Partition], fmt.Sprintf("@%d pid %d/%d txn=%v ctl=%v", r.Offset, r.ProducerID, r.ProducerEpoch, r.Attrs.IsTransactional(), r.Attrs.IsControl()))
+			}
+		})
+	}
+	for p, l := range lines {
+		t.Logf("diagnosis: %s[%d] read_uncommitted from %d: %s", topic, p, pos[p]-3, strings.Join(l, ", "))
 	}
 }
