@@ -39,14 +39,15 @@ type Config struct {
 	Logger             *slog.Logger
 	// Store holds operator state (a cache of the checkpoints in Kafka).
 	Store *state.Store
-	// FreshTransactionalIDs gives this process's producers transactional
-	// ids of their own instead of ids stable across restarts. Stable ids
-	// let a restart fence its own unfinished transactions at once on a
-	// real cluster; the embedded broker (kfake) instead aborts them when it
-	// reloads its log, but without abort markers, and a later commit by
-	// the same producer id would expose them, so there each start uses
-	// new ids.
-	FreshTransactionalIDs bool
+	// EmbeddedBroker says the brokers are kfake hosted by this process.
+	// A killed process's broker reloads its log and aborts the
+	// transactions that were open, but writes no abort markers: a
+	// read_committed reader then skips the producer's later records in
+	// the same fetch and never sees the end of a partition whose tail
+	// was aborted. So there each worker, once its producer is
+	// initialised, writes abort markers for its producer id on every
+	// partition it writes (a marker closes the aborted range).
+	EmbeddedBroker bool
 	// ViewLookup reads this process's copy of a materialized view by key,
 	// for stream-table joins.
 	ViewLookup operators.ViewLookup
@@ -102,7 +103,6 @@ type Engine struct {
 	pipelines map[string]*pipeline
 	order     []string // start order: a pipeline only reads what existed before it
 
-	incarnation string // random per process start (FreshTransactionalIDs)
 }
 
 // New makes an engine.
@@ -115,7 +115,7 @@ func New(cfg Config, host Host) (*Engine, error) {
 		return nil, err
 	}
 	return &Engine{cfg: cfg, host: host, cl: cl, admin: kadm.NewClient(cl), pipelines: map[string]*pipeline{},
-		incarnation: strconv.FormatInt(time.Now().UnixNano(), 36)}, nil
+	}, nil
 }
 
 // Close stops every pipeline gracefully.
@@ -145,7 +145,7 @@ func (e *Engine) group(pipeline, stage string) string {
 
 // instanceID names a consumer of this process in a stage's group, the
 // same on every start of the process: its group instance id (static
-// membership) and, without FreshTransactionalIDs, its transactional id.
+// membership) and its transactional id.
 func (e *Engine) instanceID(pipeline, stage string, index int) string {
 	return e.group(pipeline, stage) + "." + e.cfg.NodeID + "." + strconv.Itoa(index)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"math"
 	"strings"
 	"sync"
@@ -319,12 +320,35 @@ func (w *worker) run() error {
 }
 
 func (w *worker) txnID() string {
+	return w.p.e.instanceID(w.p.name, w.stage.def.Name, w.index)
+}
+
+// closeCrashedTxn writes an abort marker for the producer on every
+// partition of the topics the worker writes (see Config.EmbeddedBroker).
+func (w *worker) closeCrashedTxn(ctx context.Context, pid int64, epoch int16) error {
 	e := w.p.e
-	id := e.instanceID(w.p.name, w.stage.def.Name, w.index)
-	if e.cfg.FreshTransactionalIDs {
-		id += "." + e.incarnation
+	topics := []string{e.topic(w.stage.output.Topic), e.topic(w.p.errors.Topic)}
+	if w.stateful && e.cfg.ExactlyOnce {
+		topics = append(topics, e.topic(stateTopic(w.p.name, w.stage.def.Name)))
 	}
-	return id
+	if ch := w.stage.def.Changes; ch != nil {
+		topics = append(topics, e.topic(ch.Table))
+	}
+	md, err := e.admin.ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("abort markers: %w", err)
+	}
+	parts := kadm.TopicsSet{}
+	for _, d := range md {
+		if d.Err == nil {
+			parts.Add(d.Topic, d.Partitions.Numbers()...)
+		}
+	}
+	_, err = e.admin.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: pid, ProducerEpoch: epoch, Topics: parts})
+	if err != nil {
+		return fmt.Errorf("abort markers: %w", err)
+	}
+	return nil
 }
 
 // committedLookup reads the group's committed offsets as the client
@@ -440,11 +464,17 @@ func (w *worker) runTransactional() error {
 	// keep the consumer from learning where to start (OffsetFetch answers
 	// UNSTABLE_OFFSET_COMMIT) until the first empty epoch ended.
 	initCtx, cancel := context.WithTimeout(w.p.ctx, 30*time.Second)
-	_, _, err = sess.Client().ProducerID(initCtx)
-	cancel()
+	defer cancel()
+	pid, pepoch, err := sess.Client().ProducerID(initCtx)
 	if err != nil {
 		return err
 	}
+	if e.cfg.EmbeddedBroker {
+		if err := w.closeCrashedTxn(initCtx, pid, pepoch); err != nil {
+			return err
+		}
+	}
+	cancel()
 	w.committed = committedLookup(sess.Client())
 	w.awaitSiblings()
 	produce := func(r *kgo.Record, ep *epoch) {

@@ -131,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	ecfg := cfg.Stream
 	ecfg.Brokers, ecfg.TopicPrefix, ecfg.Logger, ecfg.Store = brokers, cfg.TopicPrefix, cfg.Logger, s.store
-	ecfg.FreshTransactionalIDs = s.broker != nil
+	ecfg.EmbeddedBroker = s.broker != nil
 	ecfg.ViewLookup = s.viewLookup
 	if ecfg.NodeID, err = nodeID(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("server: node id: %w", err)
