@@ -114,8 +114,7 @@ func New(cfg Config, host Host) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, host: host, cl: cl, admin: kadm.NewClient(cl), pipelines: map[string]*pipeline{},
-	}, nil
+	return &Engine{cfg: cfg, host: host, cl: cl, admin: kadm.NewClient(cl), pipelines: map[string]*pipeline{}}, nil
 }
 
 // Close stops every pipeline gracefully.

@@ -1719,19 +1719,7 @@ func topNCase(t *testing.T, seed uint64, store *state.Store) {
 // showed.
 func checkRank(t *testing.T, desc string, q *topQuery, rows []types.Row, batches [][]int, res runResult) {
 	t.Helper()
-	expErr := map[int]string{}
-	parts := map[string][]types.Row{}
-	for _, b := range batches {
-		for _, id := range b {
-			if q.poison && rows[id][tD].I == 0 && slicesContains(q.part, tK1) {
-				expErr[id] = pgerror.DivisionByZero
-				continue
-			}
-			k := q.partKey(rows[id])
-			parts[k] = append(parts[k], rows[id])
-		}
-	}
-	checkErrors(t, desc, res, expErr)
+	parts := checkTopInput(t, desc, q, rows, batches, res)
 	table := map[string]types.Row{}
 	for i, c := range res.out {
 		if len(c.row) != tWidth+2 {
@@ -1796,15 +1784,13 @@ func checkRank(t *testing.T, desc string, q *topQuery, rows []types.Row, batches
 	}
 }
 
-// checkTop compares the final top-N table with ROW_NUMBER() <= N computed
-// over all input: per rank the order-key values must match; rows whose
-// order keys tie are compared as multisets (a tie group cut by N: the
-// chosen rows must come from the group).
-func checkTop(t *testing.T, desc string, q *topQuery, rows []types.Row, batches [][]int, res runResult) {
+// checkTopInput checks the poison rows a top-N case reported and returns
+// the other input rows by partition key, in arrival order (ties keep it
+// in the operator; here only for stability).
+func checkTopInput(t *testing.T, desc string, q *topQuery, rows []types.Row, batches [][]int, res runResult) map[string][]types.Row {
 	t.Helper()
 	expErr := map[int]string{}
 	parts := map[string][]types.Row{}
-	// arrival order (ties keep it in the operator; here only for stability)
 	for _, b := range batches {
 		for _, id := range b {
 			if q.poison && rows[id][tD].I == 0 && slicesContains(q.part, tK1) {
@@ -1816,6 +1802,16 @@ func checkTop(t *testing.T, desc string, q *topQuery, rows []types.Row, batches 
 		}
 	}
 	checkErrors(t, desc, res, expErr)
+	return parts
+}
+
+// checkTop compares the final top-N table with ROW_NUMBER() <= N computed
+// over all input: per rank the order-key values must match; rows whose
+// order keys tie are compared as multisets (a tie group cut by N: the
+// chosen rows must come from the group).
+func checkTop(t *testing.T, desc string, q *topQuery, rows []types.Row, batches [][]int, res runResult) {
+	t.Helper()
+	parts := checkTopInput(t, desc, q, rows, batches, res)
 	final := applyChanges(t, res.out, func(row types.Row) string {
 		if len(row) != tWidth+1 {
 			t.Fatalf("%s\ntop-N row %s has %d columns, want %d", desc, rowText(row), len(row), tWidth+1)
