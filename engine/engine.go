@@ -102,7 +102,6 @@ type Engine struct {
 	mu        sync.Mutex
 	pipelines map[string]*pipeline
 	order     []string // start order: a pipeline only reads what existed before it
-
 }
 
 // New makes an engine.

@@ -60,15 +60,25 @@ func (p *pipeline) topics() []string {
 		for _, t := range s.inputTopics(p.e) {
 			add(t)
 		}
-		if s.output != nil {
-			add(p.e.topic(s.output.Topic))
+		for _, t := range p.stageWrites(s) {
+			add(t)
 		}
-		if stageStateful(s.def) {
-			add(p.e.topic(stateTopic(p.name, s.def.Name)))
-		}
-		if s.def.Changes != nil {
-			add(p.e.topic(s.def.Changes.Table))
-		}
+	}
+	return out
+}
+
+// stageWrites lists the topics a stage's transactions write besides the
+// pipeline's errors stream: its output, its state topic, its view table.
+func (p *pipeline) stageWrites(s *stageRun) []string {
+	var out []string
+	if s.output != nil {
+		out = append(out, p.e.topic(s.output.Topic))
+	}
+	if stageStateful(s.def) {
+		out = append(out, p.e.topic(stateTopic(p.name, s.def.Name)))
+	}
+	if s.def.Changes != nil {
+		out = append(out, p.e.topic(s.def.Changes.Table))
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -126,10 +127,16 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	return pt, nil
 }
 
+// table is one of the partition's state tables (its operator's or its
+// meta) in the worker's current epoch.
+func (pt *partition) table(w *worker, suffix []byte) *state.Table {
+	return w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], suffix...))
+}
+
 // bind points the partition's state at the worker's current epoch.
 func (pt *partition) bind(w *worker) {
 	if pt.stateful != nil && w.ep.st != nil {
-		pt.stateful.Bind(w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], opSuffix...)))
+		pt.stateful.Bind(pt.table(w, opSuffix))
 	}
 }
 
@@ -140,7 +147,7 @@ func (pt *partition) restore(w *worker) error {
 	if w.ep == nil || w.ep.st == nil {
 		return nil
 	}
-	meta := w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], metaSuffix...))
+	meta := pt.table(w, metaSuffix)
 	v, ok, err := meta.Get(metaKey)
 	if err != nil || !ok {
 		return err
@@ -315,8 +322,7 @@ func (pt *partition) checkpoint(w *worker) error {
 			return err
 		}
 	}
-	meta := w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], metaSuffix...))
-	return meta.Set(metaKey, pt.encodeMeta())
+	return pt.table(w, metaSuffix).Set(metaKey, pt.encodeMeta())
 }
 
 func (pt *partition) encodeMeta() []byte {

@@ -25,7 +25,7 @@ func (w *worker) restoreState(pt *partition) error {
 		return nil // stateless stage
 	}
 	committed, ok := w.committed(pt.key.topic, pt.key.part)
-	meta := w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], metaSuffix...))
+	meta := pt.table(w, metaSuffix)
 	v, haveLocal, err := meta.Get(metaKey)
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"math"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -327,13 +327,7 @@ func (w *worker) txnID() string {
 // partition of the topics the worker writes (see Config.EmbeddedBroker).
 func (w *worker) closeCrashedTxn(ctx context.Context, pid int64, epoch int16) error {
 	e := w.p.e
-	topics := []string{e.topic(w.stage.output.Topic), e.topic(w.p.errors.Topic)}
-	if w.stateful && e.cfg.ExactlyOnce {
-		topics = append(topics, e.topic(stateTopic(w.p.name, w.stage.def.Name)))
-	}
-	if ch := w.stage.def.Changes; ch != nil {
-		topics = append(topics, e.topic(ch.Table))
-	}
+	topics := append(w.p.stageWrites(w.stage), e.topic(w.p.errors.Topic))
 	md, err := e.admin.ListTopics(ctx, topics...)
 	if err != nil {
 		return fmt.Errorf("abort markers: %w", err)

@@ -352,10 +352,9 @@ type WindowAggregate struct {
 	// window end and their ends in order: closing windows reads neither
 	// the KV nor the state it has not been given, and a window opened and
 	// closed between two checkpoints never reaches the KV at all.
+	// (byEnd is nil when there is no index.)
 	byEnd map[int64][]*aggEntry
 	ends  []int64
-	// indexed says byEnd and ends index every cached entry.
-	indexed bool
 }
 
 // NewWindowAggregate makes the operator.
@@ -364,7 +363,7 @@ func NewWindowAggregate(spec WindowSpec, timeCol int, timeType types.Type, group
 	w.st = aggState{aggs: aggs, ngroup: len(groupBy)}
 	w.st.onNew = func(e *aggEntry) {
 		w.minEnd = min(w.minEnd, e.end)
-		if w.indexed {
+		if w.byEnd != nil {
 			w.index(e)
 		}
 	}
@@ -391,9 +390,9 @@ func (w *WindowAggregate) ensureKV() {
 func (w *WindowAggregate) reindex() {
 	switch {
 	case !w.st.complete:
-		w.byEnd, w.ends, w.indexed = nil, nil, false
-	case !w.indexed:
-		w.byEnd, w.ends, w.indexed = map[int64][]*aggEntry{}, nil, true
+		w.byEnd, w.ends = nil, nil
+	case w.byEnd == nil:
+		w.byEnd, w.ends = map[int64][]*aggEntry{}, nil
 		for _, e := range w.st.entries {
 			w.index(e)
 		}
@@ -486,7 +485,7 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 	if wm < w.minEnd {
 		return nil // no window ends at or below wm
 	}
-	if w.indexed {
+	if w.byEnd != nil {
 		return w.closeCached(wm, emit)
 	}
 	if err := w.st.flush(); err != nil {

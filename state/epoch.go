@@ -36,8 +36,9 @@ func (e *Epoch) Discard() { e.b.Close() }
 func (e *Epoch) Size() int { return e.b.Len() }
 
 // Changes calls fn once per key changed in the epoch whose key starts with
-// prefix, with its final value (deleted: the key was removed), in no
-// particular order. The slices are only valid during the call.
+// prefix, with its final value (deleted: the key was removed), in the
+// order the keys were first changed. The slices are only valid during the
+// call.
 func (e *Epoch) Changes(prefix []byte, fn func(key, value []byte, deleted bool) error) error {
 	type change struct {
 		value   []byte
