@@ -57,6 +57,21 @@ type stageRun struct {
 	assigned atomic.Int32
 	want     int32
 	joined   chan struct{}
+	// ending is held shared by each local worker from before it commits
+	// an epoch to Kafka until that epoch is in Pebble too; restoring a
+	// partition takes it exclusively first. A partition that moves
+	// between two workers of this process is readable by the new owner
+	// (its offsets fetch returns) as soon as the old owner's commit
+	// reached Kafka, and without the barrier the new owner could read
+	// the old owner's local state before that epoch landed in it.
+	ending sync.RWMutex
+}
+
+// awaitCommits waits until every epoch of the stage's local workers that
+// has begun to commit is in Pebble too.
+func (s *stageRun) awaitCommits() {
+	s.ending.Lock() // a barrier: nothing is guarded, only waited for
+	s.ending.Unlock()
 }
 
 // noteAssigned counts a worker's first assignment.

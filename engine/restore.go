@@ -24,6 +24,7 @@ func (w *worker) restoreState(pt *partition) error {
 	if w.ep == nil || w.ep.st == nil {
 		return nil // stateless stage
 	}
+	w.stage.awaitCommits()
 	committed, ok := w.committed(pt.key.topic, pt.key.part)
 	meta := pt.table(w, metaSuffix)
 	v, haveLocal, err := meta.Get(metaKey)
@@ -62,27 +63,6 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 	topic := e.topic(stateTopic(w.p.name, w.stage.def.Name))
 	ctx, cancel := context.WithTimeout(w.p.ctx, 10*time.Minute)
 	defer cancel()
-	adm := kadm.NewClient(e.cl)
-	ends, err := adm.ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("restore %s[%d]: %w", topic, pt.key.part, err)
-	}
-	end, ok := ends.Lookup(topic, pt.key.part)
-	if !ok || end.Offset <= 0 {
-		return nil
-	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(e.cfg.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {pt.key.part: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxBytes(64<<20),
-		kgo.FetchMaxPartitionBytes(32<<20),
-	)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	batch := e.cfg.Store.NewEpoch()
 	defer func() {
 		if batch != nil {
@@ -90,45 +70,129 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 		}
 	}()
 	table := batch.Table(pt.prefix)
-	keys := int64(0)
+	read, err := readCheckpoint(ctx, kadm.NewClient(e.cl), e.cfg.Brokers, topic, pt.key.part, func(key, value []byte) error {
+		var err error
+		if value == nil {
+			err = table.Delete(key)
+		} else {
+			err = table.Set(key, value)
+		}
+		if err == nil && batch.Size() > 64<<20 {
+			if err = batch.Commit(); err == nil {
+				batch = e.cfg.Store.NewEpoch()
+				table = batch.Table(pt.prefix)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("restore %s[%d]: %w", topic, pt.key.part, err)
+	}
+	if err := batch.Commit(); err != nil {
+		return err
+	}
+	batch = nil
+	w.p.restoredKeys.Add(read.records)
+	e.cfg.Logger.Info("partition state restored from its checkpoint topic", "pipeline", w.p.name, "stage", w.stage.def.Name,
+		"partition", pt.key.part, "records", read.records, "took", time.Since(start).Round(time.Millisecond),
+		"waited_for_open_transactions", read.waited.Round(time.Millisecond))
+	return nil
+}
+
+// checkpointRead is what readCheckpoint read.
+type checkpointRead struct {
+	records int64         // committed records passed on
+	waited  time.Duration // time spent waiting for transactions open at the start to end
+}
+
+// readCheckpoint reads one partition of a state topic, read_committed,
+// from its start to the high watermark it had when the read began,
+// passing each committed record to apply (value nil for a tombstone).
+//
+// It reads to the high watermark, not to the last stable offset: a
+// transaction left open by a process that died (a wiped node restarts
+// with new transactional ids, so it cannot fence it) holds the last
+// stable offset at its first record until it times out, and the
+// transactions that committed after it began (this partition's later
+// checkpoints, written by the new owner) lie beyond it. Stopping at the
+// last stable offset restored an old checkpoint under newer input
+// offsets: windows closed again, rows counted twice. So the read waits
+// until every transaction that had written to the partition has ended;
+// the group's committed offsets cannot be newer than what it then holds.
+// The record at the high watermark minus one is then either visible
+// (committed data, or a transaction marker, which KeepControlRecords
+// keeps) or aborted data whose marker comes after it, which is visible.
+func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, topic string, part int32, apply func(key, value []byte) error) (checkpointRead, error) {
+	var out checkpointRead
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return out, err
+	}
+	end, ok := ends.Lookup(topic, part)
+	if err := end.Err; ok && err != nil {
+		return out, err
+	}
+	if !ok || end.Offset <= 0 {
+		return out, nil
+	}
+	stable := end.Offset
+	if lso, err := adm.ListCommittedOffsets(ctx, topic); err == nil {
+		if o, ok := lso.Lookup(topic, part); ok && o.Err == nil {
+			stable = o.Offset
+		}
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxBytes(64<<20),
+		kgo.FetchMaxPartitionBytes(32<<20),
+		// While a transaction is open the broker has nothing to return
+		// past it; poll again soon after its end.
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	if err != nil {
+		return out, err
+	}
+	defer cl.Close()
+	var stableAt time.Time // when the read passed the last stable offset of the start
+	begin := time.Now()
 	for done := false; !done; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("restore %s[%d]: %w", topic, pt.key.part, err)
+			return out, err
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
 		if ferr != nil {
-			return fmt.Errorf("restore %s[%d]: %w", topic, pt.key.part, ferr)
+			return out, ferr
 		}
+		var aerr error
 		fs.EachRecord(func(r *kgo.Record) {
+			if aerr != nil || done {
+				return
+			}
+			if stableAt.IsZero() && r.Offset >= stable-1 {
+				stableAt = time.Now()
+			}
 			if r.Offset >= end.Offset-1 {
 				done = true
 			}
 			if r.Attrs.IsControl() || r.Offset >= end.Offset {
 				return
 			}
-			keys++
-			if r.Value == nil {
-				table.Delete(r.Key)
-			} else {
-				table.Set(r.Key, r.Value)
-			}
+			out.records++
+			aerr = apply(r.Key, r.Value)
 		})
-		if batch.Size() > 64<<20 {
-			if err := batch.Commit(); err != nil {
-				return err
-			}
-			batch = e.cfg.Store.NewEpoch()
-			table = batch.Table(pt.prefix)
+		if aerr != nil {
+			return out, aerr
 		}
 	}
-	if err := batch.Commit(); err != nil {
-		return err
+	if stable < end.Offset && !stableAt.IsZero() {
+		out.waited = time.Since(stableAt)
+	} else if stable < end.Offset {
+		out.waited = time.Since(begin)
 	}
-	batch = nil
-	w.p.restoredKeys.Add(keys)
-	e.cfg.Logger.Info("partition state restored from its checkpoint topic", "pipeline", w.p.name, "stage", w.stage.def.Name,
-		"partition", pt.key.part, "records", keys, "took", time.Since(start).Round(time.Millisecond))
-	return nil
+	return out, nil
 }

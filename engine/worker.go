@@ -495,11 +495,13 @@ func (w *worker) runTransactional() error {
 		if workErr != nil || ep.produceErr.get() != nil {
 			try = kgo.TryAbort
 		}
+		w.stage.ending.RLock()
 		committed, err := sess.End(endCtx, try)
 		cancel()
 		if ferr := w.finish(ep, committed && err == nil); ferr != nil && err == nil {
 			err = ferr
 		}
+		w.stage.ending.RUnlock()
 		if err != nil {
 			return err
 		}
@@ -552,11 +554,13 @@ func (w *worker) runAtLeastOnce() error {
 			return workErr
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		w.stage.ending.RLock()
 		err := cl.CommitUncommittedOffsets(ctx)
 		cancel()
 		if ferr := w.finish(ep, err == nil); ferr != nil && err == nil {
 			err = ferr
 		}
+		w.stage.ending.RUnlock()
 		cl.AllowRebalance()
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +22,17 @@ const (
 	// the embedded one: a survivor a and a victim b (default 1: one
 	// process that is the victim).
 	realProcsEnv = "FVSQL_EO_REAL_PROCS"
+	// pipelinesEnv narrows the crash tests to some of their pipelines,
+	// comma-separated (default all of crashPipelines), to loop on one.
+	pipelinesEnv = "FVSQL_EO_PIPELINES"
 )
 
-var crashPipelines = []string{"s1", "w1", "w2", "t3"}
+var crashPipelines = func() []string {
+	if v := os.Getenv(pipelinesEnv); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{"s1", "w1", "w2", "t3"}
+}()
 
 // TestCrashRestart: the pipelines s1 (stateless), w1 (windowed
 // aggregate, no repartition), w2 (windowed aggregate behind a
