@@ -554,13 +554,15 @@ func (w *worker) runAtLeastOnce() error {
 			return workErr
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		w.stage.ending.RLock()
+		// (No stage.ending here: a rebalance waits for AllowRebalance,
+		// after the local commit, and holding it across a commit that
+		// may wait for a rebalance could deadlock with a restoring
+		// sibling that has not allowed its own.)
 		err := cl.CommitUncommittedOffsets(ctx)
 		cancel()
 		if ferr := w.finish(ep, err == nil); ferr != nil && err == nil {
 			err = ferr
 		}
-		w.stage.ending.RUnlock()
 		cl.AllowRebalance()
 		if err != nil {
 			return err
