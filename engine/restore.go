@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -70,7 +71,19 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 		}
 	}()
 	table := batch.Table(pt.prefix)
-	read, err := readCheckpoint(ctx, kadm.NewClient(e.cl), e.cfg.Brokers, topic, pt.key.part, func(key, value []byte) error {
+	// The checkpoint wanted is the one whose partition meta names the
+	// committed offset as the next to read.
+	metaAt := append(append([]byte(nil), metaSuffix...), metaKey...)
+	next := int64(-1)
+	current := func() bool { return next == committed }
+	read, err := readCheckpoint(ctx, kadm.NewClient(e.cl), e.cfg.Brokers, topic, pt.key.part, current, func(key, value []byte) error {
+		if bytes.Equal(key, metaAt) {
+			next = -1
+			probe := &partition{sources: map[int32]*sourceWM{}}
+			if value != nil && probe.decodeMeta(value) == nil {
+				next = probe.nextOffset
+			}
+		}
 		var err error
 		if value == nil {
 			err = table.Delete(key)
@@ -106,23 +119,22 @@ type checkpointRead struct {
 }
 
 // readCheckpoint reads one partition of a state topic, read_committed,
-// from its start to the high watermark it had when the read began,
-// passing each committed record to apply (value nil for a tombstone).
+// from its start, passing each committed record to apply (value nil for
+// a tombstone). It stops at the end of a transaction at or past the last
+// stable offset of the start when current says the state read so far is
+// the checkpoint it wants; otherwise it reads on to the high watermark of
+// the start, waiting for every transaction open at the start to end.
 //
-// It reads to the high watermark, not to the last stable offset: a
-// transaction left open by a process that died (a wiped node restarts
-// with new transactional ids, so it cannot fence it) holds the last
-// stable offset at its first record until it times out, and the
-// transactions that committed after it began (this partition's later
-// checkpoints, written by the new owner) lie beyond it. Stopping at the
-// last stable offset restored an old checkpoint under newer input
-// offsets: windows closed again, rows counted twice. So the read waits
-// until every transaction that had written to the partition has ended;
-// the group's committed offsets cannot be newer than what it then holds.
-// The record at the high watermark minus one is then either visible
-// (committed data, or a transaction marker, which KeepControlRecords
-// keeps) or aborted data whose marker comes after it, which is visible.
-func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, topic string, part int32, apply func(key, value []byte) error) (checkpointRead, error) {
+// The last stable offset alone is not enough: a transaction left open by
+// a process that died and cannot be fenced (a wiped node restarts with new
+// transactional ids) holds it at its first record until the transaction
+// times out, while the new owner's checkpoints commit beyond it. Reading
+// only to it restored an old checkpoint under the group's newer input
+// offsets: windows closed a second time and rows were lost. The record
+// at the high watermark minus one is visible once the transactions open
+// at the start end: committed data, a marker (KeepControlRecords keeps
+// them), or aborted data, whose marker comes after it.
+func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, topic string, part int32, current func() bool, apply func(key, value []byte) error) (checkpointRead, error) {
 	var out checkpointRead
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
@@ -179,7 +191,14 @@ func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, top
 			if r.Offset >= end.Offset-1 {
 				done = true
 			}
-			if r.Attrs.IsControl() || r.Offset >= end.Offset {
+			if r.Attrs.IsControl() {
+				// A transaction's end: the state read so far is a
+				// checkpoint; past the stable offset of the start, it
+				// may be the one wanted.
+				done = done || r.Offset >= stable-1 && current()
+				return
+			}
+			if r.Offset >= end.Offset {
 				return
 			}
 			out.records++
@@ -193,6 +212,9 @@ func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, top
 		out.waited = time.Since(stableAt)
 	} else if stable < end.Offset {
 		out.waited = time.Since(begin)
+	}
+	if out.waited < time.Millisecond {
+		out.waited = 0 // stopped at the stable offset's transaction end
 	}
 	return out, nil
 }

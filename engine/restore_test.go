@@ -48,13 +48,15 @@ func writeTxn(t *testing.T, cl *kgo.Client, end *kgo.TransactionEndTry, kvs ...s
 	}
 }
 
-// readAll runs readCheckpoint and folds what it passes on into a map.
-func readAll(t *testing.T, brokers []string, admin *kgo.Client) (map[string]string, checkpointRead) {
+// readAll runs readCheckpoint and folds what it passes on into a map; the
+// checkpoint wanted is the one whose key "m" (the partition meta) is want.
+func readAll(t *testing.T, brokers []string, admin *kgo.Client, want string) (map[string]string, checkpointRead) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	state := map[string]string{}
-	read, err := readCheckpoint(ctx, kadm.NewClient(admin), brokers, checkpointTopic, 0, func(key, value []byte) error {
+	current := func() bool { return state["m"] == want }
+	read, err := readCheckpoint(ctx, kadm.NewClient(admin), brokers, checkpointTopic, 0, current, func(key, value []byte) error {
 		if value == nil {
 			delete(state, string(key))
 		} else {
@@ -68,33 +70,52 @@ func readAll(t *testing.T, brokers []string, admin *kgo.Client) (map[string]stri
 	return state, read
 }
 
+// newCheckpointBroker starts a kfake cluster with the state topic and an
+// admin client on it.
+func newCheckpointBroker(t *testing.T) ([]string, *kgo.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, checkpointTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	return brokers, admin
+}
+
+func checkState(t *testing.T, state, want map[string]string) {
+	t.Helper()
+	if len(state) != len(want) {
+		t.Fatalf("state %v, want %v", state, want)
+	}
+	for k, v := range want {
+		if state[k] != v {
+			t.Fatalf("state %v, want %v", state, want)
+		}
+	}
+}
+
 // TestReadCheckpointPastOpenTransaction: a transaction left open in a
 // state partition (by a process that died) before later checkpoints
 // committed must not hide those checkpoints: the read waits for it to
-// end and returns the latest committed state. Reading only to the last
-// stable offset, as restores once did, returned the state from before the
-// open transaction.
+// end and returns the checkpoint wanted. Reading only to the last stable
+// offset, as restores once did, returned the state from before the open
+// transaction.
 func TestReadCheckpointPastOpenTransaction(t *testing.T) {
 	for _, outcome := range []kgo.TransactionEndTry{kgo.TryAbort, kgo.TryCommit} {
 		name := map[kgo.TransactionEndTry]string{kgo.TryAbort: "aborted", kgo.TryCommit: "committed"}[outcome]
 		t.Run(name, func(t *testing.T) {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, checkpointTopic))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			brokers := c.ListenAddrs()
-			admin, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer admin.Close()
-
+			brokers, admin := newCheckpointBroker(t)
 			commit := kgo.TryCommit
-			writeTxn(t, txnProducer(t, brokers, "old-owner"), &commit, "a", "1", "b", "2")
+			writeTxn(t, txnProducer(t, brokers, "old-owner"), &commit, "m", "1", "a", "1", "b", "2")
 			dead := txnProducer(t, brokers, "dead")
 			writeTxn(t, dead, nil, "c", "dead", "a", "dead")
-			writeTxn(t, txnProducer(t, brokers, "new-owner"), &commit, "a", "3", "b", "", "d", "4")
+			writeTxn(t, txnProducer(t, brokers, "new-owner"), &commit, "m", "2", "a", "3", "b", "", "d", "4")
 
 			const hold = 500 * time.Millisecond
 			go func() {
@@ -104,19 +125,12 @@ func TestReadCheckpointPastOpenTransaction(t *testing.T) {
 				}
 			}()
 			began := time.Now()
-			state, read := readAll(t, brokers, admin)
-			want := map[string]string{"a": "3", "d": "4"}
+			state, read := readAll(t, brokers, admin, "2")
+			want := map[string]string{"m": "2", "a": "3", "d": "4"}
 			if outcome == kgo.TryCommit {
 				want["c"] = "dead" // its "a" came before the new owner's
 			}
-			if len(state) != len(want) {
-				t.Fatalf("state %v, want %v", state, want)
-			}
-			for k, v := range want {
-				if state[k] != v {
-					t.Fatalf("state %v, want %v", state, want)
-				}
-			}
+			checkState(t, state, want)
 			if took := time.Since(began); took < hold/2 {
 				t.Fatalf("read returned after %s, before the open transaction ended", took)
 			}
@@ -126,9 +140,29 @@ func TestReadCheckpointPastOpenTransaction(t *testing.T) {
 
 			// With nothing open, the read returns at once and says it
 			// did not wait.
-			if _, again := readAll(t, brokers, admin); again.waited != 0 {
+			if _, again := readAll(t, brokers, admin, "2"); again.waited != 0 {
 				t.Fatalf("second read waited %s with no transaction open", again.waited)
 			}
 		})
+	}
+}
+
+// TestReadCheckpointBeforeOpenTransaction: when the checkpoint before an
+// open transaction is the one wanted (the dead process never committed
+// the offsets of its last epoch), the read does not wait for it.
+func TestReadCheckpointBeforeOpenTransaction(t *testing.T) {
+	brokers, admin := newCheckpointBroker(t)
+	commit := kgo.TryCommit
+	writeTxn(t, txnProducer(t, brokers, "old-owner"), &commit, "m", "1", "a", "1")
+	writeTxn(t, txnProducer(t, brokers, "old-owner-2"), &commit, "m", "2", "b", "2")
+	dead := txnProducer(t, brokers, "dead")
+	writeTxn(t, dead, nil, "m", "3", "a", "dead")
+	defer dead.EndTransaction(context.Background(), kgo.TryAbort)
+
+	began := time.Now()
+	state, read := readAll(t, brokers, admin, "2")
+	checkState(t, state, map[string]string{"m": "2", "a": "1", "b": "2"})
+	if read.waited != 0 || time.Since(began) > 5*time.Second {
+		t.Fatalf("read waited %s (took %s) for a transaction after the checkpoint it wanted", read.waited, time.Since(began))
 	}
 }
