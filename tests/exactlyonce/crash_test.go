@@ -46,9 +46,11 @@ func TestCrashRestart(t *testing.T) {
 }
 
 // TestCrashRestartWiped is TestCrashRestart with the killed process's data
-// directory wiped before every 4th restart: its state (and catalog, and
-// node id) must come back from Kafka: the compacted state topics and the
-// catalog topic.
+// directory wiped before every 4th restart: its state and catalog must
+// come back from Kafka (the compacted state topics, the catalog topic).
+// It comes back as a new node (a new node id, so new transactional ids):
+// it cannot fence the transactions its killed self left open, which hold
+// the state partitions' last stable offsets until they time out.
 func TestCrashRestartWiped(t *testing.T) {
 	eachBroker(t, func(t *testing.T, c *cluster) { runCrash(t, c, 4) })
 }

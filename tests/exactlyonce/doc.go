@@ -47,8 +47,9 @@
 //     without killing the broker) and process b, the victim, uses it;
 //     both run every pipeline, so kills also move partitions between them.
 //   - TestCrashRestartWiped: the same, with the victim's data directory
-//     wiped before every 4th restart: state, catalog and node id must come
-//     back from Kafka (state topics, catalog topic).
+//     wiped before every 4th restart: state and catalog must come back
+//     from Kafka (state topics, catalog topic); the process comes back as
+//     a new node, unable to fence the transactions it left open.
 //   - TestFailover: two processes share w1 and t3; one is killed with
 //     SIGKILL mid-stream after it checkpointed state; the survivor
 //     restores the moved partitions from the state topics (restored_keys
