@@ -64,7 +64,7 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 	topic := e.topic(stateTopic(w.p.name, w.stage.def.Name))
 	ctx, cancel := context.WithTimeout(w.p.ctx, 10*time.Minute)
 	defer cancel()
-	batch := e.cfg.Store.NewEpoch()
+	batch := e.cfg.Store.NewWriteEpoch()
 	defer func() {
 		if batch != nil {
 			batch.Discard()
@@ -92,7 +92,7 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 		}
 		if err == nil && batch.Size() > 64<<20 {
 			if err = batch.Commit(); err == nil {
-				batch = e.cfg.Store.NewEpoch()
+				batch = e.cfg.Store.NewWriteEpoch()
 				table = batch.Table(pt.prefix)
 			}
 		}

@@ -20,6 +20,21 @@ type Epoch struct {
 // NewEpoch starts an epoch.
 func (s *Store) NewEpoch() *Epoch { return &Epoch{store: s, b: s.db.NewIndexedBatch()} }
 
+// NewWriteEpoch starts an epoch for writers that do not read their own
+// writes (a bulk restore, a view's copy): its tables' Get and Scan read
+// only what is committed. A write costs an append instead of an insert
+// into the batch's index (a tenth of the CPU of a 1M-key view's copy).
+func (s *Store) NewWriteEpoch() *Epoch { return &Epoch{store: s, b: s.db.NewBatch()} }
+
+// reader is what the epoch's tables read: the batch over the database,
+// or for a write epoch the database alone.
+func (e *Epoch) reader() pebble.Reader {
+	if e.b.Indexed() {
+		return e.b
+	}
+	return e.store.db
+}
+
 // Commit applies the epoch's changes. Pebble is a cache of state whose
 // durable copy is in Kafka, so the write is not synced.
 func (e *Epoch) Commit() error {
@@ -100,7 +115,7 @@ func (t *Table) key(k []byte) []byte {
 
 // Get returns a copy of the value under key, and whether it exists.
 func (t *Table) Get(key []byte) ([]byte, bool, error) {
-	v, closer, err := t.e.b.Get(t.key(key))
+	v, closer, err := t.e.reader().Get(t.key(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -144,7 +159,7 @@ func (t *Table) Scan(lo, hi []byte, fn func(key, value []byte) error) error {
 	} else {
 		upper = prefixEnd(t.prefix)
 	}
-	it, err := t.e.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := t.e.reader().NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("state: scan: %w", err)
 	}

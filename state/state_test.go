@@ -191,6 +191,43 @@ func TestEpochReadsOwnWritesAndCommits(t *testing.T) {
 	ep.Discard()
 }
 
+// TestWriteEpoch: a write epoch's tables read only what is committed,
+// and its writes (and changes) are applied like an indexed epoch's.
+func TestWriteEpoch(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	for _, k := range []string{"p/a", "p/b"} {
+		if err := s.Set([]byte(k), []byte("old-"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ep := s.NewWriteEpoch()
+	tb := ep.Table([]byte("p/"))
+	_ = tb.Set([]byte("a"), []byte("new-a"))
+	_ = tb.Delete([]byte("b"))
+	_ = tb.Set([]byte("c"), []byte("new-c"))
+	if v, ok, err := tb.Get([]byte("a")); err != nil || !ok || string(v) != "old-p/a" {
+		t.Errorf("write epoch Get: %q %v %v, want the committed value", v, ok, err)
+	}
+	if got, want := scanTable(t, tb, nil, nil), `"a"="old-p/a" "b"="old-p/b"`; got != want {
+		t.Errorf("write epoch scan: %s, want %s (committed only)", got, want)
+	}
+	var changes []string
+	_ = ep.Changes([]byte("p/"), func(k, v []byte, deleted bool) error {
+		changes = append(changes, fmt.Sprintf("%s=%s/%v", k, v, deleted))
+		return nil
+	})
+	if got, want := strings.Join(changes, " "), "p/a=new-a/false p/b=/true p/c=new-c/false"; got != want {
+		t.Errorf("changes %s, want %s", got, want)
+	}
+	if err := ep.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := scanStore(t, s, "p/"), `"p/a"="new-a" "p/c"="new-c"`; got != want {
+		t.Errorf("after commit: %s, want %s", got, want)
+	}
+}
+
 func TestEpochChanges(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
