@@ -192,7 +192,6 @@ func startChild(ctx context.Context, cfg ServerConfig) (*childServer, error) {
 		"--stream-checkpoint-interval", st.CheckpointInterval.String(),
 		"--stream-exactly-once=" + strconv.FormatBool(st.ExactlyOnce),
 		"--stream-offset-reset", st.OffsetReset, "--stream-idle-timeout", st.IdleTimeout.String(),
-		"--stream-watermark-drift", st.WatermarkDrift.String(),
 		"--log-level", cfg.LogLevel,
 	}
 	cmd := exec.Command(cfg.Exe, args...)

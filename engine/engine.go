@@ -36,7 +36,6 @@ type Config struct {
 	ExactlyOnce        bool          // STREAM_EXACTLY_ONCE
 	OffsetReset        string        // STREAM_OFFSET_RESET: earliest or latest
 	IdleTimeout        time.Duration // STREAM_IDLE_TIMEOUT: idle partitions stop holding watermarks
-	WatermarkDrift     time.Duration // STREAM_WATERMARK_DRIFT: event time a repartitioned source's partitions may run ahead of the slowest (0: unaligned)
 	Logger             *slog.Logger
 	// Store holds operator state (a cache of the checkpoints in Kafka).
 	Store *state.Store
@@ -63,7 +62,7 @@ const MaxMessageBytes = 16 << 20
 func DefaultConfig() Config {
 	return Config{
 		Consumers: 2, BatchSize: 10000, CheckpointInterval: time.Second, ExactlyOnce: true,
-		OffsetReset: "earliest", IdleTimeout: 10 * time.Second, WatermarkDrift: 30 * time.Second,
+		OffsetReset: "earliest", IdleTimeout: 10 * time.Second,
 	}
 }
 
@@ -82,8 +81,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("engine: STREAM_OFFSET_RESET must be earliest or latest, not %q", c.OffsetReset)
 	case c.IdleTimeout <= 0:
 		return fmt.Errorf("engine: STREAM_IDLE_TIMEOUT must be positive")
-	case c.WatermarkDrift < 0:
-		return fmt.Errorf("engine: STREAM_WATERMARK_DRIFT must be 0 (off) or positive, not %s", c.WatermarkDrift)
 	case c.NodeID == "":
 		return errors.New("engine: NodeID is required")
 	case c.Store == nil:

@@ -65,9 +65,6 @@ type stageRun struct {
 	// reached Kafka, and without the barrier the new owner could read
 	// the old owner's local state before that epoch landed in it.
 	ending sync.RWMutex
-	// align is shared by the local workers of a stage that reads a
-	// source with a watermark and repartitions (nil otherwise).
-	align *aligner
 }
 
 // awaitCommits waits until every epoch of the stage's local workers that
@@ -111,9 +108,6 @@ func (p *pipeline) start() {
 		}
 		s.want = int32(max(1, min(p.e.cfg.Consumers, parts)))
 		s.joined = make(chan struct{})
-		if d := p.e.cfg.WatermarkDrift; d > 0 && s.def.Watermark != nil && p.internal[s.output.Name] {
-			s.align = newAligner(d)
-		}
 		for i := 0; i < p.e.cfg.Consumers; i++ {
 			w := &worker{p: p, stage: s, index: i, id: id}
 			id++

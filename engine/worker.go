@@ -47,8 +47,6 @@ type worker struct {
 	produce   func(*kgo.Record)
 	owned     atomic.Int64
 	assigned  atomic.Bool // has had partitions
-	cl        *kgo.Client // the consumer
-	paused    map[partKey]bool // fetches paused by watermark alignment
 }
 
 // siblingWait bounds how long a starting worker waits for its stage's
@@ -235,12 +233,7 @@ func (w *worker) adjustOwned(m map[string][]int32, sign int64) {
 
 // resetParts drops every partition's operators; they are rebuilt from
 // committed state when their partition next has records.
-func (w *worker) resetParts() {
-	for k := range w.parts {
-		w.unalign(k)
-	}
-	w.parts = nil
-}
+func (w *worker) resetParts() { w.parts = nil }
 
 func (w *worker) noteRevoked(m map[string][]int32) {
 	w.revokedMu.Lock()
@@ -260,7 +253,6 @@ func (w *worker) dropRevoked() {
 	w.revokedMu.Unlock()
 	for _, k := range gone {
 		delete(w.parts, k)
-		w.unalign(k)
 	}
 }
 
@@ -268,7 +260,6 @@ func (w *worker) setup() error {
 	e := w.p.e
 	w.in = map[string]types.Codec{}
 	w.inMeta = map[string]bool{}
-	w.paused = nil // pauses were the previous client's
 	var extra []int
 	if wm := w.stage.def.Watermark; wm != nil {
 		extra = append(extra, wm.Col)
@@ -319,7 +310,7 @@ func (w *worker) run() error {
 	}
 	defer func() {
 		w.p.partitions.Add(-w.owned.Swap(0))
-		w.resetParts()
+		w.parts = nil
 		w.p.setWatermark(w.id, math.MinInt64)
 	}()
 	if w.p.e.cfg.ExactlyOnce {
@@ -461,7 +452,6 @@ func (w *worker) runTransactional() error {
 		return err
 	}
 	defer sess.Close()
-	w.cl = sess.Client()
 	// Initialise the producer now rather than at the first produce: that
 	// fences a previous incarnation of this transactional id and aborts
 	// its open transaction, whose pending group offsets would otherwise
@@ -537,7 +527,6 @@ func (w *worker) runAtLeastOnce() error {
 		return err
 	}
 	defer cl.Close()
-	w.cl = cl
 	w.committed = committedLookup(cl)
 	w.awaitSiblings()
 	produce := func(r *kgo.Record, ep *epoch) {
@@ -591,7 +580,6 @@ func (w *worker) collect(poll func(context.Context, int) kgo.Fetches) error {
 	deadline := time.Now().Add(e.cfg.CheckpointInterval)
 	for {
 		w.dropRevoked()
-		w.alignFetches(w.cl)
 		ctx, cancel := context.WithDeadline(w.p.ctx, deadline)
 		fs := poll(ctx, e.cfg.BatchSize)
 		cancel()
@@ -686,7 +674,6 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 	if w.fromCtl {
 		pt.fetched(fp)
 	}
-	w.noteAligned(pt, fp)
 	if err := pt.advance(w); err != nil {
 		return err
 	}

@@ -58,7 +58,6 @@ func runBench(args []string) error {
 	exactlyOnce := fs.Bool("stream-exactly-once", def.ExactlyOnce, "STREAM_EXACTLY_ONCE (pipeline and eos run both)")
 	offsetReset := fs.String("stream-offset-reset", def.OffsetReset, "STREAM_OFFSET_RESET")
 	idle := fs.Duration("stream-idle-timeout", def.IdleTimeout, "STREAM_IDLE_TIMEOUT")
-	drift := fs.Duration("stream-watermark-drift", def.WatermarkDrift, "STREAM_WATERMARK_DRIFT (0: off)")
 	logLevel := fs.String("log-level", "warn", "servers' log level")
 	timeout := fs.Duration("timeout", 20*time.Minute, "bound of the whole run")
 	quiet := fs.Duration("quiet-wait", 0, "before each measured phase, wait up to this long until other processes use < 1/4 core (shared hosts)")
@@ -176,7 +175,6 @@ func runBench(args []string) error {
 	stream := engine.Config{
 		Consumers: *consumers, BatchSize: *batch, CheckpointInterval: *interval,
 		ExactlyOnce: *exactlyOnce, OffsetReset: *offsetReset, IdleTimeout: *idle,
-		WatermarkDrift: *drift,
 	}
 	if scenario == "serve" {
 		var level slog.Level

@@ -75,7 +75,6 @@ func run(args []string) error {
 	exactlyOnce := fs.Bool("stream-exactly-once", envBool("STREAM_EXACTLY_ONCE", def.ExactlyOnce), "exactly-once output with Kafka transactions; off: at-least-once (STREAM_EXACTLY_ONCE)")
 	offsetReset := fs.String("stream-offset-reset", envDefault("STREAM_OFFSET_RESET", def.OffsetReset), "where a new pipeline starts reading: earliest or latest (STREAM_OFFSET_RESET)")
 	idleTimeout := fs.Duration("stream-idle-timeout", envDuration("STREAM_IDLE_TIMEOUT", def.IdleTimeout), "after this long without data a partition stops holding back watermarks (STREAM_IDLE_TIMEOUT)")
-	drift := fs.Duration("stream-watermark-drift", envDuration("STREAM_WATERMARK_DRIFT", def.WatermarkDrift), "event time the partitions of a source read into a repartition may run ahead of the slowest before their fetches pause; 0 turns alignment off (STREAM_WATERMARK_DRIFT)")
 	logLevel := fs.String("log-level", envDefault("FVSQL_LOG_LEVEL", "info"), "debug, info, warn or error (FVSQL_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,7 +105,6 @@ func run(args []string) error {
 		Stream: engine.Config{
 			Consumers: *consumers, BatchSize: *batchSize, CheckpointInterval: *interval,
 			ExactlyOnce: *exactlyOnce, OffsetReset: *offsetReset, IdleTimeout: *idleTimeout,
-			WatermarkDrift: *drift,
 		},
 	})
 	if err != nil {
