@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/cockroachdb/pebble"
 )
@@ -53,14 +54,19 @@ func (e *Epoch) Size() int { return e.b.Len() }
 // Changes calls fn once per key changed in the epoch whose key starts with
 // prefix, with its final value (deleted: the key was removed), in the
 // order the keys were first changed. The slices are only valid during the
-// call.
+// call, and fn must not change the epoch.
+//
+// Keys are matched by a hash into the list of changes, chained on
+// collision, and key and value slices point into the batch: a checkpoint
+// of many keys allocates a list, not a string per key.
 func (e *Epoch) Changes(prefix []byte, fn func(key, value []byte, deleted bool) error) error {
 	type change struct {
-		value   []byte
-		deleted bool
+		key, value []byte
+		deleted    bool
+		next       int32 // the next change whose key has the same hash, or -1
 	}
-	last := map[string]change{}
-	var order []string
+	list := make([]change, 0, min(int(e.b.Count()), 1<<20))
+	first := make(map[uint64]int32, cap(list))
 	r := e.b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
@@ -73,25 +79,46 @@ func (e *Epoch) Changes(prefix []byte, fn func(key, value []byte, deleted bool) 
 		if !bytes.HasPrefix(k, prefix) {
 			continue
 		}
-		key := string(k)
-		if _, seen := last[key]; !seen {
-			order = append(order, key)
-		}
+		c := change{key: k}
 		switch kind {
 		case pebble.InternalKeyKindSet:
-			last[key] = change{value: v}
+			c.value = v
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
-			last[key] = change{deleted: true}
+			c.deleted = true
+		default:
+			continue
 		}
+		h := changesHash(k)
+		at, seen := first[h]
+		for ; seen && at >= 0; at = list[at].next {
+			if bytes.Equal(list[at].key, k) {
+				break
+			}
+		}
+		if seen && at >= 0 {
+			list[at].value, list[at].deleted = c.value, c.deleted
+			continue
+		}
+		c.next = -1
+		if seen {
+			c.next = first[h]
+		}
+		first[h] = int32(len(list))
+		list = append(list, c)
 	}
-	for _, k := range order {
-		c := last[k]
-		if err := fn([]byte(k), c.value, c.deleted); err != nil {
+	for _, c := range list {
+		if err := fn(c.key, c.value, c.deleted); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// changesHash hashes keys in Changes (a variable for tests, which make
+// every key collide).
+var changesHash = func(k []byte) uint64 { return maphash.Bytes(changesSeed, k) }
+
+var changesSeed = maphash.MakeSeed()
 
 // Table is a keyspace of an epoch under a prefix (one operator of one
 // partition). Keys passed to and returned from a Table are relative to

@@ -432,3 +432,59 @@ func TestStoreSizeCountsOnlyItsPrefix(t *testing.T) {
 		t.Fatalf("Size after DeletePrefix = %d, %v; want 0", got, err)
 	}
 }
+
+// TestEpochChangesModel: random sets and deletes over a few keys in two
+// prefixes; Changes must report each key of the prefix once, in the order
+// first changed, with its last value. Run with the real hash and with one
+// under which every key collides.
+func TestEpochChangesModel(t *testing.T) {
+	for _, collide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("collide=%v", collide), func(t *testing.T) {
+			if collide {
+				defer state.SetChangesHash(func([]byte) uint64 { return 7 })()
+			}
+			s := open(t, t.TempDir())
+			defer s.Close()
+			rng := rand.New(rand.NewPCG(1, 2))
+			ep := s.NewEpoch()
+			tabs := map[string]*state.Table{"a/": ep.Table([]byte("a/")), "b/": ep.Table([]byte("b/"))}
+			type final struct {
+				v       string
+				deleted bool
+			}
+			model := map[string]final{}
+			var order []string
+			for i := 0; i < 3000; i++ {
+				pfx := []string{"a/", "b/"}[rng.IntN(2)]
+				k := fmt.Sprintf("k%03d", rng.IntN(150))
+				full := pfx + k
+				if _, ok := model[full]; !ok && pfx == "a/" {
+					order = append(order, full)
+				}
+				if rng.IntN(3) == 0 {
+					_ = tabs[pfx].Delete([]byte(k))
+					model[full] = final{deleted: true}
+				} else {
+					v := fmt.Sprintf("v%d", i)
+					_ = tabs[pfx].Set([]byte(k), []byte(v))
+					model[full] = final{v: v}
+				}
+			}
+			var got []string
+			err := ep.Changes([]byte("a/"), func(k, v []byte, deleted bool) error {
+				got = append(got, string(k))
+				if m := model[string(k)]; m.deleted != deleted || (!deleted && m.v != string(v)) {
+					t.Fatalf("%s: got %q deleted=%v, want %+v", k, v, deleted, m)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, " ") != strings.Join(order, " ") {
+				t.Fatalf("order:\n got %v\nwant %v", got, order)
+			}
+			ep.Discard()
+		})
+	}
+}
