@@ -604,13 +604,29 @@ func (w *worker) collect(poll func(context.Context, int) kgo.Fetches) error {
 		if err != nil {
 			return err
 		}
-		if w.p.ctx.Err() != nil || !time.Now().Before(deadline) {
+		if w.p.ctx.Err() != nil || !time.Now().Before(deadline) || w.epochFull() {
 			return nil
 		}
 		if fs.IsClientClosed() {
 			return errors.New("client closed")
 		}
 	}
+}
+
+// statelessEpochRows ends an epoch of a stateless stage early, once it
+// has read this many input records. Catching up on a backlog, a
+// repartition stage reads ~200k records (minutes of event time) in a
+// one-second epoch, and the next stage sees none of them until the
+// transaction commits: its watermark, the minimum over the upstream
+// partitions, then moves in jumps of that size as the upstream workers'
+// transactions commit at different moments, and windows stay open (and
+// are checkpointed) meanwhile. A stateless stage's commit writes no
+// state, so committing more often costs only the transaction.
+const statelessEpochRows = 50_000
+
+// epochFull says the current epoch has read enough to commit early.
+func (w *worker) epochFull() bool {
+	return !w.stateful && w.ep.consumed+w.ep.dropped >= statelessEpochRows
 }
 
 // processPartition decodes a fetch's records, tracks event time and
