@@ -14,7 +14,11 @@
 // Kafka transaction (franz-go's GroupTransactSession), so a crash or a
 // rebalance aborts the epoch and it is redone; with exactly-once off,
 // offsets are committed after the epoch's output is acknowledged
-// (at-least-once).
+// (at-least-once). A stateless stage also ends its epoch after 50k input
+// rows, so the next stage sees a backlog in small steps. A stateful
+// stage's epoch also ships its state changes to the stage's compacted
+// state topic; a partition whose local state does not match the committed
+// offsets is rebuilt from that topic (restore.go).
 //
 // The engine knows nothing of SQL or the catalog: it asks its Host for a
 // pipeline's topology and for the datasets (topics and schemas) its stages

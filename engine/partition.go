@@ -340,6 +340,16 @@ func (pt *partition) encodeMeta() []byte {
 
 var errBadMeta = errors.New("engine: malformed partition state")
 
+// metaNextOffset is the input offset an encoded partition meta says is
+// the next to read (-1: no meta, or a malformed one).
+func metaNextOffset(v []byte) int64 {
+	probe := &partition{sources: map[int32]*sourceWM{}}
+	if v == nil || probe.decodeMeta(v) != nil {
+		return -1
+	}
+	return probe.nextOffset
+}
+
 func (pt *partition) decodeMeta(b []byte) error {
 	read := func() int64 {
 		v, n := binary.Varint(b)

@@ -20,7 +20,8 @@ func stateTopic(pipeline, stage string) string {
 // state reflects equals the committed offset, it is used as is; otherwise
 // (a crash between the Kafka commit and the local write, a partition that
 // moved here from another process, a wiped data directory) the partition's
-// state is rebuilt from the compacted state topic, read to its end.
+// state is rebuilt from the compacted state topic, read to the committed
+// checkpoint (readCheckpoint).
 func (w *worker) restoreState(pt *partition) error {
 	if w.ep == nil || w.ep.st == nil {
 		return nil // stateless stage
@@ -32,17 +33,10 @@ func (w *worker) restoreState(pt *partition) error {
 	if err != nil {
 		return err
 	}
-	local := int64(-1)
-	if haveLocal {
-		probe := &partition{sources: map[int32]*sourceWM{}}
-		if probe.decodeMeta(v) == nil {
-			local = probe.nextOffset
-		}
-	}
 	switch {
 	case !ok && !haveLocal:
 		return nil // a partition that never checkpointed: start empty
-	case ok && haveLocal && local == committed:
+	case ok && haveLocal && metaNextOffset(v) == committed:
 		w.p.restoresLocal.Add(1)
 		return nil
 	}
@@ -78,11 +72,7 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 	current := func() bool { return next == committed }
 	read, err := readCheckpoint(ctx, kadm.NewClient(e.cl), e.cfg.Brokers, topic, pt.key.part, current, func(key, value []byte) error {
 		if bytes.Equal(key, metaAt) {
-			next = -1
-			probe := &partition{sources: map[int32]*sourceWM{}}
-			if value != nil && probe.decodeMeta(value) == nil {
-				next = probe.nextOffset
-			}
+			next = metaNextOffset(value)
 		}
 		var err error
 		if value == nil {
@@ -169,7 +159,6 @@ func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, top
 	}
 	defer cl.Close()
 	var stableAt time.Time // when the read passed the last stable offset of the start
-	begin := time.Now()
 	for done := false; !done; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -208,13 +197,11 @@ func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, top
 			return out, aerr
 		}
 	}
-	if stable < end.Offset && !stableAt.IsZero() {
-		out.waited = time.Since(stableAt)
-	} else if stable < end.Offset {
-		out.waited = time.Since(begin)
-	}
-	if out.waited < time.Millisecond {
-		out.waited = 0 // stopped at the stable offset's transaction end
+	// The read ends at or past stable-1, so stableAt is set.
+	if stable < end.Offset {
+		if out.waited = time.Since(stableAt); out.waited < time.Millisecond {
+			out.waited = 0 // stopped at the stable offset's transaction end
+		}
 	}
 	return out, nil
 }

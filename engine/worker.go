@@ -626,7 +626,7 @@ const statelessEpochRows = 50_000
 
 // epochFull says the current epoch has read enough to commit early.
 func (w *worker) epochFull() bool {
-	return !w.stateful && w.ep.consumed+w.ep.dropped >= statelessEpochRows
+	return !w.stateful && w.ep.consumed >= statelessEpochRows
 }
 
 // processPartition decodes a fetch's records, tracks event time and

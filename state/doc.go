@@ -2,6 +2,11 @@
 // records and operator state, each under its own key prefix of one Pebble
 // database in the data directory.
 //
+// An Epoch is one batch of changes applied at once: NewEpoch's tables read
+// their own writes over what is committed (operators), NewWriteEpoch's
+// only what is committed (bulk writers: restores, views' local copies).
+// Epoch.Changes lists an epoch's final changes for the state topic.
+//
 // Byte-slice ownership follows Pebble's rules and is stated on every
 // method: it is safe to modify the contents of the arguments after Set or
 // Delete returns; a value returned by Get is a copy the caller owns; the

@@ -89,20 +89,19 @@ func (e *Epoch) Changes(prefix []byte, fn func(key, value []byte, deleted bool) 
 			continue
 		}
 		h := changesHash(k)
-		at, seen := first[h]
-		for ; seen && at >= 0; at = list[at].next {
-			if bytes.Equal(list[at].key, k) {
-				break
-			}
+		head, seen := first[h]
+		if !seen {
+			head = -1
 		}
-		if seen && at >= 0 {
+		at := head
+		for at >= 0 && !bytes.Equal(list[at].key, k) {
+			at = list[at].next
+		}
+		if at >= 0 {
 			list[at].value, list[at].deleted = c.value, c.deleted
 			continue
 		}
-		c.next = -1
-		if seen {
-			c.next = first[h]
-		}
+		c.next = head
 		first[h] = int32(len(list))
 		list = append(list, c)
 	}
