@@ -255,6 +255,26 @@ var ErrorsColumns = []string{"pipeline", "stage", "reason", "source_partition", 
 // ErrorsTypes are the types of ErrorsColumns.
 var ErrorsTypes = []types.Type{types.Text, types.Text, types.Text, types.Int4, types.Int8, types.Bytea, types.Text, types.TimestampTZ}
 
+// TableKey is the record key of a row in a materialized view's table
+// topic: the key encoding (types.AppendKey) of its key columns, each as
+// the column's type. A view's local copy stores the row under that key
+// as it comes, and a lookup by key builds the same bytes. Unlike
+// RecordKey's text, it is never empty (a NULL key is a key: compaction
+// needs one) and two keys are equal exactly when SQL's GROUP BY makes
+// them one group (1.0 and 1.00, -0 and 0).
+func TableKey(buf []byte, row types.Row, keyCols []int, colTypes []types.Type) []byte {
+	for _, c := range keyCols {
+		v := row[c]
+		if v.K != colTypes[c] && !v.IsNull() {
+			if cv, err := types.Cast(v, colTypes[c]); err == nil {
+				v = cv
+			}
+		}
+		buf = types.AppendKey(buf, v)
+	}
+	return buf
+}
+
 // RecordKey is the Kafka record key of a row: the text of its key column,
 // or a JSON array of the key columns' values when there are several.
 func RecordKey(row types.Row, keyCols []int) []byte {

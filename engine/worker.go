@@ -34,6 +34,7 @@ type worker struct {
 	inMeta    map[string]bool        // the input's reads carry metadata columns
 	out       types.Codec            // output stream (changes: with the op column first)
 	view      *types.JSONCodec       // a view's rows, for its table topic
+	viewTypes []types.Type           // their column types
 	errOut    *types.JSONCodec
 	stateful  bool // the stage keeps state
 	broadcast bool // the output is internal: send watermarks downstream
@@ -289,6 +290,7 @@ func (w *worker) setup() error {
 	}
 	if w.stage.def.Changes != nil {
 		w.view = types.NewJSONCodec(o.Columns[1:], o.Types[1:])
+		w.viewTypes = o.Types[1:]
 	}
 	w.errOut = types.NewJSONCodec(w.p.errors.Columns, w.p.errors.Types)
 	w.stateful = false
@@ -753,7 +755,7 @@ func (w *worker) emit(b *operators.Batch) error {
 		if op != operators.OpDelete {
 			val = w.view.Append(make([]byte, 0, 128), row)
 		}
-		w.produce(&kgo.Record{Topic: w.p.e.topic(ch.Table), Key: key, Value: val})
+		w.produce(&kgo.Record{Topic: w.p.e.topic(ch.Table), Key: TableKey(nil, row, ch.Key, w.viewTypes), Value: val})
 	}
 	return nil
 }

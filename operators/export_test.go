@@ -1,5 +1,7 @@
 package operators
 
+import "hash/maphash"
+
 // SetMaxCachedEntries lowers the bound of an aggregation's state cache so
 // that tests reach the paths of a state larger than it; the returned
 // function restores it.
@@ -7,4 +9,16 @@ func SetMaxCachedEntries(n int) (restore func()) {
 	old := maxCachedEntries
 	maxCachedEntries = n
 	return func() { maxCachedEntries = old }
+}
+
+// SetColdCache sets the byte limit of a GroupAggregate's cold cache and,
+// when weak, a hash under which keys collide often; the returned function
+// restores both.
+func SetColdCache(limit int, weak bool) (restore func()) {
+	oldLimit, oldHash := coldCacheBytes, coldHash
+	coldCacheBytes = limit
+	if weak {
+		coldHash = func(seed maphash.Seed, key []byte) uint64 { return maphash.Bytes(seed, key) % 5 }
+	}
+	return func() { coldCacheBytes, coldHash = oldLimit, oldHash }
 }

@@ -984,6 +984,16 @@ func TestOracle(t *testing.T) {
 		runCases(t, oracleCount(500), windowCase("hop"))
 	})
 	t.Run("group", func(t *testing.T) { runCases(t, oracleCount(1000), groupCase) })
+	// A cold cache of 100 bytes evicts at most epochs; a hash of five
+	// values makes keys displace each other in it.
+	t.Run("group-small-cold-cache", func(t *testing.T) {
+		defer operators.SetColdCache(100, false)()
+		runCases(t, oracleCount(500), groupCase)
+	})
+	t.Run("group-colliding-cold-cache", func(t *testing.T) {
+		defer operators.SetColdCache(64<<20, true)()
+		runCases(t, oracleCount(500), groupCase)
+	})
 	t.Run("topn", func(t *testing.T) { runCases(t, oracleCount(1000), topNCase) })
 	t.Run("dedup", func(t *testing.T) { runCases(t, oracleCount(500), dedupCase) })
 	t.Run("session", func(t *testing.T) { runCases(t, oracleCount(1000), sessionCase) })

@@ -79,6 +79,12 @@ type aggEntry struct {
 // it is read from the KV again).
 var maxCachedEntries = 200_000 // a variable for tests
 
+// coldCacheBytes bounds the encoded entries a GroupAggregate keeps in
+// memory between epochs (per partition); past it, half are evicted and
+// read from the KV again when their keys come back. About 45 bytes per
+// group of count and sum over a BIGINT key: 64 MiB holds 1.4M groups.
+var coldCacheBytes = 64 << 20 // a variable for tests
+
 // loadBelowBytes is the estimated size under which an aggState tries to
 // load its whole state at its first bind: scanning and decoding a state
 // that turns out larger than maxCachedEntries only delays the first epoch
@@ -116,6 +122,12 @@ type aggState struct {
 	// read back from the KV have closed, say).
 	kvKeys  int
 	counted bool
+	// cold, when set, holds the entries not touched in the current epoch
+	// encoded (coldCache), and entries holds only those touched in it:
+	// at each bind the last epoch's entries move there. Without it,
+	// entries keeps everything decoded, and is dropped whole past
+	// maxCachedEntries.
+	cold *coldCache
 }
 
 func (s *aggState) bind(kv KV) {
@@ -129,12 +141,20 @@ func (s *aggState) bind(kv KV) {
 		}
 		s.complete = s.load() == nil
 		s.counted, s.kvKeys = s.complete, len(s.entries)
+		if s.cold != nil {
+			s.kvKeys = s.cold.len()
+		}
 		if !s.complete {
 			s.entries = map[string]*aggEntry{}
+			if s.cold != nil {
+				s.cold.reset()
+			}
 		}
 		return
 	}
-	if len(s.entries) > maxCachedEntries {
+	if s.cold != nil {
+		s.demote()
+	} else if len(s.entries) > maxCachedEntries {
 		s.entries = map[string]*aggEntry{}
 		s.complete = false
 		return
@@ -146,7 +166,29 @@ func (s *aggState) bind(kv KV) {
 				stored++
 			}
 		}
+		if s.cold != nil {
+			stored += s.cold.len()
+		}
 		s.complete = stored == s.kvKeys
+	}
+}
+
+// demote moves the entries of the epoch just committed into the cold
+// cache, and keeps that within its limit. An entry never stored (made
+// for a row that then failed) goes; a dirty one (not flushed, which a
+// committed epoch does not leave) stays decoded.
+func (s *aggState) demote() {
+	for k, e := range s.entries {
+		if e.dirty {
+			continue
+		}
+		if e.stored && s.cold.put(e.key, s.encode(e)) {
+			s.complete = false
+		}
+		delete(s.entries, k)
+	}
+	if s.cold.tidy() {
+		s.complete = false
 	}
 }
 
@@ -154,9 +196,18 @@ func (s *aggState) bind(kv KV) {
 var errTooMany = errors.New("state too large to cache")
 
 // load decodes the whole state into the cache, unless it holds more than
-// maxCachedEntries keys.
+// maxCachedEntries keys (or more than the cold cache's limit of bytes).
 func (s *aggState) load() error {
 	return s.kv.Scan(nil, nil, func(key, value []byte) error {
+		if s.cold != nil {
+			if s.cold.live() >= s.cold.limit {
+				return errTooMany
+			}
+			if s.cold.put(key, value) {
+				return errTooMany // a collision: not every key is cached
+			}
+			return nil
+		}
 		if len(s.entries) >= maxCachedEntries {
 			return errTooMany
 		}
@@ -185,7 +236,10 @@ func (s *aggState) get(key []byte, group types.Row, start, end int64) (*aggEntry
 	e := &aggEntry{key: append([]byte(nil), key...), start: start, end: end}
 	var v []byte
 	var ok bool
-	if !s.complete {
+	if s.cold != nil {
+		v, ok = s.cold.take(key)
+	}
+	if !ok && !s.complete {
 		var err error
 		if v, ok, err = s.kv.Get(key); err != nil {
 			return nil, err
@@ -600,7 +654,8 @@ type GroupAggregate struct {
 
 // NewGroupAggregate makes the operator.
 func NewGroupAggregate(groupBy []expr.Eval, aggs []AggCall, onErr RowError) *GroupAggregate {
-	return &GroupAggregate{GroupBy: groupBy, OnError: onErr, st: aggState{aggs: aggs, ngroup: len(groupBy)}, gvals: make(types.Row, len(groupBy))}
+	st := aggState{aggs: aggs, ngroup: len(groupBy), cold: newColdCache(coldCacheBytes)}
+	return &GroupAggregate{GroupBy: groupBy, OnError: onErr, st: st, gvals: make(types.Row, len(groupBy))}
 }
 
 // Bind implements Stateful.

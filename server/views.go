@@ -123,9 +123,7 @@ func (c *viewCopy) run(ctx context.Context, s *Server) {
 		return
 	}
 	defer cl.Close()
-	row := make(types.Row, len(c.rel.Columns))
 	var key []byte
-	batchKeys := map[string][]byte{} // record key -> row key, of rows set in the current batch (nil: deleted in it)
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -134,28 +132,23 @@ func (c *viewCopy) run(ctx context.Context, s *Server) {
 		fs.EachError(func(_ string, _ int32, err error) {
 			s.log.Warn("reading a view's table topic", "view", c.rel.Name, "err", err)
 		})
-		// A write epoch does not read its own writes: the rows keyed in
-		// this batch are in batchKeys for a tombstone later in it.
+		// A record's key is its row's key encoding (engine.TableKey): the
+		// row is stored under it as it comes, and a tombstone deletes it
+		// without a read. A write epoch suffices: nothing here reads.
 		b := s.store.NewWriteEpoch()
 		rows := b.Table(viewRowPrefix(c.rel.Name))
 		moved := map[int32]int64{}
-		clear(batchKeys)
 		fs.EachRecord(func(r *kgo.Record) {
 			moved[r.Partition] = r.Offset + 1
 			if r.Attrs.IsControl() {
 				return
 			}
+			key = append(append(key[:0], 'r'), r.Key...)
 			if r.Value == nil {
-				c.deleteKey(rows, r.Key, batchKeys)
+				rows.Delete(key)
 				return
 			}
-			if err := c.codec.Decode(r.Value, row); err != nil {
-				return
-			}
-			key = c.rowKey(row, key[:0])
 			rows.Set(key, r.Value)
-			rows.Set(append([]byte("k"), r.Key...), key)
-			batchKeys[string(r.Key)] = append(batchKeys[string(r.Key)][:0], key...)
 		})
 		if len(moved) == 0 {
 			b.Discard()
@@ -176,36 +169,6 @@ func (c *viewCopy) run(ctx context.Context, s *Server) {
 		c.cond.Broadcast()
 		c.mu.Unlock()
 	}
-}
-
-// rowKey is the Pebble key of a row: its key columns' key encoding.
-func (c *viewCopy) rowKey(row types.Row, buf []byte) []byte {
-	buf = append(buf, 'r')
-	for _, k := range c.keyIdx {
-		buf = types.AppendKey(buf, row[k])
-	}
-	return buf
-}
-
-// deleteKey removes the row a tombstone's record key names. The copy
-// keeps record key -> row key, since a tombstone carries no row; rows
-// keyed in the batch being written are in batch (which rows does not
-// read).
-func (c *viewCopy) deleteKey(rows *state.Table, recordKey []byte, batch map[string][]byte) {
-	rk, inBatch := batch[string(recordKey)]
-	if !inBatch {
-		var ok bool
-		var err error
-		if rk, ok, err = rows.Get(append([]byte("k"), recordKey...)); err != nil || !ok {
-			return
-		}
-	}
-	if rk == nil {
-		return // deleted earlier in the batch
-	}
-	rows.Delete(rk)
-	rows.Delete(append([]byte("k"), recordKey...))
-	batch[string(recordKey)] = nil
 }
 
 // waitFor blocks until the copy has applied everything up to the

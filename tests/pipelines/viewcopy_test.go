@@ -6,12 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/types"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestViewCopyAppliesWholeFetch: a process's local copy of a view (what
 // pull queries read) applies a fetch of the view's table topic as one
-// write batch that does not read its own writes. A row set and deleted
+// write batch that does not read its own writes, each row stored under
+// its record key (no read of a key index). A row set and deleted
 // (or deleted and set again) within one fetch must come out as in the
 // topic. The records are written straight into the table topic, in one
 // transaction, so that they arrive in one fetch; the view's own pipeline
@@ -24,10 +27,15 @@ func TestViewCopyAppliesWholeFetch(t *testing.T) {
 		exec(t, conn, "CREATE MATERIALIZED VIEW vc AS SELECT k, count(*) AS n FROM vsrc GROUP BY k")
 
 		cl := c.client(t, kgo.TransactionalID(c.prefix+"viewcopy-test"), kgo.DefaultProduceTopic(c.topic("vc")))
-		row := func(k, n int) *kgo.Record {
-			return &kgo.Record{Key: fmt.Appendf(nil, "%d", k), Value: fmt.Appendf(nil, `{"k":%d,"n":%d}`, k, n)}
+		// The table topic's keys are the rows' key encoding, as the
+		// view's pipeline writes them.
+		key := func(k int) []byte {
+			return engine.TableKey(nil, types.Row{types.NewInt8(int64(k))}, []int{0}, []types.Type{types.Int8})
 		}
-		tomb := func(k int) *kgo.Record { return &kgo.Record{Key: fmt.Appendf(nil, "%d", k)} }
+		row := func(k, n int) *kgo.Record {
+			return &kgo.Record{Key: key(k), Value: fmt.Appendf(nil, `{"k":%d,"n":%d}`, k, n)}
+		}
+		tomb := func(k int) *kgo.Record { return &kgo.Record{Key: key(k)} }
 		txn := func(recs ...*kgo.Record) {
 			t.Helper()
 			if err := cl.BeginTransaction(); err != nil {
