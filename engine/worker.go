@@ -35,6 +35,7 @@ type worker struct {
 	out       types.Codec            // output stream (changes: with the op column first)
 	view      *types.JSONCodec       // a view's rows, for its table topic
 	viewTypes []types.Type           // their column types
+	full      types.Row              // scratch: a change row with its op column
 	errOut    *types.JSONCodec
 	stateful  bool // the stage keeps state
 	broadcast bool // the output is internal: send watermarks downstream
@@ -729,34 +730,58 @@ func (w *worker) emit(b *operators.Batch) error {
 	out := w.stage.output
 	topic := w.p.e.topic(out.Topic)
 	ch := w.stage.def.Changes
-	// One buffer for the batch's payloads; each record's Value is a slice
-	// of it (franz-go does not modify values).
+	// One buffer for the batch's payloads and keys; each record's Key and
+	// Value are slices of it (franz-go does not modify them).
 	var buf []byte
+	next := func(need int) {
+		if cap(buf)-len(buf) < need {
+			buf = make([]byte, 0, max(64<<10, 2*need))
+		}
+	}
+	cut := func(start int) []byte { return buf[start:len(buf):len(buf)] }
 	for i, row := range b.Rows {
 		w.ep.emitted++
 		if ch == nil {
-			if cap(buf)-len(buf) < 256 {
-				buf = make([]byte, 0, 64<<10)
+			next(256)
+			var key []byte
+			if w.broadcast && len(out.Key) > 0 {
+				// A repartition topic is keyed by the key encoding, so
+				// that rows SQL groups together (1.0 and 1.00) land on
+				// one partition; their texts would hash apart.
+				start := len(buf)
+				buf = TableKey(buf, row, out.Key, out.Types)
+				key = cut(start)
+			} else {
+				key = RecordKey(row, out.Key)
 			}
 			start := len(buf)
 			buf = w.out.Append(buf, row)
-			w.produce(&kgo.Record{Topic: topic, Key: RecordKey(row, out.Key), Value: buf[start:len(buf):len(buf)]})
+			w.produce(&kgo.Record{Topic: topic, Key: key, Value: cut(start)})
 			continue
 		}
 		op := operators.OpInsert
 		if b.Ops != nil {
 			op = b.Ops[i]
 		}
-		key := RecordKey(row, ch.Key)
-		full := make(types.Row, 0, len(row)+1)
-		full = append(append(full, types.NewText(op.String())), row...)
-		w.produce(&kgo.Record{Topic: topic, Key: key, Value: w.out.Append(make([]byte, 0, 128), full)})
+		// The changes stream: the op column, then the row.
+		w.full = append(append(w.full[:0], types.NewText(op.String())), row...)
+		next(512)
+		start := len(buf)
+		buf = w.out.Append(buf, w.full)
+		w.produce(&kgo.Record{Topic: topic, Key: RecordKey(row, ch.Key), Value: cut(start)})
+		// The table topic: the row under its key, or a tombstone.
+		start = len(buf)
+		buf = TableKey(buf, row, ch.Key, w.viewTypes)
+		key := cut(start)
 		var val []byte
 		if op != operators.OpDelete {
-			val = w.view.Append(make([]byte, 0, 128), row)
+			start = len(buf)
+			buf = w.view.Append(buf, row)
+			val = cut(start)
 		}
-		w.produce(&kgo.Record{Topic: w.p.e.topic(ch.Table), Key: TableKey(nil, row, ch.Key, w.viewTypes), Value: val})
+		w.produce(&kgo.Record{Topic: w.p.e.topic(ch.Table), Key: key, Value: val})
 	}
+	clear(w.full)
 	return nil
 }
 
