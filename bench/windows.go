@@ -331,7 +331,7 @@ func printWindows(r *run, c WindowsConfig, g BidGen, results []*windowsResult) {
 		"proc = the fvsql server's process (in-process mode: also the embedded broker and the bench); rows/proc-cpu-s = input rows per CPU-second of it",
 		"broker cpu = a separate broker's (--broker-pid), or in child mode the bench process that hosts the embedded broker; other cpu = the rest of the host's busy CPU",
 		"RSS before / peak RSS / peak heap: of the server's process, reset before each variant; state = state_bytes of fvsql_catalog.pipelines after the run (- when the server has no such column)",
-		fmt.Sprintf("targets: tumble and tumble-keyed ≥ %s rows per CPU-second of the fvsql process; hc (%s keys, state beyond Pebble's cache) ≥ %.0f%% of lc's (%s keys) rate, the bench's reading of \"falling gracefully, not collapsing\"",
+		fmt.Sprintf("targets: tumble and tumble-keyed ≥ %s rows per CPU-second of the fvsql process; hc (%s keys: nearly every row a change of the view, where lc's coalesce within an epoch) ≥ %.0f%% of lc's (%s keys) rate, the bench's reading of \"falling gracefully, not collapsing\"",
 			Count(WindowsTumblePerCoreTarget), Count(float64(min(c.Bidders, c.Rows))), 100*WindowsGracefulRatio, Count(float64(c.Auctions))),
 	}
 	if hc, lc := rates["hc"], rates["lc"]; hc > 0 && lc > 0 {

@@ -9,6 +9,11 @@
 // used by one goroutine at a time; rows are immutable once emitted, so a
 // downstream operator may keep them.
 //
+// Stateful operators keep their state in a KV (Pebble, in pipelines) and
+// cache it in memory between epochs: decoded for windows, and for
+// unwindowed GROUP BY decoded only while an epoch touches a group, then
+// encoded in a pointer-free arena (coldcache.go).
+//
 // Per-row evaluation errors go to the chain's RowError policy: bounded
 // queries abort with the error (PostgreSQL semantics), pipelines count the
 // row as poison and go on.
