@@ -30,16 +30,17 @@ type worker struct {
 	index int
 	id    int
 
-	in        map[string]types.Codec // by physical topic
-	inMeta    map[string]bool        // the input's reads carry metadata columns
-	out       types.Codec            // output stream (changes: with the op column first)
-	view      *types.JSONCodec       // a view's rows, for its table topic
-	viewTypes []types.Type           // their column types
-	full      types.Row              // scratch: a change row with its op column
-	errOut    *types.JSONCodec
-	stateful  bool // the stage keeps state
-	broadcast bool // the output is internal: send watermarks downstream
-	fromCtl   bool // the input is internal: watermarks arrive as control records
+	in         map[string]types.Codec // by physical topic
+	inMeta     map[string]bool        // the input's reads carry metadata columns
+	out        types.Codec            // output stream (changes: with the op column first)
+	view       *types.JSONCodec       // a view's rows, for its table topic
+	viewTypes  []types.Type           // their column types
+	full       types.Row              // scratch: a change row with its op column
+	encodedKey bool                   // output keyed by TableKey (a repartition topic)
+	errOut     *types.JSONCodec
+	stateful   bool // the stage keeps state
+	broadcast  bool // the output is internal: send watermarks downstream
+	fromCtl    bool // the input is internal: watermarks arrive as control records
 
 	parts     map[partKey]*partition
 	committed func(topic string, part int32) (int64, bool) // the group's committed offset at assignment
@@ -299,6 +300,13 @@ func (w *worker) setup() error {
 		w.stateful = w.stateful || !st.Stateless()
 	}
 	w.broadcast = w.p.internal[o.Name]
+	// A repartition topic's key is the key encoding, unless the key has
+	// a metadata column (GROUP BY _key): the next stage reads _key from
+	// the internal record's key, which must then stay the source's text.
+	w.encodedKey = w.broadcast && len(o.Key) > 0
+	for _, k := range o.Key {
+		w.encodedKey = w.encodedKey && k < len(o.Types)
+	}
 	w.fromCtl = false
 	for _, d := range w.stage.inputs {
 		w.fromCtl = w.fromCtl || w.p.internal[d.Name]
@@ -744,7 +752,7 @@ func (w *worker) emit(b *operators.Batch) error {
 		if ch == nil {
 			next(256)
 			var key []byte
-			if w.broadcast && len(out.Key) > 0 {
+			if w.encodedKey {
 				// A repartition topic is keyed by the key encoding, so
 				// that rows SQL groups together (1.0 and 1.00) land on
 				// one partition; their texts would hash apart.

@@ -301,12 +301,17 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	return out, nil
 }
 
-// sameColumns reports whether the stream is keyed by exactly these columns.
+// sameColumns reports whether the stream is keyed by exactly these
+// columns (never when one is a metadata column such as _key: those are
+// not among in.Columns, and grouping by one takes a repartition).
 func sameColumns(in *catalog.Relation, cols []int) bool {
 	if len(in.Key) != len(cols) {
 		return false
 	}
 	for _, c := range cols {
+		if c >= len(in.Columns) {
+			return false // a metadata column (_key, _partition…)
+		}
 		found := false
 		for _, k := range in.Key {
 			found = found || in.Columns[c].Name == k
