@@ -56,6 +56,9 @@ type ServerConfig struct {
 	Stream      engine.Config
 	Logger      *slog.Logger
 	LogLevel    string // child mode: --log-level
+	// StateCacheMB and GroupCacheMB are the server's --state-cache-mb and
+	// --group-cache-mb (0: its defaults).
+	StateCacheMB, GroupCacheMB int
 }
 
 // StartServer starts a server as cfg says.
@@ -84,9 +87,12 @@ func startInproc(ctx context.Context, cfg ServerConfig) (*inprocServer, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	stream := cfg.Stream
+	stream.GroupCacheBytes = cfg.GroupCacheMB << 20
 	srv, err := server.Open(ctx, server.Config{
 		DataDir: cfg.DataDir, Kafka: cfg.Kafka, KafkaListen: "127.0.0.1:0",
-		TopicPrefix: cfg.TopicPrefix, Stream: cfg.Stream, Logger: log,
+		TopicPrefix: cfg.TopicPrefix, Stream: stream, Logger: log,
+		StateCacheBytes: int64(cfg.StateCacheMB) << 20,
 	})
 	if err != nil {
 		return nil, err
@@ -193,6 +199,7 @@ func startChild(ctx context.Context, cfg ServerConfig) (*childServer, error) {
 		"--stream-exactly-once=" + strconv.FormatBool(st.ExactlyOnce),
 		"--stream-offset-reset", st.OffsetReset, "--stream-idle-timeout", st.IdleTimeout.String(),
 		"--log-level", cfg.LogLevel,
+		"--state-cache-mb", strconv.Itoa(cfg.StateCacheMB), "--group-cache-mb", strconv.Itoa(cfg.GroupCacheMB),
 	}
 	cmd := exec.Command(cfg.Exe, args...)
 	cmd.Stderr = os.Stderr

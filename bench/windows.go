@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +19,7 @@ type WindowsConfig struct {
 	Partitions int      // of the bids stream (default 4)
 	Auctions   int64    // distinct auctions (default 10k)
 	Bidders    int64    // distinct bidders, the high-cardinality key (default 1M)
-	Variants   []string // tumble, tumble-keyed, hop, hc, lc (default all)
+	Variants   []string // tumble, tumble-keyed, hop, hc, hc-spill, lc (default all; hc-spill runs last)
 	// CatchupTimeout bounds one variant's catch-up (default 5m).
 	CatchupTimeout time.Duration
 }
@@ -25,9 +28,16 @@ type WindowsConfig struct {
 const (
 	WindowsTumblePerCoreTarget = 100_000 // TUMBLE rows per CPU-second of the fvsql process
 	// WindowsGracefulRatio is the bench's reading of "falling gracefully,
-	// not collapsing": the 1M-key view keeps at least this fraction of the
-	// 10k-key view's rate. (The issue gives no number.)
+	// not collapsing": the 1M-key view whose state is beyond every cache
+	// (hc-spill) keeps at least this fraction of the rate of the same
+	// view with its state in memory (hc). (The issue gives no number.)
 	WindowsGracefulRatio = 0.5
+	// WindowsSpillStateCacheMB and WindowsSpillGroupCacheMB are the
+	// caches of the server hc-spill runs on: an 8 MiB Pebble block cache
+	// and 1 MiB of GROUP BY state per partition, where the 1M-key state
+	// is ~20-70 MiB in Pebble and ~11 MiB per partition encoded.
+	WindowsSpillStateCacheMB = 8
+	WindowsSpillGroupCacheMB = 1
 )
 
 // windowsVariant is one measured continuous query of the windows scenario.
@@ -37,6 +47,7 @@ type windowsVariant struct {
 	keys            string // what the state is keyed by
 	phase           string // profile name (default windows-<name>)
 	keyed           bool   // over the stream keyed by auction (no repartition stage)
+	spill           bool   // on a server of its own with small caches (runs last)
 }
 
 var windowsVariants = map[string]windowsVariant{
@@ -47,6 +58,8 @@ var windowsVariants = map[string]windowsVariant{
 	"hop": {name: "hop", kind: "STREAM", rel: "h", keys: "auction × 5 open 10 s windows",
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS n FROM HOP(%[2]s, ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
 	"hc": {name: "hc", kind: "MATERIALIZED VIEW", rel: "hc", keys: "bidder",
+		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT bidder, count(*) AS n, sum(price) AS total FROM %[2]s GROUP BY bidder"},
+	"hc-spill": {name: "hc-spill", kind: "MATERIALIZED VIEW", rel: "hcs", keys: "bidder, state beyond every cache", spill: true,
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT bidder, count(*) AS n, sum(price) AS total FROM %[2]s GROUP BY bidder"},
 	"lc": {name: "lc", kind: "MATERIALIZED VIEW", rel: "lc", keys: "auction",
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT auction, count(*) AS n, sum(price) AS total FROM %[2]s GROUP BY auction"},
@@ -79,17 +92,29 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 		c.Bidders = 1_000_000
 	}
 	if len(c.Variants) == 0 {
-		c.Variants = []string{"tumble", "tumble-keyed", "hop", "hc", "lc"}
+		c.Variants = []string{"tumble", "tumble-keyed", "hop", "hc", "hc-spill", "lc"}
 	}
+	// hc-spill restarts the server with small caches: it runs last.
+	slices.SortStableFunc(c.Variants, func(a, b string) int {
+		return cmp.Compare(b2i(windowsVariants[a].spill), b2i(windowsVariants[b].spill))
+	})
 	if c.CatchupTimeout <= 0 {
 		c.CatchupTimeout = 5 * time.Minute
 	}
 	for _, v := range c.Variants {
 		if _, ok := windowsVariants[v]; !ok {
-			return fmt.Errorf("unknown variant %q (want tumble, tumble-keyed, hop, hc, lc)", v)
+			return fmt.Errorf("unknown variant %q (want tumble, tumble-keyed, hop, hc, hc-spill, lc)", v)
+		}
+		if windowsVariants[v].spill && o.URL != "" {
+			return fmt.Errorf("variant %s starts a server of its own: not with --url", v)
 		}
 	}
-	r, err := newRun(o, false)
+	// hc-spill restarts the server: the bench then hosts the broker.
+	spill := false
+	for _, v := range c.Variants {
+		spill = spill || windowsVariants[v].spill
+	}
+	r, err := newRun(o, spill)
 	if err != nil {
 		return err
 	}
@@ -100,14 +125,15 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer func() { srv.Close() }()
 	g := BidGen{N: c.Rows, Partitions: c.Partitions, Auctions: c.Auctions, Bidders: c.Bidders}
 	in := r.name("bids")
 	lines := []string{
 		fmt.Sprintf("workload: CREATE STREAM bids %s WITH (partitions = %d), loaded by franz-go with %s JSON rows round-robin over the partitions:", bidsColumns, c.Partitions, Count(float64(c.Rows))),
 		fmt.Sprintf("  %s distinct auctions (pseudo-random), %s distinct bidders, event time 1 ms apart, one row in 8 up to 1.5 s early (within the 4 s delay: none late);", Count(float64(c.Auctions)), Count(float64(min(c.Bidders, c.Rows)))),
 		"  then one sentinel row per partition (auction -1, an hour later) so the watermark closes every window of the real rows; checks leave it out (auction >= 0)",
-		"  each variant is one continuous query over that same input, started from its beginning, one after the other on the same server:",
+		"  each variant is one continuous query over that same input, started from its beginning, one after the other on the same server",
+		fmt.Sprintf("  (hc-spill last, on a server of its own with the same broker, --state-cache-mb %d and --group-cache-mb %d: hc's query with its state beyond every cache):", WindowsSpillStateCacheMB, WindowsSpillGroupCacheMB),
 	}
 	for _, v := range c.Variants {
 		wv := windowsVariants[v]
@@ -155,9 +181,28 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 
 	var results []*windowsResult
 	var profiles []string
+	onSpill := false
 	for _, v := range c.Variants {
 		wv := windowsVariants[v]
 		wv.rel = r.name(wv.rel)
+		if wv.spill && !onSpill {
+			// The other variants' views are dropped: the new server
+			// starts no pipeline of theirs.
+			conn.Close(context.Background())
+			srv.Close()
+			r.n++
+			if srv, err = StartServer(ctx, ServerConfig{
+				Mode: r.o.Mode, Exe: r.o.Exe, Kafka: r.brokers(), TopicPrefix: r.prefix,
+				DataDir: filepath.Join(r.dir, fmt.Sprintf("server-%d", r.n)), Stream: r.o.Stream, Logger: r.log, LogLevel: r.o.LogLevel,
+				StateCacheMB: WindowsSpillStateCacheMB, GroupCacheMB: WindowsSpillGroupCacheMB,
+			}); err != nil {
+				return fmt.Errorf("%s: %w", v, err)
+			}
+			if conn, err = connect(ctx, srv.URL()); err != nil {
+				return err
+			}
+			onSpill = true
+		}
 		src, sg := in, g
 		if wv.keyed {
 			src, sg = inKeyed, gk
@@ -226,7 +271,7 @@ func measureWindowed(ctx context.Context, r *run, srv Server, conn *pgx.Conn, wv
 	case "hop":
 		q = "SELECT count(*), sum(n) FROM " + wv.rel + " WHERE auction >= 0"
 		exp = []int64{want.HopRows, want.HopCountSum}
-	case "hc":
+	case "hc", "hc-spill":
 		q = "SELECT count(*), sum(n), sum(total) FROM " + wv.rel + " WHERE bidder >= 0"
 		exp = []int64{want.Bidders, want.Rows, want.PriceSum}
 	case "lc":
@@ -301,13 +346,13 @@ func printWindows(r *run, c WindowsConfig, g BidGen, results []*windowsResult) {
 		switch res.v.name {
 		case "tumble", "tumble-keyed":
 			target = verdict(Rate(g.Total(), ph.srvCPU) >= WindowsTumblePerCoreTarget) + " (per-core)"
-		case "hc":
-			if lc, ok := rates["lc"]; ok && lc > 0 {
-				ratio := rate / lc
+		case "hc-spill":
+			if hc, ok := rates["hc"]; ok && hc > 0 {
+				ratio := rate / hc
 				if ratio >= WindowsGracefulRatio {
-					target = fmt.Sprintf("met: %.0f%% of lc", 100*ratio)
+					target = fmt.Sprintf("met: %.0f%% of hc", 100*ratio)
 				} else {
-					target = fmt.Sprintf("MISSED: %.0f%% of lc", 100*ratio)
+					target = fmt.Sprintf("MISSED: %.0f%% of hc", 100*ratio)
 				}
 			}
 		}
@@ -331,11 +376,15 @@ func printWindows(r *run, c WindowsConfig, g BidGen, results []*windowsResult) {
 		"proc = the fvsql server's process (in-process mode: also the embedded broker and the bench); rows/proc-cpu-s = input rows per CPU-second of it",
 		"broker cpu = a separate broker's (--broker-pid), or in child mode the bench process that hosts the embedded broker; other cpu = the rest of the host's busy CPU",
 		"RSS before / peak RSS / peak heap: of the server's process, reset before each variant; state = state_bytes of fvsql_catalog.pipelines after the run (- when the server has no such column)",
-		fmt.Sprintf("targets: tumble and tumble-keyed ≥ %s rows per CPU-second of the fvsql process; hc (%s keys: nearly every row a change of the view, where lc's coalesce within an epoch) ≥ %.0f%% of lc's (%s keys) rate, the bench's reading of \"falling gracefully, not collapsing\"",
-			Count(WindowsTumblePerCoreTarget), Count(float64(min(c.Bidders, c.Rows))), 100*WindowsGracefulRatio, Count(float64(c.Auctions))),
+		fmt.Sprintf("targets: tumble and tumble-keyed ≥ %s rows per CPU-second of the fvsql process; hc-spill (%s keys, state beyond every cache) ≥ %.0f%% of hc's rate (the same query, its state in memory), the bench's reading of \"falling gracefully, not collapsing\"",
+			Count(WindowsTumblePerCoreTarget), Count(float64(min(c.Bidders, c.Rows))), 100*WindowsGracefulRatio),
+	}
+	if hc, hs := rates["hc"], rates["hc-spill"]; hc > 0 && hs > 0 {
+		tb.Notes = append(tb.Notes, fmt.Sprintf("state beyond the caches: hc-spill %s rows/s vs hc %s rows/s: ratio %.2f", Count(hs), Count(hc), hs/hc))
 	}
 	if hc, lc := rates["hc"], rates["lc"]; hc > 0 && lc > 0 {
-		tb.Notes = append(tb.Notes, fmt.Sprintf("high cardinality: hc %s rows/s vs lc %s rows/s: ratio %.2f", Count(hc), Count(lc), hc/lc))
+		tb.Notes = append(tb.Notes, fmt.Sprintf("high vs low cardinality (no target: nearly every hc row is a change of the view, its table topic and its copy, where lc's %s keys coalesce within an epoch): hc %s rows/s vs lc %s rows/s: ratio %.2f",
+			Count(float64(c.Auctions)), Count(hc), Count(lc), hc/lc))
 	}
 	var checked []string
 	for _, res := range results {
@@ -383,4 +432,11 @@ func errorSamples(ctx context.Context, conn *pgx.Conn, errs string) string {
 		rows.Close()
 	}
 	return fmt.Sprintf("%s: %s; e.g. %s", errs, strings.Join(parts, ", "), strings.Join(reasons, " | "))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -51,6 +51,9 @@ type Config struct {
 	// ViewLookup reads this process's copy of a materialized view by key,
 	// for stream-table joins.
 	ViewLookup operators.ViewLookup
+	// GroupCacheBytes bounds the encoded state an unwindowed GROUP BY
+	// keeps in memory per partition (--group-cache-mb; 0: the default).
+	GroupCacheBytes int
 }
 
 // MaxMessageBytes is the max.message.bytes of the topics fvsql creates
@@ -71,6 +74,8 @@ func (c *Config) Validate() error {
 	switch {
 	case len(c.Brokers) == 0:
 		return errors.New("engine: no Kafka brokers")
+	case c.GroupCacheBytes < 0:
+		return fmt.Errorf("engine: --group-cache-mb must not be negative")
 	case c.Consumers < 1 || c.Consumers > 256:
 		return fmt.Errorf("engine: STREAM_CONSUMERS must be 1..256, not %d", c.Consumers)
 	case c.BatchSize < 1:

@@ -97,7 +97,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	var ops []operators.Operator
 	statefulAt := -1
 	for i := range w.stage.def.Steps {
-		op, err := operators.BuildWith(&w.stage.def.Steps[i], &expr.Env{}, onErr, &operators.Resources{ViewLookup: w.p.e.cfg.ViewLookup})
+		op, err := operators.BuildWith(&w.stage.def.Steps[i], &expr.Env{}, onErr, &operators.Resources{ViewLookup: w.p.e.cfg.ViewLookup, GroupCacheBytes: w.p.e.cfg.GroupCacheBytes})
 		if err != nil {
 			return nil, err
 		}

@@ -45,6 +45,10 @@ type ViewLookup func(view string, key types.Row) ([]types.Row, error)
 // Resources are what some operators need from the process running them.
 type Resources struct {
 	ViewLookup ViewLookup
+	// GroupCacheBytes bounds the encoded groups an unwindowed GROUP BY
+	// keeps in memory between epochs, per partition (0: the default,
+	// DefaultGroupCacheBytes).
+	GroupCacheBytes int
 }
 
 // LookupJoin is the operator of a LookupSpec. It keeps no state: the

@@ -143,7 +143,11 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			}
 			return NewWindowAggregate(*s.Window, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr), nil
 		case OpGroupAggregate:
-			return NewGroupAggregate(groupBy, aggs, onErr), nil
+			g := NewGroupAggregate(groupBy, aggs, onErr)
+			if res != nil && res.GroupCacheBytes > 0 {
+				g.st.cold.limit = res.GroupCacheBytes
+			}
+			return g, nil
 		case OpSession:
 			if s.Window == nil || s.Window.Gap <= 0 {
 				return nil, pgerror.New(pgerror.Internal, "operators: sessionAggregate without a gap")

@@ -79,11 +79,14 @@ type aggEntry struct {
 // it is read from the KV again).
 var maxCachedEntries = 200_000 // a variable for tests
 
-// coldCacheBytes bounds the encoded entries a GroupAggregate keeps in
-// memory between epochs (per partition); past it, half are evicted and
-// read from the KV again when their keys come back. About 45 bytes per
-// group of count and sum over a BIGINT key: 64 MiB holds 1.4M groups.
-var coldCacheBytes = 64 << 20 // a variable for tests
+// DefaultGroupCacheBytes bounds the encoded entries a GroupAggregate
+// keeps in memory between epochs (per partition) unless Resources say
+// otherwise; past it, half are evicted and read from the KV again when
+// their keys come back. About 45 bytes per group of count and sum over a
+// BIGINT key: 64 MiB holds 1.4M groups.
+const DefaultGroupCacheBytes = 64 << 20
+
+var coldCacheBytes = DefaultGroupCacheBytes // a variable for tests
 
 // loadBelowBytes is the estimated size under which an aggState tries to
 // load its whole state at its first bind: scanning and decoding a state

@@ -65,33 +65,34 @@ func runBench(args []string) error {
 
 	// Scenario flags.
 	var (
-		rows       *string
-		rowsOne    *int64
-		batchRows  *int
-		partitions *int
-		protocols  *string
-		key        *string
-		runs       *int
-		limitRuns  *int
-		priceOver  *float64
-		variants   *string
-		catchup    *time.Duration
-		dataDir    *string
-		auctions   *int64
-		bidders    *int64
-		keys       *int64
-		clients    *int
-		duration   *time.Duration
-		intervals  *string
-		latIvs     *string
-		latRate    *int
-		latDur     *time.Duration
-		pad        *int
-		modes      *string
-		ready      *time.Duration
-		backends   *string
-		redis      *string
-		keyed      *bool
+		rows                       *string
+		rowsOne                    *int64
+		batchRows                  *int
+		partitions                 *int
+		protocols                  *string
+		key                        *string
+		runs                       *int
+		limitRuns                  *int
+		priceOver                  *float64
+		variants                   *string
+		catchup                    *time.Duration
+		dataDir                    *string
+		stateCacheMB, groupCacheMB *int
+		auctions                   *int64
+		bidders                    *int64
+		keys                       *int64
+		clients                    *int
+		duration                   *time.Duration
+		intervals                  *string
+		latIvs                     *string
+		latRate                    *int
+		latDur                     *time.Duration
+		pad                        *int
+		modes                      *string
+		ready                      *time.Duration
+		backends                   *string
+		redis                      *string
+		keyed                      *bool
 	)
 	switch scenario {
 	case "insert":
@@ -152,6 +153,8 @@ func runBench(args []string) error {
 		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one measurement")
 	case "serve": // the child side of --server child
 		dataDir = fs.String("data-dir", "", "data directory (pgwire listens on a free loopback port)")
+		stateCacheMB = fs.Int("state-cache-mb", 0, "the server's --state-cache-mb (0: its default)")
+		groupCacheMB = fs.Int("group-cache-mb", 0, "the server's --group-cache-mb (0: its default)")
 	default:
 		fmt.Fprint(os.Stderr, benchUsage)
 		return fmt.Errorf("bench: unknown scenario %q", scenario)
@@ -184,6 +187,7 @@ func runBench(args []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 		return bench.ServeChild(ctx, bench.ServerConfig{
 			Kafka: brokers, TopicPrefix: *prefix, DataDir: *dataDir, Stream: stream, Logger: log,
+			StateCacheMB: *stateCacheMB, GroupCacheMB: *groupCacheMB,
 		}, os.Stdin, os.Stdout)
 	}
 	exe, _ := os.Executable()

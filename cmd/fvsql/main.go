@@ -23,6 +23,7 @@ import (
 	_ "github.com/fvsql/fvsql/backends/redis" // redis:// streams
 	_ "github.com/fvsql/fvsql/backends/stdio" // stdio:// lines
 	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/server"
 	"github.com/fvsql/fvsql/state"
@@ -68,6 +69,7 @@ func run(args []string) error {
 	users := fs.String("users", envDefault("FVSQL_USERS", ""), "user:password pairs, comma-separated, for password authentication (FVSQL_USERS)")
 	topicPrefix := fs.String("topic-prefix", envDefault("FVSQL_TOPIC_PREFIX", ""), "prefix of every Kafka topic and group fvsql creates (FVSQL_TOPIC_PREFIX)")
 	stateCache := fs.Int("state-cache-mb", envInt("FVSQL_STATE_CACHE_MB", state.DefaultCacheBytes>>20), "MiB of Pebble block cache for operator state and views' local copies (FVSQL_STATE_CACHE_MB)")
+	groupCache := fs.Int("group-cache-mb", envInt("FVSQL_GROUP_CACHE_MB", operators.DefaultGroupCacheBytes>>20), "MiB of GROUP BY state kept in memory between checkpoints, per partition of each view or stream that groups (FVSQL_GROUP_CACHE_MB)")
 	def := engine.DefaultConfig()
 	consumers := fs.Int("stream-consumers", envInt("STREAM_CONSUMERS", def.Consumers), "consumer goroutines per pipeline stage (STREAM_CONSUMERS)")
 	batchSize := fs.Int("stream-batch-size", envInt("STREAM_BATCH_SIZE", def.BatchSize), "records per poll (STREAM_BATCH_SIZE)")
@@ -105,6 +107,7 @@ func run(args []string) error {
 		Stream: engine.Config{
 			Consumers: *consumers, BatchSize: *batchSize, CheckpointInterval: *interval,
 			ExactlyOnce: *exactlyOnce, OffsetReset: *offsetReset, IdleTimeout: *idleTimeout,
+			GroupCacheBytes: *groupCache << 20,
 		},
 	})
 	if err != nil {
