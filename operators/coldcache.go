@@ -82,13 +82,14 @@ func (c *coldCache) len() int { return len(c.index) }
 // live returns the bytes of the records the index refers to.
 func (c *coldCache) live() int { return len(c.arena) - c.garbage }
 
-// tidy keeps the cache within its limit and its arena mostly live: past
-// the limit it evicts about half the entries (those of one hash parity,
+// tidy keeps the cache within its limit (less extra bytes held beside
+// it) and its arena mostly live: past the limit it evicts about half the
+// entries (those of one hash parity,
 // so which keys go is unrelated to their order or age), and it rewrites
 // the arena when garbage outweighs what is live. It reports whether any
 // entry was evicted.
-func (c *coldCache) tidy() (evicted bool) {
-	evict := c.live() > c.limit
+func (c *coldCache) tidy(extra int) (evicted bool) {
+	evict := c.live()+extra > c.limit
 	if !evict && (c.garbage < 1<<20 || c.garbage < c.live()) {
 		return false
 	}
@@ -110,4 +111,84 @@ func (c *coldCache) tidy() (evicted bool) {
 func (c *coldCache) reset() {
 	clear(c.index)
 	c.arena, c.garbage = c.arena[:0], 0
+}
+
+// keyFilter answers "might the KV hold this key?" for an aggregation that
+// has seen every key its KV holds (it started empty, or loaded the KV
+// whole): a key it has not seen is new, and needs no read of the KV,
+// where most lookups of a new key would otherwise cost a Pebble get
+// (bloom filter blocks, which do not stay cached once the state is
+// larger than the block cache). It is a Bloom filter of layers that
+// double in capacity as keys come, ~10 bits and 7 probes per key
+// (about 1% false positives per layer; a false positive costs a get).
+type keyFilter struct {
+	seed   maphash.Seed
+	layers []filterLayer
+}
+
+type filterLayer struct {
+	bits []uint64
+	n    int // keys added
+	cap  int // keys it was sized for
+}
+
+const (
+	filterFirstKeys = 1 << 14
+	filterBitsPer   = 10
+	filterProbes    = 7
+)
+
+func newKeyFilter() *keyFilter { return &keyFilter{seed: maphash.MakeSeed()} }
+
+// probes returns the two hashes whose combinations are a key's probes.
+func (f *keyFilter) probes(key []byte) (h1, h2 uint64) {
+	h := maphash.Bytes(f.seed, key)
+	return h, h>>32 | h<<32 | 1
+}
+
+func (l *filterLayer) has(h1, h2 uint64) bool {
+	m := uint64(len(l.bits) * 64)
+	for i := range uint64(filterProbes) {
+		b := (h1 + i*h2) % m
+		if l.bits[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// add records key.
+func (f *keyFilter) add(key []byte) {
+	h1, h2 := f.probes(key)
+	if len(f.layers) == 0 || f.layers[len(f.layers)-1].n >= f.layers[len(f.layers)-1].cap {
+		n := filterFirstKeys << len(f.layers)
+		f.layers = append(f.layers, filterLayer{bits: make([]uint64, (n*filterBitsPer+63)/64), cap: n})
+	}
+	l := &f.layers[len(f.layers)-1]
+	m := uint64(len(l.bits) * 64)
+	for i := range uint64(filterProbes) {
+		b := (h1 + i*h2) % m
+		l.bits[b/64] |= 1 << (b % 64)
+	}
+	l.n++
+}
+
+// mayHave reports whether key may have been added (false: it was not).
+func (f *keyFilter) mayHave(key []byte) bool {
+	h1, h2 := f.probes(key)
+	for i := range f.layers {
+		if f.layers[i].has(h1, h2) {
+			return true
+		}
+	}
+	return false
+}
+
+// size returns the filter's bytes.
+func (f *keyFilter) size() int {
+	n := 0
+	for _, l := range f.layers {
+		n += 8 * len(l.bits)
+	}
+	return n
 }

@@ -131,6 +131,10 @@ type aggState struct {
 	// entries keeps everything decoded, and is dropped whole past
 	// maxCachedEntries.
 	cold *coldCache
+	// seen, when set, has every key the KV holds (the state started
+	// empty or was loaded whole, and only this operator writes it): a
+	// key it has not seen is new, without a get. Only with cold.
+	seen *keyFilter
 }
 
 func (s *aggState) bind(kv KV) {
@@ -142,6 +146,9 @@ func (s *aggState) bind(kv KV) {
 		if big, ok := s.kv.(Sizer); ok && big.ApproxSize() > loadBelowBytes {
 			return // too large to cache whole: read keys as they come
 		}
+		if s.cold != nil {
+			s.seen = newKeyFilter()
+		}
 		s.complete = s.load() == nil
 		s.counted, s.kvKeys = s.complete, len(s.entries)
 		if s.cold != nil {
@@ -149,6 +156,7 @@ func (s *aggState) bind(kv KV) {
 		}
 		if !s.complete {
 			s.entries = map[string]*aggEntry{}
+			s.seen = nil
 			if s.cold != nil {
 				s.cold.reset()
 			}
@@ -190,7 +198,15 @@ func (s *aggState) demote() {
 		}
 		delete(s.entries, k)
 	}
-	if s.cold.tidy() {
+	// The key filter counts against the cold cache's limit, up to three
+	// quarters of it; a larger one is dropped (keys then cost a get).
+	extra := 0
+	if s.seen != nil {
+		if extra = s.seen.size(); extra > s.cold.limit/4*3 {
+			s.seen, extra = nil, 0
+		}
+	}
+	if s.cold.tidy(extra) {
 		s.complete = false
 	}
 }
@@ -209,6 +225,7 @@ func (s *aggState) load() error {
 			if s.cold.put(key, value) {
 				return errTooMany // a collision: not every key is cached
 			}
+			s.seen.add(key)
 			return nil
 		}
 		if len(s.entries) >= maxCachedEntries {
@@ -242,7 +259,7 @@ func (s *aggState) get(key []byte, group types.Row, start, end int64) (*aggEntry
 	if s.cold != nil {
 		v, ok = s.cold.take(key)
 	}
-	if !ok && !s.complete {
+	if !ok && !s.complete && (s.seen == nil || s.seen.mayHave(key)) {
 		var err error
 		if v, ok, err = s.kv.Get(key); err != nil {
 			return nil, err
@@ -309,6 +326,9 @@ func (s *aggState) flush() error {
 			}
 			if !e.stored {
 				s.kvKeys++
+				if s.seen != nil {
+					s.seen.add(e.key)
+				}
 			}
 			e.dirty, e.stored = false, true
 		}
