@@ -55,7 +55,7 @@ var windowsVariants = map[string]windowsVariant{
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS bids, max(price) AS top FROM TUMBLE(%[2]s, ts, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
 	"tumble-keyed": {name: "tumble-keyed", kind: "STREAM", rel: "tk", keys: "auction × 10 s window", keyed: true,
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS bids, max(price) AS top FROM TUMBLE(%[2]s, ts, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
-	"hop": {name: "hop", kind: "STREAM", rel: "h", keys: "auction × 5 open 10 s windows",
+	"hop": {name: "hop", kind: "STREAM", rel: "h", keys: "auction × 2 s pane",
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS n FROM HOP(%[2]s, ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
 	"hc": {name: "hc", kind: "MATERIALIZED VIEW", rel: "hc", keys: "bidder",
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT bidder, count(*) AS n, sum(price) AS total FROM %[2]s GROUP BY bidder"},

@@ -34,6 +34,26 @@ type Stateful interface {
 	OnCheckpoint() error
 }
 
+// WatermarkSetter is a Stateful operator that can take back its
+// watermark after a restart without closing anything (WindowAggregate:
+// its windows at or below the watermark closed before the checkpoint it
+// restarts from; re-running the close from no watermark would emit again
+// the windows of panes still held for later ones).
+type WatermarkSetter interface {
+	SetWatermark(wm int64)
+}
+
+// Rearm gives an operator rebuilt from a checkpoint the watermark it had
+// then: SetWatermark where it has one, else OnWatermark, whose output
+// (none is expected) is dropped.
+func Rearm(op Stateful, wm int64) error {
+	if s, ok := op.(WatermarkSetter); ok {
+		s.SetWatermark(wm)
+		return nil
+	}
+	return op.OnWatermark(wm, func(*Batch) error { return nil })
+}
+
 // ErrLate marks rows that arrive behind the watermark: the engine counts
 // them as late and reports them, distinct from poison rows.
 var ErrLate = errors.New("late: the row's window is already closed")

@@ -432,11 +432,18 @@ type WindowAggregate struct {
 	// (byEnd is nil when there is no index.)
 	byEnd map[int64][]*aggEntry
 	ends  []int64
+	// panes: a HOP whose size is a multiple of its slide, emitting on
+	// window close, keeps one entry per slide-long pane and group (its
+	// key and bounds are the pane's) instead of one per window: a row
+	// updates one entry, not size/slide, and a window's row is its
+	// panes' accumulators merged when it closes.
+	panes bool
 }
 
 // NewWindowAggregate makes the operator.
 func NewWindowAggregate(spec WindowSpec, timeCol int, timeType types.Type, groupBy []expr.Eval, aggs []AggCall, changes bool, onErr RowError) *WindowAggregate {
 	w := &WindowAggregate{Spec: spec, TimeCol: timeCol, TimeType: timeType, GroupBy: groupBy, Changes: changes, OnError: onErr, wm: math.MinInt64, minEnd: math.MinInt64}
+	w.panes = spec.Kind == "hop" && !changes && spec.Slide > 0 && spec.Size > spec.Slide && spec.Size%spec.Slide == 0
 	w.st = aggState{aggs: aggs, ngroup: len(groupBy)}
 	w.st.onNew = func(e *aggEntry) {
 		w.minEnd = min(w.minEnd, e.end)
@@ -516,6 +523,28 @@ rows:
 			gkey = types.AppendKey(gkey, v)
 		}
 		w.key = gkey
+		if w.panes {
+			// The pane's last window ends at its start + size.
+			p := floorDiv(t.I, w.Spec.Slide) * w.Spec.Slide
+			if p+w.Spec.Size <= w.wm {
+				if err := w.OnError(b, i, fmt.Errorf("%w (event time %s, watermark %s)", ErrLate,
+					types.NewTimestamp(w.TimeType, t.I).Text(), types.NewTimestamp(w.TimeType, w.wm).Text())); err != nil {
+					return err
+				}
+				continue
+			}
+			key := be64(be64(make([]byte, 0, 16+len(gkey)), p+w.Spec.Slide), p)
+			e, err := w.st.get(append(key, gkey...), w.gvals, p, p+w.Spec.Slide)
+			if err != nil {
+				return err
+			}
+			if err := w.st.add(e, row); err != nil {
+				if err := w.OnError(b, i, err); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		w.windows = w.Spec.windowsOf(t.I, w.windows)
 		open := 0
 		for _, win := range w.windows {
@@ -558,9 +587,13 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 	if wm <= w.wm {
 		return nil
 	}
+	prev := w.wm
 	w.wm = wm
 	if wm < w.minEnd {
 		return nil // no window ends at or below wm
+	}
+	if w.panes {
+		return w.closePanes(prev, wm, emit)
 	}
 	if w.byEnd != nil {
 		return w.closeCached(wm, emit)
@@ -650,6 +683,141 @@ func (w *WindowAggregate) closeCached(wm int64, emit Emit) error {
 				return err
 			}
 			w.st.kvKeys--
+		}
+	}
+	if len(out.Rows) > 0 {
+		return emit(out)
+	}
+	return nil
+}
+
+// closePanes emits the windows ending in (prev, wm] from their panes, in
+// window end then group key order, and deletes the panes no window still
+// open needs: those ending at or before wm - size + slide. The panes come
+// from the by-end index of a complete cache, or else from a scan of the
+// KV (after a flush).
+func (w *WindowAggregate) closePanes(prev, wm int64, emit Emit) error {
+	size, slide := w.Spec.Size, w.Spec.Slide
+	dropTo := wm - size + slide // panes ending at or before it are done
+	byEnd, ends := w.byEnd, w.ends
+	if byEnd == nil {
+		if err := w.st.flush(); err != nil {
+			return err
+		}
+		var hi []byte
+		if wm < math.MaxInt64 {
+			hi = be64(nil, wm+1)
+		}
+		byEnd = map[int64][]*aggEntry{}
+		err := w.st.kv.Scan(nil, hi, func(key, value []byte) error {
+			e := &aggEntry{key: append([]byte(nil), key...), stored: true}
+			if err := w.st.decode(e, value); err != nil {
+				return err
+			}
+			if _, ok := byEnd[e.end]; !ok {
+				ends = append(ends, e.end)
+			}
+			byEnd[e.end] = append(byEnd[e.end], e)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// The window ends to close: each pane ending at pe is in the windows
+	// ending at pe, pe + slide, …, pe + size - slide.
+	var closing []int64
+	for _, pe := range ends {
+		if pe > wm {
+			break
+		}
+		lo := pe
+		if pe <= prev {
+			lo = pe + ((prev-pe)/slide+1)*slide
+		}
+		for e := lo; e <= min(pe+size-slide, wm); e += slide {
+			closing = append(closing, e)
+		}
+	}
+	slices.Sort(closing)
+	closing = slices.Compact(closing)
+	out := &Batch{}
+	merged := map[string]*aggEntry{}
+	var groups []string
+	for _, end := range closing {
+		clear(merged)
+		groups = groups[:0]
+		for pe := end - size + slide; pe <= end; pe += slide {
+			for _, e := range byEnd[pe] {
+				if !e.dirty && !e.stored {
+					continue // created for a row that then failed: no state
+				}
+				m := merged[string(e.key[16:])]
+				if m == nil {
+					g := string(e.key[16:])
+					m = &aggEntry{group: e.group, accs: w.st.newAccs()}
+					merged[g] = m
+					groups = append(groups, g)
+				}
+				for j, a := range m.accs {
+					if err := a.Merge(e.accs[j]); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		slices.Sort(groups)
+		for _, g := range groups {
+			m := merged[g]
+			m.start, m.end = end-size, end
+			out.Rows = append(out.Rows, w.st.row(m, true, w.TimeType))
+		}
+		// A watermark that jumps closes many windows: pass them on a
+		// batch at a time rather than hold them all.
+		if len(out.Rows) >= 8192 {
+			if err := emit(out); err != nil {
+				return err
+			}
+			out = &Batch{}
+		}
+	}
+	// Delete the panes done with, from the cache, its index and the KV.
+	n := 0
+	for _, pe := range ends {
+		if pe > dropTo {
+			break
+		}
+		for _, e := range byEnd[pe] {
+			delete(w.st.entries, string(e.key))
+			if e.stored {
+				if err := w.st.kv.Delete(e.key); err != nil {
+					return err
+				}
+				w.st.kvKeys--
+			}
+		}
+		n++
+	}
+	w.minEnd = math.MaxInt64
+	if w.byEnd != nil {
+		for _, pe := range w.ends[:n] {
+			delete(w.byEnd, pe)
+		}
+		w.ends = w.ends[n:]
+		if len(w.ends) > 0 {
+			w.minEnd = w.ends[0]
+		}
+	} else {
+		// The smallest pane end left: the first key past the dropped.
+		var err error
+		if dropTo < math.MaxInt64 {
+			err = w.st.kv.Scan(be64(nil, dropTo+1), nil, func(key, _ []byte) error {
+				w.minEnd = readBE64(key[:8])
+				return errStopScan
+			})
+		}
+		if err != nil && !errors.Is(err, errStopScan) {
+			return err
 		}
 	}
 	if len(out.Rows) > 0 {
