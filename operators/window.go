@@ -438,6 +438,7 @@ type WindowAggregate struct {
 	// updates one entry, not size/slide, and a window's row is its
 	// panes' accumulators merged when it closes.
 	panes bool
+	pkey  []byte // a pane's state key, reused
 }
 
 // NewWindowAggregate makes the operator.
@@ -527,14 +528,13 @@ rows:
 			// The pane's last window ends at its start + size.
 			p := floorDiv(t.I, w.Spec.Slide) * w.Spec.Slide
 			if p+w.Spec.Size <= w.wm {
-				if err := w.OnError(b, i, fmt.Errorf("%w (event time %s, watermark %s)", ErrLate,
-					types.NewTimestamp(w.TimeType, t.I).Text(), types.NewTimestamp(w.TimeType, w.wm).Text())); err != nil {
+				if err := w.OnError(b, i, w.late(t.I)); err != nil {
 					return err
 				}
 				continue
 			}
-			key := be64(be64(make([]byte, 0, 16+len(gkey)), p+w.Spec.Slide), p)
-			e, err := w.st.get(append(key, gkey...), w.gvals, p, p+w.Spec.Slide)
+			w.pkey = append(be64(be64(w.pkey[:0], p+w.Spec.Slide), p), gkey...) // get copies it
+			e, err := w.st.get(w.pkey, w.gvals, p, p+w.Spec.Slide)
 			if err != nil {
 				return err
 			}
@@ -569,8 +569,7 @@ rows:
 			}
 		}
 		if open == 0 {
-			if err := w.OnError(b, i, fmt.Errorf("%w (event time %s, watermark %s)", ErrLate,
-				types.NewTimestamp(w.TimeType, t.I).Text(), types.NewTimestamp(w.TimeType, w.wm).Text())); err != nil {
+			if err := w.OnError(b, i, w.late(t.I)); err != nil {
 				return err
 			}
 		}
@@ -579,6 +578,12 @@ rows:
 		return w.st.emitChanges(emit, true, w.TimeType)
 	}
 	return nil
+}
+
+// late is the error of a row whose every window has closed.
+func (w *WindowAggregate) late(t int64) error {
+	return fmt.Errorf("%w (event time %s, watermark %s)", ErrLate,
+		types.NewTimestamp(w.TimeType, t).Text(), types.NewTimestamp(w.TimeType, w.wm).Text())
 }
 
 // OnWatermark implements Stateful: windows ending at or before wm close.
