@@ -731,28 +731,40 @@ func (w *WindowAggregate) closePanes(prev, wm int64, emit Emit) error {
 	}
 	// The window ends to close: each pane ending at pe is in the windows
 	// ending at pe, pe + slide, …, pe + size - slide.
+	// Panes come in order of their ends, so the lists of their windows
+	// overlap only at their heads: next is the first end not listed yet.
 	var closing []int64
+	next := int64(math.MinInt64)
 	for _, pe := range ends {
 		if pe > wm {
 			break
 		}
-		lo := pe
-		if pe <= prev {
-			lo = pe + ((prev-pe)/slide+1)*slide
+		lo := max(pe, next)
+		if lo <= prev {
+			lo += ((prev-lo)/slide + 1) * slide
 		}
-		for e := lo; e <= min(pe+size-slide, wm); e += slide {
+		last := pe + size - slide
+		for e := lo; e <= min(last, wm); e += slide {
 			closing = append(closing, e)
 		}
+		if last >= wm {
+			break // every end up to wm with a pane in it is listed
+		}
+		next = max(next, last+slide)
 	}
-	slices.Sort(closing)
-	closing = slices.Compact(closing)
 	out := &Batch{}
 	merged := map[string]*aggEntry{}
 	var groups []string
 	for _, end := range closing {
 		clear(merged)
 		groups = groups[:0]
-		for pe := end - size + slide; pe <= end; pe += slide {
+		// The panes present in the window (a binary search, not a step
+		// per slide: with a small slide most panes may be empty).
+		first, _ := slices.BinarySearch(ends, end-size+slide)
+		for _, pe := range ends[first:] {
+			if pe > end {
+				break
+			}
 			for _, e := range byEnd[pe] {
 				if !e.dirty && !e.stored {
 					continue // created for a row that then failed: no state
