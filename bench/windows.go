@@ -132,12 +132,15 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 		fmt.Sprintf("workload: CREATE STREAM bids %s WITH (partitions = %d), loaded by franz-go with %s JSON rows round-robin over the partitions:", bidsColumns, c.Partitions, Count(float64(c.Rows))),
 		fmt.Sprintf("  %s distinct auctions (pseudo-random), %s distinct bidders, event time 1 ms apart, one row in 8 up to 1.5 s early (within the 4 s delay: none late);", Count(float64(c.Auctions)), Count(float64(min(c.Bidders, c.Rows)))),
 		"  then one sentinel row per partition (auction -1, an hour later) so the watermark closes every window of the real rows; checks leave it out (auction >= 0)",
-		"  each variant is one continuous query over that same input, started from its beginning, one after the other on the same server",
-		fmt.Sprintf("  (hc-spill last, on a server of its own with the same broker, --state-cache-mb %d and --group-cache-mb %d: hc's query with its state beyond every cache):", WindowsSpillStateCacheMB, WindowsSpillGroupCacheMB),
+		"  each variant is one continuous query over that same input, started from its beginning, one after the other on the same server:",
+	}
+	if spill {
+		lines[len(lines)-1] = strings.TrimSuffix(lines[len(lines)-1], ":")
+		lines = append(lines, fmt.Sprintf("  (hc-spill last, on a server of its own with the same broker, --state-cache-mb %d and --group-cache-mb %d: hc's query with its state beyond every cache):", WindowsSpillStateCacheMB, WindowsSpillGroupCacheMB))
 	}
 	for _, v := range c.Variants {
 		wv := windowsVariants[v]
-		lines = append(lines, fmt.Sprintf("  %-6s %s", v, fmt.Sprintf(wv.sql, wv.rel, "bids")))
+		lines = append(lines, fmt.Sprintf("  %-12s %s", v, fmt.Sprintf(wv.sql, wv.rel, "bids")))
 	}
 	if contains(c.Variants, "tumble-keyed") {
 		lines = append(lines, fmt.Sprintf("  tumble-keyed runs over bids_k: the same rows in a stream declared WITH (partitions = %d, key = 'auction'), loaded keyed (murmur2), so the aggregation is one stage without a repartition", c.Partitions))
