@@ -140,17 +140,30 @@ func (r *run) startServer(ctx context.Context, stream engine.Config) (Server, er
 	if r.o.URL != "" {
 		return RemoteServer(r.o.URL, r.o.Kafka, r.o.ServerPID), nil
 	}
+	return r.startServerCaches(ctx, stream, 0, 0)
+}
+
+// startServerCaches starts a server (never the remote one) with its --state-cache-mb
+// and --group-cache-mb (0: its defaults) on a new data directory.
+func (r *run) startServerCaches(ctx context.Context, stream engine.Config, stateMB, groupMB int) (Server, error) {
 	r.n++
-	return r.startServerAt(ctx, stream, filepath.Join(r.dir, fmt.Sprintf("server-%d", r.n)))
+	cfg := r.serverConfig(stream, filepath.Join(r.dir, fmt.Sprintf("server-%d", r.n)))
+	cfg.StateCacheMB, cfg.GroupCacheMB = stateMB, groupMB
+	return StartServer(ctx, cfg)
 }
 
 // startServerAt starts a server on the given data directory (a restart
 // keeps it; a wiped one starts empty).
 func (r *run) startServerAt(ctx context.Context, stream engine.Config, dataDir string) (Server, error) {
-	return StartServer(ctx, ServerConfig{
+	return StartServer(ctx, r.serverConfig(stream, dataDir))
+}
+
+// serverConfig is the configuration of a server the run starts.
+func (r *run) serverConfig(stream engine.Config, dataDir string) ServerConfig {
+	return ServerConfig{
 		Mode: r.o.Mode, Exe: r.o.Exe, Kafka: r.brokers(), TopicPrefix: r.prefix,
 		DataDir: dataDir, Stream: stream, Logger: r.log, LogLevel: r.o.LogLevel,
-	})
+	}
 }
 
 // name returns a relation name, made unique when the server is shared.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -193,12 +192,7 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 			// starts no pipeline of theirs.
 			conn.Close(context.Background())
 			srv.Close()
-			r.n++
-			if srv, err = StartServer(ctx, ServerConfig{
-				Mode: r.o.Mode, Exe: r.o.Exe, Kafka: r.brokers(), TopicPrefix: r.prefix,
-				DataDir: filepath.Join(r.dir, fmt.Sprintf("server-%d", r.n)), Stream: r.o.Stream, Logger: r.log, LogLevel: r.o.LogLevel,
-				StateCacheMB: WindowsSpillStateCacheMB, GroupCacheMB: WindowsSpillGroupCacheMB,
-			}); err != nil {
+			if srv, err = r.startServerCaches(ctx, r.o.Stream, WindowsSpillStateCacheMB, WindowsSpillGroupCacheMB); err != nil {
 				return fmt.Errorf("%s: %w", v, err)
 			}
 			if conn, err = connect(ctx, srv.URL()); err != nil {

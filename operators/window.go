@@ -317,6 +317,20 @@ func (s *aggState) decode(e *aggEntry, v []byte) error {
 	return nil
 }
 
+// forget drops a closed window's (or pane's) entry from the cache and,
+// when the KV holds it, from the KV.
+func (s *aggState) forget(key []byte, stored bool) error {
+	delete(s.entries, string(key))
+	if !stored {
+		return nil
+	}
+	if err := s.kv.Delete(key); err != nil {
+		return err
+	}
+	s.kvKeys--
+	return nil
+}
+
 // flush writes dirty entries to the KV.
 func (s *aggState) flush() error {
 	for _, e := range s.entries {
@@ -631,20 +645,14 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 		return err
 	}
 	for _, k := range closed {
-		delete(w.st.entries, string(k))
-		if err := w.st.kv.Delete(k); err != nil {
+		if err := w.st.forget(k, true); err != nil {
 			return err
 		}
-		w.st.kvKeys--
 	}
 	// The smallest window end left: the first key at or above hi.
 	w.minEnd = math.MaxInt64
 	if hi != nil {
-		err = w.st.kv.Scan(hi, nil, func(key, _ []byte) error {
-			w.minEnd = readBE64(key[:8])
-			return errStopScan
-		})
-		if err != nil && !errors.Is(err, errStopScan) {
+		if w.minEnd, err = w.firstEnd(hi); err != nil {
 			return err
 		}
 	}
@@ -652,6 +660,20 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 		return emit(out)
 	}
 	return nil
+}
+
+// firstEnd returns the window (or pane) end of the first state key at or
+// above lo, MaxInt64 when there is none.
+func (w *WindowAggregate) firstEnd(lo []byte) (int64, error) {
+	end := int64(math.MaxInt64)
+	err := w.st.kv.Scan(lo, nil, func(key, _ []byte) error {
+		end = readBE64(key[:8])
+		return errStopScan
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return 0, err
+	}
+	return end, nil
 }
 
 // closeCached closes the windows ending at or before wm from the indexed
@@ -676,18 +698,11 @@ func (w *WindowAggregate) closeCached(wm int64, emit Emit) error {
 	slices.SortFunc(closing, func(a, b *aggEntry) int { return bytes.Compare(a.key, b.key) })
 	out := &Batch{}
 	for _, e := range closing {
-		delete(w.st.entries, string(e.key))
-		if !e.dirty && !e.stored {
-			continue // created for a row that then failed: no state
+		if err := w.st.forget(e.key, e.stored); err != nil {
+			return err
 		}
-		if !w.Changes {
+		if !w.Changes && (e.dirty || e.stored) { // else made for a row that then failed: no state
 			out.Rows = append(out.Rows, w.st.row(e, true, w.TimeType))
-		}
-		if e.stored {
-			if err := w.st.kv.Delete(e.key); err != nil {
-				return err
-			}
-			w.st.kvKeys--
 		}
 	}
 	if len(out.Rows) > 0 {
@@ -805,12 +820,8 @@ func (w *WindowAggregate) closePanes(prev, wm int64, emit Emit) error {
 			break
 		}
 		for _, e := range byEnd[pe] {
-			delete(w.st.entries, string(e.key))
-			if e.stored {
-				if err := w.st.kv.Delete(e.key); err != nil {
-					return err
-				}
-				w.st.kvKeys--
+			if err := w.st.forget(e.key, e.stored); err != nil {
+				return err
 			}
 		}
 		n++
@@ -824,16 +835,10 @@ func (w *WindowAggregate) closePanes(prev, wm int64, emit Emit) error {
 		if len(w.ends) > 0 {
 			w.minEnd = w.ends[0]
 		}
-	} else {
+	} else if dropTo < math.MaxInt64 {
 		// The smallest pane end left: the first key past the dropped.
 		var err error
-		if dropTo < math.MaxInt64 {
-			err = w.st.kv.Scan(be64(nil, dropTo+1), nil, func(key, _ []byte) error {
-				w.minEnd = readBE64(key[:8])
-				return errStopScan
-			})
-		}
-		if err != nil && !errors.Is(err, errStopScan) {
+		if w.minEnd, err = w.firstEnd(be64(nil, dropTo+1)); err != nil {
 			return err
 		}
 	}
