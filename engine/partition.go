@@ -158,7 +158,7 @@ func (pt *partition) restore(w *worker) error {
 	if pt.stateful != nil && pt.wm > math.MinInt64 {
 		// Windows at or below the watermark were closed and deleted
 		// before; this only re-arms the operator's late-row check.
-		return operators.Rearm(pt.stateful, pt.wm)
+		return operators.Rearm(pt.stateful, pt.wm, func(*operators.Batch) error { return nil })
 	}
 	return nil
 }

@@ -44,14 +44,15 @@ type WatermarkSetter interface {
 }
 
 // Rearm gives an operator rebuilt from a checkpoint the watermark it had
-// then: SetWatermark where it has one, else OnWatermark, whose output
-// (none is expected) is dropped.
-func Rearm(op Stateful, wm int64) error {
+// then: SetWatermark where it has one, else OnWatermark into emit (none
+// is expected: what the watermark closed was closed before the
+// checkpoint).
+func Rearm(op Stateful, wm int64, emit Emit) error {
 	if s, ok := op.(WatermarkSetter); ok {
 		s.SetWatermark(wm)
 		return nil
 	}
-	return op.OnWatermark(wm, func(*Batch) error { return nil })
+	return op.OnWatermark(wm, emit)
 }
 
 // ErrLate marks rows that arrive behind the watermark: the engine counts

@@ -770,7 +770,7 @@ func (h *harness) run(rows []types.Row, batches [][]int) runResult {
 			op = h.build(&pendErr)
 			op.Bind(curTable())
 			if wm > math.MinInt64 {
-				if err := rearm(op, wm, discard); err != nil {
+				if err := operators.Rearm(op, wm, discard); err != nil {
 					t.Fatalf("re-arm OnWatermark: %v", err)
 				}
 			}
@@ -785,7 +785,7 @@ func (h *harness) run(rows []types.Row, batches [][]int) runResult {
 				op = h.build(&pendErr)
 				op.Bind(curTable())
 				if wm > math.MinInt64 {
-					if err := rearm(op, wm, discard); err != nil {
+					if err := operators.Rearm(op, wm, discard); err != nil {
 						t.Fatalf("re-arm OnWatermark: %v", err)
 					}
 				}
@@ -1948,14 +1948,4 @@ func dedupCase(t *testing.T, seed uint64, store *state.Store) {
 			t.Fatalf("%s\nkey %s: got %s, want the latest %s", desc, k, rowText(got), rowText(want))
 		}
 	}
-}
-
-// rearm gives a rebuilt operator its watermark as the engine does
-// (operators.Rearm), but with an emit that fails the case on output.
-func rearm(op operators.Stateful, wm int64, discard operators.Emit) error {
-	if s, ok := op.(operators.WatermarkSetter); ok {
-		s.SetWatermark(wm)
-		return nil
-	}
-	return op.OnWatermark(wm, discard)
 }
