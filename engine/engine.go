@@ -442,6 +442,9 @@ func (e *Engine) Flush(ctx context.Context) error {
 			if err := e.flushStage(ctx, p, s); err != nil {
 				return err
 			}
+			if err := e.waitStable(ctx, p.flushWrites(s)); err != nil {
+				return err
+			}
 		}
 		for _, b := range p.topo.Sinks {
 			topic := e.topic(p.internalTopic(b.Internal))
@@ -487,6 +490,57 @@ func (e *Engine) waitGroup(ctx context.Context, p *pipeline, stage string, topic
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, 200*time.Millisecond)
+	}
+}
+
+// waitStable waits until what the topics hold now is readable under
+// read_committed: until each partition's last stable offset reaches the
+// high watermark it has as the call begins.
+//
+// A stage's group offsets show an epoch committed as soon as the
+// coordinator marks the offsets topic, and the markers on the output
+// partitions follow a moment later (Apache Kafka writes them after
+// answering EndTxn). Without this wait a SELECT right after FLUSH could
+// stop at the start of the epoch FLUSH waited for. A transaction open at
+// the call (the next epoch) holds the last stable offset back until it
+// ends, within a checkpoint interval; past twice that and markerWait the
+// call returns, so a hanging transaction cannot hold FLUSH forever.
+func (e *Engine) waitStable(ctx context.Context, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	highs, err := e.admin.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "FLUSH")
+	}
+	deadline := time.Now().Add(2*e.cfg.CheckpointInterval + markerWait)
+	wait := 5 * time.Millisecond
+	for {
+		stable, err := e.admin.ListCommittedOffsets(ctx, topics...)
+		if err == nil {
+			done := true
+			highs.Each(func(h kadm.ListedOffset) {
+				if h.Err != nil || h.Offset <= 0 {
+					return
+				}
+				if o, ok := stable.Lookup(h.Topic, h.Partition); !ok || o.Err != nil || o.Offset < h.Offset {
+					done = false
+				}
+			})
+			if done {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			e.cfg.Logger.Warn("FLUSH: output not yet readable under read_committed; going on", "topics", topics)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return pgerror.New(pgerror.QueryCanceled, "FLUSH: canceled while waiting for commit markers")
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 50*time.Millisecond)
 	}
 }
 

@@ -83,6 +83,23 @@ func (p *pipeline) stageWrites(s *stageRun) []string {
 	return out
 }
 
+// flushWrites lists the topics FLUSH makes readable after a stage caught
+// up: what queries read (its output, its view table, the errors stream),
+// not its state topic.
+func (p *pipeline) flushWrites(s *stageRun) []string {
+	var out []string
+	if s.output != nil {
+		out = append(out, p.e.topic(s.output.Topic))
+	}
+	if s.def.Changes != nil {
+		out = append(out, p.e.topic(s.def.Changes.Table))
+	}
+	if p.errors != nil {
+		out = append(out, p.e.topic(p.errors.Topic))
+	}
+	return out
+}
+
 // abortHanging looks for hanging transactions on the pipeline's topics
 // every hangingCheck until the pipeline stops.
 func (p *pipeline) abortHanging() {
