@@ -442,7 +442,8 @@ func (e *Engine) Flush(ctx context.Context) error {
 			if err := e.flushStage(ctx, p, s); err != nil {
 				return err
 			}
-			if err := e.waitStable(ctx, p.flushWrites(s)); err != nil {
+			// what the stage wrote is readable when FLUSH returns
+			if _, err := e.flushTargets(ctx, p.flushWrites(s)); err != nil {
 				return err
 			}
 		}
@@ -493,76 +494,32 @@ func (e *Engine) waitGroup(ctx context.Context, p *pipeline, stage string, topic
 	}
 }
 
-// waitStable waits until what the topics hold now is readable under
-// read_committed: until each partition's last stable offset reaches the
-// high watermark it has as the call begins.
-//
-// A stage's group offsets show an epoch committed as soon as the
-// coordinator marks the offsets topic, and the markers on the output
-// partitions follow a moment later (Apache Kafka writes them after
-// answering EndTxn). Without this wait a SELECT right after FLUSH could
-// stop at the start of the epoch FLUSH waited for. A transaction open at
-// the call (the next epoch) holds the last stable offset back until it
-// ends, within a checkpoint interval; past twice that and markerWait the
-// call returns, so a hanging transaction cannot hold FLUSH forever.
-func (e *Engine) waitStable(ctx context.Context, topics []string) error {
-	if len(topics) == 0 {
-		return nil
-	}
-	highs, err := e.admin.ListEndOffsets(ctx, topics...)
-	if err != nil {
-		return pgerror.Wrap(err, pgerror.IOError, "FLUSH")
-	}
-	deadline := time.Now().Add(2*e.cfg.CheckpointInterval + markerWait)
-	wait := 5 * time.Millisecond
-	for {
-		stable, err := e.admin.ListCommittedOffsets(ctx, topics...)
-		if err == nil {
-			done := true
-			highs.Each(func(h kadm.ListedOffset) {
-				if h.Err != nil || h.Offset <= 0 {
-					return
-				}
-				if o, ok := stable.Lookup(h.Topic, h.Partition); !ok || o.Err != nil || o.Offset < h.Offset {
-					done = false
-				}
-			})
-			if done {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			e.cfg.Logger.Warn("FLUSH: output not yet readable under read_committed; going on", "topics", topics)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return pgerror.New(pgerror.QueryCanceled, "FLUSH: canceled while waiting for commit markers")
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 50*time.Millisecond)
-	}
-}
-
-// markerWait bounds how long flushTargets waits for a partition's last
-// stable offset to reach its high watermark.
-const markerWait = time.Second
-
 // flushTargets returns, per non-empty partition of the topics, the offset
-// a group must commit to have read everything committed there now.
+// a reader must reach to have read everything committed there before
+// the call: the last stable offset, once every transaction open at the
+// call has ended.
 //
-// That is the last stable offset, with two cares. A partition whose
-// offsets could not be listed is asked again, never taken for empty. And
-// a transaction the stage upstream has committed is visible in its
-// group's offsets as soon as the coordinator writes its marker to the
-// offsets topic, which can be a moment before the marker on the output
-// partition: the last stable offset there still stops at the start of
-// that transaction. So while a partition's last stable offset is below
-// its high watermark, the offsets are listed again, for up to markerWait;
-// a transaction still open then is one begun after this flush.
+// Until then the last stable offset stops at the first record of the
+// oldest open transaction, and records committed after it are not
+// readable yet, so taking it at once would end FLUSH short. Transactions
+// open at the call end in three ways, each bounded:
+//   - a live stage's epoch commits within a checkpoint interval;
+//   - an epoch whose offsets commit is already visible in its group has
+//     its markers on the output partitions a moment later (Apache Kafka
+//     writes them after answering EndTxn);
+//   - a killed process's epoch is aborted by the coordinator once it
+//     times out (txnTimeout, then the coordinator's 10 s sweep); a
+//     process restarted on a wiped data directory has a new
+//     transactional id and does not fence it sooner.
+//
+// A transaction still open after resolveWait (an outside producer's, or
+// a hanging one the pipeline aborts later) is left behind with a warning.
+// A partition whose offsets could not be listed is asked again, never
+// taken for empty.
 func (e *Engine) flushTargets(ctx context.Context, topics []string) (map[string]map[int32]int64, error) {
-	deadline := time.Now().Add(markerWait)
+	deadline := time.Now().Add(e.resolveWait())
 	wait := 5 * time.Millisecond
+	var begun map[string]map[int32]int64 // high watermarks at the first listing
 	for {
 		ends, err := e.admin.ListCommittedOffsets(ctx, topics...)
 		if err != nil {
@@ -577,7 +534,6 @@ func (e *Engine) flushTargets(ctx context.Context, topics []string) (map[string]
 			return nil, pgerror.Wrap(err, pgerror.IOError, "FLUSH")
 		}
 		var failed error
-		pending := false
 		want := map[string]map[int32]int64{}
 		ends.Each(func(o kadm.ListedOffset) {
 			st, sok := starts.Lookup(o.Topic, o.Partition)
@@ -590,9 +546,6 @@ func (e *Engine) flushTargets(ctx context.Context, topics []string) (map[string]
 			if !sok || !hok {
 				failed = fmt.Errorf("%s[%d]: offsets not listed", o.Topic, o.Partition)
 			}
-			if o.Offset < hw.Offset {
-				pending = true
-			}
 			if st.Offset >= o.Offset {
 				return // empty partition
 			}
@@ -601,19 +554,46 @@ func (e *Engine) flushTargets(ctx context.Context, topics []string) (map[string]
 			}
 			want[o.Topic][o.Partition] = o.Offset
 		})
+		if failed == nil && begun == nil {
+			begun = map[string]map[int32]int64{}
+			highs.Each(func(h kadm.ListedOffset) {
+				if begun[h.Topic] == nil {
+					begun[h.Topic] = map[int32]int64{}
+				}
+				begun[h.Topic][h.Partition] = h.Offset
+			})
+		}
+		var open []string
+		if failed == nil {
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Offset < begun[o.Topic][o.Partition] {
+					open = append(open, fmt.Sprintf("%s[%d]", o.Topic, o.Partition))
+				}
+			})
+		}
 		switch {
-		case failed == nil && (!pending || time.Now().After(deadline)):
+		case failed == nil && len(open) == 0:
 			return want, nil
-		case failed != nil && time.Now().After(deadline.Add(10*time.Second)):
+		case failed == nil && time.Now().After(deadline):
+			e.cfg.Logger.Warn("FLUSH: transactions begun before it are still open; their records are left behind", "partitions", open, "waited", e.resolveWait())
+			return want, nil
+		case failed != nil && time.Now().After(deadline):
 			return nil, pgerror.Wrap(failed, pgerror.IOError, "FLUSH")
 		}
 		select {
 		case <-ctx.Done():
-			return nil, pgerror.New(pgerror.QueryCanceled, "FLUSH: canceled while listing offsets")
+			return nil, pgerror.New(pgerror.QueryCanceled, "FLUSH: canceled while waiting for transactions to end")
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, 100*time.Millisecond)
 	}
+}
+
+// resolveWait bounds how long FLUSH waits for the transactions open in a
+// partition as it begins: a timed-out one is aborted within txnTimeout
+// and the coordinator's 10 s sweep.
+func (e *Engine) resolveWait() time.Duration {
+	return e.txnTimeout() + 15*time.Second
 }
 
 // pipelineNames lists running pipelines, sorted.
