@@ -101,7 +101,9 @@ func (w *worker) partition(k partKey) (*partition, error) {
 		if err != nil {
 			return nil, err
 		}
-		if f, ok := op.(*operators.Filter); ok {
+		if f, ok := op.(*operators.Filter); ok && pt.stateful == nil {
+			// input rows a WHERE drops; a HAVING after the stateful
+			// step drops groups, which the counters do not mix in
 			pt.filters = append(pt.filters, f)
 		}
 		if s, ok := op.(operators.Stateful); ok {

@@ -242,7 +242,11 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	if q.pre != nil {
 		stateful = append(stateful, *q.pre)
 	}
-	stateful = append(stateful, q.step, q.project)
+	stateful = append(stateful, q.step)
+	if q.having != nil {
+		stateful = append(stateful, operators.Step{Op: operators.OpFilter, Pred: q.having})
+	}
+	stateful = append(stateful, q.project)
 	outputName := ca.Name
 	if q.changes {
 		outputName = ca.Name + ChangesSuffix

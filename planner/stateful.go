@@ -29,6 +29,7 @@ type statefulQuery struct {
 	filter    *expr.Expr       // WHERE over the input, or nil
 	partition []int            // input columns the stateful step partitions state by
 	step      operators.Step   // the stateful step
+	having    *expr.Expr       // HAVING over the step's output (final rows only), or nil
 	project   operators.Step   // the select list over the step's output
 	out       []catalog.Column // output columns
 	key       []int            // output columns forming a view's key
@@ -100,6 +101,23 @@ func (b *builder) where(sc *scope, e sql.Expr) (*expr.Expr, error) {
 	}
 	if pred.Type != types.Bool && pred.Type != types.Null {
 		return nil, pgerror.New(pgerror.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", pred.Type)
+	}
+	return pred, nil
+}
+
+// errHavingChanges refuses HAVING where the result is a changelog: a group
+// crossing the condition would have to turn into an insert or a delete,
+// which needs to know whether the group passed it before.
+var errHavingChanges = pgerror.NotSupported("HAVING in a materialized view or with EMIT CHANGES (use it in a windowed CREATE STREAM, whose rows are final, or filter the view when you query it)")
+
+// having builds a HAVING condition over an aggregation's output.
+func (b *builder) having(sc *scope, a *aggState, e sql.Expr) (*expr.Expr, error) {
+	pred, err := b.build(&exprCtx{scope: sc, what: "HAVING", aggs: a}, e)
+	if err != nil {
+		return nil, err
+	}
+	if pred.Type != types.Bool && pred.Type != types.Null {
+		return nil, pgerror.New(pgerror.DatatypeMismatch, "argument of HAVING must be type boolean, not type %s", pred.Type)
 	}
 	return pred, nil
 }
@@ -202,6 +220,11 @@ func (b *builder) aggregateSelect(in *scope, sel *sql.Select, groupCols []int, w
 			return nil, operators.Step{}, nil, err
 		}
 	}
+	if sel.Having != nil {
+		if err := b.collectAggs(actx, a, sel.Having); err != nil {
+			return nil, operators.Step{}, nil, err
+		}
+	}
 	for _, s := range a.specs {
 		f, _ := s.Resolve()
 		a.out.cols = append(a.out.cols, scopeCol{name: s.Name, typ: f.Ret})
@@ -252,9 +275,6 @@ func keyOf(proj operators.Step, ngroups int, names []string) ([]int, error) {
 }
 
 func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.ObjectKind, emit sql.EmitMode) (*statefulQuery, error) {
-	if sel.Having != nil {
-		return nil, pgerror.NotSupported("HAVING in continuous queries")
-	}
 	in, sc, err := streamInput(cat, tvf.Source)
 	if err != nil {
 		return nil, err
@@ -331,6 +351,15 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 	if changes && kind == sql.KindStream {
 		return nil, pgerror.NotSupported("EMIT CHANGES into a stream (use CREATE MATERIALIZED VIEW)")
 	}
+	var having *expr.Expr
+	if sel.Having != nil {
+		if changes {
+			return nil, errHavingChanges
+		}
+		if having, err = b.having(sc, a, sel.Having); err != nil {
+			return nil, err
+		}
+	}
 	names := make([]string, 0, len(groupCols)+2)
 	groupBy := make([]*expr.Expr, len(groupCols))
 	for i, c := range groupCols {
@@ -338,7 +367,7 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 		names = append(names, sc.cols[c].name)
 	}
 	q := &statefulQuery{
-		in: in, filter: filter, partition: groupCols, project: proj, out: cols, changes: changes,
+		in: in, filter: filter, partition: groupCols, having: having, project: proj, out: cols, changes: changes,
 		watermark: watermarkFor(in, tcol),
 		step: operators.Step{
 			Op: operators.OpWindowAggregate, Window: &spec, TimeCol: tcol, TimeType: ttype,
@@ -363,7 +392,7 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 		return nil, pgerror.NotSupported("GROUP BY without a window into a %s (its rows change forever; use CREATE MATERIALIZED VIEW, or a TUMBLE/HOP window)", kind)
 	}
 	if sel.Having != nil {
-		return nil, pgerror.NotSupported("HAVING in continuous queries")
+		return nil, errHavingChanges
 	}
 	in, sc, err := streamInput(cat, t)
 	if err != nil {
