@@ -298,8 +298,8 @@ func (b *builder) funcScan(c *exprCtx, q sql.QueryExpr, mode string, x *expr.Exp
 			return nil, true, err
 		}
 		where = child.inferParam(where, types.Bool)
-		if where.Type != types.Bool && where.Type != types.Null {
-			return nil, true, pgerror.New(pgerror.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", where.Type)
+		if err := boolCondition(where, "WHERE"); err != nil {
+			return nil, true, err
 		}
 	}
 	itemAST := sel.Items[0].Expr

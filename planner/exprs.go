@@ -67,6 +67,15 @@ func (b *builder) inferParam(e *expr.Expr, t types.Type) *expr.Expr {
 	return expr.Param(e.Col, t)
 }
 
+// boolCondition refuses a WHERE or HAVING condition (what) that is not
+// boolean; NULL is allowed and passes no row.
+func boolCondition(pred *expr.Expr, what string) error {
+	if pred.Type != types.Bool && pred.Type != types.Null {
+		return pgerror.New(pgerror.DatatypeMismatch, "argument of %s must be type boolean, not type %s", what, pred.Type)
+	}
+	return nil
+}
+
 func isUntypedParam(e *expr.Expr) bool { return e.Kind == expr.KParam && e.Type == types.Unknown }
 
 // build converts an AST expression into a typed expression.

@@ -479,8 +479,8 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 			return nil, nil, err
 		}
 		pred = b.inferParam(pred, types.Bool)
-		if pred.Type != types.Bool && pred.Type != types.Null {
-			return nil, nil, pgerror.New(pgerror.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", pred.Type)
+		if err := boolCondition(pred, "WHERE"); err != nil {
+			return nil, nil, err
 		}
 		steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: pred})
 	}

@@ -99,8 +99,8 @@ func (b *builder) where(sc *scope, e sql.Expr) (*expr.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pred.Type != types.Bool && pred.Type != types.Null {
-		return nil, pgerror.New(pgerror.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", pred.Type)
+	if err := boolCondition(pred, "WHERE"); err != nil {
+		return nil, err
 	}
 	return pred, nil
 }
@@ -116,8 +116,8 @@ func (b *builder) having(sc *scope, a *aggState, e sql.Expr) (*expr.Expr, error)
 	if err != nil {
 		return nil, err
 	}
-	if pred.Type != types.Bool && pred.Type != types.Null {
-		return nil, pgerror.New(pgerror.DatatypeMismatch, "argument of HAVING must be type boolean, not type %s", pred.Type)
+	if err := boolCondition(pred, "HAVING"); err != nil {
+		return nil, err
 	}
 	return pred, nil
 }
