@@ -443,7 +443,7 @@ func (e *Engine) Flush(ctx context.Context) error {
 				return err
 			}
 			// what the stage wrote is readable when FLUSH returns
-			if _, err := e.flushTargets(ctx, p.flushWrites(s)); err != nil {
+			if _, err := e.flushTargets(ctx, append(p.queryWrites(s), e.topic(p.errors.Topic))); err != nil {
 				return err
 			}
 		}

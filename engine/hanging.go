@@ -68,34 +68,24 @@ func (p *pipeline) topics() []string {
 }
 
 // stageWrites lists the topics a stage's transactions write besides the
-// pipeline's errors stream: its output, its state topic, its view table.
+// pipeline's errors stream: what queries read, and its state topic.
 func (p *pipeline) stageWrites(s *stageRun) []string {
-	var out []string
-	if s.output != nil {
-		out = append(out, p.e.topic(s.output.Topic))
-	}
+	out := p.queryWrites(s)
 	if stageStateful(s.def) {
 		out = append(out, p.e.topic(stateTopic(p.name, s.def.Name)))
-	}
-	if s.def.Changes != nil {
-		out = append(out, p.e.topic(s.def.Changes.Table))
 	}
 	return out
 }
 
-// flushWrites lists the topics FLUSH makes readable after a stage caught
-// up: what queries read (its output, its view table, the errors stream),
-// not its state topic.
-func (p *pipeline) flushWrites(s *stageRun) []string {
+// queryWrites lists the topics of a stage's output that queries read: its
+// output stream and its view's table topic.
+func (p *pipeline) queryWrites(s *stageRun) []string {
 	var out []string
 	if s.output != nil {
 		out = append(out, p.e.topic(s.output.Topic))
 	}
 	if s.def.Changes != nil {
 		out = append(out, p.e.topic(s.def.Changes.Table))
-	}
-	if p.errors != nil {
-		out = append(out, p.e.topic(p.errors.Topic))
 	}
 	return out
 }
