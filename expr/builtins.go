@@ -15,7 +15,7 @@ import (
 	"github.com/fvsql/fvsql/types"
 )
 
-var errNegativeLength = pgerror.New("22011", "negative substring length not allowed")
+var errNegativeLength = pgerror.New(pgerror.SubstringError, "negative substring length not allowed")
 
 // absInt is abs for the integer types, keeping the argument's type.
 func absInt(a types.Value) (types.Value, error) {
@@ -355,20 +355,20 @@ func init() {
 		}},
 		{Name: "sqrt", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) {
 			if a.Float() < 0 {
-				return types.NullValue, pgerror.New("2201F", "cannot take square root of a negative number")
+				return types.NullValue, pgerror.New(pgerror.InvalidArgumentForPowerFunc, "cannot take square root of a negative number")
 			}
 			return types.NewFloat8(math.Sqrt(a.Float())), nil
 		}},
 		{Name: "exp", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) { return checkFloat(f8, math.Exp(a.Float()), a.Float()) }},
 		{Name: "ln", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) {
 			if a.Float() <= 0 {
-				return types.NullValue, pgerror.New("2201E", "cannot take logarithm of a non-positive number")
+				return types.NullValue, pgerror.New(pgerror.InvalidArgumentForLogarithm, "cannot take logarithm of a non-positive number")
 			}
 			return types.NewFloat8(math.Log(a.Float())), nil
 		}},
 		{Name: "log", Args: tt(f8), Ret: f8, Eval1: func(a types.Value) (types.Value, error) {
 			if a.Float() <= 0 {
-				return types.NullValue, pgerror.New("2201E", "cannot take logarithm of a non-positive number")
+				return types.NullValue, pgerror.New(pgerror.InvalidArgumentForLogarithm, "cannot take logarithm of a non-positive number")
 			}
 			return types.NewFloat8(math.Log10(a.Float())), nil
 		}},

@@ -73,7 +73,7 @@ func compile(e *Expr, env *Env) (Eval, error) {
 	case KFuncScan:
 		return compileFuncScan(e, env)
 	case KFail:
-		code, msg := e.Val.S, e.Name
+		code, msg := pgerror.MakeCode(e.Val.S), e.Name
 		return func(types.Row) (types.Value, error) {
 			return types.NullValue, pgerror.New(code, "%s", msg)
 		}, nil

@@ -146,7 +146,7 @@ func (e *Expr) Substitute(by []*Expr) *Expr {
 // the planner's stand-in for a part of a query it cannot plan yet but
 // that may never run.
 func Fail(err error, t types.Type) *Expr {
-	return &Expr{Kind: KFail, Type: t, Name: err.Error(), Val: types.NewText(pgerror.Code(err))}
+	return &Expr{Kind: KFail, Type: t, Name: err.Error(), Val: types.NewText(pgerror.CodeOf(err).String())}
 }
 
 // MapOuter returns a copy of e with every outer reference (KOuter)

@@ -26,7 +26,7 @@ func cachedRegexp(key, expr string) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, pgerror.New("2201B", "invalid regular expression: %v", err)
+		return nil, pgerror.New(pgerror.InvalidRegularExpression, "invalid regular expression: %v", err)
 	}
 	patternCache.Lock()
 	if len(patternCache.m) > 4096 {

@@ -121,7 +121,7 @@ func TestFilterPoisonRowsAndCarriedColumns(t *testing.T) {
 		t.Errorf("poison rows %v, want [b f]", log.idx)
 	}
 	for _, e := range log.errs {
-		if pgerror.Code(e) != pgerror.DivisionByZero {
+		if pgerror.CodeOf(e) != pgerror.DivisionByZero {
 			t.Errorf("poison error %v, want 22012", e)
 		}
 	}
@@ -136,7 +136,7 @@ func TestFilterPoisonRowsAndCarriedColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = abort.Process(&Batch{Rows: []types.Row{{i4(1)}, {i4(0)}}}, func(*Batch) error { t.Error("emitted after abort"); return nil })
-	if pgerror.Code(err) != pgerror.DivisionByZero {
+	if pgerror.CodeOf(err) != pgerror.DivisionByZero {
 		t.Errorf("abort policy: %v", err)
 	}
 	// no rows left: nothing emitted, no Source/Ops invented
@@ -183,7 +183,7 @@ func TestProjectPoisonRows(t *testing.T) {
 	if fmt.Sprint(log.idx) != "[1 2]" {
 		t.Errorf("poison rows %v, want [1 2]", log.idx)
 	}
-	if len(log.errs) == 2 && (pgerror.Code(log.errs[0]) != pgerror.DivisionByZero || pgerror.Code(log.errs[1]) != pgerror.NumericValueOutOfRange) {
+	if len(log.errs) == 2 && (pgerror.CodeOf(log.errs[0]) != pgerror.DivisionByZero || pgerror.CodeOf(log.errs[1]) != pgerror.NumericValueOutOfRange) {
 		t.Errorf("errors %v", log.errs)
 	}
 	// rows emitted earlier stay intact after the next Process call
@@ -336,7 +336,7 @@ func TestResolveAggTypes(t *testing.T) {
 		name string
 		arg  types.Type
 	}{{"sum", types.Text}, {"avg", types.Text}, {"avg", types.Interval}, {"bool_and", types.Int4}, {"min", types.JSONB}, {"median", types.Int4}, {"sum", types.Bool}} {
-		if _, err := ResolveAgg(c.name, c.arg, false); pgerror.Code(err) != pgerror.UndefinedFunction {
+		if _, err := ResolveAgg(c.name, c.arg, false); pgerror.CodeOf(err) != pgerror.UndefinedFunction {
 			t.Errorf("%s(%s): %v, want 42883", c.name, c.arg, err)
 		}
 	}
@@ -1014,7 +1014,7 @@ func TestWindowAggregateLateAndNullTime(t *testing.T) {
 	}
 	out = nil
 	_ = w.Process(&Batch{Rows: []types.Row{ts(9), {null}, ts(10), ts(25)}, Source: []any{5, 6, 7, 8}}, emit)
-	if len(log.errs) != 2 || !errors.Is(log.errs[0], ErrLate) || log.idx[0] != 5 || pgerror.Code(log.errs[1]) != pgerror.NullValueNotAllowed || log.idx[1] != 6 {
+	if len(log.errs) != 2 || !errors.Is(log.errs[0], ErrLate) || log.idx[0] != 5 || pgerror.CodeOf(log.errs[1]) != pgerror.NullValueNotAllowed || log.idx[1] != 6 {
 		t.Errorf("errors %v at %v: want ErrLate for row 5, 22004 for row 6", log.errs, log.idx)
 	}
 	// a watermark that does not advance changes nothing

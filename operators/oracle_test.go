@@ -1199,7 +1199,7 @@ func windowCase(kind string) func(t *testing.T, seed uint64, store *state.Store)
 		expErr := map[int]string{}
 		for id, row := range rows {
 			if row[cT].IsNull() {
-				expErr[id] = pgerror.NullValueNotAllowed
+				expErr[id] = pgerror.NullValueNotAllowed.String()
 				continue
 			}
 			tm := row[cT].I
@@ -1224,7 +1224,7 @@ func windowCase(kind string) func(t *testing.T, seed uint64, store *state.Store)
 				expErr[id] = "late"
 				continue
 			case poison:
-				expErr[id] = pgerror.DivisionByZero
+				expErr[id] = pgerror.DivisionByZero.String()
 				continue
 			}
 			gv := make([]types.Value, len(q.group))
@@ -1314,12 +1314,12 @@ func checkErrors(t *testing.T, desc string, res runResult, exp map[int]string) {
 				t.Fatalf("%s\nrow %d (met watermark %d): got %v, want ErrLate", desc, id, res.wmAt[id], err)
 			}
 		case "late-or-poison":
-			if !late && pgerror.Code(err) != pgerror.DivisionByZero {
+			if !late && pgerror.CodeOf(err).String() != pgerror.DivisionByZero.String() {
 				t.Fatalf("%s\nrow %d: got %v, want ErrLate or 22012", desc, id, err)
 			}
 		default:
-			if late || pgerror.Code(err) != want {
-				t.Fatalf("%s\nrow %d: got %v (code %s), want code %s", desc, id, err, pgerror.Code(err), want)
+			if late || pgerror.CodeOf(err).String() != want {
+				t.Fatalf("%s\nrow %d: got %v (code %s), want code %s", desc, id, err, pgerror.CodeOf(err).String(), want)
 			}
 		}
 	}
@@ -1360,7 +1360,7 @@ func groupCase(t *testing.T, seed uint64, store *state.Store) {
 	expErr := map[int]string{}
 	for id, row := range rows {
 		if q.poisonRow(row) {
-			expErr[id] = pgerror.DivisionByZero
+			expErr[id] = pgerror.DivisionByZero.String()
 			continue
 		}
 		gv := make([]types.Value, len(q.group))
@@ -1498,7 +1498,7 @@ func sessionCase(t *testing.T, seed uint64, store *state.Store) {
 	var keys []string
 	for id, row := range rows {
 		if row[cT].IsNull() {
-			expErr[id] = pgerror.NullValueNotAllowed
+			expErr[id] = pgerror.NullValueNotAllowed.String()
 			continue
 		}
 		poison := q.poisonRow(row)
@@ -1513,7 +1513,7 @@ func sessionCase(t *testing.T, seed uint64, store *state.Store) {
 			expErr[id] = "late"
 			continue
 		case poison:
-			expErr[id] = pgerror.DivisionByZero
+			expErr[id] = pgerror.DivisionByZero.String()
 			continue
 		}
 		k := gkey(row)
@@ -1804,7 +1804,7 @@ func checkTopInput(t *testing.T, desc string, q *topQuery, rows []types.Row, bat
 	for _, b := range batches {
 		for _, id := range b {
 			if q.poison && rows[id][tD].I == 0 && slicesContains(q.part, tK1) {
-				expErr[id] = pgerror.DivisionByZero
+				expErr[id] = pgerror.DivisionByZero.String()
 				continue
 			}
 			k := q.partKey(rows[id])

@@ -5,6 +5,6 @@
 // and the server to the wire, where pgwire turns it into an ErrorResponse.
 // Errors without a code reach clients as XX000 (internal_error).
 //
-// Tests check codes with pgerror.Code or errors.Is against the sentinel
+// Tests check codes with pgerror.CodeOf or errors.Is against the sentinel
 // values, never the message text.
 package pgerror

@@ -6,68 +6,91 @@ import (
 	"fmt"
 )
 
+// Code is a SQLSTATE, as PostgreSQL's errcodes.txt lists them. It is a
+// struct so that a code is always one of the named values below (or made
+// on purpose with MakeCode), never a stray string literal.
+type Code struct{ s string }
+
+// MakeCode returns the Code for a five-character SQLSTATE. Code outside
+// this package uses the named values; MakeCode is for codes that arrive
+// from elsewhere (a stored error report, a test table).
+func MakeCode(sqlstate string) Code { return Code{sqlstate} }
+
+// String returns the five-character SQLSTATE.
+func (c Code) String() string { return c.s }
+
 // SQLSTATE codes used by fvsql. Names follow PostgreSQL's errcodes.txt.
-const (
-	SuccessfulCompletion         = "00000"
-	ConnectionException          = "08000"
-	SQLClientUnableToEstablish   = "08001"
-	ProtocolViolation            = "08P01"
-	FeatureNotSupported          = "0A000"
-	CardinalityViolation         = "21000"
-	DataException                = "22000"
-	StringDataRightTruncation    = "22001"
-	NumericValueOutOfRange       = "22003"
-	InvalidDatetimeFormat        = "22007"
-	DatetimeFieldOverflow        = "22008"
-	DivisionByZero               = "22012"
-	InvalidParameterValue        = "22023"
-	InvalidTextRepresentation    = "22P02"
-	InvalidBinaryRepresentation  = "22P03"
-	CharacterNotInRepertoire     = "22021"
-	NullValueNotAllowed          = "22004"
-	InvalidEscapeSequence        = "22025"
-	NotNullViolation             = "23502"
-	InvalidCursorState           = "24000"
-	InvalidTransactionState      = "25000"
-	InvalidSQLStatementName      = "26000"
-	InvalidAuthorizationSpec     = "28000"
-	InvalidPassword              = "28P01"
-	InvalidCursorName            = "34000"
-	SyntaxError                  = "42601"
-	InsufficientPrivilege        = "42501"
-	UndefinedColumn              = "42703"
-	UndefinedFunction            = "42883"
-	UndefinedTable               = "42P01"
-	UndefinedParameter           = "42P02"
-	UndefinedObject              = "42704"
-	DuplicateObject              = "42710"
-	DuplicateTable               = "42P07"
-	DuplicateColumn              = "42701"
-	DuplicateCursor              = "42P03"
-	DuplicatePreparedStatement   = "42P05"
-	AmbiguousColumn              = "42702"
-	DatatypeMismatch             = "42804"
-	GroupingError                = "42803"
-	WindowingError               = "42P20"
-	InvalidColumnReference       = "42P10"
-	WrongObjectType              = "42809"
-	InvalidObjectDefinition      = "42P17"
-	IndeterminateDatatype        = "42P18"
-	ProgramLimitExceeded         = "54000"
-	ObjectNotInPrerequisiteState = "55000"
-	QueryCanceled                = "57014"
-	AdminShutdown                = "57P01"
-	CannotConnectNow             = "57P03"
-	IOError                      = "58030"
-	SystemError                  = "58000"
-	ConfigFileError              = "F0000"
-	Internal                     = "XX000"
+var (
+	SuccessfulCompletion         = MakeCode("00000")
+	ConnectionException          = MakeCode("08000")
+	SQLClientUnableToEstablish   = MakeCode("08001")
+	ConnectionFailure            = MakeCode("08006")
+	ProtocolViolation            = MakeCode("08P01")
+	FeatureNotSupported          = MakeCode("0A000")
+	CardinalityViolation         = MakeCode("21000")
+	DataException                = MakeCode("22000")
+	StringDataRightTruncation    = MakeCode("22001")
+	NumericValueOutOfRange       = MakeCode("22003")
+	NullValueNotAllowed          = MakeCode("22004")
+	InvalidDatetimeFormat        = MakeCode("22007")
+	DatetimeFieldOverflow        = MakeCode("22008")
+	SubstringError               = MakeCode("22011")
+	DivisionByZero               = MakeCode("22012")
+	InvalidRegularExpression     = MakeCode("2201B")
+	InvalidArgumentForLogarithm  = MakeCode("2201E")
+	InvalidArgumentForPowerFunc  = MakeCode("2201F")
+	InvalidRowCountInLimitClause = MakeCode("2201W")
+	CharacterNotInRepertoire     = MakeCode("22021")
+	InvalidParameterValue        = MakeCode("22023")
+	InvalidEscapeSequence        = MakeCode("22025")
+	InvalidTextRepresentation    = MakeCode("22P02")
+	InvalidBinaryRepresentation  = MakeCode("22P03")
+	NotNullViolation             = MakeCode("23502")
+	InvalidCursorState           = MakeCode("24000")
+	InvalidTransactionState      = MakeCode("25000")
+	InFailedSQLTransaction       = MakeCode("25P02")
+	InvalidSQLStatementName      = MakeCode("26000")
+	InvalidAuthorizationSpec     = MakeCode("28000")
+	InvalidPassword              = MakeCode("28P01")
+	DependentObjectsStillExist   = MakeCode("2BP01")
+	InvalidCursorName            = MakeCode("34000")
+	InvalidCatalogName           = MakeCode("3D000")
+	InsufficientPrivilege        = MakeCode("42501")
+	SyntaxError                  = MakeCode("42601")
+	DuplicateColumn              = MakeCode("42701")
+	AmbiguousColumn              = MakeCode("42702")
+	UndefinedColumn              = MakeCode("42703")
+	UndefinedObject              = MakeCode("42704")
+	DuplicateObject              = MakeCode("42710")
+	GroupingError                = MakeCode("42803")
+	DatatypeMismatch             = MakeCode("42804")
+	WrongObjectType              = MakeCode("42809")
+	UndefinedFunction            = MakeCode("42883")
+	UndefinedTable               = MakeCode("42P01")
+	UndefinedParameter           = MakeCode("42P02")
+	DuplicateCursor              = MakeCode("42P03")
+	DuplicatePreparedStatement   = MakeCode("42P05")
+	DuplicateTable               = MakeCode("42P07")
+	InvalidColumnReference       = MakeCode("42P10")
+	InvalidObjectDefinition      = MakeCode("42P17")
+	IndeterminateDatatype        = MakeCode("42P18")
+	WindowingError               = MakeCode("42P20")
+	ProgramLimitExceeded         = MakeCode("54000")
+	ObjectNotInPrerequisiteState = MakeCode("55000")
+	CantChangeRuntimeParam       = MakeCode("55P02")
+	QueryCanceled                = MakeCode("57014")
+	AdminShutdown                = MakeCode("57P01")
+	CannotConnectNow             = MakeCode("57P03")
+	SystemError                  = MakeCode("58000")
+	IOError                      = MakeCode("58030")
+	ConfigFileError              = MakeCode("F0000")
+	Internal                     = MakeCode("XX000")
 )
 
 // Error is an error with a SQLSTATE code and the optional fields of a
 // PostgreSQL ErrorResponse.
 type Error struct {
-	Code     string
+	Code     Code
 	Message  string
 	Detail   string
 	Hint     string
@@ -88,13 +111,13 @@ func (e *Error) Is(target error) bool {
 }
 
 // New returns an error with the given code and formatted message.
-func New(code, format string, args ...any) *Error {
+func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // Wrap gives err a code and a message prefix; the cause stays reachable
 // through errors.Unwrap. An err that already carries a code keeps it.
-func Wrap(err error, code, format string, args ...any) error {
+func Wrap(err error, code Code, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
@@ -115,7 +138,7 @@ func Wrap(err error, code, format string, args ...any) error {
 }
 
 // WithCode gives err a code unless it already has one.
-func WithCode(err error, code string) error { return Wrap(err, code, "") }
+func WithCode(err error, code Code) error { return Wrap(err, code, "") }
 
 // WithPosition returns a copy of err with its query position set.
 func WithPosition(err error, pos int) error {
@@ -142,9 +165,9 @@ func (e *Error) WithHint(format string, args ...any) *Error {
 	return &c
 }
 
-// Code returns the SQLSTATE of err: its own code, 57014 for a cancelled
+// CodeOf returns the SQLSTATE of err: its own code, 57014 for a cancelled
 // context, or XX000.
-func Code(err error) string {
+func CodeOf(err error) Code {
 	if err == nil {
 		return SuccessfulCompletion
 	}
@@ -164,7 +187,7 @@ func Flatten(err error) *Error {
 	if errors.As(err, &pe) {
 		return pe
 	}
-	return &Error{Code: Code(err), Message: err.Error(), cause: err}
+	return &Error{Code: CodeOf(err), Message: err.Error(), cause: err}
 }
 
 // NotSupported is the error for statements and constructs that parse but

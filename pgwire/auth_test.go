@@ -59,7 +59,7 @@ func TestPgxAuthMethods(t *testing.T) {
 					}
 					t.Fatalf("%+v: want 28P01, got %v", tc, err)
 				}
-				if pe.Code != pgerror.InvalidPassword || pe.Severity != "FATAL" ||
+				if pe.Code != pgerror.InvalidPassword.String() || pe.Severity != "FATAL" ||
 					pe.Message != `password authentication failed for user "`+tc.user+`"` {
 					t.Errorf("%+v: %+v", tc, pe)
 				}
@@ -128,7 +128,7 @@ func TestMalformedSCRAM(t *testing.T) {
 			}
 			c.send(&pgproto3.SASLInitialResponse{AuthMechanism: scramMechanism, Data: []byte(data)})
 			m := c.recv()
-			if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Severity != "FATAL" || (e.Code != pgerror.ProtocolViolation && e.Code != pgerror.FeatureNotSupported) {
+			if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Severity != "FATAL" || (e.Code != pgerror.ProtocolViolation.String() && e.Code != pgerror.FeatureNotSupported.String()) {
 				t.Fatalf("got %s", describe(m))
 			}
 			c.expectClosed()
@@ -139,7 +139,7 @@ func TestMalformedSCRAM(t *testing.T) {
 	c.send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": "fvsql"}})
 	c.recv()
 	c.send(&pgproto3.SASLInitialResponse{AuthMechanism: "SCRAM-SHA-256-PLUS", Data: []byte("p=tls-server-end-point,,n=,r=abc")})
-	if e, ok := c.recv().(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.ProtocolViolation {
+	if e, ok := c.recv().(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.ProtocolViolation.String() {
 		t.Fatalf("got %v", e)
 	}
 }

@@ -184,7 +184,7 @@ func (c *conn) serve() {
 
 	sess, err := c.newSession(sp)
 	if err != nil {
-		c.sendError(c.toPgError(err, nil), "FATAL")
+		c.sendError(c.toPgError(c.ctx, err), "FATAL")
 		_ = c.w.flush()
 		return
 	}
@@ -234,7 +234,7 @@ func (c *conn) sendStartupParams(sp SessionParams) bool {
 	}
 	var changes []Parameter
 	if err := c.safely(func() error { changes = c.sess.ParameterChanges(); return nil }); err != nil {
-		c.sendError(c.toPgError(err, nil), "FATAL")
+		c.sendError(c.toPgError(c.ctx, err), "FATAL")
 		_ = c.w.flush()
 		return false
 	}
@@ -758,7 +758,7 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) (stop bool) {
 	}
 	if err != nil {
 		// Extended protocol: report, then discard everything until Sync.
-		c.sendError(c.toPgError(err, nil), "ERROR")
+		c.sendError(c.toPgError(c.ctx, err), "ERROR")
 		c.failTx()
 		c.skipToSync = true
 	}
@@ -779,7 +779,7 @@ func (c *conn) simpleQuery(sql string) {
 		return err
 	})
 	if err != nil {
-		c.sendError(c.toPgError(err, nil), "ERROR")
+		c.sendError(c.toPgError(c.ctx, err), "ERROR")
 		c.failTx()
 		return
 	}
@@ -797,7 +797,7 @@ func (c *conn) simpleQuery(sql string) {
 			if c.w.failed() != nil {
 				return
 			}
-			c.sendError(c.toPgError(err, ctxUsed), "ERROR")
+			c.sendError(c.toPgError(ctxUsed, err), "ERROR")
 			c.failTx()
 			return
 		}
@@ -987,7 +987,7 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 			v, err = types.ParseText(ps.params[i], string(raw))
 		case pgproto3.BinaryFormat:
 			v, err = types.ParseBinary(ps.params[i], raw)
-			if err != nil && pgerror.Code(err) == pgerror.InvalidBinaryRepresentation {
+			if err != nil && pgerror.CodeOf(err) == pgerror.InvalidBinaryRepresentation {
 				err = pgerror.New(pgerror.InvalidBinaryRepresentation, "incorrect binary data format in bind parameter %d", i+1).
 					WithDetail("%s", err.Error())
 			}
@@ -1096,7 +1096,7 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 	defer c.setRunning(nil)
 	err := c.runPortal(p, int(m.MaxRows))
 	if err != nil {
-		err = c.toPgError(err, p.ctx)
+		err = c.toPgError(p.ctx, err)
 		c.dropPortal(p.name)
 	}
 	return err
@@ -1247,7 +1247,7 @@ func (c *conn) sendReady() {
 	}
 	var changes []Parameter
 	if err := c.safely(func() error { changes = c.sess.ParameterChanges(); return nil }); err != nil {
-		c.sendError(c.toPgError(err, nil), "ERROR")
+		c.sendError(c.toPgError(c.ctx, err), "ERROR")
 	}
 	for _, p := range changes {
 		c.send(&pgproto3.ParameterStatus{Name: p.Name, Value: p.Value})
@@ -1273,15 +1273,12 @@ func (c *conn) failTx() {
 // toPgError gives err its SQLSTATE. A bare context error becomes the
 // cause the context was cancelled with (57014 for a CancelRequest, 57P01
 // for shutdown).
-func (c *conn) toPgError(err error, ctx context.Context) *pgerror.Error {
+func (c *conn) toPgError(ctx context.Context, err error) *pgerror.Error {
 	var pe *pgerror.Error
 	if errors.As(err, &pe) {
 		return pe
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		if ctx == nil {
-			ctx = c.ctx
-		}
 		if errors.As(context.Cause(ctx), &pe) && pe.Code != pgerror.SuccessfulCompletion {
 			return pe
 		}

@@ -256,13 +256,13 @@ func rowDescription(cols []Column, fmts []int16) *pgproto3.RowDescription {
 // fields of a NoticeResponse) for e.
 func errorResponse(e *pgerror.Error, severity string) *pgproto3.ErrorResponse {
 	code := e.Code
-	if code == "" {
+	if code == (pgerror.Code{}) {
 		code = pgerror.Internal
 	}
 	r := &pgproto3.ErrorResponse{
 		Severity:            severity,
 		SeverityUnlocalized: severity,
-		Code:                code,
+		Code:                code.String(),
 		Message:             e.Message,
 		Detail:              e.Detail,
 		Hint:                e.Hint,

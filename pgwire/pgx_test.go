@@ -260,7 +260,7 @@ func TestPgxPreparedStatements(t *testing.T) {
 	// The same name twice at the protocol level is 42P05.
 	_, err = conn.PgConn().Prepare(ctx, "ps1", "SELECT 1", nil)
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != pgerror.DuplicatePreparedStatement {
+	if !errors.As(err, &pe) || pe.Code != pgerror.DuplicatePreparedStatement.String() {
 		t.Fatalf("duplicate prepare: %v", err)
 	}
 }
@@ -325,11 +325,11 @@ func TestPgxErrors(t *testing.T) {
 	}
 	_, err := conn.Exec(ctx, "PANIC")
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != pgerror.Internal {
+	if !errors.As(err, &pe) || pe.Code != pgerror.Internal.String() {
 		t.Fatalf("panic: %v", err)
 	}
 	_, err = conn.Exec(ctx, "BOGUS statement")
-	if !errors.As(err, &pe) || pe.Code != pgerror.SyntaxError || pe.Position != 1 {
+	if !errors.As(err, &pe) || pe.Code != pgerror.SyntaxError.String() || pe.Position != 1 {
 		t.Fatalf("syntax error: %v", err)
 	}
 }
@@ -419,7 +419,7 @@ func TestPgxCancelAndTimeout(t *testing.T) {
 	defer cancel()
 	_, err = conn.Exec(ctx, "SLEEP")
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != pgerror.QueryCanceled {
+	if !errors.As(err, &pe) || pe.Code != pgerror.QueryCanceled.String() {
 		t.Fatalf("want 57014, got %v", err)
 	}
 	<-h.sleepStarted
@@ -440,7 +440,7 @@ func TestPgxCancelAndTimeout(t *testing.T) {
 	if err := conn.PgConn().CancelRequest(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.As(err, &pe) || pe.Code != pgerror.QueryCanceled {
+	if err := <-done; !errors.As(err, &pe) || pe.Code != pgerror.QueryCanceled.String() {
 		t.Fatalf("want 57014, got %v", err)
 	}
 	<-h.sleepEnded

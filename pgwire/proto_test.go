@@ -90,7 +90,7 @@ func TestUnsupportedProtocolVersion(t *testing.T) {
 	c := dialRaw(t, addr)
 	c.send(&pgproto3.StartupMessage{ProtocolVersion: 2 << 16, Parameters: map[string]string{"user": "x"}})
 	m := c.recv()
-	if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.FeatureNotSupported || e.Severity != "FATAL" {
+	if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.FeatureNotSupported.String() || e.Severity != "FATAL" {
 		t.Fatalf("got %s, want FATAL 0A000", describe(m))
 	}
 	c.expectClosed()
@@ -164,7 +164,7 @@ func TestGarbageAfterStartup(t *testing.T) {
 	if _, err := c.nc.Write([]byte("\x01\x02\x03\x04\x05\x06\x07\x08garbage")); err != nil {
 		t.Fatal(err)
 	}
-	if m, ok := c.recv().(*pgproto3.ErrorResponse); !ok || m.Code != pgerror.ProtocolViolation || m.Severity != "FATAL" {
+	if m, ok := c.recv().(*pgproto3.ErrorResponse); !ok || m.Code != pgerror.ProtocolViolation.String() || m.Severity != "FATAL" {
 		t.Fatalf("want FATAL 08P01, got %v", m)
 	}
 	c.expectClosed()
@@ -177,7 +177,7 @@ func TestOversizedMessage(t *testing.T) {
 	_, addr := startServer(t, Config{MaxMessageSize: 1024}, h)
 	c := dialStarted(t, addr)
 	c.send(&pgproto3.Query{String: "SELECT 1 -- " + strings.Repeat("x", 2000)})
-	if m, ok := c.recv().(*pgproto3.ErrorResponse); !ok || m.Code != pgerror.ProtocolViolation {
+	if m, ok := c.recv().(*pgproto3.ErrorResponse); !ok || m.Code != pgerror.ProtocolViolation.String() {
 		t.Fatalf("want 08P01, got %v", m)
 	}
 	c.expectClosed()
@@ -191,7 +191,7 @@ func TestOversizedMessage(t *testing.T) {
 	if _, err := c.nc.Write([]byte{'Q', 0x7f, 0xff, 0xff, 0xff}); err != nil {
 		t.Fatal(err)
 	}
-	if m, ok := c.recv().(*pgproto3.ErrorResponse); !ok || m.Code != pgerror.ProtocolViolation || m.Message != "invalid message length" {
+	if m, ok := c.recv().(*pgproto3.ErrorResponse); !ok || m.Code != pgerror.ProtocolViolation.String() || m.Message != "invalid message length" {
 		t.Fatalf("want 08P01 invalid message length, got %v", m)
 	}
 	c.expectClosed()
@@ -223,7 +223,7 @@ func TestMalformedMessages(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := c.recv()
-			if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.ProtocolViolation || e.Severity != "FATAL" {
+			if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.ProtocolViolation.String() || e.Severity != "FATAL" {
 				t.Fatalf("want FATAL 08P01, got %s", describe(m))
 			}
 			c.expectClosed()
@@ -261,7 +261,7 @@ func TestSimpleQueryMultipleStatements(t *testing.T) {
 	// Parse errors carry their position.
 	c.send(&pgproto3.Query{String: "SELECT 1; BOGUS"})
 	m := c.recv()
-	if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.SyntaxError || e.Position != 11 {
+	if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.SyntaxError.String() || e.Position != 11 {
 		t.Fatalf("want 42601 at 11, got %+v", m)
 	}
 	equalStrings(t, c.until(1), []string{"ReadyForQuery I"})
@@ -634,7 +634,7 @@ func TestCancelRequest(t *testing.T) {
 		t.Errorf("cause = %v", err)
 	}
 	m := c.recv()
-	if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.QueryCanceled || e.Message != "canceling statement due to user request" {
+	if e, ok := m.(*pgproto3.ErrorResponse); !ok || e.Code != pgerror.QueryCanceled.String() || e.Message != "canceling statement due to user request" {
 		t.Fatalf("want 57014, got %+v", m)
 	}
 	equalStrings(t, c.until(1), []string{"ReadyForQuery I"})
@@ -756,7 +756,7 @@ func TestTerminate(t *testing.T) {
 
 func TestNewSessionError(t *testing.T) {
 	h := newTestHandler()
-	h.failSession = pgerror.New("3D000", "database \"nope\" does not exist")
+	h.failSession = pgerror.New(pgerror.InvalidCatalogName, "database \"nope\" does not exist")
 	_, addr := startServer(t, Config{}, h)
 	c := dialRaw(t, addr)
 	c.send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": "u"}})

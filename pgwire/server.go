@@ -318,11 +318,9 @@ func (s *Server) cancelRequest(pid, secret uint32) {
 var (
 	errQueryCanceled = pgerror.New(pgerror.QueryCanceled, "canceling statement due to user request")
 	errAdminShutdown = pgerror.New(pgerror.AdminShutdown, "terminating connection due to administrator command")
-	errClientGone    = pgerror.New(connectionFailure, "connection to client lost")
-	errConnClosed    = pgerror.New(connectionFailure, "connection closed")
+	errClientGone    = pgerror.New(pgerror.ConnectionFailure, "connection to client lost")
+	errConnClosed    = pgerror.New(pgerror.ConnectionFailure, "connection closed")
 	errPortalClosed  = pgerror.New(pgerror.InvalidCursorState, "portal closed")
 	errQueryDone     = pgerror.New(pgerror.SuccessfulCompletion, "statement finished")
 )
 
-// connectionFailure is SQLSTATE 08006 (not among pgerror's constants).
-const connectionFailure = "08006"

@@ -395,7 +395,7 @@ func (st *testStmt) Execute(ctx context.Context, params []types.Value) (Result, 
 		}
 		r.rows, r.tag = []types.Row{vals, make(types.Row, len(typesRow))}, "SELECT 2"
 	case "FAIL":
-		return nil, &pgerror.Error{Code: st.code, Message: "failed on purpose: " + st.code, Detail: "some detail", Hint: "some hint", Position: 6}
+		return nil, &pgerror.Error{Code: pgerror.MakeCode(st.code), Message: "failed on purpose: " + st.code, Detail: "some detail", Hint: "some hint", Position: 6}
 	case "FAILNEXT":
 		i := 0
 		r.next = func(ctx context.Context) (types.Row, error) {

@@ -137,7 +137,7 @@ func (b *builder) buildQuantified(c *exprCtx, e *sql.Quantified) (*expr.Expr, er
 // not exist. Every other error is reported now.
 func (b *builder) subqueryExpr(c *exprCtx, q sql.QueryExpr, mode string, x *expr.Expr) (*expr.Expr, error) {
 	e, err := b.subqueryPlan(c, q, mode, x)
-	if pgerror.Code(err) != pgerror.FeatureNotSupported {
+	if pgerror.CodeOf(err) != pgerror.FeatureNotSupported {
 		return e, err
 	}
 	t := types.Unknown // its type is unknown too: it takes the context's

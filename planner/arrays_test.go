@@ -146,7 +146,10 @@ func TestArrayQueries(t *testing.T) {
 
 func TestArrayQueryErrors(t *testing.T) {
 	db := newTestDB(t)
-	for _, c := range []struct{ sql, code string }{
+	for _, c := range []struct {
+		sql  string
+		code pgerror.Code
+	}{
 		{`SELECT * FROM trades, unnest(trades.tags)`, pgerror.FeatureNotSupported},
 		{`SELECT * FROM unnest($1::int[])`, pgerror.FeatureNotSupported},
 		{`SELECT unnest(ARRAY[1])`, pgerror.FeatureNotSupported},
@@ -162,7 +165,7 @@ func TestArrayQueryErrors(t *testing.T) {
 		// a subquery fvsql cannot plan fails when it runs
 		{`SELECT (SELECT string_agg(sym, ',') FROM trades)`, pgerror.FeatureNotSupported},
 	} {
-		if _, err := db.query(t, c.sql); pgerror.Code(err) != c.code {
+		if _, err := db.query(t, c.sql); pgerror.CodeOf(err) != c.code {
 			t.Errorf("%s: %v, want %s", c.sql, err, c.code)
 		}
 	}

@@ -107,7 +107,7 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 		}
 		if err != nil {
 			if b.outer != nil {
-				if code := pgerror.Code(err); code == pgerror.UndefinedColumn || code == pgerror.UndefinedTable {
+				if code := pgerror.CodeOf(err); code == pgerror.UndefinedColumn || code == pgerror.UndefinedTable {
 					if j, oerr := b.outer.resolve(e.Table, e.Name); oerr == nil {
 						b.correlated = true
 						oc := b.outer.cols[j]

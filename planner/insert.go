@@ -115,7 +115,7 @@ func PlanInsert(cat Catalog, ins *sql.Insert, paramTypes []types.Type) (*InsertP
 func assignCast(x *expr.Expr, col catalog.Column) (*expr.Expr, error) {
 	out, err := expr.Coerce(x, col.Type, true)
 	if err != nil {
-		if pgerror.Code(err) != pgerror.DatatypeMismatch {
+		if pgerror.CodeOf(err) != pgerror.DatatypeMismatch {
 			return nil, err // the value itself is bad (22P02, 22003, …)
 		}
 		return nil, pgerror.New(pgerror.DatatypeMismatch, "column %q is of type %s but expression is of type %s", col.Name, col.Type, x.Type).

@@ -238,7 +238,7 @@ func (b *builder) limitOffset(limit, offset sql.Expr) (lim, off int64, err error
 			return 0, err
 		}
 		if v.I < 0 {
-			return 0, pgerror.New("2201W", "%s must not be negative", what)
+			return 0, pgerror.New(pgerror.InvalidRowCountInLimitClause, "%s must not be negative", what)
 		}
 		return v.I, nil
 	}

@@ -150,7 +150,7 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 
 // joinInputError explains what a stream may join.
 func joinInputError(err error) error {
-	if pgerror.Code(err) == pgerror.WrongObjectType {
+	if pgerror.CodeOf(err) == pgerror.WrongObjectType {
 		return pgerror.NotSupported("this join in a continuous query: a stream joins a stream (interval join) or, on its right, a materialized view (stream-table join)")
 	}
 	return err

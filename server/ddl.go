@@ -71,12 +71,12 @@ func (s *Server) drop(ctx context.Context, d *sql.Drop) (pgwire.Result, error) {
 				WithHint("Use DROP %s to remove a %s.", strings.ToUpper(string(rel.Kind)), rel.Kind)
 		}
 		if deps := s.dependents(name); len(deps) > 0 {
-			return nil, pgerror.New("2BP01", "cannot drop %s %q because pipeline %q reads it", d.Kind, name, deps[0]).
+			return nil, pgerror.New(pgerror.DependentObjectsStillExist, "cannot drop %s %q because pipeline %q reads it", d.Kind, name, deps[0]).
 				WithHint("Drop %s first.", strings.Join(deps, ", "))
 		}
 		if rel.Options["pipeline"] != "" && rel.Options["pipeline"] != rel.Name {
 			if _, ok := s.cat.Get(rel.Options["pipeline"]); ok {
-				return nil, pgerror.New("2BP01", "cannot drop %q: it belongs to pipeline %q, and goes with it", name, rel.Options["pipeline"])
+				return nil, pgerror.New(pgerror.DependentObjectsStillExist, "cannot drop %q: it belongs to pipeline %q, and goes with it", name, rel.Options["pipeline"])
 			}
 		}
 		if err := s.catLog.publish(ctx, name, nil); err != nil {

@@ -80,14 +80,14 @@ func TestPipeErrors(t *testing.T) {
 		cfg  PipeConfig
 		code string
 	}{
-		{"SELEC 1", PipeConfig{}, pgerror.SyntaxError},
-		{"SELECT * FROM other", PipeConfig{}, pgerror.UndefinedTable},
-		{"SELECT nope FROM stdin", PipeConfig{}, pgerror.UndefinedColumn},
-		{"SELECT * FROM stdin", PipeConfig{Format: "json"}, pgerror.InvalidParameterValue},
+		{"SELEC 1", PipeConfig{}, pgerror.SyntaxError.String()},
+		{"SELECT * FROM other", PipeConfig{}, pgerror.UndefinedTable.String()},
+		{"SELECT nope FROM stdin", PipeConfig{}, pgerror.UndefinedColumn.String()},
+		{"SELECT * FROM stdin", PipeConfig{Format: "json"}, pgerror.InvalidParameterValue.String()},
 	} {
 		err := Pipe(context.Background(), c.q, c.cfg, strings.NewReader(""), io.Discard)
-		if pgerror.Code(err) != c.code {
-			t.Errorf("%q: got %v (%s), want %s", c.q, err, pgerror.Code(err), c.code)
+		if pgerror.CodeOf(err).String() != c.code {
+			t.Errorf("%q: got %v (%s), want %s", c.q, err, pgerror.CodeOf(err).String(), c.code)
 		}
 	}
 }

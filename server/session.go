@@ -168,7 +168,7 @@ func (st *statement) Execute(ctx context.Context, params []types.Value) (pgwire.
 func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (*statement, error) {
 	if s.tx == 'E' {
 		if t, ok := p.Stmt.(*sql.Transaction); !ok || t.Kind == sql.TxBegin {
-			return nil, pgerror.New("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+			return nil, pgerror.New(pgerror.InFailedSQLTransaction, "current transaction is aborted, commands ignored until end of transaction block")
 		}
 	}
 	switch st := p.Stmt.(type) {

@@ -62,7 +62,7 @@ func (s *session) set(name, value string) error {
 		return pgerror.New(pgerror.UndefinedObject, "unrecognized configuration parameter %q", name)
 	}
 	if readOnly[name] {
-		return pgerror.New("55P02", "parameter %q cannot be changed", name)
+		return pgerror.New(pgerror.CantChangeRuntimeParam, "parameter %q cannot be changed", name)
 	}
 	if strings.EqualFold(value, "default") {
 		value = defaultSettings[name]

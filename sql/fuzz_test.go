@@ -23,7 +23,7 @@ func FuzzParse(f *testing.F) {
 		stmts, err := Parse(text)
 		if err != nil {
 			var pe *pgerror.Error
-			if !errors.As(err, &pe) || len(pe.Code) != 5 {
+			if !errors.As(err, &pe) || len(pe.Code.String()) != 5 {
 				t.Fatalf("Parse(%q): error without SQLSTATE: %v", text, err)
 			}
 			if pe.Position < 0 || pe.Position > len([]rune(text))+1 {

@@ -107,14 +107,14 @@ func TestArrayText(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"1,2", "{1,2", "{1,,2}", "{1,2}x", `{"a"b}`, "{a", `{"a`, "{,}"} {
-		if _, err := ParseText(TextArray, in); pgerror.Code(err) != pgerror.InvalidTextRepresentation {
+		if _, err := ParseText(TextArray, in); pgerror.CodeOf(err) != pgerror.InvalidTextRepresentation {
 			t.Errorf("ParseText(text[], %q) = %v, want 22P02", in, err)
 		}
 	}
-	if _, err := ParseText(Int4Array, "{a}"); pgerror.Code(err) != pgerror.InvalidTextRepresentation {
+	if _, err := ParseText(Int4Array, "{a}"); pgerror.CodeOf(err) != pgerror.InvalidTextRepresentation {
 		t.Errorf("bad element: %v", err)
 	}
-	if _, err := ParseText(Int4Array, "{{1},{2}}"); pgerror.Code(err) != pgerror.FeatureNotSupported {
+	if _, err := ParseText(Int4Array, "{{1},{2}}"); pgerror.CodeOf(err) != pgerror.FeatureNotSupported {
 		t.Errorf("two dimensions: %v", err)
 	}
 }
@@ -133,10 +133,10 @@ func TestArrayBinaryFormat(t *testing.T) {
 	if want := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 25}; !bytes.Equal(empty, want) {
 		t.Errorf("empty text[] = %x, want %x", empty, want)
 	}
-	if _, err := ParseBinary(Int8Array, want); pgerror.Code(err) != pgerror.DatatypeMismatch {
+	if _, err := ParseBinary(Int8Array, want); pgerror.CodeOf(err) != pgerror.DatatypeMismatch {
 		t.Errorf("element type mismatch: %v", err)
 	}
-	if _, err := ParseBinary(Int4Array, AppendBinary(nil, v)[:20]); pgerror.Code(err) != pgerror.InvalidBinaryRepresentation {
+	if _, err := ParseBinary(Int4Array, AppendBinary(nil, v)[:20]); pgerror.CodeOf(err) != pgerror.InvalidBinaryRepresentation {
 		t.Errorf("truncated: %v", err)
 	}
 }
@@ -192,7 +192,7 @@ func TestArrayCastAndJSON(t *testing.T) {
 	if !CanCast(Int4Array, TextArray) || CanCast(Int4Array, Int4) || CanCast(Int4, Int4Array) {
 		t.Error("CanCast of arrays")
 	}
-	if _, err := Cast(NewArray(Int8Array, []Value{NewInt8(1 << 40)}), Int4Array); pgerror.Code(err) != pgerror.NumericValueOutOfRange {
+	if _, err := Cast(NewArray(Int8Array, []Value{NewInt8(1 << 40)}), Int4Array); pgerror.CodeOf(err) != pgerror.NumericValueOutOfRange {
 		t.Errorf("element out of range: %v", err)
 	}
 	if got := string(AppendJSONValue(nil, v)); got != "[1,null,3]" {
@@ -224,7 +224,7 @@ func TestRegtype(t *testing.T) {
 			t.Errorf("regtype %q = %s, %v; want %s", in, v, err, want)
 		}
 	}
-	if _, err := ParseText(Regtype, "nosuchtype"); pgerror.Code(err) != pgerror.UndefinedObject {
+	if _, err := ParseText(Regtype, "nosuchtype"); pgerror.CodeOf(err) != pgerror.UndefinedObject {
 		t.Errorf("unknown type: %v", err)
 	}
 	r, _ := ParseText(Regtype, "int4")

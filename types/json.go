@@ -641,7 +641,7 @@ func fromJSONNumber(t Type, num string) (Value, error) {
 	switch t {
 	case Int2, Int4, Int8, Oid:
 		v, err := ParseText(t, num)
-		if err == nil || pgerror.Code(err) == pgerror.NumericValueOutOfRange {
+		if err == nil || pgerror.CodeOf(err) == pgerror.NumericValueOutOfRange {
 			return v, err
 		}
 		// 1e3, 100.0: integral values written as decimals

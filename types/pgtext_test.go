@@ -65,19 +65,19 @@ func TestByteaInput(t *testing.T) {
 		{`\x0001ff`, "\x00\x01\xff", ""},
 		{`\xDEAD beef`, "\xde\xad\xbe\xef", ""},
 		{`\x`, "", ""},
-		{`\x123`, "", pgerror.InvalidParameterValue},
-		{`\x1g`, "", pgerror.InvalidParameterValue},
+		{`\x123`, "", pgerror.InvalidParameterValue.String()},
+		{`\x1g`, "", pgerror.InvalidParameterValue.String()},
 		{`abc`, "abc", ""},
 		{`a\\b`, `a\b`, ""},
 		{`\001\377x`, "\x01\xffx", ""},
 		{`'\047'`, "'''", ""},
-		{`a\b`, "", pgerror.InvalidTextRepresentation},
-		{`\400`, "", pgerror.InvalidTextRepresentation},
-		{`trailing\`, "", pgerror.InvalidTextRepresentation},
+		{`a\b`, "", pgerror.InvalidTextRepresentation.String()},
+		{`\400`, "", pgerror.InvalidTextRepresentation.String()},
+		{`trailing\`, "", pgerror.InvalidTextRepresentation.String()},
 	} {
 		v, err := ParseText(Bytea, tc.in)
 		if tc.code != "" {
-			if pgerror.Code(err) != tc.code {
+			if pgerror.CodeOf(err).String() != tc.code {
 				t.Errorf("%q: err %v, want %s", tc.in, err, tc.code)
 			}
 			continue

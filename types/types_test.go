@@ -58,20 +58,20 @@ func TestBadInputCodes(t *testing.T) {
 		in   string
 		code string
 	}{
-		{Int4, "abc", pgerror.InvalidTextRepresentation},
-		{Int4, "2147483648", pgerror.NumericValueOutOfRange},
-		{Int2, "40000", pgerror.NumericValueOutOfRange},
-		{Int8, "99999999999999999999", pgerror.NumericValueOutOfRange},
-		{Float8, "x1", pgerror.InvalidTextRepresentation},
-		{Bool, "maybe", pgerror.InvalidTextRepresentation},
-		{Timestamp, "2026-13-01", pgerror.InvalidDatetimeFormat},
-		{Date, "yesterday-ish", pgerror.InvalidDatetimeFormat},
-		{Numeric, "1.2.3", pgerror.InvalidTextRepresentation},
-		{JSONB, "{", pgerror.InvalidTextRepresentation},
+		{Int4, "abc", pgerror.InvalidTextRepresentation.String()},
+		{Int4, "2147483648", pgerror.NumericValueOutOfRange.String()},
+		{Int2, "40000", pgerror.NumericValueOutOfRange.String()},
+		{Int8, "99999999999999999999", pgerror.NumericValueOutOfRange.String()},
+		{Float8, "x1", pgerror.InvalidTextRepresentation.String()},
+		{Bool, "maybe", pgerror.InvalidTextRepresentation.String()},
+		{Timestamp, "2026-13-01", pgerror.InvalidDatetimeFormat.String()},
+		{Date, "yesterday-ish", pgerror.InvalidDatetimeFormat.String()},
+		{Numeric, "1.2.3", pgerror.InvalidTextRepresentation.String()},
+		{JSONB, "{", pgerror.InvalidTextRepresentation.String()},
 	}
 	for _, c := range cases {
 		_, err := ParseText(c.t, c.in)
-		if got := pgerror.Code(err); got != c.code {
+		if got := pgerror.CodeOf(err).String(); got != c.code {
 			t.Errorf("ParseText(%s, %q) code = %s (%v), want %s", c.t, c.in, got, err, c.code)
 		}
 	}
@@ -196,7 +196,7 @@ func TestIntegerRangeEdges(t *testing.T) {
 	c := NewJSONCodec([]string{"n", "s"}, []Type{Int8, Int2})
 	row := make(Row, 2)
 	for _, in := range []string{`{"n": 9223372036854775808}`, `{"n": -9223372036854775809}`, `{"n": 9.3e18}`, `{"n": 1e19}`, `{"s": 32768}`, `{"s": 40000.0}`} {
-		if err := c.Decode([]byte(in), row); pgerror.Code(err) != pgerror.NumericValueOutOfRange {
+		if err := c.Decode([]byte(in), row); pgerror.CodeOf(err).String() != pgerror.NumericValueOutOfRange.String() {
 			t.Errorf("Decode(%s) = %v, want 22003", in, err)
 		}
 	}
@@ -205,7 +205,7 @@ func TestIntegerRangeEdges(t *testing.T) {
 			t.Errorf("Decode(%s) = %v %v, want %d", in, row[0], err, want)
 		}
 	}
-	if _, err := Cast(NewFloat8(9223372036854775808.0), Int8); pgerror.Code(err) != pgerror.NumericValueOutOfRange {
+	if _, err := Cast(NewFloat8(9223372036854775808.0), Int8); pgerror.CodeOf(err).String() != pgerror.NumericValueOutOfRange.String() {
 		t.Errorf("cast 2^63 to bigint: %v", err)
 	}
 	if v, err := Cast(NewFloat8(-9223372036854775808.0), Int8); err != nil || v.I != -9223372036854775808 {

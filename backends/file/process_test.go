@@ -85,7 +85,7 @@ func TestOneWriterProcess(t *testing.T) {
 	}
 	st := openURI(t, "file://"+dir+"/", backends.Env{})
 	err := sendErr(st, "x.log")
-	if code(err) != pgerror.ObjectNotInPrerequisiteState {
+	if code(err) != pgerror.ObjectNotInPrerequisiteState.String() {
 		t.Fatalf("Send while another process writes: %v (code %q), want 55000", err, code(err))
 	}
 	// Reading is fine meanwhile.

@@ -173,12 +173,12 @@ func span(from, to int) []int {
 	return out
 }
 
-func wantCode(t *testing.T, err error, code string) {
+func wantCode(t *testing.T, err error, code pgerror.Code) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error, want SQLSTATE %s", code)
 	}
-	if got := pgerror.Code(err); got != code {
+	if got := pgerror.CodeOf(err); got != code {
 		t.Fatalf("error %v has SQLSTATE %s, want %s", err, got, code)
 	}
 }
@@ -773,8 +773,8 @@ func TestPassword(t *testing.T) {
 	}
 	for _, u := range []string{"redis://:wrong@" + r.addr(), "redis://" + r.addr()} {
 		_, err := backends.Open(ctx, u, backends.Env{})
-		if err == nil || errors.Is(err, backends.ErrNotConnected) || pgerror.Code(err)[:2] != "28" {
-			t.Errorf("open %s: %v (SQLSTATE %s), want a 28xxx authorization error", u, err, pgerror.Code(err))
+		if err == nil || errors.Is(err, backends.ErrNotConnected) || pgerror.CodeOf(err).String()[:2] != "28" {
+			t.Errorf("open %s: %v (SQLSTATE %s), want a 28xxx authorization error", u, err, pgerror.CodeOf(err))
 		}
 	}
 }

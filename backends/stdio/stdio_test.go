@@ -124,7 +124,7 @@ func TestFramingRoundTrip(t *testing.T) {
 	}
 
 	// framing=plain through the registry's option parsing.
-	if _, err := backends.Open(context.Background(), "stdio://?framing=nope", backends.Env{}); code(err) != pgerror.InvalidParameterValue {
+	if _, err := backends.Open(context.Background(), "stdio://?framing=nope", backends.Env{}); code(err) != pgerror.InvalidParameterValue.String() {
 		t.Fatalf("bad framing: %v", err)
 	}
 	if _, err := backends.Open(context.Background(), "stdio://?framing=plain", backends.Env{}); err != nil {
@@ -137,10 +137,10 @@ func TestFramingRoundTrip(t *testing.T) {
 	if out.String() != "x\ny\n" {
 		t.Fatalf("plain wrote %q", out.String())
 	}
-	if err := pp.Send(context.Background(), []backends.Message{{Payload: []byte("a\nb")}}); code(err) != pgerror.InvalidParameterValue {
+	if err := pp.Send(context.Background(), []backends.Message{{Payload: []byte("a\nb")}}); code(err) != pgerror.InvalidParameterValue.String() {
 		t.Fatalf("payload with a newline: %v", err)
 	}
-	if err := p.Send(context.Background(), []backends.Message{{Stream: "bad name", Payload: []byte("a")}}); code(err) != pgerror.InvalidParameterValue {
+	if err := p.Send(context.Background(), []backends.Message{{Stream: "bad name", Payload: []byte("a")}}); code(err) != pgerror.InvalidParameterValue.String() {
 		t.Fatalf("unframeable stream name: %v", err)
 	}
 }
@@ -148,7 +148,7 @@ func TestFramingRoundTrip(t *testing.T) {
 func code(err error) string {
 	var pe *pgerror.Error
 	if errors.As(err, &pe) {
-		return pe.Code
+		return pe.Code.String()
 	}
 	return ""
 }
