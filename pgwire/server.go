@@ -323,4 +323,3 @@ var (
 	errPortalClosed  = pgerror.New(pgerror.InvalidCursorState, "portal closed")
 	errQueryDone     = pgerror.New(pgerror.SuccessfulCompletion, "statement finished")
 )
-
