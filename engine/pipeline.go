@@ -259,7 +259,7 @@ var ErrorsTypes = []types.Type{types.Text, types.Text, types.Text, types.Int4, t
 // topic: the key encoding (types.AppendKey) of its key columns, each as
 // the column's type. A view's local copy stores the row under that key
 // as it comes, and a lookup by key builds the same bytes. Unlike
-// RecordKey's text, it is never empty (a NULL key is a key: compaction
+// types.RecordKey's text, it is never empty (a NULL key is a key: compaction
 // needs one) and two keys are equal exactly when SQL's GROUP BY makes
 // them one group (1.0 and 1.00, -0 and 0).
 func TableKey(buf []byte, row types.Row, keyCols []int, colTypes []types.Type) []byte {
@@ -273,27 +273,4 @@ func TableKey(buf []byte, row types.Row, keyCols []int, colTypes []types.Type) [
 		buf = types.AppendKey(buf, v)
 	}
 	return buf
-}
-
-// RecordKey is the Kafka record key of a row: the text of its key column,
-// or a JSON array of the key columns' values when there are several.
-func RecordKey(row types.Row, keyCols []int) []byte {
-	switch len(keyCols) {
-	case 0:
-		return nil
-	case 1:
-		v := row[keyCols[0]]
-		if v.IsNull() {
-			return nil
-		}
-		return []byte(v.Text())
-	}
-	buf := []byte{'['}
-	for i, c := range keyCols {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = types.AppendJSONValue(buf, row[c])
-	}
-	return append(buf, ']')
 }

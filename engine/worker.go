@@ -760,7 +760,7 @@ func (w *worker) emit(b *operators.Batch) error {
 				buf = TableKey(buf, row, out.Key, out.Types)
 				key = cut(start)
 			} else {
-				key = RecordKey(row, out.Key)
+				key = types.RecordKey(row, out.Key)
 			}
 			start := len(buf)
 			buf = w.out.Append(buf, row)
@@ -776,7 +776,7 @@ func (w *worker) emit(b *operators.Batch) error {
 		next(512)
 		start := len(buf)
 		buf = w.out.Append(buf, w.full)
-		w.produce(&kgo.Record{Topic: topic, Key: RecordKey(row, ch.Key), Value: cut(start)})
+		w.produce(&kgo.Record{Topic: topic, Key: types.RecordKey(row, ch.Key), Value: cut(start)})
 		// The table topic: the row under its key, or a tombstone.
 		start = len(buf)
 		buf = TableKey(buf, row, ch.Key, w.viewTypes)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/fvsql/fvsql/backends"
 	"github.com/fvsql/fvsql/catalog"
@@ -74,7 +73,7 @@ func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []ty
 				return err
 			}
 			payload := codec.Append(make([]byte, 0, 64), row)
-			msgs = append(msgs, backends.Message{Stream: rel.Topic, Key: recordKey(row, keyCols), Payload: payload})
+			msgs = append(msgs, backends.Message{Stream: rel.Topic, Key: types.RecordKey(row, keyCols), Payload: payload})
 			size += len(payload)
 			n++
 		}
@@ -101,25 +100,4 @@ func checkNotNull(rel *catalog.Relation, row types.Row) error {
 		}
 	}
 	return nil
-}
-
-// recordKey is the Kafka record key of a row: the text of its key column,
-// or a JSON array of the key columns' values when there are several.
-func recordKey(row types.Row, keyCols []int) []byte {
-	switch len(keyCols) {
-	case 0:
-		return nil
-	case 1:
-		v := row[keyCols[0]]
-		if v.IsNull() {
-			return nil
-		}
-		return []byte(v.Text())
-	}
-	vals := make([]json.RawMessage, len(keyCols))
-	for i, c := range keyCols {
-		vals[i] = types.AppendJSONValue(nil, row[c])
-	}
-	b, _ := json.Marshal(vals)
-	return b
 }
