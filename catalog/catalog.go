@@ -117,12 +117,10 @@ type Catalog struct {
 	dynamic map[string]*systemTable
 }
 
-var relPrefix = []byte("catalog/rel/")
-
 // Open loads the catalog from the store.
 func Open(store *state.Store) (*Catalog, error) {
 	c := &Catalog{store: store, rels: map[string]*Relation{}}
-	err := store.Scan(relPrefix, func(_, v []byte) error {
+	err := store.Scan(state.CatalogPrefix(), func(_, v []byte) error {
 		var r Relation
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("catalog: corrupt relation record: %w", err)
@@ -186,7 +184,7 @@ type Change struct {
 func (c *Catalog) Apply(offset int64, name string, value []byte) (Change, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := append(relPrefix[:len(relPrefix):len(relPrefix)], name...)
+	key := state.CatalogKey(name)
 	if value == nil {
 		old, ok := c.rels[name]
 		if !ok {
@@ -222,7 +220,7 @@ func (c *Catalog) Reset() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name := range c.rels {
-		if err := c.store.Delete(append(relPrefix[:len(relPrefix):len(relPrefix)], name...)); err != nil {
+		if err := c.store.Delete(state.CatalogKey(name)); err != nil {
 			return err
 		}
 	}

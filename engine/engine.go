@@ -351,7 +351,7 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 			e.cfg.Logger.Warn("deleting internal topics failed", "pipeline", name, "err", err)
 		}
 	}
-	return e.cfg.Store.DeletePrefix(PipelineStatePrefix(name))
+	return e.cfg.Store.DeletePrefix(state.PipelinePrefix(name))
 }
 
 // Records returns the live record of every pipeline on this node.

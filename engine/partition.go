@@ -55,29 +55,6 @@ type sourceWM struct {
 	logTS   int64     // record timestamp of its last report (MinInt64: restored, not heard since)
 }
 
-// statePrefix is the Pebble keyspace of one partition of one stage.
-func statePrefix(pipeline, stage, topic string, part int32) []byte {
-	b := types.AppendKey(stagePrefix(pipeline, stage), types.NewText(topic))
-	return types.AppendKey(b, types.NewInt8(int64(part)))
-}
-
-// stagePrefix is the Pebble keyspace of one stage (all its partitions).
-func stagePrefix(pipeline, stage string) []byte {
-	return types.AppendKey(PipelineStatePrefix(pipeline), types.NewText(stage))
-}
-
-// PipelineStatePrefix is the Pebble keyspace of all of a pipeline's state.
-func PipelineStatePrefix(pipeline string) []byte {
-	b := types.AppendKey(nil, types.NewText("s"))
-	return types.AppendKey(b, types.NewText(pipeline))
-}
-
-var (
-	opSuffix   = []byte{'o'}
-	metaSuffix = []byte{'m'}
-	metaKey    = []byte("watermarks")
-)
-
 // partition returns (building on first use) a partition's work.
 func (w *worker) partition(k partKey) (*partition, error) {
 	if pt, ok := w.parts[k]; ok {
@@ -85,7 +62,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	}
 	pt := &partition{key: k, maxEvent: math.MinInt64, wm: math.MinInt64, sentWM: math.MinInt64, sources: map[int32]*sourceWM{}, created: time.Now(),
 		logNow: math.MinInt64, logFirst: math.MinInt64}
-	pt.prefix = statePrefix(w.p.name, w.stage.def.Name, k.topic, k.part)
+	pt.prefix = state.PartitionPrefix(w.p.name, w.stage.def.Name, k.topic, k.part)
 	onErr := func(b *operators.Batch, i int, err error) error {
 		var r *kgo.Record
 		if b.Source != nil && i < len(b.Source) {
@@ -138,7 +115,7 @@ func (pt *partition) table(w *worker, suffix []byte) *state.Table {
 // bind points the partition's state at the worker's current epoch.
 func (pt *partition) bind(w *worker) {
 	if pt.stateful != nil && w.ep.st != nil {
-		pt.stateful.Bind(pt.table(w, opSuffix))
+		pt.stateful.Bind(pt.table(w, state.OperatorSuffix))
 	}
 }
 
@@ -149,8 +126,8 @@ func (pt *partition) restore(w *worker) error {
 	if w.ep == nil || w.ep.st == nil {
 		return nil
 	}
-	meta := pt.table(w, metaSuffix)
-	v, ok, err := meta.Get(metaKey)
+	meta := pt.table(w, state.MetaSuffix)
+	v, ok, err := meta.Get(state.MetaKey)
 	if err != nil || !ok {
 		return err
 	}
@@ -324,7 +301,7 @@ func (pt *partition) checkpoint(w *worker) error {
 			return err
 		}
 	}
-	return pt.table(w, metaSuffix).Set(metaKey, pt.encodeMeta())
+	return pt.table(w, state.MetaSuffix).Set(state.MetaKey, pt.encodeMeta())
 }
 
 func (pt *partition) encodeMeta() []byte {

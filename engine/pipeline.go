@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -240,7 +241,7 @@ func (p *pipeline) stateSize() int64 {
 		return last
 	}
 	p.stateSizedAt.Store(now)
-	n, err := p.e.cfg.Store.Size(PipelineStatePrefix(p.name))
+	n, err := p.e.cfg.Store.Size(state.PipelinePrefix(p.name))
 	if err != nil {
 		p.e.cfg.Logger.Warn("measuring state size failed", "pipeline", p.name, "err", err)
 		return p.stateBytes.Load()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fvsql/fvsql/state"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -28,8 +29,8 @@ func (w *worker) restoreState(pt *partition) error {
 	}
 	w.stage.awaitCommits()
 	committed, ok := w.committed(pt.key.topic, pt.key.part)
-	meta := pt.table(w, metaSuffix)
-	v, haveLocal, err := meta.Get(metaKey)
+	meta := pt.table(w, state.MetaSuffix)
+	v, haveLocal, err := meta.Get(state.MetaKey)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 	table := batch.Table(pt.prefix)
 	// The checkpoint wanted is the one whose partition meta names the
 	// committed offset as the next to read.
-	metaAt := append(append([]byte(nil), metaSuffix...), metaKey...)
+	metaAt := append(append([]byte(nil), state.MetaSuffix...), state.MetaKey...)
 	next := int64(-1)
 	current := func() bool { return next == committed }
 	read, err := readCheckpoint(ctx, kadm.NewClient(e.cl), e.cfg.Brokers, topic, pt.key.part, current, func(key, value []byte) error {

@@ -405,7 +405,7 @@ func (w *worker) shipState() error {
 	for _, pt := range w.parts {
 		parts = append(parts, pt)
 	}
-	return w.ep.st.Changes(stagePrefix(w.p.name, w.stage.def.Name), func(key, value []byte, deleted bool) error {
+	return w.ep.st.Changes(state.StagePrefix(w.p.name, w.stage.def.Name), func(key, value []byte, deleted bool) error {
 		var pt *partition
 		for _, c := range parts {
 			if bytes.HasPrefix(key, c.prefix) {

@@ -222,7 +222,7 @@ func AddInterval(us int64, iv types.IntervalValue) (int64, error) {
 		y, m, d := civil(days)
 		total := y*12 + (m - 1) + int64(iv.Months)
 		y, m = floorDiv(total, 12), total-floorDiv(total, 12)*12+1
-		if dim := monthDays(y, m); d > dim {
+		if dim := types.DaysInMonth(y, m); d > dim {
 			d = dim
 		}
 		us = fromCivil(y, m, d)*types.MicrosPerDay + tod
@@ -268,19 +268,6 @@ func pad2(v int64) string {
 		s = "0" + s
 	}
 	return s
-}
-
-func monthDays(y, m int64) int64 {
-	switch m {
-	case 4, 6, 9, 11:
-		return 30
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	}
-	return 31
 }
 
 func tsPlusIv(t types.Type) func(a, b types.Value) (types.Value, error) {

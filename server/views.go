@@ -38,15 +38,6 @@ type viewCopy struct {
 	pos  map[int32]int64 // next offset to apply, per partition
 }
 
-func viewRowPrefix(name string) []byte {
-	return types.AppendKey(types.AppendKey(nil, types.NewText("v")), types.NewText(name))
-}
-
-func viewPosKey(name string, part int32) []byte {
-	b := types.AppendKey(types.AppendKey(nil, types.NewText("vpos")), types.NewText(name))
-	return types.AppendKey(b, types.NewInt8(int64(part)))
-}
-
 // start begins (or keeps) the copy of a view.
 func (v *views) start(rel *catalog.Relation) {
 	v.mu.Lock()
@@ -76,8 +67,8 @@ func (v *views) stop(name string) {
 	}
 	c.cancel()
 	<-c.done
-	_ = v.s.store.DeletePrefix(viewRowPrefix(name))
-	_ = v.s.store.DeletePrefix(types.AppendKey(types.AppendKey(nil, types.NewText("vpos")), types.NewText(name)))
+	_ = v.s.store.DeletePrefix(state.ViewPrefix(name))
+	_ = v.s.store.DeletePrefix(state.ViewPosPrefix(name))
 }
 
 func (v *views) get(name string) *viewCopy {
@@ -104,7 +95,7 @@ func (c *viewCopy) run(ctx context.Context, s *Server) {
 	from := map[int32]kgo.Offset{}
 	for p := int32(0); p < int32(c.rel.Partitions); p++ {
 		off := kgo.NewOffset().AtStart()
-		if b, err := s.store.Get(viewPosKey(c.rel.Name, p)); err == nil {
+		if b, err := s.store.Get(state.ViewPosKey(c.rel.Name, p)); err == nil {
 			n, _ := binary.Varint(b)
 			off = kgo.NewOffset().At(n)
 			c.pos[p] = n
@@ -136,14 +127,14 @@ func (c *viewCopy) run(ctx context.Context, s *Server) {
 		// row is stored under it as it comes, and a tombstone deletes it
 		// without a read. A write epoch suffices: nothing here reads.
 		b := s.store.NewWriteEpoch()
-		rows := b.Table(viewRowPrefix(c.rel.Name))
+		rows := b.Table(state.ViewRowsPrefix(c.rel.Name))
 		moved := map[int32]int64{}
 		fs.EachRecord(func(r *kgo.Record) {
 			moved[r.Partition] = r.Offset + 1
 			if r.Attrs.IsControl() {
 				return
 			}
-			key = append(append(key[:0], 'r'), r.Key...)
+			key = append(key[:0], r.Key...)
 			if r.Value == nil {
 				rows.Delete(key)
 				return
@@ -156,7 +147,7 @@ func (c *viewCopy) run(ctx context.Context, s *Server) {
 		}
 		meta := b.Table(nil)
 		for p, off := range moved {
-			meta.Set(viewPosKey(c.rel.Name, p), binary.AppendVarint(nil, off))
+			meta.Set(state.ViewPosKey(c.rel.Name, p), binary.AppendVarint(nil, off))
 		}
 		if err := b.Commit(); err != nil {
 			s.log.Error("view copy", "view", c.rel.Name, "err", err)
@@ -229,8 +220,7 @@ type viewDataset struct {
 }
 
 func (v *viewDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
-	prefix := append(viewRowPrefix(v.c.rel.Name), 'r')
-	return v.scanRows(prefix, fn)
+	return v.scanRows(state.ViewRowsPrefix(v.c.rel.Name), fn)
 }
 
 func (v *viewDataset) scanRows(prefix []byte, fn func(int32, *operators.Batch) error) error {
@@ -263,7 +253,7 @@ func (v *viewDataset) scanRows(prefix []byte, fn func(int32, *operators.Batch) e
 // Lookup implements engine.KeyedDataset: the rows whose key columns equal
 // the values given, in the view's key order.
 func (v *viewDataset) Lookup(_ context.Context, key types.Row, fn func(int32, *operators.Batch) error) error {
-	buf := append(viewRowPrefix(v.c.rel.Name), 'r')
+	buf := state.ViewRowsPrefix(v.c.rel.Name)
 	for i, val := range key {
 		t := v.c.rel.Columns[v.c.keyIdx[i]].Type
 		cv, err := types.Cast(val, t)

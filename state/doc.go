@@ -1,6 +1,7 @@
 // Package state is fvsql's local durable state on Pebble: the catalog's
-// records and operator state, each under its own key prefix of one Pebble
-// database in the data directory.
+// records, operator state and the views' local copies, each under its own
+// key prefix of one Pebble database in the data directory. keys.go
+// defines the whole keyspace; no other package builds a key prefix.
 //
 // An Epoch is one batch of changes applied at once: NewEpoch's tables read
 // their own writes over what is committed (operators), NewWriteEpoch's

@@ -66,7 +66,9 @@ func civilFromDays(z int64) (y, m, d int64) {
 	return
 }
 
-func daysInMonth(y, m int64) int64 {
+// DaysInMonth is the number of days of month m (1-12) of year y in the
+// proleptic Gregorian calendar.
+func DaysInMonth(y, m int64) int64 {
 	switch m {
 	case 4, 6, 9, 11:
 		return 30
@@ -191,7 +193,7 @@ func scanDate(s string) (days int64, rest string, ok bool) {
 		return 0, s, false
 	}
 	d, s, ok := scanDigits(s[1:], 1, 2)
-	if !ok || m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m) {
+	if !ok || m < 1 || m > 12 || d < 1 || d > DaysInMonth(y, m) {
 		return 0, s, false
 	}
 	return daysFromCivil(y, m, d), s, true
