@@ -1,6 +1,6 @@
-// Package bench holds the load generators and measurements behind
-// `fvsql bench`: figures (rows/s, latency percentiles, peak memory, CPU),
-// not pass/fail tests.
+// Package bench holds the load generators and measurements behind the
+// command fvsql-bench (cmd/fvsql-bench): figures (rows/s, latency
+// percentiles, peak memory, CPU), not pass/fail tests.
 //
 // Scenarios:
 //
@@ -24,7 +24,7 @@
 //   - Backends: sinks into and reads of Kafka, Redis and file streams.
 //
 // Shared machinery: an fvsql server started in-process (server.Open and
-// pgwire on a free loopback port), in a child process (`fvsql bench
+// pgwire on a free loopback port), in a child process (`fvsql-bench
 // serve`, so that its memory and CPU are measured alone), or reached at a
 // URL; an embedded kfake broker hosted by the bench process when a
 // scenario needs one that outlives a server; a franz-go loader of JSON
@@ -33,5 +33,6 @@
 // percentiles; plain-text tables.
 //
 // Every run is bounded by a context deadline. Nothing here is imported by
-// the server.
+// the server: the server binary (cmd/fvsql) links neither this package
+// nor its client, pgx.
 package bench

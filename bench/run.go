@@ -25,7 +25,7 @@ import (
 type Options struct {
 	Out       io.Writer
 	Mode      string   // server placement: "inproc" (default) or "child"
-	Exe       string   // the fvsql binary, for child mode
+	Exe       string   // the fvsql-bench binary, for child mode (runs `serve`)
 	Kafka     []string // a real broker; empty: embedded kfake
 	URL       string   // a running server instead of starting one
 	ServerPID int      // with URL: the server's pid, for its memory and CPU
@@ -243,7 +243,7 @@ func (r *run) cleanupKafka() {
 // header prints what runs where and how to run it again.
 func (r *run) header(title string, srv Server, lines ...string) {
 	w := r.o.Out
-	fmt.Fprintf(w, "=== fvsql bench %s ===\n", title)
+	fmt.Fprintf(w, "=== fvsql-bench %s ===\n", title)
 	fmt.Fprintf(w, "command:  %s\n", r.o.Command)
 	fmt.Fprintf(w, "build:    %s\n", buildRevision())
 	fmt.Fprintf(w, "host:     %s, %d CPUs, GOMAXPROCS %d, %s, %s\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), time.Now().UTC().Format(time.RFC3339))

@@ -49,7 +49,7 @@ type Server interface {
 // ServerConfig configures a server started by the bench.
 type ServerConfig struct {
 	Mode        string   // "inproc" (default) or "child"
-	Exe         string   // child mode: the fvsql binary (runs `bench serve`)
+	Exe         string   // child mode: the fvsql-bench binary (runs `serve`)
 	Kafka       []string // brokers; empty: the server's own embedded broker
 	TopicPrefix string
 	DataDir     string
@@ -59,6 +59,17 @@ type ServerConfig struct {
 	// StateCacheMB and GroupCacheMB are the server's --state-cache-mb and
 	// --group-cache-mb (0: its defaults).
 	StateCacheMB, GroupCacheMB int
+}
+
+// DefaultMode is where a scenario's server runs unless --server says:
+// the scenarios that report the server's own memory and CPU, or kill it,
+// use a child process.
+func DefaultMode(scenario string) string {
+	switch scenario {
+	case "windows", "pull", "eos", "recovery", "backends":
+		return "child"
+	}
+	return "inproc"
 }
 
 // StartServer starts a server as cfg says.
@@ -160,7 +171,7 @@ func (s *inprocServer) Close() error {
 
 // ---------------------------------------------------------------- child process
 
-// childServer is `fvsql bench serve` in a child process, driven by one
+// childServer is `fvsql-bench serve` in a child process, driven by one
 // command per line on its stdin; it answers one JSON line each.
 type childServer struct {
 	cmd     *exec.Cmd
@@ -186,13 +197,13 @@ type childReply struct {
 
 func startChild(ctx context.Context, cfg ServerConfig) (*childServer, error) {
 	if cfg.Exe == "" {
-		return nil, errors.New("bench: child mode needs the fvsql binary")
+		return nil, errors.New("bench: child mode needs the fvsql-bench binary")
 	}
 	if len(cfg.Kafka) == 0 {
 		return nil, errors.New("bench: child mode needs a broker (the bench hosts an embedded one)")
 	}
 	st := cfg.Stream
-	args := []string{"bench", "serve",
+	args := []string{"serve",
 		"--data-dir", cfg.DataDir, "--kafka", strings.Join(cfg.Kafka, ","), "--topic-prefix", cfg.TopicPrefix,
 		"--stream-consumers", strconv.Itoa(st.Consumers), "--stream-batch-size", strconv.Itoa(st.BatchSize),
 		"--stream-checkpoint-interval", st.CheckpointInterval.String(),
@@ -246,7 +257,7 @@ func startChild(ctx context.Context, cfg ServerConfig) (*childServer, error) {
 func (c *childServer) URL() string       { return c.url }
 func (c *childServer) Brokers() []string { return c.brokers }
 func (c *childServer) Describe() string {
-	return fmt.Sprintf("child process (pid %d, `fvsql bench serve`)", c.cmd.Process.Pid)
+	return fmt.Sprintf("child process (pid %d, `fvsql-bench serve`)", c.cmd.Process.Pid)
 }
 
 // call sends one command and reads its reply, bounded by 2 minutes.
@@ -336,7 +347,7 @@ func (c *childServer) kill() {
 	<-c.exited
 }
 
-// ServeChild is the child side of child mode (`fvsql bench serve`): it
+// ServeChild is the child side of child mode (`fvsql-bench serve`): it
 // starts an in-process server, writes a hello line with its URL to out,
 // then answers commands from in: usage, reset, prof-start CPUPATH
 // [HEAPPATH], prof-stop, quit (or end of input).

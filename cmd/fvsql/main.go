@@ -57,8 +57,8 @@ func run(args []string) error {
 	if len(args) > 0 && args[0] == "pipe" {
 		return runPipe(args[1:])
 	}
-	if len(args) > 0 && args[0] == "bench" { // fvsql bench <scenario>: cmd/fvsql/bench.go
-		return runBench(args[1:])
+	if len(args) > 0 && args[0] == "bench" { // cmd/fvsql-bench: the server does not link the benchmarks' client
+		return errors.New("the benchmarks are their own command now: go run ./cmd/fvsql-bench <scenario>")
 	}
 	fs := flag.NewFlagSet("fvsql", flag.ContinueOnError)
 	listen := fs.String("listen", envDefault("FVSQL_LISTEN", "127.0.0.1:5433"), "PostgreSQL wire protocol address (FVSQL_LISTEN)")

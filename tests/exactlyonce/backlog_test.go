@@ -50,7 +50,7 @@ const (
 // its watermark jumped ahead of their rows (at times to the far-future
 // rows' watermark) and they were dropped as late: 18,151 and 32,573 of
 // 100,000 rows in two runs here, 111,488 of 2M HOP rows with the default
-// 10 s in fvsql bench windows.
+// 10 s in fvsql-bench windows.
 // Idleness is now judged in the input's own time (the records'
 // timestamps), or in wall-clock time after a pause of the whole input.
 func TestBacklogSparseWatermarks(t *testing.T) {

@@ -1,3 +1,9 @@
+// Command fvsql-bench runs the load generators and measurements of
+// package bench against an fvsql server it starts (in this process, or as
+// a child `fvsql-bench serve`) or reaches at a URL. It only reads flags
+// and wires them into package bench; see bench/README.md. It is a command
+// of its own so that the server binary does not link the benchmark
+// client (pgx).
 package main
 
 import (
@@ -8,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +24,12 @@ import (
 	"github.com/fvsql/fvsql/engine"
 )
 
-const benchUsage = `usage: fvsql bench <scenario> [flags]
+// defaultMemoryLimit is the GC's soft limit unless GOMEMLIMIT is set: the
+// same as cmd/fvsql's, so that a server measured here (in-process or in a
+// `serve` child) runs with the GC settings of the fvsql binary.
+const defaultMemoryLimit = 1 << 30
+
+const usage = `usage: fvsql-bench <scenario> [flags]
 
 scenarios:
   insert    multi-row INSERTs over one connection (simple and extended protocol)
@@ -29,28 +41,38 @@ scenarios:
   recovery  kill -9 of a server with 1M keys of state; restart with the data dir kept and wiped, time to ready
   backends  produce (sinks) and consume (bounded scan, ingest pipeline) rates for Kafka, Redis (--redis) and files
 
-Run "fvsql bench <scenario> -h" for its flags; bench/README.md has recipes.
+Run "fvsql-bench <scenario> -h" for its flags; bench/README.md has recipes.
 `
 
-// runBench runs `fvsql bench <scenario> [flags]`: flags here, the work in
+func main() {
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "fvsql-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs `fvsql-bench <scenario> [flags]`: flags here, the work in
 // package bench.
-func runBench(args []string) error {
+func run(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, benchUsage)
+		fmt.Fprint(os.Stderr, usage)
 		if len(args) == 0 {
-			return errors.New("bench: no scenario")
+			return errors.New("no scenario")
 		}
 		return nil
 	}
 	scenario, args := args[0], args[1:]
-	fs := flag.NewFlagSet("fvsql bench "+scenario, flag.ContinueOnError)
+	fs := flag.NewFlagSet("fvsql-bench "+scenario, flag.ContinueOnError)
 	def := engine.DefaultConfig()
 	// Shared flags.
 	kafka := fs.String("kafka", "", "a real Kafka broker (host:port,…); empty: the embedded broker")
 	url := fs.String("url", "", "a running fvsql server (postgres://…) instead of starting one; needs --kafka")
 	serverPID := fs.Int("server-pid", 0, "with --url: the server's pid, to read its memory and CPU")
 	brokerPID := fs.Int("broker-pid", 0, "with --kafka: the broker's pid, to report its CPU separately")
-	mode := fs.String("server", defaultMode(scenario), "where the started server runs: inproc (this process) or child (a `fvsql bench serve` child, measured alone)")
+	mode := fs.String("server", bench.DefaultMode(scenario), "where the started server runs: inproc (this process) or child (an fvsql-bench serve child, measured alone)")
 	prefix := fs.String("topic-prefix", "", "servers' topic prefix (default: none on the embedded broker, unique on --kafka; with --url: that server's)")
 	consumers := fs.Int("stream-consumers", def.Consumers, "STREAM_CONSUMERS of the servers (and goroutines of the raw copies)")
 	batch := fs.Int("stream-batch-size", def.BatchSize, "STREAM_BATCH_SIZE")
@@ -156,8 +178,8 @@ func runBench(args []string) error {
 		stateCacheMB = fs.Int("state-cache-mb", 0, "the server's --state-cache-mb (0: its default)")
 		groupCacheMB = fs.Int("group-cache-mb", 0, "the server's --group-cache-mb (0: its default)")
 	default:
-		fmt.Fprint(os.Stderr, benchUsage)
-		return fmt.Errorf("bench: unknown scenario %q", scenario)
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("unknown scenario %q", scenario)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -166,7 +188,7 @@ func runBench(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("bench %s: unexpected arguments %q", scenario, fs.Args())
+		return fmt.Errorf("%s: unexpected arguments %q", scenario, fs.Args())
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -194,17 +216,11 @@ func runBench(args []string) error {
 	o := bench.Options{
 		Out: os.Stdout, Mode: *mode, Exe: exe, Kafka: brokers, URL: *url, ServerPID: *serverPID, BrokerPID: *brokerPID,
 		TopicPrefix: *prefix, Stream: stream, LogLevel: *logLevel, Timeout: *timeout, ProfileDir: *profDir, QuietWait: *quiet,
-		Command: benchCommand(scenario, fs),
+		Command: command(scenario, fs),
 	}
 	switch scenario {
 	case "insert":
-		var ps []string
-		for _, p := range strings.Split(*protocols, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				ps = append(ps, p)
-			}
-		}
-		return bench.Insert(ctx, o, bench.InsertConfig{Rows: *rowsOne, Batch: *batchRows, Partitions: *partitions, Protocols: ps, Key: *key})
+		return bench.Insert(ctx, o, bench.InsertConfig{Rows: *rowsOne, Batch: *batchRows, Partitions: *partitions, Protocols: splitList(*protocols), Key: *key})
 	case "select":
 		ns, err := parseCounts(*rows)
 		if err != nil {
@@ -241,25 +257,8 @@ func runBench(args []string) error {
 		if err != nil {
 			return err
 		}
-		var vs []string
-		for _, v := range strings.Split(*variants, ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				vs = append(vs, v)
-			}
-		}
-		return bench.Pipeline(ctx, o, bench.PipelineConfig{Rows: ns, Partitions: *partitions, Runs: *runs, Variants: vs, CatchupTimeout: *catchup})
+		return bench.Pipeline(ctx, o, bench.PipelineConfig{Rows: ns, Partitions: *partitions, Runs: *runs, Variants: splitList(*variants), CatchupTimeout: *catchup})
 	}
-}
-
-// defaultMode is where a scenario's server runs unless --server says:
-// the scenarios that report the server's own memory and CPU, or kill it,
-// use a child process.
-func defaultMode(scenario string) string {
-	switch scenario {
-	case "windows", "pull", "eos", "recovery", "backends":
-		return "child"
-	}
-	return "inproc"
 }
 
 // splitList splits a comma-separated flag, dropping empty items.
@@ -273,10 +272,10 @@ func splitList(s string) []string {
 	return out
 }
 
-// benchCommand renders the command line with every flag that differs from
+// command renders the command line with every flag that differs from
 // its default, so a table says how to reproduce it.
-func benchCommand(scenario string, fs *flag.FlagSet) string {
-	parts := []string{"go run ./cmd/fvsql bench", scenario}
+func command(scenario string, fs *flag.FlagSet) string {
+	parts := []string{"go run ./cmd/fvsql-bench", scenario}
 	fs.Visit(func(f *flag.Flag) {
 		parts = append(parts, "--"+f.Name+"="+f.Value.String())
 	})
@@ -288,12 +287,12 @@ func parseDurations(s string) ([]time.Duration, error) {
 	for _, f := range splitList(s) {
 		d, err := time.ParseDuration(f)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("bench: %q is not a positive duration", f)
+			return nil, fmt.Errorf("%q is not a positive duration", f)
 		}
 		out = append(out, d)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("bench: no durations given")
+		return nil, errors.New("no durations given")
 	}
 	return out, nil
 }
@@ -314,12 +313,12 @@ func parseCounts(s string) ([]int64, error) {
 		}
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("bench: %q is not a positive count", f)
+			return nil, fmt.Errorf("%q is not a positive count", f)
 		}
 		out = append(out, n*mult)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("bench: no counts given")
+		return nil, errors.New("no counts given")
 	}
 	return out, nil
 }
