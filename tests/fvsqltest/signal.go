@@ -67,7 +67,8 @@ func keepLog(t testing.TB, path, name string) {
 			clean[i] = '_'
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err == nil {
+	err = os.MkdirAll(dir, 0o755)
+	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, string(clean)+".log"), b, 0o644)
 	}
 	if err != nil {
