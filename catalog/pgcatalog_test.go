@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestPgClassRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := c.SystemRows("pg_catalog.pg_class")
+	rows, err := c.SystemRows(context.Background(), "pg_catalog.pg_class")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestPgClassRows(t *testing.T) {
 	}
 	// every system relation's rows fit its columns
 	for _, r := range SystemRelations() {
-		rows, err := c.SystemRows(r.Name)
+		rows, err := c.SystemRows(context.Background(), r.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,8 +90,8 @@ func TestPgClassRows(t *testing.T) {
 		}
 	}
 	// the sink is a foreign table of its backend's server
-	srv, _ := c.SystemRows("pg_catalog.pg_foreign_server")
-	ft, _ := c.SystemRows("pg_catalog.pg_foreign_table")
+	srv, _ := c.SystemRows(context.Background(), "pg_catalog.pg_foreign_server")
+	ft, _ := c.SystemRows(context.Background(), "pg_catalog.pg_foreign_table")
 	if len(srv) != 1 || srv[0][1].S != "redis://h:1" || len(ft) != 1 || ft[0][1].I != srv[0][0].I ||
 		!strings.Contains(ft[0][2].String(), "topic=k") {
 		t.Errorf("foreign server %v, table %v", srv, ft)

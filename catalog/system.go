@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"sort"
 	"strings"
 
@@ -20,6 +21,7 @@ const (
 type systemTable struct {
 	rel  *Relation
 	rows func(c *Catalog) []types.Row
+	live func(ctx context.Context) []types.Row // AddSystemTable's, instead of rows
 }
 
 var systemTables = map[string]*systemTable{}
@@ -80,11 +82,13 @@ func isSystemSchema(s string) bool {
 	return false
 }
 
-// SystemRows generates the current rows of a system relation.
-func (c *Catalog) SystemRows(name string) ([]types.Row, error) {
+// SystemRows generates the current rows of a system relation. ctx bounds
+// the work of tables whose rows ask other parts of the process (a
+// pipeline's lag reads offsets from Kafka).
+func (c *Catalog) SystemRows(ctx context.Context, name string) ([]types.Row, error) {
 	if schema, rel, ok := strings.Cut(name, "."); ok {
 		if t := c.dynamicTable(schema, rel); t != nil {
-			return t.rows(c), nil
+			return t.live(ctx), nil
 		}
 	}
 	t, ok := systemTables[name]
@@ -147,7 +151,7 @@ func (r *Relation) BackendURI() string {
 
 // AddSystemTable registers a system relation whose rows another package
 // produces (the engine's live pipeline records), in schema fvsql_catalog.
-func (c *Catalog) AddSystemTable(name string, cols []Column, rows func() []types.Row) {
+func (c *Catalog) AddSystemTable(name string, cols []Column, rows func(ctx context.Context) []types.Row) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dynamic == nil {
@@ -156,7 +160,7 @@ func (c *Catalog) AddSystemTable(name string, cols []Column, rows func() []types
 	full := "fvsql_catalog." + name
 	c.dynamic[full] = &systemTable{
 		rel:  &Relation{OID: 0, Name: full, Kind: System, Columns: cols},
-		rows: func(*Catalog) []types.Row { return rows() },
+		live: rows,
 	}
 }
 

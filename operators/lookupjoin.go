@@ -1,6 +1,8 @@
 package operators
 
 import (
+	"context"
+
 	"fmt"
 
 	"github.com/fvsql/fvsql/expr"
@@ -39,11 +41,14 @@ func (s *LookupSpec) String() string {
 }
 
 // ViewLookup returns the current rows of a view under a key or a prefix
-// of its key, in key order.
-type ViewLookup func(view string, key types.Row) ([]types.Row, error)
+// of its key, in key order. It returns ctx's error once ctx is done.
+type ViewLookup func(ctx context.Context, view string, key types.Row) ([]types.Row, error)
 
 // Resources are what some operators need from the process running them.
 type Resources struct {
+	// Ctx ends when the operators' pipeline stops; lookups made on their
+	// behalf end with it. Nil is context.Background().
+	Ctx        context.Context
 	ViewLookup ViewLookup
 	// GroupCacheBytes bounds the encoded groups an unwindowed GROUP BY
 	// keeps in memory between epochs, per partition (0: the default,
@@ -61,6 +66,7 @@ type LookupJoin struct {
 	Residual expr.Eval
 	Lookup   ViewLookup
 	OnError  RowError
+	Ctx      context.Context // passed to Lookup
 
 	key types.Row
 	out Batch
@@ -87,7 +93,7 @@ rows:
 		var matches []types.Row
 		if !null { // NULL = anything is not true
 			var err error
-			if matches, err = j.Lookup(j.Spec.View, j.key); err != nil {
+			if matches, err = j.Lookup(j.Ctx, j.Spec.View, j.key); err != nil {
 				return err
 			}
 		}
@@ -147,7 +153,11 @@ func buildLookupJoin(s *Step, env *expr.Env, onErr RowError, res *Resources) (Op
 	if err != nil {
 		return nil, err
 	}
-	j := &LookupJoin{Spec: *s.Lookup, Keys: keys, Lookup: res.ViewLookup, OnError: onErr}
+	ctx := res.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	j := &LookupJoin{Spec: *s.Lookup, Keys: keys, Lookup: res.ViewLookup, OnError: onErr, Ctx: ctx}
 	if s.Lookup.Residual != nil {
 		if j.Residual, err = expr.CompileEnv(s.Lookup.Residual, env); err != nil {
 			return nil, err

@@ -81,7 +81,7 @@ func (db *testDB) Dataset(_ context.Context, name string) (engine.Dataset, error
 		}
 		return rowsDataset(out), nil
 	}
-	rows, err := db.cat.SystemRows(name)
+	rows, err := db.cat.SystemRows(context.Background(), name)
 	return rowsDataset(rows), err
 }
 

@@ -7,11 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/pgerror"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // catalogTopic is the compacted topic holding the shared catalog: key =
@@ -23,8 +22,8 @@ const catalogTopic = "_fvsql_catalog"
 // record and waits until its own tail has applied it.
 type catalogLog struct {
 	s      *Server
-	topic  string
-	cl     *kgo.Client
+	stream string // the catalog topic's name without the topic prefix
+	tl     *kafka.Tail
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -45,39 +44,25 @@ type catalogLog struct {
 // openCatalogLog creates the topic if needed, replays it into the catalog
 // and keeps tailing it.
 func (s *Server) openCatalogLog(ctx context.Context) (*catalogLog, error) {
-	topic := s.cfg.TopicPrefix + catalogTopic
-	adm := kadm.NewClient(s.kafka.Client())
-	compact := "compact"
-	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, topic)
-	if err == nil {
-		err = resp.Err
+	spec := backends.StreamSpec{Name: catalogTopic, Shards: 1, Options: map[string]string{"cleanup.policy": "compact"}}
+	if err := s.kafka.CreateStream(ctx, spec); err != nil {
+		return nil, fmt.Errorf("server: catalog topic: %w", err)
 	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return nil, fmt.Errorf("server: catalog topic %s: %w", topic, err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := s.kafka.StableEnds(ctx, catalogTopic)
 	if err != nil {
-		return nil, fmt.Errorf("server: catalog topic %s: %w", topic, err)
+		return nil, fmt.Errorf("server: catalog topic: %w", err)
 	}
-	end := int64(0)
-	if o, ok := ends.Lookup(topic, 0); ok {
-		end = o.Offset
-	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(s.env.KafkaBrokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(50*time.Millisecond),
-	)
+	end := ends[0]
+	tl, err := s.kafka.Tail(catalogTopic, map[int32]int64{0: kafka.AtStart}, kafka.TailOptions{MaxWait: 50 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
 	if err := s.cat.Reset(); err != nil {
-		cl.Close()
+		tl.Close()
 		return nil, err
 	}
-	tctx, cancel := context.WithCancel(context.Background())
-	l := &catalogLog{s: s, topic: topic, cl: cl, cancel: cancel, done: make(chan struct{})}
+	tctx, cancel := context.WithCancel(s.ctx)
+	l := &catalogLog{s: s, stream: catalogTopic, tl: tl, cancel: cancel, done: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	go l.tail(tctx)
 	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
@@ -92,13 +77,13 @@ func (s *Server) openCatalogLog(ctx context.Context) (*catalogLog, error) {
 func (l *catalogLog) close() {
 	l.cancel()
 	<-l.done
-	l.cl.Close()
+	l.tl.Close()
 }
 
 func (l *catalogLog) tail(ctx context.Context) {
 	defer close(l.done)
 	for {
-		fs := l.cl.PollFetches(ctx)
+		b, err := l.tl.Poll(ctx)
 		if ctx.Err() != nil {
 			l.mu.Lock()
 			l.err = errors.New("catalog log closed")
@@ -106,20 +91,20 @@ func (l *catalogLog) tail(ctx context.Context) {
 			l.mu.Unlock()
 			return
 		}
-		fs.EachError(func(_ string, _ int32, err error) {
+		if err != nil {
 			l.s.log.Warn("reading the catalog log", "err", err)
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			change, err := l.s.cat.Apply(r.Offset, string(r.Key), r.Value)
+		}
+		for _, r := range b.Messages {
+			change, err := l.s.cat.Apply(r.Sequence, string(r.Key), r.Payload)
 			if err != nil {
-				l.s.log.Error("catalog record skipped", "offset", r.Offset, "err", err)
+				l.s.log.Error("catalog record skipped", "offset", r.Sequence, "err", err)
 			}
 			l.mu.Lock()
 			live := l.live
 			if !live && err == nil {
 				l.pending = append(l.pending, change)
 			}
-			l.applied = r.Offset + 1
+			l.applied = r.Sequence + 1
 			l.cond.Broadcast()
 			l.mu.Unlock()
 			if live {
@@ -127,7 +112,7 @@ func (l *catalogLog) tail(ctx context.Context) {
 				l.s.onCatalogChange(change)
 				l.follow.Unlock()
 			}
-		})
+		}
 	}
 }
 
@@ -204,12 +189,11 @@ func (l *catalogLog) publish(ctx context.Context, name string, rel *catalog.Rela
 			return err
 		}
 	}
-	res := l.s.kafka.Client().ProduceSync(ctx, &kgo.Record{Topic: l.topic, Key: []byte(name), Value: value})
-	r, err := res.First()
+	offset, err := l.s.kafka.Append(ctx, backends.Message{Stream: l.stream, Key: []byte(name), Payload: value})
 	if err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "writing the catalog")
 	}
-	if err := l.waitApplied(ctx, r.Offset+1); err != nil {
+	if err := l.waitApplied(ctx, offset+1); err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "applying the catalog")
 	}
 	if rel != nil {
@@ -233,7 +217,7 @@ func (s *Server) onCatalogChange(ch catalog.Change) {
 	}
 	if ch.Created != nil && len(ch.Created.Plan) > 0 {
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 			defer cancel()
 			if err := s.engine.Start(ctx, ch.Created.Name); err != nil {
 				s.log.Error("pipeline did not start", "pipeline", ch.Created.Name, "err", err)

@@ -44,7 +44,7 @@ func (d *datasets) Dataset(ctx context.Context, name string) (engine.Dataset, er
 		}
 		return &streamDataset{d: d, rel: r, st: st}, nil
 	}
-	rows, err := d.srv.cat.SystemRows(name)
+	rows, err := d.srv.cat.SystemRows(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -7,20 +7,18 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
 	"github.com/fvsql/fvsql/backends/kafka"
+	"github.com/fvsql/fvsql/backends/kafka/embedded"
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/state"
-	"github.com/fvsql/fvsql/types"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // Version is fvsql's version; ServerVersion is what clients see as the
@@ -67,22 +65,24 @@ func (c *Config) validate() error {
 
 // Server is a running fvsql instance.
 type Server struct {
-	cfg        Config
-	log        *slog.Logger
-	store      *state.Store
-	cat        *catalog.Catalog
-	broker     *kfake.Cluster // nil when using a real cluster
-	ghosts     *ghostReaper   // the embedded broker's; see ghosts.go
-	stopGhosts context.CancelFunc
-	kafka      *kafka.Streamer
-	engine     *engine.Engine
-	host       *host
-	catLog     *catalogLog
-	views      *views
-	env        backends.Env
-	ddl        sync.Mutex // serialises catalog changes
-	backMu     sync.Mutex
-	streams    map[string]backends.Streamer // by backend URI
+	cfg   Config
+	log   *slog.Logger
+	store *state.Store
+	cat   *catalog.Catalog
+	// ctx is the server's root context: every goroutine the server starts
+	// and every request it serves derives from it; Close cancels it.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	broker  *embedded.Broker // nil when using a real cluster
+	kafka   *kafka.Streamer
+	engine  *engine.Engine
+	host    *host
+	catLog  *catalogLog
+	views   *views
+	env     backends.Env
+	ddl     sync.Mutex // serialises catalog changes
+	backMu  sync.Mutex
+	streams map[string]backends.Streamer // by backend URI
 }
 
 // Open starts a server: it opens the data directory, starts or connects
@@ -95,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: data directory: %w", err)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, streams: map[string]backends.Streamer{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
 		if !ok {
@@ -113,21 +114,16 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	brokers := cfg.Kafka
 	if len(brokers) == 0 {
-		s.ghosts = newGhostReaper()
-		if s.broker, err = startEmbeddedBroker(cfg.DataDir, cfg.KafkaListen, s.ghosts); err != nil {
-			return nil, err
+		dir := filepath.Join(cfg.DataDir, "kafka")
+		if s.broker, err = embedded.Start(embedded.Config{DataDir: dir, Listen: cfg.KafkaListen, Logger: s.log, GhostAfter: 6 * cfg.Stream.GroupHeartbeat}); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
 		}
-		brokers = s.broker.ListenAddrs()
+		brokers = s.broker.Addrs()
 		s.log.Info("embedded Kafka broker started", "addr", strings.Join(brokers, ","), "dir", filepath.Join(cfg.DataDir, "kafka"))
 	}
 	s.env = backends.Env{KafkaBrokers: brokers, TopicPrefix: cfg.TopicPrefix, DataDir: cfg.DataDir}
 	if s.kafka, err = kafka.Connect(ctx, kafka.Config{Brokers: brokers, TopicPrefix: cfg.TopicPrefix}); err != nil {
 		return nil, err
-	}
-	if s.broker != nil {
-		var gctx context.Context
-		gctx, s.stopGhosts = context.WithCancel(context.Background())
-		s.ghosts.watch(gctx, s.broker, s.kafka.Client(), s.log)
 	}
 	ecfg := cfg.Stream
 	ecfg.Brokers, ecfg.TopicPrefix, ecfg.Logger, ecfg.Store = brokers, cfg.TopicPrefix, cfg.Logger, s.store
@@ -140,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.engine, err = engine.New(ecfg, s.host); err != nil {
 		return nil, err
 	}
-	s.cat.AddSystemTable("pipelines", pipelineColumns, func() []types.Row { return s.pipelineRows(context.Background()) })
+	s.cat.AddSystemTable("pipelines", pipelineColumns, s.pipelineRows)
 	if s.catLog, err = s.openCatalogLog(ctx); err != nil {
 		return nil, err
 	}
@@ -153,42 +149,6 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.catLog.setLive()
 	ok = true
 	return s, nil
-}
-
-// startEmbeddedBroker runs franz-go's kfake in-process, persisted under
-// the data directory, listening on addr.
-func startEmbeddedBroker(dataDir, addr string, ghosts *ghostReaper) (*kfake.Cluster, error) {
-	host, portStr, _ := net.SplitHostPort(addr)
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return nil, fmt.Errorf("server: --kafka-listen port %q: %w", portStr, err)
-	}
-	if port == 0 {
-		// kfake needs a concrete port to advertise; pick a free one.
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return nil, fmt.Errorf("server: embedded broker: %w", err)
-		}
-		port = l.Addr().(*net.TCPAddr).Port
-		l.Close()
-	}
-	c, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.Ports(port),
-		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			l, err := net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
-			if err != nil {
-				return nil, err
-			}
-			return ghosts.listen(l), nil
-		}),
-		kfake.DataDir(filepath.Join(dataDir, "kafka")),
-		kfake.ClusterID("fvsql-embedded"),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("server: embedded Kafka broker on %s: %w", addr, err)
-	}
-	return c, nil
 }
 
 // Catalog returns the server's catalog.
@@ -214,8 +174,11 @@ func (s *Server) Close() error {
 	if s.engine != nil {
 		s.engine.Close() // graceful: each consumer commits its epoch
 	}
-	if s.stopGhosts != nil {
-		s.stopGhosts()
+	// What still runs on the root context (a session's statement, a
+	// catalog follow-up starting a pipeline) stops before the Kafka
+	// client and the broker close under it.
+	if s.cancel != nil {
+		s.cancel()
 	}
 	if s.kafka != nil {
 		s.kafka.Close()

@@ -30,7 +30,7 @@ type session struct {
 
 func newSession(srv *Server, p pgwire.SessionParams) *session {
 	s := &session{srv: srv, user: p.User, settings: map[string]string{}, changed: map[string]bool{}, tx: 'I', cursors: map[string]*cursor{}}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx, s.cancel = context.WithCancel(srv.ctx)
 	for k, v := range defaultSettings {
 		s.settings[k] = v
 	}

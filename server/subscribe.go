@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
+	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -14,8 +14,6 @@ import (
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // SUBSCRIBE streams what a relation receives from now on: a stream's new
@@ -46,7 +44,7 @@ func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx c
 			cols[i] = pgwire.Column{Name: c.Name, Type: c.Type, TableOID: rel.OID, AttNum: int16(i + 1)}
 		}
 		return cols, func(ctx context.Context) (*streamResult, error) {
-			start, err := s.srv.endOffsets(ctx, rel.Topic)
+			start, err := s.srv.kafka.StableEnds(ctx, rel.Topic)
 			if err != nil {
 				return nil, err
 			}
@@ -64,7 +62,7 @@ func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx c
 			cols = append(cols, pgwire.Column{Name: c.Name, Type: c.Type})
 		}
 		return cols, func(ctx context.Context) (*streamResult, error) {
-			start, err := s.srv.endOffsets(ctx, changes.Topic)
+			start, err := s.srv.kafka.StableEnds(ctx, changes.Topic)
 			if err != nil {
 				return nil, err
 			}
@@ -78,7 +76,7 @@ func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx c
 
 // subscribeView emits the view's current rows, then its changes from
 // start, the offsets the changes stream had before the snapshot was read.
-func (s *Server) subscribeView(ctx context.Context, view, changes *catalog.Relation, start map[int32]kgo.Offset, emit operators.Emit) error {
+func (s *Server) subscribeView(ctx context.Context, view, changes *catalog.Relation, start map[int32]int64, emit operators.Emit) error {
 	ds, err := (&datasets{srv: s}).Dataset(ctx, planner.DatasetName(view))
 	if err != nil {
 		return err
@@ -97,53 +95,32 @@ func (s *Server) subscribeView(ctx context.Context, view, changes *catalog.Relat
 	return s.tailFrom(ctx, changes, start, emit)
 }
 
-func (s *Server) endOffsets(ctx context.Context, topic string) (map[int32]kgo.Offset, error) {
-	ends, err := kadm.NewClient(s.kafka.Client()).ListCommittedOffsets(ctx, s.kafka.Topic(topic))
-	if err != nil {
-		return nil, pgerror.Wrap(err, pgerror.IOError, "subscribe")
-	}
-	out := map[int32]kgo.Offset{}
-	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = kgo.NewOffset().At(o.Offset) })
-	return out, nil
-}
-
-func (s *Server) tailFrom(ctx context.Context, rel *catalog.Relation, from map[int32]kgo.Offset, emit operators.Emit) error {
+func (s *Server) tailFrom(ctx context.Context, rel *catalog.Relation, from map[int32]int64, emit operators.Emit) error {
 	codec, err := codecFor(rel)
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(s.env.KafkaBrokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.kafka.Topic(rel.Topic): from}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)
+	tl, err := s.kafka.Tail(rel.Topic, from, kafka.TailOptions{})
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer tl.Close()
 	width := len(rel.Columns)
 	for {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
+		fetched, err := tl.Poll(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err() // the session maps it to its cause (cancel, shutdown)
 		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) {
-			if !errors.Is(err, context.Canceled) {
-				ferr = err
-			}
-		})
-		if ferr != nil {
-			return pgerror.Wrap(ferr, pgerror.IOError, "subscribe")
+		if err != nil {
+			return pgerror.Wrap(err, pgerror.IOError, "subscribe")
 		}
 		b := &operators.Batch{}
-		fs.EachRecord(func(r *kgo.Record) {
+		for _, m := range fetched.Messages {
 			row := make(types.Row, width)
-			if codec.Decode(r.Value, row) == nil {
+			if codec.Decode(m.Payload, row) == nil {
 				b.Rows = append(b.Rows, row)
 			}
-		})
+		}
 		if len(b.Rows) > 0 {
 			if err := emit(b); err != nil {
 				return err

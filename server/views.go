@@ -5,15 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
-	"time"
 
+	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // views keeps, in every process, a copy of each materialized view's
@@ -50,7 +48,7 @@ func (v *views) start(rel *catalog.Relation) {
 	for _, k := range rel.Key {
 		c.keyIdx = append(c.keyIdx, rel.ColumnIndex(k))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(v.s.ctx)
 	c.cancel = cancel
 	v.m[rel.Name] = c
 	go c.run(ctx, v.s)
@@ -91,56 +89,43 @@ func (v *views) closeAll() {
 // run tails the view's table topic from the stored positions.
 func (c *viewCopy) run(ctx context.Context, s *Server) {
 	defer close(c.done)
-	topic := s.cfg.TopicPrefix + c.rel.Topic
-	from := map[int32]kgo.Offset{}
+	from := map[int32]int64{}
 	for p := int32(0); p < int32(c.rel.Partitions); p++ {
-		off := kgo.NewOffset().AtStart()
+		from[p] = kafka.AtStart
 		if b, err := s.store.Get(state.ViewPosKey(c.rel.Name, p)); err == nil {
 			n, _ := binary.Varint(b)
-			off = kgo.NewOffset().At(n)
+			from[p] = n
 			c.pos[p] = n
 		}
-		from[p] = off
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(s.env.KafkaBrokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)
+	tl, err := s.kafka.Tail(c.rel.Topic, from, kafka.TailOptions{})
 	if err != nil {
 		s.log.Error("view copy", "view", c.rel.Name, "err", err)
 		return
 	}
-	defer cl.Close()
-	var key []byte
+	defer tl.Close()
 	for {
-		fs := cl.PollFetches(ctx)
+		fetched, err := tl.Poll(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(_ string, _ int32, err error) {
+		if err != nil {
 			s.log.Warn("reading a view's table topic", "view", c.rel.Name, "err", err)
-		})
+		}
 		// A record's key is its row's key encoding (engine.TableKey): the
-		// row is stored under it as it comes, and a tombstone deletes it
-		// without a read. A write epoch suffices: nothing here reads.
+		// row is stored under it as it comes (Set copies it), and a
+		// tombstone deletes it without a read. A write epoch suffices:
+		// nothing here reads.
 		b := s.store.NewWriteEpoch()
 		rows := b.Table(state.ViewRowsPrefix(c.rel.Name))
-		moved := map[int32]int64{}
-		fs.EachRecord(func(r *kgo.Record) {
-			moved[r.Partition] = r.Offset + 1
-			if r.Attrs.IsControl() {
-				return
+		moved := fetched.Next
+		for _, m := range fetched.Messages {
+			if m.Payload == nil {
+				rows.Delete(m.Key)
+				continue
 			}
-			key = append(key[:0], r.Key...)
-			if r.Value == nil {
-				rows.Delete(key)
-				return
-			}
-			rows.Set(key, r.Value)
-		})
+			rows.Set(m.Key, m.Payload)
+		}
 		if len(moved) == 0 {
 			b.Discard()
 			continue
@@ -165,8 +150,7 @@ func (c *viewCopy) run(ctx context.Context, s *Server) {
 // waitFor blocks until the copy has applied everything up to the
 // topic's read_committed end as it is now (FLUSH).
 func (c *viewCopy) waitFor(ctx context.Context, s *Server) error {
-	topic := s.cfg.TopicPrefix + c.rel.Topic
-	ends, err := kadm.NewClient(s.kafka.Client()).ListCommittedOffsets(ctx, topic)
+	ends, err := s.kafka.StableEnds(ctx, c.rel.Topic)
 	if err != nil {
 		return err
 	}
@@ -180,11 +164,11 @@ func (c *viewCopy) waitFor(ctx context.Context, s *Server) error {
 	defer c.mu.Unlock()
 	for {
 		behind := false
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Offset > 0 && c.pos[o.Partition] < o.Offset {
+		for p, end := range ends {
+			if end > 0 && c.pos[p] < end {
 				behind = true
 			}
-		})
+		}
 		if !behind {
 			return nil
 		}
@@ -281,13 +265,13 @@ func (v *viewDataset) Lookup(_ context.Context, key types.Row, fn func(int32, *o
 
 // viewLookup reads this process's copy of a view by its key or a prefix
 // of it, for stream-table joins.
-func (s *Server) viewLookup(view string, key types.Row) ([]types.Row, error) {
+func (s *Server) viewLookup(ctx context.Context, view string, key types.Row) ([]types.Row, error) {
 	c := s.views.get(view)
 	if c == nil {
 		return nil, pgerror.New(pgerror.ObjectNotInPrerequisiteState, "materialized view %q has no local copy on this node yet", view)
 	}
 	var out []types.Row
-	err := (&viewDataset{d: &datasets{}, s: s, c: c}).Lookup(context.Background(), key, func(_ int32, b *operators.Batch) error {
+	err := (&viewDataset{d: &datasets{}, s: s, c: c}).Lookup(ctx, key, func(_ int32, b *operators.Batch) error {
 		out = append(out, b.Rows...)
 		return nil
 	})

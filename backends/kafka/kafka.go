@@ -67,10 +67,6 @@ func Connect(ctx context.Context, cfg Config) (*Streamer, error) {
 	return s, nil
 }
 
-// Client is the underlying franz-go client (for the engine's consumers,
-// which need group and transaction options of their own).
-func (s *Streamer) Client() *kgo.Client { return s.client }
-
 // Brokers returns the seed brokers.
 func (s *Streamer) Brokers() []string { return s.cfg.Brokers }
 

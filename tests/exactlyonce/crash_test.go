@@ -159,7 +159,7 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 	flush(t, ctl, 5, func() {
 		describeGroups(t, c, crashGroups(c)...)
 		if c.mode == "embedded" {
-			t.Logf("the final FLUSH cannot finish: if the groups above list more members than the live processes run (2 consumers per stage each), the extra ones belong to dead processes, which the embedded broker should have removed after 13 s (server/ghosts.go, TestKilledWhileJoining)")
+			t.Logf("the final FLUSH cannot finish: if the groups above list more members than the live processes run (2 consumers per stage each), the extra ones belong to dead processes, which the embedded broker should have removed after 13 s (backends/kafka/embedded/ghosts.go, TestKilledWhileJoining)")
 		}
 	})
 	t.Logf("final FLUSH done after %s", time.Since(flushStart).Round(time.Millisecond))
@@ -207,7 +207,7 @@ func ownsAll(t *testing.T, c *cluster, p *fvsqltest.Process, timeout time.Durati
 	if c.mode == "embedded" {
 		t.Fatalf("BUG (embedded broker): %s, the only live process, does not own every partition %s after the other one died: %s. "+
 			"The groups above hold members that no process runs any more (kfake keeps a member whose JoinGroup/SyncGroup response "+
-			"could not be delivered; server/ghosts.go should remove it after 13 s), and their partitions are never consumed", p.Name(), timeout, last)
+			"could not be delivered; backends/kafka/embedded/ghosts.go should remove it after 13 s), and their partitions are never consumed", p.Name(), timeout, last)
 	}
 	t.Fatalf("%s does not own every partition %s after the other process died: %s", p.Name(), timeout, last)
 }

@@ -95,7 +95,7 @@
 //     whose process died while it waited in JoinGroup/SyncGroup; its
 //     partitions were consumed by nobody. fvsql's embedded broker now
 //     removes group members whose connection closed and who stayed
-//     silent for 6 s (server/ghosts.go).
+//     silent for 6 s (backends/kafka/embedded/ghosts.go).
 //   - Both brokers: a process that was starting missed pipelines another
 //     process created meanwhile (TestPipelineCreatedDuringStart).
 //   - Both brokers: behind a repartition stage, the watermark was the

@@ -18,7 +18,7 @@ import (
 // exact.
 //
 // On the embedded broker this exercises fvsql's workaround of a kfake bug
-// (server/ghosts.go): kfake's classic group coordinator keeps for ever a
+// (backends/kafka/embedded/ghosts.go): kfake's classic group coordinator keeps for ever a
 // member whose process died while it waited in JoinGroup/SyncGroup (its
 // session timer restarts only when a response reaches it, and the
 // leader's SyncGroup clears the pending-sync timer), so the partitions

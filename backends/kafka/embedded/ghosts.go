@@ -1,4 +1,4 @@
-package server
+package embedded
 
 import (
 	"context"
@@ -11,18 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// ghostAfter is how long a group member of the embedded broker whose
-// connection is closed may stay silent before it is taken for dead: two
-// heartbeat intervals of fvsql's consumers (engine/worker.go, 3 s). A live
-// member heartbeats on its coordinator connection every 3 s, and a member
-// waiting in a long JoinGroup or SyncGroup keeps the connection it joined
-// on open, so only a member that is dead or stuck in a revoke callback
-// for that long can be taken; the latter rejoins as a new member, which
-// costs a rebalance, not correctness (its transactions are fenced by
-// generation). A shorter wait matters: until the ghost is gone, the
-// group's rebalance waits for it and its partitions are read by nobody.
-const ghostAfter = 6 * time.Second
 
 // ghostSweep is how often the reaper looks for ghosts.
 const ghostSweep = time.Second
@@ -37,17 +25,18 @@ const ghostSweep = time.Second
 // that observe and let kfake handle every request) and which client
 // connections are open (it wraps the broker's listener), and makes a
 // member leave its group when the connection it joined on is closed and
-// it has sent nothing for ghostAfter: its process is gone. A live member
+// it has sent nothing for Config.GhostAfter: its process is gone. A live member
 // heartbeats every 3 s, and one waiting in a long JoinGroup keeps that
 // connection open.
 type ghostReaper struct {
-	mu   sync.Mutex
-	seen map[ghostKey]time.Time // last request of a member; first sighting for members never heard
-	open map[string]bool        // remote addresses of the broker's open connections
+	after time.Duration // Config.GhostAfter
+	mu    sync.Mutex
+	seen  map[ghostKey]time.Time // last request of a member; first sighting for members never heard
+	open  map[string]bool        // remote addresses of the broker's open connections
 }
 
-func newGhostReaper() *ghostReaper {
-	return &ghostReaper{seen: map[ghostKey]time.Time{}, open: map[string]bool{}}
+func newGhostReaper(after time.Duration) *ghostReaper {
+	return &ghostReaper{after: after, seen: map[ghostKey]time.Time{}, open: map[string]bool{}}
 }
 
 // listen wraps the broker's listener so that the reaper knows which
@@ -104,10 +93,11 @@ func (c *trackedConn) Close() error {
 type ghostKey struct{ group, member string }
 
 // watch installs the observers on the embedded broker and runs the
-// reaper until ctx ends, through cl (a client of that broker).
+// reaper until ctx ends, through cl (a client of that broker); done is
+// closed when the reaper has stopped.
 func (r *ghostReaper) watch(ctx context.Context, c *kfake.Cluster, cl *kgo.Client, log interface {
 	Warn(string, ...any)
-}) {
+}, done chan<- struct{}) {
 	for _, key := range []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.TxnOffsetCommit, kmsg.LeaveGroup} {
 		c.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
 			r.observe(req)
@@ -115,6 +105,7 @@ func (r *ghostReaper) watch(ctx context.Context, c *kfake.Cluster, cl *kgo.Clien
 		})
 	}
 	go func() {
+		defer close(done)
 		t := time.NewTicker(ghostSweep)
 		defer t.Stop()
 		for {
@@ -159,10 +150,10 @@ func (r *ghostReaper) observe(req kmsg.Request) {
 }
 
 // reap makes the members whose connection is closed and who have been
-// silent for ghostAfter leave their groups, and forgets members no group
+// silent for r.after leave their groups, and forgets members no group
 // has any more.
 func (r *ghostReaper) reap(ctx context.Context, cl *kgo.Client, log interface{ Warn(string, ...any) }) {
-	ctx, cancel := context.WithTimeout(ctx, ghostAfter)
+	ctx, cancel := context.WithTimeout(ctx, r.after)
 	defer cancel()
 	adm := kadm.NewClient(cl)
 	listed, err := adm.ListGroups(ctx)
@@ -189,13 +180,13 @@ func (r *ghostReaper) reap(ctx context.Context, cl *kgo.Client, log interface{ W
 				r.seen[k] = now
 				continue
 			}
-			if now.Sub(last) > ghostAfter && !r.open[m.ClientHost] {
+			if now.Sub(last) > r.after && !r.open[m.ClientHost] {
 				ghosts = append(ghosts, k)
 			}
 		}
 	}
 	for k := range r.seen {
-		if !present[k] && now.Sub(r.seen[k]) > ghostAfter {
+		if !present[k] && now.Sub(r.seen[k]) > r.after {
 			delete(r.seen, k)
 		}
 	}

@@ -1,0 +1,134 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config configures the embedded broker.
+type Config struct {
+	// DataDir is the directory of the broker's log (created if missing).
+	DataDir string
+	// Listen is host:port of its Kafka endpoint; port 0 picks a free one.
+	Listen string
+	// Logger receives the reaper's notices; nil is slog.Default().
+	Logger *slog.Logger
+	// GhostAfter is how long a group member whose connection is closed
+	// may stay silent before the reaper takes it for dead (ghosts.go).
+	// Default 6 s. It must be several heartbeat intervals of the
+	// consumers (engine.Config.GroupHeartbeat, 1 s): a live member
+	// heartbeats on its coordinator connection, and one waiting in a long
+	// JoinGroup or SyncGroup keeps the connection it joined on open, so
+	// only a member that is dead, or stuck in a revoke callback that long,
+	// is taken; the latter rejoins as a new member, which costs a
+	// rebalance, not correctness (its transactions are fenced by
+	// generation). Shorter matters: until a ghost is gone, its group's
+	// rebalance waits for it and its partitions are read by nobody.
+	GhostAfter time.Duration
+}
+
+// Broker is a running embedded broker.
+type Broker struct {
+	c      *kfake.Cluster
+	cl     *kgo.Client // the reaper's client of the broker
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Start runs franz-go's kfake in-process, persisted under cfg.DataDir,
+// with the workarounds this package documents.
+func Start(cfg Config) (*Broker, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.GhostAfter <= 0 {
+		cfg.GhostAfter = 6 * time.Second
+	}
+	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: listen address %q: %w", cfg.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: listen port %q: %w", portStr, err)
+	}
+	if port == 0 {
+		// kfake needs a concrete port to advertise; pick a free one.
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("embedded: %w", err)
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	ghosts := newGhostReaper(cfg.GhostAfter)
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.Ports(port),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			l, err := net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
+			if err != nil {
+				return nil, err
+			}
+			return ghosts.listen(l), nil
+		}),
+		kfake.DataDir(cfg.DataDir),
+		kfake.ClusterID("fvsql-embedded"),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: broker on %s: %w", cfg.Listen, err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Broker{c: c, cl: cl, cancel: cancel, done: make(chan struct{})}
+	ghosts.watch(ctx, c, cl, cfg.Logger, b.done)
+	return b, nil
+}
+
+// Addrs are the broker's Kafka endpoints.
+func (b *Broker) Addrs() []string { return b.c.ListenAddrs() }
+
+// Close stops the reaper and the broker.
+func (b *Broker) Close() {
+	b.cancel()
+	<-b.done
+	b.cl.Close()
+	b.c.Close()
+}
+
+// AbortProducer writes abort markers for the producer (id and epoch) on
+// every partition of topics: the second workaround. kfake, reloading its
+// log after a kill, aborts the transactions that were open without
+// writing abort markers, so read_committed readers would skip that
+// producer's later batches and never see such a partition's end. A
+// transactional writer calls it once, with the id and epoch its
+// InitProducerID gave, for the topics it writes, before its first
+// transaction. Topics that do not exist are skipped.
+func AbortProducer(ctx context.Context, adm *kadm.Client, pid int64, epoch int16, topics []string) error {
+	md, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("embedded: abort markers: %w", err)
+	}
+	parts := kadm.TopicsSet{}
+	for _, d := range md {
+		if d.Err == nil {
+			parts.Add(d.Topic, d.Partitions.Numbers()...)
+		}
+	}
+	if _, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: pid, ProducerEpoch: epoch, Topics: parts}); err != nil {
+		return fmt.Errorf("embedded: abort markers: %w", err)
+	}
+	return nil
+}

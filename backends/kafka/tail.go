@@ -1,0 +1,144 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// What the server needs of the cluster beyond the backends contract: the
+// catalog log (a one-partition compacted topic appended to and tailed),
+// views' local copies (a compacted table topic read from stored
+// positions) and SUBSCRIBE (a stream tailed from the offsets it had when
+// a snapshot was read). All of it through this file, so that no package
+// above reaches for the franz-go client.
+
+// AtStart, as a Tail position, is a partition's first offset.
+const AtStart int64 = -2
+
+// StableEnds returns, per partition of the stream's topic, its
+// read_committed end now: the last stable offset (the offset after the
+// last record of a committed or aborted transaction, or of a plain
+// produce, with no open transaction before it).
+func (s *Streamer) StableEnds(ctx context.Context, stream string) (map[int32]int64, error) {
+	topic := s.Topic(stream)
+	ends, err := s.admin.ListCommittedOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgerror.IOError, "kafka: list offsets of %s", topic)
+	}
+	out := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
+}
+
+// Append produces one message and waits for it to be stored; it returns
+// the offset the record got. It is for writers that need that offset
+// (the catalog log, whose offsets order DDL and give OIDs); Producer is
+// the batch path.
+func (s *Streamer) Append(ctx context.Context, m backends.Message) (int64, error) {
+	r := &kgo.Record{Topic: s.Topic(m.Stream), Key: m.Key, Value: m.Payload}
+	if !m.Timestamp.IsZero() {
+		r.Timestamp = m.Timestamp
+	}
+	got, err := s.client.ProduceSync(ctx, r).First()
+	if err != nil {
+		return 0, pgerror.Wrap(err, pgerror.IOError, "kafka: produce to %s", r.Topic)
+	}
+	return got.Offset, nil
+}
+
+// TailOptions configure a Tail.
+type TailOptions struct {
+	// MaxWait is how long the broker may hold a fetch open waiting for
+	// data (default 100 ms): the latency of a new record reaching the
+	// tail when the topic is quiet.
+	MaxWait time.Duration
+}
+
+// Tail reads given partitions of one topic from given offsets, for ever,
+// read_committed. It is not a group member: it commits nothing, and
+// every Tail sees every record. A Tail is used by one goroutine.
+type Tail struct {
+	stream string
+	cl     *kgo.Client
+}
+
+// TailBatch is what one Poll read.
+type TailBatch struct {
+	// Messages are the data records, in offset order per partition
+	// (Shard: partition, Sequence: offset; a tombstone has a nil
+	// Payload). Commit markers are not among them.
+	Messages []backends.Message
+	// Next is, per partition polled, the offset after the last record
+	// read, commit markers included: a reader that stores Next and starts
+	// from it again skips nothing and reads nothing twice, and a reader
+	// caught up has Next equal to StableEnds.
+	Next map[int32]int64
+}
+
+// Tail starts reading the stream's partitions from the offsets in from
+// (an offset, or AtStart).
+func (s *Streamer) Tail(stream string, from map[int32]int64, o TailOptions) (*Tail, error) {
+	if o.MaxWait <= 0 {
+		o.MaxWait = 100 * time.Millisecond
+	}
+	offsets := make(map[int32]kgo.Offset, len(from))
+	for p, off := range from {
+		if off == AtStart {
+			offsets[p] = kgo.NewOffset().AtStart()
+		} else {
+			offsets[p] = kgo.NewOffset().At(off)
+		}
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(s.cfg.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.Topic(stream): offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(o.MaxWait),
+	)
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgerror.IOError, "kafka: tail of %s", s.Topic(stream))
+	}
+	return &Tail{stream: stream, cl: cl}, nil
+}
+
+// Poll waits for records and returns them. It returns ctx's error once
+// ctx is done. A fetch error comes back with the records the other
+// partitions gave: the tail goes on if the caller polls again (franz-go
+// retries the partition), or the caller may stop.
+func (t *Tail) Poll(ctx context.Context) (TailBatch, error) {
+	fs := t.cl.PollFetches(ctx)
+	if err := ctx.Err(); err != nil {
+		return TailBatch{}, err
+	}
+	var ferr error
+	fs.EachError(func(topic string, p int32, err error) {
+		if ferr == nil && !errors.Is(err, context.Canceled) {
+			ferr = pgerror.Wrap(err, pgerror.IOError, "kafka: read %s[%d]", topic, p)
+		}
+	})
+	b := TailBatch{Next: map[int32]int64{}}
+	fs.EachRecord(func(r *kgo.Record) {
+		b.Next[r.Partition] = r.Offset + 1
+		if r.Attrs.IsControl() {
+			return
+		}
+		b.Messages = append(b.Messages, backends.Message{
+			Stream: t.stream, Shard: r.Partition, Sequence: r.Offset,
+			Timestamp: r.Timestamp, Key: r.Key, Payload: r.Value,
+		})
+	})
+	return b, ferr
+}
+
+// Close stops the tail.
+func (t *Tail) Close() { t.cl.Close() }
