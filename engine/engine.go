@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -52,8 +51,56 @@ type Config struct {
 	// for stream-table joins.
 	ViewLookup operators.ViewLookup
 	// GroupCacheBytes bounds the encoded state an unwindowed GROUP BY
-	// keeps in memory per partition (--group-cache-mb; 0: the default).
+	// keeps in memory per partition (--group-cache-mb; 0: the default,
+	// operators.DefaultGroupCacheBytes). Past it, half the groups are
+	// evicted and read back from Pebble (the state cache, the server's
+	// --state-cache-mb) when they come again: raise it when a view's
+	// groups per partition times ~45 bytes exceeds it and its rate
+	// matters more than the process's memory.
 	GroupCacheBytes int
+
+	// The engine's internal knobs. They are not server flags; a zero
+	// value takes the default (DefaultConfig). Each says its default,
+	// what it interacts with, and when a change is worth it.
+
+	// SiblingWait bounds how long a stage's starting worker holds its
+	// first epoch until every local worker of the stage owns partitions.
+	// Default 1 s. The first member of a new group gets every partition
+	// and loses some at each later join, aborting its open epoch; longer
+	// waits cost start-up latency, shorter ones wasted work on start.
+	SiblingWait time.Duration
+	// StatelessEpochRows ends a stateless stage's epoch early once it has
+	// read this many records. Default 50,000. Catching up, a repartition
+	// stage would otherwise hand the next stage minutes of event time per
+	// checkpoint interval in one jump, holding its windows open (and in
+	// state) that long. Lower it when downstream windows are small and
+	// state-heavy; each early epoch costs one transaction.
+	StatelessEpochRows int
+	// WatermarkEveryRows is how many rows a repartitioning stage's
+	// partition reads between the watermark records it sends downstream,
+	// besides the one at each checkpoint. Default 2,000. Fewer rows: the
+	// next stage's windows close sooner while catching up, at the cost of
+	// one control record per downstream partition each time.
+	WatermarkEveryRows int
+	// RecordInterval is how often a pipeline refreshes its live record
+	// (SHOW PIPELINES) and asks the Host whether it should still run.
+	// Default 2 s; a dropped pipeline stops within it on other processes.
+	RecordInterval time.Duration
+	// HangingSweep is how often a pipeline looks for hanging transactions
+	// on its topics (engine/hanging.go). Default 15 s; a transaction is
+	// taken for hanging after max(1 min, 6 transaction timeouts), and the
+	// transaction timeout is max(10 s, 3 checkpoint intervals).
+	HangingSweep time.Duration
+	// GroupHeartbeat is the consumers' heartbeat interval (franz-go's
+	// HeartbeatInterval). Default 1 s: a member learns of a rebalance
+	// from its heartbeat, so a stage's second worker joins that much
+	// after the first. It must stay well below GroupSessionTimeout.
+	GroupHeartbeat time.Duration
+	// GroupSessionTimeout is how long the group coordinator waits for a
+	// silent member before it moves its partitions (franz-go's
+	// SessionTimeout). Default 10 s: failover after a kill -9 takes about
+	// this long. The broker bounds it (group.min.session.timeout.ms).
+	GroupSessionTimeout time.Duration
 }
 
 // MaxMessageBytes is the max.message.bytes of the topics fvsql creates
@@ -66,11 +113,36 @@ func DefaultConfig() Config {
 	return Config{
 		Consumers: 2, BatchSize: 10000, CheckpointInterval: time.Second, ExactlyOnce: true,
 		OffsetReset: "earliest", IdleTimeout: 10 * time.Second,
+		SiblingWait: time.Second, StatelessEpochRows: 50_000, WatermarkEveryRows: 2000,
+		RecordInterval: 2 * time.Second, HangingSweep: 15 * time.Second,
+		GroupHeartbeat: time.Second, GroupSessionTimeout: 10 * time.Second,
 	}
 }
 
-// Validate rejects settings that cannot work.
+// withDefaults fills the internal knobs left zero.
+func (c *Config) withDefaults() {
+	d := DefaultConfig()
+	for _, f := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&c.SiblingWait, d.SiblingWait}, {&c.RecordInterval, d.RecordInterval}, {&c.HangingSweep, d.HangingSweep},
+		{&c.GroupHeartbeat, d.GroupHeartbeat}, {&c.GroupSessionTimeout, d.GroupSessionTimeout}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if c.StatelessEpochRows == 0 {
+		c.StatelessEpochRows = d.StatelessEpochRows
+	}
+	if c.WatermarkEveryRows == 0 {
+		c.WatermarkEveryRows = d.WatermarkEveryRows
+	}
+}
+
+// Validate fills the defaults of the internal knobs and rejects settings
+// that cannot work.
 func (c *Config) Validate() error {
+	c.withDefaults()
 	switch {
 	case len(c.Brokers) == 0:
 		return errors.New("engine: no Kafka brokers")
@@ -86,6 +158,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("engine: STREAM_OFFSET_RESET must be earliest or latest, not %q", c.OffsetReset)
 	case c.IdleTimeout <= 0:
 		return fmt.Errorf("engine: STREAM_IDLE_TIMEOUT must be positive")
+	case c.SiblingWait < 0 || c.RecordInterval < 0 || c.HangingSweep < 0 || c.StatelessEpochRows < 0 || c.WatermarkEveryRows < 0:
+		return errors.New("engine: internal knobs must not be negative")
+	case c.GroupHeartbeat < 0 || c.GroupSessionTimeout < 3*c.GroupHeartbeat:
+		return fmt.Errorf("engine: the group session timeout (%s) must be at least 3 heartbeats (%s)", c.GroupSessionTimeout, c.GroupHeartbeat)
 	case c.NodeID == "":
 		return errors.New("engine: NodeID is required")
 	case c.Store == nil:
@@ -596,14 +672,3 @@ func (e *Engine) resolveWait() time.Duration {
 	return e.txnTimeout() + 15*time.Second
 }
 
-// pipelineNames lists running pipelines, sorted.
-func (e *Engine) pipelineNames() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]string, 0, len(e.pipelines))
-	for n := range e.pipelines {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}

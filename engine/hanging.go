@@ -23,9 +23,6 @@ import (
 // after 3 checkpoint intervals (at least 10 s) and the coordinator aborts
 // timed-out ones within its 10 s sweep, so no live transaction is that old.
 
-// hangingCheck is how often a pipeline looks for hanging transactions.
-const hangingCheck = 15 * time.Second
-
 // hangAfter is how long a transaction must have been open in a
 // partition before it is taken for hanging.
 func (e *Engine) hangAfter() time.Duration {
@@ -91,11 +88,11 @@ func (p *pipeline) queryWrites(s *stageRun) []string {
 }
 
 // abortHanging looks for hanging transactions on the pipeline's topics
-// every hangingCheck until the pipeline stops.
+// every Config.HangingSweep until the pipeline stops.
 func (p *pipeline) abortHanging() {
 	seen := map[openTxn]time.Time{}
-	p.every(hangingCheck, func() bool {
-		ctx, cancel := context.WithTimeout(p.ctx, hangingCheck)
+	p.every(p.e.cfg.HangingSweep, func() bool {
+		ctx, cancel := context.WithTimeout(p.ctx, p.e.cfg.HangingSweep)
 		defer cancel()
 		p.checkHanging(ctx, seen)
 		return true

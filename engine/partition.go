@@ -74,7 +74,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	var ops []operators.Operator
 	statefulAt := -1
 	for i := range w.stage.def.Steps {
-		op, err := operators.BuildWith(&w.stage.def.Steps[i], &expr.Env{}, onErr, &operators.Resources{ViewLookup: w.p.e.cfg.ViewLookup, GroupCacheBytes: w.p.e.cfg.GroupCacheBytes})
+		op, err := operators.BuildWith(&w.stage.def.Steps[i], &expr.Env{}, onErr, &operators.Resources{Ctx: w.p.ctx, ViewLookup: w.p.e.cfg.ViewLookup, GroupCacheBytes: w.p.e.cfg.GroupCacheBytes})
 		if err != nil {
 			return nil, err
 		}
@@ -263,14 +263,6 @@ func (pt *partition) advance(w *worker) error {
 	}
 	return nil
 }
-
-// wmEveryRows is how many input rows a partition of a repartitioning
-// stage reads between watermark records, besides the one each checkpoint
-// sends. Catching up on a backlog, an epoch holds minutes of event time;
-// one watermark at its end would keep every window of those minutes open
-// downstream at once (a HOP over 10k keys then outgrew its stage's state
-// cache and read Pebble for every row).
-const wmEveryRows = 2000
 
 // sendWatermark sends the partition's watermark downstream, as a control
 // record on every partition of the stage's output, when it moved.

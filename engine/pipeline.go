@@ -58,21 +58,74 @@ type stageRun struct {
 	assigned atomic.Int32
 	want     int32
 	joined   chan struct{}
-	// ending is held shared by each local worker from before it commits
-	// an epoch to Kafka until that epoch is in Pebble too; restoring a
-	// partition takes it exclusively first. A partition that moves
+	// committing counts the local workers' epochs between the start of
+	// their commit to Kafka and their landing in Pebble; restoring a
+	// partition first waits for those in flight. A partition that moves
 	// between two workers of this process is readable by the new owner
 	// (its offsets fetch returns) as soon as the old owner's commit
-	// reached Kafka, and without the barrier the new owner could read
-	// the old owner's local state before that epoch landed in it.
-	ending sync.RWMutex
+	// reached Kafka, and without the wait the new owner could read the
+	// old owner's local state before that epoch landed in it.
+	committing commitsInFlight
 }
 
-// awaitCommits waits until every epoch of the stage's local workers that
-// has begun to commit is in Pebble too.
-func (s *stageRun) awaitCommits() {
-	s.ending.Lock() // a barrier: nothing is guarded, only waited for
-	s.ending.Unlock()
+// commitsInFlight tracks the epochs a stage's local workers are
+// committing. wait returns once every commit begun before it was called
+// has ended; commits begun later do not hold it (a busy stage cannot
+// starve a restore).
+type commitsInFlight struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	next uint64              // sequence number of the next commit to begin
+	open map[uint64]struct{} // commits begun and not ended
+}
+
+// begin records a commit starting; end(seq) records it landed.
+func (c *commitsInFlight) begin() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open == nil {
+		c.open = map[uint64]struct{}{}
+		c.cond = sync.NewCond(&c.mu)
+	}
+	seq := c.next
+	c.next++
+	c.open[seq] = struct{}{}
+	return seq
+}
+
+func (c *commitsInFlight) end(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.open, seq)
+	c.cond.Broadcast()
+}
+
+// wait blocks until every commit begun before the call has ended.
+func (c *commitsInFlight) wait() { c.waitFor(c.mark()) }
+
+// mark is the sequence number the next commit to begin will get.
+func (c *commitsInFlight) mark() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next
+}
+
+// waitFor blocks until every commit numbered below upto has ended.
+func (c *commitsInFlight) waitFor(upto uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.openBefore(upto) {
+		c.cond.Wait()
+	}
+}
+
+func (c *commitsInFlight) openBefore(upto uint64) bool {
+	for seq := range c.open {
+		if seq < upto {
+			return true
+		}
+	}
+	return false
 }
 
 // noteAssigned counts a worker's first assignment.
@@ -130,7 +183,7 @@ func (p *pipeline) stop() {
 }
 
 func (p *pipeline) heartbeat() {
-	p.every(2*time.Second, func() bool {
+	p.every(p.e.cfg.RecordInterval, func() bool {
 		if p.e.host.Heartbeat(p.ctx, p.name) == Stop {
 			p.cancel()
 			return false

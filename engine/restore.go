@@ -27,7 +27,7 @@ func (w *worker) restoreState(pt *partition) error {
 	if w.ep == nil || w.ep.st == nil {
 		return nil // stateless stage
 	}
-	w.stage.awaitCommits()
+	w.stage.committing.wait()
 	committed, ok := w.committed(pt.key.topic, pt.key.part)
 	meta := pt.table(w, state.MetaSuffix)
 	v, haveLocal, err := meta.Get(state.MetaKey)

@@ -12,10 +12,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fvsql/fvsql/backends/kafka/embedded"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -52,20 +52,16 @@ type worker struct {
 	assigned  atomic.Bool // has had partitions
 }
 
-// siblingWait bounds how long a starting worker waits for its stage's
-// other local workers to have partitions.
-const siblingWait = time.Second
-
 // awaitSiblings holds a starting worker's first epoch until every local
-// worker of its stage that can own a partition owns some (or siblingWait
-// passed). The first worker to join a group is given every partition;
+// worker of its stage that can own a partition owns some (or
+// Config.SiblingWait passed). The first worker to join a group is given every partition;
 // each later join takes some away, which aborts the epoch the first one
 // has open, so its work is done again, and while it ran alone its
 // partitions' event time moved far ahead of those the others take over,
 // which keeps the next stage's windows open that much longer. With real
 // Kafka, group.initial.rebalance.delay.ms does the same for a new group.
 func (w *worker) awaitSiblings() {
-	t := time.NewTimer(siblingWait)
+	t := time.NewTimer(w.p.e.cfg.SiblingWait)
 	defer t.Stop()
 	select {
 	case <-w.stage.joined:
@@ -189,13 +185,11 @@ func (w *worker) clientOpts() []kgo.Opt {
 		// Control records advance our position, so committed offsets
 		// reach the end of a transactional input (FLUSH relies on it).
 		kgo.KeepControlRecords(),
-		kgo.RequireStableFetchOffsets(),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.SessionTimeout(10 * time.Second),
-		// A member learns of a rebalance from its heartbeat: the default
-		// 3 s left a stage's second worker waiting that long to join
-		// when it came a moment after the first.
-		kgo.HeartbeatInterval(time.Second),
+		kgo.SessionTimeout(e.cfg.GroupSessionTimeout),
+		// A member learns of a rebalance from its heartbeat (see
+		// Config.GroupHeartbeat).
+		kgo.HeartbeatInterval(e.cfg.GroupHeartbeat),
 		kgo.RebalanceTimeout(30 * time.Second),
 		kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.ProducerLinger(5 * time.Millisecond),
@@ -334,28 +328,6 @@ func (w *worker) txnID() string {
 	return w.p.e.instanceID(w.p.name, w.stage.def.Name, w.index)
 }
 
-// closeCrashedTxn writes an abort marker for the producer on every
-// partition of the topics the worker writes (see Config.EmbeddedBroker).
-func (w *worker) closeCrashedTxn(ctx context.Context, pid int64, epoch int16) error {
-	e := w.p.e
-	topics := append(w.p.stageWrites(w.stage), e.topic(w.p.errors.Topic))
-	md, err := e.admin.ListTopics(ctx, topics...)
-	if err != nil {
-		return fmt.Errorf("abort markers: %w", err)
-	}
-	parts := kadm.TopicsSet{}
-	for _, d := range md {
-		if d.Err == nil {
-			parts.Add(d.Topic, d.Partitions.Numbers()...)
-		}
-	}
-	_, err = e.admin.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: pid, ProducerEpoch: epoch, Topics: parts})
-	if err != nil {
-		return fmt.Errorf("abort markers: %w", err)
-	}
-	return nil
-}
-
 // committedLookup reads the group's committed offsets as the client
 // fetched them when partitions were assigned.
 func committedLookup(cl *kgo.Client) func(string, int32) (int64, bool) {
@@ -475,7 +447,8 @@ func (w *worker) runTransactional() error {
 		return err
 	}
 	if e.cfg.EmbeddedBroker {
-		if err := w.closeCrashedTxn(initCtx, pid, pepoch); err != nil {
+		topics := append(w.p.stageWrites(w.stage), e.topic(w.p.errors.Topic))
+		if err := embedded.AbortProducer(initCtx, e.admin, pid, pepoch, topics); err != nil {
 			return err
 		}
 	}
@@ -506,13 +479,13 @@ func (w *worker) runTransactional() error {
 		if workErr != nil || ep.produceErr.get() != nil {
 			try = kgo.TryAbort
 		}
-		w.stage.ending.RLock()
+		seq := w.stage.committing.begin()
 		committed, err := sess.End(endCtx, try)
 		cancel()
 		if ferr := w.finish(ep, committed && err == nil); ferr != nil && err == nil {
 			err = ferr
 		}
-		w.stage.ending.RUnlock()
+		w.stage.committing.end(seq)
 		if err != nil {
 			return err
 		}
@@ -565,7 +538,7 @@ func (w *worker) runAtLeastOnce() error {
 			return workErr
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		// (No stage.ending here: a rebalance waits for AllowRebalance,
+		// (No stage.committing here: a rebalance waits for AllowRebalance,
 		// after the local commit, and holding it across a commit that
 		// may wait for a rebalance could deadlock with a restoring
 		// sibling that has not allowed its own.)
@@ -624,20 +597,12 @@ func (w *worker) collect(poll func(context.Context, int) kgo.Fetches) error {
 	}
 }
 
-// statelessEpochRows ends an epoch of a stateless stage early, once it
-// has read this many input records. Catching up on a backlog, a
-// repartition stage reads ~200k records (minutes of event time) in a
-// one-second epoch, and the next stage sees none of them until the
-// transaction commits: its watermark, the minimum over the upstream
-// partitions, then moves in jumps of that size as the upstream workers'
-// transactions commit at different moments, and windows stay open (and
-// are checkpointed) meanwhile. A stateless stage's commit writes no
-// state, so committing more often costs only the transaction.
-const statelessEpochRows = 50_000
+// epochFull says the current epoch has read enough to commit early: a
+// stateless stage commits every Config.StatelessEpochRows records (a
+// commit writes no state, so it costs only the transaction).
 
-// epochFull says the current epoch has read enough to commit early.
 func (w *worker) epochFull() bool {
-	return !w.stateful && w.ep.consumed >= statelessEpochRows
+	return !w.stateful && w.ep.consumed >= int64(w.p.e.cfg.StatelessEpochRows)
 }
 
 // processPartition decodes a fetch's records, tracks event time and
@@ -704,7 +669,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 	if err := pt.advance(w); err != nil {
 		return err
 	}
-	if pt.sinceSent += n; pt.sinceSent >= wmEveryRows {
+	if pt.sinceSent += n; pt.sinceSent >= w.p.e.cfg.WatermarkEveryRows {
 		pt.sendWatermark(w)
 	}
 	return nil

@@ -308,15 +308,6 @@ func resultType(f *Func, params []types.Type) types.Type {
 	return f.Ret
 }
 
-func containsAny(ts []types.Type) bool {
-	for _, t := range ts {
-		if t == Any {
-			return true
-		}
-	}
-	return false
-}
-
 // cheapest returns the index of the candidate whose parameters the
 // arguments cast to implicitly at the lowest total cost (the first of
 // equals), or -1 when none accepts them.

@@ -184,10 +184,7 @@ func bridgeInputs(c *Continuous, name string) error {
 func planSink(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	asStream := *ca
 	asStream.Kind = sql.KindStream
-	var opts []sql.Option
-	for _, o := range ca.Options {
-		opts = append(opts, o)
-	}
+	opts := append([]sql.Option(nil), ca.Options...)
 	asStream.Options = nil
 	c, err := PlanContinuous(cat, &asStream)
 	if err != nil {

@@ -13,11 +13,6 @@ import (
 	"github.com/fvsql/fvsql/types"
 )
 
-// Stream options every backend understands; others pass to the backend.
-var streamOptions = map[string]bool{
-	"backend": true, "topic": true, "format": true, "partitions": true, "key": true,
-}
-
 // PlanCreateStream validates CREATE STREAM and returns the relation to
 // store (without OID). Options: backend (URI, default the server's
 // Kafka), topic (default the name), format (json), partitions (1), key
