@@ -20,6 +20,12 @@ import (
 	"syscall"
 	"time"
 
+	// The backends cmd/fvsql registers, so that a server measured here
+	// (in-process or a serve child) knows the same URI schemes.
+	_ "github.com/fvsql/fvsql/backends/file"
+	_ "github.com/fvsql/fvsql/backends/kafka"
+	_ "github.com/fvsql/fvsql/backends/redis"
+	_ "github.com/fvsql/fvsql/backends/stdio"
 	"github.com/fvsql/fvsql/bench"
 	"github.com/fvsql/fvsql/engine"
 )
