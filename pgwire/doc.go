@@ -6,6 +6,24 @@
 // (types.AppendText/AppendBinary for results, types.ParseText/ParseBinary
 // for parameters).
 //
+// # Files
+//
+//   - handler.go: the Handler, Session, Statement and Result interfaces
+//     that the server package implements.
+//   - server.go: Config, Server (listening, accepting, Close) and the
+//     registry of connections that CancelRequest looks keys up in.
+//   - conn.go: one connection's lifecycle: startup, the hand-off to
+//     authentication and NewSession, the message loop and dispatch,
+//     termination, transaction status, Handler panics and errors.
+//   - auth.go: the authentication exchange (trust, password, md5, SCRAM).
+//   - reader.go: the reading goroutine and its message queue.
+//   - simple.go: the simple query protocol (Query).
+//   - extended.go: the extended query protocol (Parse, Bind, Describe,
+//     Execute, Close, Sync; statements and portals).
+//   - results.go: sending results and errors (DataRow, COPY TO STDOUT,
+//     RowDescription, CommandComplete, notices, ErrorResponse).
+//   - writer.go: the buffered output and its flush timer.
+//
 // # Connection lifecycle
 //
 // Server.Serve accepts connections; each gets a goroutine (conn.serve)
@@ -56,7 +74,7 @@
 // the Backend reads through limitedChunkReader, which refuses a length
 // above Config.MaxMessageSize (FATAL 08P01, connection closed).
 //
-// Output goes through a 64 KiB bufio.Writer (encode.go) guarded by a mutex.
+// Output goes through a 64 KiB bufio.Writer (writer.go) guarded by a mutex.
 // DataRows are encoded in place in its buffer, which is written out when
 // full, at ReadyForQuery, Flush, PortalSuspended and the end of
 // authentication, never per row. Because a streaming Result may block in
