@@ -59,38 +59,33 @@ type backendResult struct {
 	skipped                 string
 }
 
+// backendsRun is the backends scenario's state: the harness, the loaded
+// source stream and the measurements so far.
+type backendsRun struct {
+	h       *harness
+	c       BackendsConfig
+	src     string // the Kafka source stream of every produce
+	idSum   int64  // sum(id) of the rows
+	results []*backendResult
+}
+
 // Backends runs the backends scenario.
 func Backends(ctx context.Context, o Options, c BackendsConfig) error {
-	if c.Rows <= 0 {
-		c.Rows = 1_000_000
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = 4
-	}
-	if len(c.Backends) == 0 {
-		c.Backends = []string{"kafka", "redis", "file"}
-	}
-	if c.CatchupTimeout <= 0 {
-		c.CatchupTimeout = 5 * time.Minute
-	}
+	orDefault(&c.Rows, 1_000_000)
+	orDefault(&c.Partitions, 4)
+	orDefaults(&c.Backends, "kafka", "redis", "file")
+	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, b := range c.Backends {
 		if b != "kafka" && b != "redis" && b != "file" {
 			return fmt.Errorf("unknown backend %q (want kafka, redis, file)", b)
 		}
 	}
-	r, err := newRun(o, false)
+	h, ctx, err := openHarness(ctx, o, false)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	srv, err := r.startServer(ctx, r.o.Stream)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	files := filepath.Join(r.dir, "files")
+	defer h.close()
+	files := filepath.Join(h.dir, "files")
 	if err := os.MkdirAll(files, 0o755); err != nil {
 		return err
 	}
@@ -98,9 +93,9 @@ func Backends(ctx context.Context, o Options, c BackendsConfig) error {
 	if c.Redis == "" && contains(c.Backends, "redis") {
 		redisLine = "redis:    none given (--redis host:port or FVSQL_TEST_REDIS): the redis rows are skipped"
 	}
-	src := r.name("bk_src")
-	r.header("backends", srv,
-		fmt.Sprintf("workload: %s rows of ~100-byte JSON %s per measurement; a %d-partition Kafka stream %s loaded by franz-go is the source of every produce:", Count(float64(c.Rows)), backendColumns, c.Partitions, src),
+	b := &backendsRun{h: h, c: c, src: h.name("bk_src"), idSum: c.Rows * (c.Rows - 1) / 2}
+	h.header("backends",
+		fmt.Sprintf("workload: %s rows of ~100-byte JSON %s per measurement; a %d-partition Kafka stream %s loaded by franz-go is the source of every produce:", Count(float64(c.Rows)), backendColumns, c.Partitions, b.src),
 		"  produce  kafka: CREATE STREAM x AS SELECT * FROM src (Kafka → Kafka, as the pipeline scenario); redis, file: CREATE SINK x AS SELECT * FROM src WITH (backend = …)",
 		"           done: redis XLEN reaches the rows; file and kafka: consumed = rows, lag = 0, then FLUSH (which waits for the sink bridge's group)",
 		"  consume  a stream declared over a pre-filled backend (redis: XADD pipelined by go-redis, field v; file: a JSON-lines text file; kafka: src):",
@@ -108,120 +103,34 @@ func Backends(ctx context.Context, o Options, c BackendsConfig) error {
 		redisLine,
 		"files:    "+files,
 	)
-	conn, err := connect(ctx, srv.URL())
-	if err != nil {
+	if _, err := h.createStream(ctx, streamSpec{name: b.src, columns: backendColumns, partitions: c.Partitions, rows: c.Rows, row: backendRow}); err != nil {
 		return err
-	}
-	defer conn.Close(context.Background())
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s %s WITH (partitions = %d)", src, backendColumns, c.Partitions)); err != nil {
-		return err
-	}
-	lctx, lcancel := context.WithTimeout(ctx, 10*time.Minute)
-	ld, err := LoadRows(lctx, srv.Brokers(), r.prefix+src, c.Partitions, 0, c.Rows, backendRow, nil)
-	lcancel()
-	if err != nil {
-		return err
-	}
-	idSum := c.Rows * (c.Rows - 1) / 2
-	fmt.Fprintf(r.o.Out, "loaded %s rows into %s in %s (%s rows/s, %d bytes per row on average)\n", Count(float64(c.Rows)), r.prefix+src, Secs(ld.Duration), Count(Rate(c.Rows, ld.Duration)), ld.Bytes/c.Rows)
-
-	var results []*backendResult
-	var profiles []string
-	measure := func(res *backendResult, start func() error, done func(context.Context) error, check func() string) error {
-		ph, err := r.startPhase(ctx, srv)
-		if err != nil {
-			return err
-		}
-		stopProf, path := r.profile(srv, "backends-"+res.backend+"-"+res.direction+"-"+res.how)
-		if path != "" {
-			profiles = append(profiles, path)
-		}
-		ph.start = time.Now()
-		err = start()
-		if err == nil {
-			dctx, cancel := context.WithTimeout(ctx, c.CatchupTimeout)
-			err = done(dctx)
-			cancel()
-		}
-		stopProf()
-		if err != nil {
-			return fmt.Errorf("%s %s %s: %w", res.backend, res.direction, res.how, err)
-		}
-		if err := ph.end(); err != nil {
-			return err
-		}
-		res.ph, res.rows = ph, c.Rows
-		if check != nil {
-			res.check = check()
-			if res.check != "" {
-				fmt.Fprintln(os.Stderr, "bench:", res.check)
-			}
-		}
-		results = append(results, res)
-		return nil
-	}
-	// selectCount is the bounded consume measurement over a relation.
-	selectCount := func(backend, rel string, target, perCore float64) error {
-		var got []int64
-		return measure(&backendResult{backend: backend, direction: "consume", how: "select", target: target, perCore: perCore},
-			func() error { return nil },
-			func(dctx context.Context) error {
-				var err error
-				got, err = queryInts(dctx, conn, "SELECT count(*), sum(id) FROM "+rel)
-				return err
-			},
-			func() string {
-				if !equalInts(got, []int64{c.Rows, idSum}) {
-					return fmt.Sprintf("OUTPUT CHECK FAILED: %s: SELECT count(*), sum(id) FROM %s returned %v, want [%d %d]", backend, rel, got, c.Rows, idSum)
-				}
-				return ""
-			})
-	}
-	// ingest is the continuous consume measurement over a relation.
-	ingest := func(backend, rel, out string, target float64) error {
-		return measure(&backendResult{backend: backend, direction: "consume", how: "ingest", target: target},
-			func() error {
-				return execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s AS SELECT id FROM %s WHERE id >= 0", out, rel))
-			},
-			func(dctx context.Context) error {
-				_, err := waitPipeline(dctx, conn, out, c.Rows, true, c.CatchupTimeout)
-				return err
-			},
-			func() string { return checkCount(ctx, conn, backend, out, c.Rows) })
 	}
 
-	for _, b := range c.Backends {
-		switch b {
+	for _, backend := range c.Backends {
+		switch backend {
 		case "kafka":
-			out := r.name("bk_kcopy")
-			err := measure(&backendResult{backend: "kafka", direction: "produce", how: "copy", perCore: PipelinePerCoreTarget},
-				func() error {
-					return execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s AS SELECT * FROM %s", out, src))
-				},
-				func(dctx context.Context) error {
-					_, err := waitPipeline(dctx, conn, out, c.Rows, true, c.CatchupTimeout)
-					return err
-				},
-				func() string { return checkCount(ctx, conn, "kafka", out, c.Rows) })
-			if err != nil {
+			out := h.name("bk_kcopy")
+			if err := b.ingest(ctx, &backendResult{backend: "kafka", direction: "produce", how: "copy", perCore: PipelinePerCoreTarget},
+				fmt.Sprintf("CREATE STREAM %s AS SELECT * FROM %s", out, b.src), out); err != nil {
 				return err
 			}
-			if err := execSQL(ctx, conn, time.Minute, "DROP STREAM "+out); err != nil {
+			if err := h.exec(ctx, "DROP STREAM "+out); err != nil {
 				return err
 			}
-			if err := selectCount("kafka", src, SelectTarget, 0); err != nil {
+			if err := b.selectCount(ctx, "kafka", b.src, SelectTarget, 0); err != nil {
 				return err
 			}
 		case "redis":
 			if c.Redis == "" {
-				results = append(results, &backendResult{backend: "redis", skipped: "skipped: no Redis (--redis host:port)"})
+				b.results = append(b.results, &backendResult{backend: "redis", skipped: "skipped: no Redis (--redis host:port)"})
 				continue
 			}
-			if err := benchRedis(ctx, r, conn, c, src, measure, selectCount, ingest); err != nil {
+			if err := b.redis(ctx); err != nil {
 				return err
 			}
 		case "file":
-			if err := benchFile(ctx, r, conn, c, src, files, measure, selectCount, ingest); err != nil {
+			if err := b.file(ctx, files); err != nil {
 				return err
 			}
 		}
@@ -233,7 +142,7 @@ func Backends(ctx context.Context, o Options, c BackendsConfig) error {
 			"peak RSS", "targets"},
 	}
 	var notes []string
-	for _, res := range results {
+	for _, res := range b.results {
 		if res.skipped != "" {
 			tb.Add(res.backend, "-", "-", "-", "-", "-", "-", "-", "-", "-", res.skipped)
 			continue
@@ -261,14 +170,83 @@ func Backends(ctx context.Context, o Options, c BackendsConfig) error {
 			Count(BackendsRedisTarget), Count(BackendsFileTarget), Count(PipelinePerCoreTarget), Count(SelectTarget)),
 		"every output is checked: row counts (and sum(id) for selects) equal the input's",
 	}, notes...)
-	tb.Print(r.o.Out)
-	for _, p := range profiles {
-		fmt.Fprintf(r.o.Out, "CPU profile: %s  (go tool pprof -top %s)\n", p, p)
-	}
+	tb.Print(h.o.Out)
+	h.printProfiles()
 	return nil
 }
 
-type measureFn func(res *backendResult, start func() error, done func(context.Context) error, check func() string) error
+// measure runs one measurement as a phase of the server: start (the
+// statement that begins it), then done until it is complete (bounded by
+// the catch-up timeout); then check says what is wrong with its output
+// ("" for nothing; nil: no check).
+func (b *backendsRun) measure(ctx context.Context, res *backendResult, start func() error, done func(context.Context) error, check func() string) error {
+	ph, err := b.h.measure(ctx, "backends-"+res.backend+"-"+res.direction+"-"+res.how, func() error {
+		if err := start(); err != nil {
+			return err
+		}
+		dctx, cancel := context.WithTimeout(ctx, b.c.CatchupTimeout)
+		defer cancel()
+		return done(dctx)
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s %s: %w", res.backend, res.direction, res.how, err)
+	}
+	res.ph, res.rows = ph, b.c.Rows
+	if check != nil {
+		res.check = check()
+		if res.check != "" {
+			fmt.Fprintln(os.Stderr, "bench:", res.check)
+		}
+	}
+	b.results = append(b.results, res)
+	return nil
+}
+
+// selectCount is the bounded consume measurement over a relation.
+func (b *backendsRun) selectCount(ctx context.Context, backend, rel string, target, perCore float64) error {
+	var got []int64
+	return b.measure(ctx, &backendResult{backend: backend, direction: "consume", how: "select", target: target, perCore: perCore},
+		func() error { return nil },
+		func(dctx context.Context) error {
+			var err error
+			got, err = queryInts(dctx, b.h.conn, "SELECT count(*), sum(id) FROM "+rel)
+			return err
+		},
+		func() string {
+			if !equalInts(got, []int64{b.c.Rows, b.idSum}) {
+				return fmt.Sprintf("OUTPUT CHECK FAILED: %s: SELECT count(*), sum(id) FROM %s returned %v, want [%d %d]", backend, rel, got, b.c.Rows, b.idSum)
+			}
+			return ""
+		})
+}
+
+// ingest measures a pipeline that create starts, called out, until it has
+// consumed every row with no lag left; its output must hold every row.
+func (b *backendsRun) ingest(ctx context.Context, res *backendResult, create, out string) error {
+	return b.measure(ctx, res,
+		func() error { return b.h.exec(ctx, create) },
+		func(dctx context.Context) error {
+			_, err := waitPipeline(dctx, b.h.conn, out, b.c.Rows, true, b.c.CatchupTimeout)
+			return err
+		},
+		func() string { return checkCount(ctx, b.h.conn, res.backend, out, b.c.Rows) })
+}
+
+// consume measures both reads of a stream declared over a pre-filled
+// backend: a bounded select, then an ingest pipeline. It drops the stream.
+func (b *backendsRun) consume(ctx context.Context, backend, in, out string, target float64) error {
+	if err := b.selectCount(ctx, backend, in, target, 0); err != nil {
+		return err
+	}
+	if err := b.ingest(ctx, &backendResult{backend: backend, direction: "consume", how: "ingest", target: target},
+		fmt.Sprintf("CREATE STREAM %s AS SELECT id FROM %s WHERE id >= 0", out, in), out); err != nil {
+		return err
+	}
+	if err := b.h.exec(ctx, "DROP STREAM "+out); err != nil {
+		return err
+	}
+	return b.h.exec(ctx, "DROP STREAM "+in)
+}
 
 // checkCount compares a relation's row count with want.
 func checkCount(ctx context.Context, conn *pgx.Conn, backend, rel string, want int64) string {
@@ -285,10 +263,10 @@ func checkCount(ctx context.Context, conn *pgx.Conn, backend, rel string, want i
 	return ""
 }
 
-// benchRedis measures a sink into Redis and reads of a pre-filled Redis
+// redis measures a sink into Redis and reads of a pre-filled Redis
 // stream.
-func benchRedis(ctx context.Context, r *run, conn *pgx.Conn, c BackendsConfig, src string, measure measureFn,
-	selectCount func(backend, rel string, target, perCore float64) error, ingest func(backend, rel, out string, target float64) error) error {
+func (b *backendsRun) redis(ctx context.Context) error {
+	h, c, conn := b.h, b.c, b.h.conn
 	rdb := goredis.NewClient(&goredis.Options{Addr: c.Redis})
 	defer rdb.Close()
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -297,31 +275,31 @@ func benchRedis(ctx context.Context, r *run, conn *pgx.Conn, c BackendsConfig, s
 	if err != nil {
 		return fmt.Errorf("redis at %s: %w", c.Redis, err)
 	}
-	outKey, inKey := "bench_"+r.id+"_out", "bench_"+r.id+"_in"
+	outKey, inKey := "bench_"+h.id+"_out", "bench_"+h.id+"_in"
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for _, k := range []string{outKey, inKey} {
-			k = r.prefix + k
+			k = h.prefix + k
 			rdb.Del(dctx, k, k+":fvsql:config", k+":fvsql:positions")
 		}
 	}()
 	backend := "redis://" + c.Redis
-	sink := r.name("bk_rsink")
-	err = measure(&backendResult{backend: "redis", direction: "produce", how: "sink", target: BackendsRedisTarget},
+	sink := h.name("bk_rsink")
+	err = b.measure(ctx, &backendResult{backend: "redis", direction: "produce", how: "sink", target: BackendsRedisTarget},
 		func() error {
-			return execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE SINK %s AS SELECT * FROM %s WITH (backend = '%s', key = '%s')", sink, src, backend, outKey))
+			return h.execf(ctx, "CREATE SINK %s AS SELECT * FROM %s WITH (backend = '%s', key = '%s')", sink, b.src, backend, outKey)
 		},
 		func(dctx context.Context) error {
 			for {
-				n, err := rdb.XLen(dctx, r.prefix+outKey).Result()
+				n, err := rdb.XLen(dctx, h.prefix+outKey).Result()
 				if err == nil && n >= c.Rows {
 					return nil
 				}
 				select {
 				case <-dctx.Done():
 					st, _ := pipelineStat(ctx, conn, sink)
-					return fmt.Errorf("XLEN %s is %d after %s, want %d; pipeline: %s", r.prefix+outKey, n, c.CatchupTimeout, c.Rows, st)
+					return fmt.Errorf("XLEN %s is %d after %s, want %d; pipeline: %s", h.prefix+outKey, n, c.CatchupTimeout, c.Rows, st)
 				case <-time.After(50 * time.Millisecond):
 				}
 			}
@@ -330,16 +308,16 @@ func benchRedis(ctx context.Context, r *run, conn *pgx.Conn, c BackendsConfig, s
 			if err := flush(ctx, conn, 5*time.Minute); err != nil {
 				return "OUTPUT CHECK FAILED: redis sink: " + err.Error()
 			}
-			n, err := rdb.XLen(ctx, r.prefix+outKey).Result()
+			n, err := rdb.XLen(ctx, h.prefix+outKey).Result()
 			if err != nil || n != c.Rows {
-				return fmt.Sprintf("OUTPUT CHECK FAILED: redis sink: XLEN %s = %d (%v), want %d", r.prefix+outKey, n, err, c.Rows)
+				return fmt.Sprintf("OUTPUT CHECK FAILED: redis sink: XLEN %s = %d (%v), want %d", h.prefix+outKey, n, err, c.Rows)
 			}
 			return ""
 		})
 	if err != nil {
 		return err
 	}
-	if err := execSQL(ctx, conn, time.Minute, "DROP SINK "+sink); err != nil {
+	if err := h.exec(ctx, "DROP SINK "+sink); err != nil {
 		return err
 	}
 
@@ -350,40 +328,30 @@ func benchRedis(ctx context.Context, r *run, conn *pgx.Conn, c BackendsConfig, s
 		pl := rdb.Pipeline()
 		for i := from; i < min(from+1000, c.Rows); i++ {
 			buf = backendRow(buf[:0], i)
-			pl.XAdd(ctx, &goredis.XAddArgs{Stream: r.prefix + inKey, Values: []any{"v", string(buf)}})
+			pl.XAdd(ctx, &goredis.XAddArgs{Stream: h.prefix + inKey, Values: []any{"v", string(buf)}})
 		}
 		if _, err := pl.Exec(ctx); err != nil {
-			return fmt.Errorf("XADD %s: %w", r.prefix+inKey, err)
+			return fmt.Errorf("XADD %s: %w", h.prefix+inKey, err)
 		}
 	}
 	fill := time.Since(t0)
-	fmt.Fprintf(r.o.Out, "redis: pre-filled %s with %s entries in %s (%s entries/s, go-redis pipelines of 1000 XADDs)\n", r.prefix+inKey, Count(float64(c.Rows)), Secs(fill), Count(Rate(c.Rows, fill)))
-	in := r.name("bk_rin")
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s %s WITH (backend = '%s', key = '%s')", in, backendColumns, backend, inKey)); err != nil {
+	fmt.Fprintf(h.o.Out, "redis: pre-filled %s with %s entries in %s (%s entries/s, go-redis pipelines of 1000 XADDs)\n", h.prefix+inKey, Count(float64(c.Rows)), Secs(fill), Count(Rate(c.Rows, fill)))
+	in := h.name("bk_rin")
+	if err := h.execf(ctx, "CREATE STREAM %s %s WITH (backend = '%s', key = '%s')", in, backendColumns, backend, inKey); err != nil {
 		return err
 	}
-	if err := selectCount("redis", in, BackendsRedisTarget, 0); err != nil {
-		return err
-	}
-	out := r.name("bk_ringest")
-	if err := ingest("redis", in, out, BackendsRedisTarget); err != nil {
-		return err
-	}
-	if err := execSQL(ctx, conn, time.Minute, "DROP STREAM "+out); err != nil {
-		return err
-	}
-	return execSQL(ctx, conn, time.Minute, "DROP STREAM "+in)
+	return b.consume(ctx, "redis", in, h.name("bk_ringest"), BackendsRedisTarget)
 }
 
-// benchFile measures a sink into a file log and reads of a pre-written
+// file measures a sink into a file log and reads of a pre-written
 // JSON-lines file.
-func benchFile(ctx context.Context, r *run, conn *pgx.Conn, c BackendsConfig, src, dir string, measure measureFn,
-	selectCount func(backend, rel string, target, perCore float64) error, ingest func(backend, rel, out string, target float64) error) error {
+func (b *backendsRun) file(ctx context.Context, dir string) error {
+	h, c, conn := b.h, b.c, b.h.conn
 	outPath, inPath := filepath.Join(dir, "out.log"), filepath.Join(dir, "in.jsonl")
-	sink, outRel := r.name("bk_fsink"), r.name("bk_fout")
-	err := measure(&backendResult{backend: "file", direction: "produce", how: "sink", target: BackendsFileTarget},
+	sink, outRel := h.name("bk_fsink"), h.name("bk_fout")
+	err := b.measure(ctx, &backendResult{backend: "file", direction: "produce", how: "sink", target: BackendsFileTarget},
 		func() error {
-			return execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE SINK %s AS SELECT * FROM %s WITH (backend = 'file://%s')", sink, src, outPath))
+			return h.execf(ctx, "CREATE SINK %s AS SELECT * FROM %s WITH (backend = 'file://%s')", sink, b.src, outPath)
 		},
 		func(dctx context.Context) error {
 			if _, err := waitPipeline(dctx, conn, sink, c.Rows, true, c.CatchupTimeout); err != nil {
@@ -392,7 +360,7 @@ func benchFile(ctx context.Context, r *run, conn *pgx.Conn, c BackendsConfig, sr
 			return flush(dctx, conn, c.CatchupTimeout)
 		},
 		func() string {
-			if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s %s WITH (backend = 'file://%s')", outRel, backendColumns, outPath)); err != nil {
+			if err := h.execf(ctx, "CREATE STREAM %s %s WITH (backend = 'file://%s')", outRel, backendColumns, outPath); err != nil {
 				return "OUTPUT CHECK FAILED: file sink: " + err.Error()
 			}
 			return checkCount(ctx, conn, "file sink", outRel, c.Rows)
@@ -400,10 +368,10 @@ func benchFile(ctx context.Context, r *run, conn *pgx.Conn, c BackendsConfig, sr
 	if err != nil {
 		return err
 	}
-	if err := execSQL(ctx, conn, time.Minute, "DROP SINK "+sink); err != nil {
+	if err := h.exec(ctx, "DROP SINK "+sink); err != nil {
 		return err
 	}
-	_ = execSQL(ctx, conn, time.Minute, "DROP STREAM "+outRel)
+	_ = h.exec(ctx, "DROP STREAM "+outRel)
 
 	t0 := time.Now()
 	f, err := os.Create(inPath)
@@ -426,20 +394,10 @@ func benchFile(ctx context.Context, r *run, conn *pgx.Conn, c BackendsConfig, sr
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.o.Out, "file: pre-wrote %s (%s lines) in %s\n", inPath, Count(float64(c.Rows)), Secs(time.Since(t0)))
-	in := r.name("bk_fin")
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s %s WITH (backend = 'file://%s')", in, backendColumns, inPath)); err != nil {
+	fmt.Fprintf(h.o.Out, "file: pre-wrote %s (%s lines) in %s\n", inPath, Count(float64(c.Rows)), Secs(time.Since(t0)))
+	in := h.name("bk_fin")
+	if err := h.execf(ctx, "CREATE STREAM %s %s WITH (backend = 'file://%s')", in, backendColumns, inPath); err != nil {
 		return err
 	}
-	if err := selectCount("file", in, BackendsFileTarget, 0); err != nil {
-		return err
-	}
-	out := r.name("bk_fingest")
-	if err := ingest("file", in, out, BackendsFileTarget); err != nil {
-		return err
-	}
-	if err := execSQL(ctx, conn, time.Minute, "DROP STREAM "+out); err != nil {
-		return err
-	}
-	return execSQL(ctx, conn, time.Minute, "DROP STREAM "+in)
+	return b.consume(ctx, "file", in, h.name("bk_fingest"), BackendsFileTarget)
 }

@@ -23,6 +23,11 @@
 //     with its data directory kept and wiped: time until ready.
 //   - Backends: sinks into and reads of Kafka, Redis and file streams.
 //
+// Every scenario is built on one set-up harness (harness.go): newHarness
+// or openHarness prepares the run and its server, createStream loads a
+// stream, catchUp and buildView wait for a pipeline, measure takes a
+// phase's figures and profiles, close removes what the run made.
+//
 // Shared machinery: an fvsql server started in-process (server.Open and
 // pgwire on a free loopback port), in a child process (`fvsql-bench
 // serve`, so that its memory and CPU are measured alone), or reached at a

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fvsql/fvsql/engine"
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -51,80 +49,43 @@ type eosRun struct {
 // several checkpoint intervals. Each setting is its own server, one at a
 // time, against one broker.
 func EOS(ctx context.Context, o Options, c EOSConfig) error {
-	if c.Rows <= 0 {
-		c.Rows = 2_000_000
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = 4
-	}
-	if c.Auctions <= 0 {
-		c.Auctions = 10_000
-	}
-	if len(c.Intervals) == 0 {
-		c.Intervals = []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second}
-	}
+	orDefault(&c.Rows, 2_000_000)
+	orDefault(&c.Partitions, 4)
+	orDefault(&c.Auctions, 10_000)
+	orDefaults(&c.Intervals, 100*time.Millisecond, time.Second, 10*time.Second)
 	if c.LatencyIntervals == nil {
 		c.LatencyIntervals = []time.Duration{100 * time.Millisecond, time.Second}
 	}
-	if c.LatencyRate <= 0 {
-		c.LatencyRate = 5000
-	}
-	if c.LatencyDuration <= 0 {
-		c.LatencyDuration = 20 * time.Second
-	}
-	if c.CatchupTimeout <= 0 {
-		c.CatchupTimeout = 5 * time.Minute
-	}
+	orDefault(&c.LatencyRate, 5000)
+	orDefault(&c.LatencyDuration, 20*time.Second)
+	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	if o.URL != "" {
 		return errors.New("eos starts servers with different settings: it cannot use --url")
 	}
-	r, err := newRun(o, true)
+	h, ctx, err := newHarness(ctx, o, true)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
+	defer h.close()
 
-	cfgFor := func(interval time.Duration, eos bool) engine.Config {
-		st := r.o.Stream
-		st.CheckpointInterval, st.ExactlyOnce = interval, eos
-		return st
-	}
-	var srv Server
-	var conn *pgx.Conn
-	closeServer := func() {
-		if conn != nil {
-			conn.Close(context.Background())
-			conn = nil
-		}
-		if srv != nil {
-			srv.Close()
-			srv = nil
-		}
-	}
-	defer closeServer()
+	// One server per (interval, setting), one at a time.
 	use := func(interval time.Duration, eos bool) error {
-		closeServer()
-		s, err := r.startServer(ctx, cfgFor(interval, eos))
-		if err != nil {
-			return err
-		}
-		srv = s
-		conn, err = connect(ctx, s.URL())
-		return err
+		st := h.o.Stream
+		st.CheckpointInterval, st.ExactlyOnce = interval, eos
+		return h.serve(ctx, serverSpec{stream: st})
 	}
 	if err := use(c.Intervals[0], true); err != nil {
 		return err
 	}
 	g := BidGen{N: c.Rows, Partitions: c.Partitions, Auctions: c.Auctions, Bidders: 1_000_000}
-	in := "bids"
-	var key func(int64) []byte
-	keyOpt, keyDesc := "", "unkeyed: a repartition stage, then the aggregation"
+	bids := streamSpec{name: "bids", columns: bidsColumns, partitions: c.Partitions}
+	keyDesc := "unkeyed: a repartition stage, then the aggregation"
 	if c.Keyed {
 		g = g.KeyedSentinels()
-		in, key, keyOpt, keyDesc = "bids_k", g.Key, ", key = 'auction'", "keyed by auction: one stage"
+		bids.name, bids.key, bids.keyOf, keyDesc = "bids_k", "auction", g.Key, "keyed by auction: one stage"
 	}
+	bids.rows, bids.row = g.Total(), g.AppendJSON
+	in := bids.name
 	tumble := windowsVariants["tumble"]
 	var ivs []string
 	for _, iv := range c.Intervals {
@@ -134,7 +95,7 @@ func EOS(ctx context.Context, o Options, c EOSConfig) error {
 	for _, iv := range c.LatencyIntervals {
 		livs = append(livs, iv.String())
 	}
-	r.header("eos", srv,
+	h.header("eos",
 		fmt.Sprintf("workload: the windows scenario's bids stream (%d partitions, %s rows + sentinels; %s) and its TUMBLE query:", c.Partitions, Count(float64(c.Rows)), keyDesc),
 		"  "+fmt.Sprintf(tumble.sql, "t", in),
 		fmt.Sprintf("  caught up from the start with STREAM_EXACTLY_ONCE on (eos) and off (alo) at checkpoint intervals %s: one server per setting, one at a time, one broker", strings.Join(ivs, ", ")),
@@ -142,20 +103,13 @@ func EOS(ctx context.Context, o Options, c EOSConfig) error {
 			strings.Join(livs, ", "), c.Partitions, c.LatencyRate, c.LatencyDuration),
 		"  each carrying its send time (Unix ns); a read_committed franz-go consumer of o's topic records receive time − send time",
 	)
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s %s WITH (partitions = %d%s)", in, bidsColumns, c.Partitions, keyOpt)); err != nil {
-		return err
-	}
 	want := g.Expected(10*time.Second, 2*time.Second)
-	lctx, lcancel := context.WithTimeout(ctx, 10*time.Minute)
-	ld, err := LoadRows(lctx, srv.Brokers(), r.prefix+in, c.Partitions, 0, g.Total(), g.AppendJSON, key)
-	lcancel()
-	if err != nil {
+	if _, err := h.createStream(ctx, bids); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.o.Out, "loaded %s rows into %s in %s (%s rows/s)\n\n", Count(float64(g.Total())), r.prefix+in, Secs(ld.Duration), Count(Rate(g.Total(), ld.Duration)))
+	fmt.Fprintln(h.o.Out)
 
 	var runs []*eosRun
-	var profiles []string
 	first := true
 	for _, iv := range c.Intervals {
 		for _, eos := range []bool{true, false} {
@@ -169,17 +123,14 @@ func EOS(ctx context.Context, o Options, c EOSConfig) error {
 			tag := mode + "_" + durTag(iv)
 			wv := tumble
 			wv.rel, wv.phase = "t_"+tag, "eos-tumble-"+tag
-			res, path, err := measureWindowed(ctx, r, srv, conn, wv, in, g, want, c.CatchupTimeout)
+			res, err := h.measureWindowed(ctx, wv, in, g, want, c.CatchupTimeout)
 			if err != nil {
 				return fmt.Errorf("%s at %s: %w", mode, iv, err)
-			}
-			if path != "" {
-				profiles = append(profiles, path)
 			}
 			er := &eosRun{interval: iv, eos: eos, res: res}
 			for _, liv := range c.LatencyIntervals {
 				if liv == iv {
-					if er.lat, err = measureLatency(ctx, r, srv, conn, tag, iv, c); err != nil {
+					if er.lat, err = measureLatency(ctx, h, tag, iv, c); err != nil {
 						return fmt.Errorf("latency, %s at %s: %w", mode, iv, err)
 					}
 				}
@@ -187,10 +138,8 @@ func EOS(ctx context.Context, o Options, c EOSConfig) error {
 			runs = append(runs, er)
 		}
 	}
-	printEOS(r, c, g, runs)
-	for _, p := range profiles {
-		fmt.Fprintf(r.o.Out, "CPU profile: %s  (go tool pprof -top %s)\n", p, p)
-	}
+	printEOS(h, c, g, runs)
+	h.printProfiles()
 	return nil
 }
 
@@ -202,7 +151,7 @@ func durTag(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 }
 
-func printEOS(r *run, c EOSConfig, g BidGen, runs []*eosRun) {
+func printEOS(h *harness, c EOSConfig, g BidGen, runs []*eosRun) {
 	tb := Table{
 		Title: fmt.Sprintf("eos: TUMBLE catch-up over %s rows, exactly-once (eos) vs at-least-once (alo)", Count(float64(g.Total()))),
 		Header: []string{"interval", "eos duration", "eos rows/s", "alo duration", "alo rows/s", "eos/alo", "eos cpu s", "alo cpu s",
@@ -253,7 +202,7 @@ func printEOS(r *run, c EOSConfig, g BidGen, runs []*eosRun) {
 		fmt.Sprintf("target: at 1 s, eos loses < %.0f%% of alo's rate (eos/alo ≥ %.2f, wall clock); anchor: Kafka Streams loses 15-30%% at 100 ms", 100*EOSLossTarget, 1-EOSLossTarget),
 		"output checked as in the windows scenario (closed windows of the real rows: count, sum(bids), sum(top))",
 	}, notes...)
-	tb.Print(r.o.Out)
+	tb.Print(h.o.Out)
 
 	lt := Table{
 		Title:  fmt.Sprintf("eos: end-to-end latency, produce → visible to a read_committed consumer of the output (%d rows/s for %s)", c.LatencyRate, c.LatencyDuration),
@@ -273,7 +222,7 @@ func printEOS(r *run, c EOSConfig, g BidGen, runs []*eosRun) {
 		"missing = rows not received within 2 intervals + 10 s after the last was sent; duplicates = rows received more than once (at-least-once may repeat)",
 	}
 	if len(lt.Rows) > 0 {
-		lt.Print(r.o.Out)
+		lt.Print(h.o.Out)
 	}
 }
 
@@ -285,18 +234,19 @@ type latencyResult struct {
 
 // measureLatency runs a stateless pipeline over a fresh stream and
 // measures produce → read_committed visibility of its output.
-func measureLatency(ctx context.Context, r *run, srv Server, conn *pgx.Conn, tag string, interval time.Duration, c EOSConfig) (*latencyResult, error) {
-	in, out := r.name("lat_"+tag), r.name("lato_"+tag)
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s (id BIGINT, sent BIGINT, v BIGINT) WITH (partitions = %d)", in, c.Partitions)); err != nil {
+func measureLatency(ctx context.Context, h *harness, tag string, interval time.Duration, c EOSConfig) (*latencyResult, error) {
+	in, out := h.name("lat_"+tag), h.name("lato_"+tag)
+	if err := h.execf(ctx, "CREATE STREAM %s (id BIGINT, sent BIGINT, v BIGINT) WITH (partitions = %d)", in, c.Partitions); err != nil {
 		return nil, err
 	}
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s AS SELECT id, sent FROM %s WHERE v >= 0", out, in)); err != nil {
+	if err := h.execf(ctx, "CREATE STREAM %s AS SELECT id, sent FROM %s WHERE v >= 0", out, in); err != nil {
 		return nil, err
 	}
 	defer func() {
-		_ = execSQL(ctx, conn, time.Minute, "DROP STREAM "+out)
-		_ = execSQL(ctx, conn, time.Minute, "DROP STREAM "+in)
+		_ = h.exec(ctx, "DROP STREAM "+out)
+		_ = h.exec(ctx, "DROP STREAM "+in)
 	}()
+	srv, conn := h.srv, h.conn
 	n := int64(c.LatencyRate) * int64(c.LatencyDuration/time.Millisecond) / 1000
 	seen := make([]uint8, n)
 	res := &latencyResult{lat: make([]time.Duration, 0, n)}
@@ -304,7 +254,7 @@ func measureLatency(ctx context.Context, r *run, srv Server, conn *pgx.Conn, tag
 	var mu sync.Mutex
 	cons, err := kgo.NewClient(
 		kgo.SeedBrokers(srv.Brokers()...),
-		kgo.ConsumeTopics(r.prefix+out),
+		kgo.ConsumeTopics(h.prefix+out),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(25*time.Millisecond),
@@ -351,7 +301,7 @@ func measureLatency(ctx context.Context, r *run, srv Server, conn *pgx.Conn, tag
 
 	prod, err := kgo.NewClient(
 		kgo.SeedBrokers(srv.Brokers()...),
-		kgo.DefaultProduceTopic(r.prefix+in),
+		kgo.DefaultProduceTopic(h.prefix+in),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(time.Millisecond),
 	)

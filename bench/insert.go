@@ -25,87 +25,63 @@ const InsertTarget = 100_000
 // Insert runs the insert scenario: per protocol, a fresh stream and Rows
 // rows in multi-row INSERT statements of Batch rows over one connection.
 func Insert(ctx context.Context, o Options, c InsertConfig) error {
-	if c.Rows <= 0 {
-		c.Rows = 1_000_000
-	}
-	if c.Batch <= 0 {
-		c.Batch = 1000
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = 4
-	}
-	if len(c.Protocols) == 0 {
-		c.Protocols = []string{"simple", "extended"}
-	}
+	orDefault(&c.Rows, 1_000_000)
+	orDefault(&c.Batch, 1000)
+	orDefault(&c.Partitions, 4)
+	orDefaults(&c.Protocols, "simple", "extended")
 	if c.Batch*4 > 65535 {
 		return fmt.Errorf("--batch %d: the extended protocol allows at most 65535 parameters (16383 rows of 4)", c.Batch)
 	}
-	r, err := newRun(o, false)
+	h, ctx, err := openHarness(ctx, o, false)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	srv, err := r.startServer(ctx, r.o.Stream)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
+	defer h.close()
 	keyOpt := ""
 	if c.Key != "" && c.Key != "none" {
 		keyOpt = ", key = '" + c.Key + "'"
 	}
-	r.header("insert", srv,
+	h.header("insert",
 		fmt.Sprintf("workload: %s rows per protocol in INSERT … VALUES statements of %d rows, one pgx connection, into a %d-partition stream (sym TEXT, price DOUBLE PRECISION, qty BIGINT, ts TIMESTAMP)%s",
 			Count(float64(c.Rows)), c.Batch, c.Partitions, map[bool]string{true: " keyed by " + c.Key, false: ""}[keyOpt != ""]))
-	conn, err := connect(ctx, srv.URL())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
 
 	tb := Table{
 		Title:  "insert: rows/s over one connection (latency is per INSERT statement)",
 		Header: []string{"protocol", "rows", "stmts", "rows/s", "p50 ms", "p99 ms", "max ms", "duration", "server cpu s", "rows/server-cpu-s", "broker cpu s", "other cpu s", "peak RSS", "peak heap", "≥100k rows/s"},
 	}
 	for _, proto := range c.Protocols {
-		name := r.name("ins_" + proto)
-		if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s (sym TEXT, price DOUBLE PRECISION, qty BIGINT, ts TIMESTAMP) WITH (partitions = %d%s)", name, c.Partitions, keyOpt)); err != nil {
+		name := h.name("ins_" + proto)
+		if err := h.execf(ctx, "CREATE STREAM %s (sym TEXT, price DOUBLE PRECISION, qty BIGINT, ts TIMESTAMP) WITH (partitions = %d%s)", name, c.Partitions, keyOpt); err != nil {
 			return err
 		}
-		var run func(ctx context.Context, from, n int64) error
+		var insert func(ctx context.Context, from, n int64) error
 		switch proto {
 		case "simple":
-			run = simpleInserter(conn, name)
+			insert = simpleInserter(h.conn, name)
 		case "extended":
-			run = extendedInserter(conn, name)
+			insert = extendedInserter(h.conn, name)
 		default:
 			return fmt.Errorf("unknown protocol %q (want simple or extended)", proto)
 		}
-		ph, err := r.startPhase(ctx, srv)
+		lat := make([]time.Duration, 0, c.Rows/int64(c.Batch)+1)
+		ph, err := h.measure(ctx, "insert-"+proto, func() error {
+			for from := int64(0); from < c.Rows; from += int64(c.Batch) {
+				n := min(int64(c.Batch), c.Rows-from)
+				t := time.Now()
+				sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
+				err := insert(sctx, from, n)
+				scancel()
+				if err != nil {
+					return fmt.Errorf("insert %s rows %d…: %w", proto, from, err)
+				}
+				lat = append(lat, time.Since(t))
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		stopProf, _ := r.profile(srv, "insert-"+proto)
-		lat := make([]time.Duration, 0, c.Rows/int64(c.Batch)+1)
-		for from := int64(0); from < c.Rows; from += int64(c.Batch) {
-			n := min(int64(c.Batch), c.Rows-from)
-			t := time.Now()
-			sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
-			err := run(sctx, from, n)
-			scancel()
-			if err != nil {
-				stopProf()
-				return fmt.Errorf("insert %s rows %d…: %w", proto, from, err)
-			}
-			lat = append(lat, time.Since(t))
-		}
-		stopProf()
-		if err := ph.end(); err != nil {
-			return err
-		}
-		got, err := countRows(ctx, conn, name)
+		got, err := countRows(ctx, h.conn, name)
 		if err != nil {
 			return err
 		}
@@ -118,7 +94,7 @@ func Insert(ctx context.Context, o Options, c InsertConfig) error {
 			Ms(Percentile(lat, 50)), Ms(Percentile(lat, 99)), Ms(hi), Secs(ph.dur),
 			cpuSecs(ph.srvCPU), perCPU(c.Rows, ph.srvCPU), cpuSecs(ph.brokerCPU), cpuSecs(ph.otherCPU),
 			MiB(ph.u1.PeakRSS), MiB(ph.u1.PeakHeap), verdict(rate >= InsertTarget))
-		if err := execSQL(ctx, conn, time.Minute, "DROP STREAM "+name); err != nil {
+		if err := h.exec(ctx, "DROP STREAM "+name); err != nil {
 			return err
 		}
 	}
@@ -128,7 +104,8 @@ func Insert(ctx context.Context, o Options, c InsertConfig) error {
 		"server cpu = CPU time of the server's process during the inserts (in-process: also the pgx client and its SQL text, and the embedded broker); broker cpu = a separate broker's (--broker-pid), or in child mode the bench process (the embedded broker it hosts and the pgx client); other cpu = the rest of the host's busy CPU (the pgx client when separate, other tenants)",
 		"peak RSS = VmHWM of the server's process during the inserts (reset before); peak heap = highest Go heap in use, sampled every 10 ms",
 	}
-	tb.Print(r.o.Out)
+	tb.Print(h.o.Out)
+	h.printProfiles()
 	return nil
 }
 

@@ -107,13 +107,6 @@ type LoadResult struct {
 	Duration time.Duration
 }
 
-// Load produces rows 0 … n-1 as JSON records (no key) straight into the
-// topic with franz-go, round-robin over its partitions, and waits for
-// every acknowledgement.
-func Load(ctx context.Context, brokers []string, topic string, partitions int, n int64, g Gen) (LoadResult, error) {
-	return LoadRows(ctx, brokers, topic, partitions, 0, n, g.AppendJSON, nil)
-}
-
 // LoadRows produces rows from … from+n-1 into the topic with franz-go and
 // waits for every acknowledgement. row appends row i's payload. Without
 // key, row i goes to partition i % partitions with no key; with key, the

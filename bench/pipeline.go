@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/engine"
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -62,21 +61,11 @@ func (v *variantResult) median() time.Duration { return Median(v.durs) }
 
 // Pipeline runs the pipeline scenario.
 func Pipeline(ctx context.Context, o Options, c PipelineConfig) error {
-	if len(c.Rows) == 0 {
-		c.Rows = []int64{500_000, 2_000_000}
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = 8
-	}
-	if c.Runs <= 0 {
-		c.Runs = 1
-	}
-	if len(c.Variants) == 0 {
-		c.Variants = []string{"raw", "rawtxn", "eos", "alo"}
-	}
-	if c.CatchupTimeout <= 0 {
-		c.CatchupTimeout = 5 * time.Minute
-	}
+	orDefaults(&c.Rows, 500_000, 2_000_000)
+	orDefault(&c.Partitions, 8)
+	orDefault(&c.Runs, 1)
+	orDefaults(&c.Variants, "raw", "rawtxn", "eos", "alo")
+	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, v := range c.Variants {
 		switch v {
 		case "raw", "rawtxn", "eos", "alo":
@@ -84,101 +73,59 @@ func Pipeline(ctx context.Context, o Options, c PipelineConfig) error {
 			return fmt.Errorf("unknown variant %q (want raw, rawtxn, eos, alo)", v)
 		}
 	}
-	r, err := newRun(o, true)
+	h, ctx, err := newHarness(ctx, o, true)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
+	defer h.close()
 
-	cfgFor := func(exactlyOnce bool) engine.Config {
-		st := r.o.Stream
+	// One fvsql server at a time, with the exactly-once setting of the
+	// variant. The first defines the input streams; later ones (the other
+	// setting) share the catalog through the broker. With --url there is
+	// only the server's own setting.
+	exactly := true
+	use := func(exactlyOnce bool) error {
+		if h.srv != nil && (h.o.URL != "" || exactly == exactlyOnce) {
+			return nil
+		}
+		st := h.o.Stream
 		st.ExactlyOnce = exactlyOnce
-		return st
+		if err := h.serve(ctx, serverSpec{stream: st}); err != nil {
+			return err
+		}
+		exactly = exactlyOnce
+		return nil
 	}
-	// The first server defines the input streams; later ones (the other
-	// exactly-once setting) share the catalog through the broker.
-	first, err := r.startServer(ctx, cfgFor(true))
-	if err != nil {
+	if err := use(true); err != nil {
 		return err
 	}
-	servers := map[bool]Server{true: first}
-	defer func() {
-		for _, s := range servers {
-			if s != nil {
-				s.Close()
-			}
-		}
-	}()
-	r.header("pipeline", first,
+	h.header("pipeline",
 		fmt.Sprintf("workload: M JSON rows (id, sym, price, qty, ts) loaded by franz-go into a %d-partition stream, then the time until everything is processed:", c.Partitions),
 		"  raw     franz-go consumer group copying every record unchanged to another topic, at-least-once (commit after flush, every checkpoint interval)",
 		"  rawtxn  the same with GroupTransactSession: one transaction per checkpoint interval holding the output and the offsets",
 		"  eos     fvsql: "+fmt.Sprintf(pipelineSQL, "out", "s")+" (STREAM_EXACTLY_ONCE=on)",
 		"  alo     the same with STREAM_EXACTLY_ONCE=off (at-least-once)",
-		fmt.Sprintf("  raw copies use %d consumer goroutines (= STREAM_CONSUMERS), the same franz-go client options as fvsql's pipeline consumers, and the same checkpoint interval (%s)", r.o.Stream.Consumers, r.o.Stream.CheckpointInterval),
+		fmt.Sprintf("  raw copies use %d consumer goroutines (= STREAM_CONSUMERS), the same franz-go client options as fvsql's pipeline consumers, and the same checkpoint interval (%s)", h.o.Stream.Consumers, h.o.Stream.CheckpointInterval),
 		"  done = all input committed: for raw copies the group's committed offsets reach the input's end offsets; for fvsql `consumed` in fvsql_catalog.pipelines reaches M (polled every 50 ms)",
 	)
-	conn, err := connect(ctx, first.URL())
-	if err != nil {
-		return err
-	}
-	defer func() { conn.Close(context.Background()) }()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(first.Brokers()...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	brokers := first.Brokers()
 
 	var results [][]*variantResult // per M
-	var profiles []string
-	current := true // exactly-once setting of the server conn talks to
-	use := func(exactlyOnce bool) (Server, error) {
-		if r.o.URL != "" {
-			return first, nil
-		}
-		if current == exactlyOnce && servers[exactlyOnce] != nil {
-			return servers[exactlyOnce], nil
-		}
-		// One fvsql server at a time: close the other one first.
-		conn.Close(context.Background())
-		if s := servers[current]; s != nil {
-			s.Close()
-			servers[current] = nil
-		}
-		s, err := r.startServer(ctx, cfgFor(exactlyOnce))
-		if err != nil {
-			return nil, err
-		}
-		servers[exactlyOnce], current = s, exactlyOnce
-		if conn, err = connect(ctx, s.URL()); err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-
 	for _, m := range c.Rows {
-		in := r.name("s_" + strconv.FormatInt(m, 10))
-		srv, err := use(true)
-		if err != nil {
-			return err
-		}
-		if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s (id BIGINT, sym TEXT, price DOUBLE PRECISION, qty BIGINT, ts TIMESTAMP) WITH (partitions = %d)", in, c.Partitions)); err != nil {
+		in := h.name("s_" + strconv.FormatInt(m, 10))
+		if err := use(true); err != nil {
 			return err
 		}
 		g := Gen{WithID: true}
 		want := g.Expected(m, 0)
-		lctx, lcancel := context.WithTimeout(ctx, 10*time.Minute)
-		ld, err := Load(lctx, brokers, r.prefix+in, c.Partitions, m, g)
-		lcancel()
+		if _, err := h.createStream(ctx, streamSpec{name: in, columns: "(id BIGINT, sym TEXT, price DOUBLE PRECISION, qty BIGINT, ts TIMESTAMP)",
+			partitions: c.Partitions, rows: m, row: g.AppendJSON}); err != nil {
+			return err
+		}
+		adm, err := h.admin()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(r.o.Out, "loaded %s rows into %s in %s (%s rows/s, %s MiB of JSON)\n", Count(float64(m)), r.prefix+in, Secs(ld.Duration), Count(Rate(m, ld.Duration)), Count(float64(ld.Bytes)/(1<<20)))
-		ends, err := endOffsets(ctx, adm, r.prefix+in)
+		ends, err := endOffsets(ctx, adm, h.prefix+in)
 		if err != nil {
 			return err
 		}
@@ -191,21 +138,17 @@ func Pipeline(ctx context.Context, o Options, c PipelineConfig) error {
 				var err error
 				switch v {
 				case "raw", "rawtxn":
-					p, err = measureRawCopy(ctx, r, brokers, r.prefix+in, ends, tag, v == "rawtxn", c)
+					p, err = measureRawCopy(ctx, h, h.prefix+in, ends, tag, v == "rawtxn", c)
 				case "eos", "alo":
 					exactlyOnce := v == "eos"
-					if r.o.URL != "" && !exactlyOnce && contains(c.Variants, "eos") {
+					if h.o.URL != "" && !exactlyOnce && contains(c.Variants, "eos") {
 						vr.note = "skipped: --url runs only the server's own setting (reported as eos)"
 						break
 					}
-					if srv, err = use(exactlyOnce); err != nil {
+					if err := use(exactlyOnce); err != nil {
 						return err
 					}
-					var path string
-					p, path, err = measureFvsql(ctx, r, srv, conn, in, r.name("out_"+tag), want, c)
-					if path != "" {
-						profiles = append(profiles, path)
-					}
+					p, err = measureFvsql(ctx, h, in, h.name("out_"+tag), want, c)
 				}
 				if err != nil {
 					return fmt.Errorf("%s, M=%d: %w", v, m, err)
@@ -230,14 +173,12 @@ func Pipeline(ctx context.Context, o Options, c PipelineConfig) error {
 			res = append(res, vr)
 		}
 		results = append(results, res)
-		if err := execSQL(ctx, conn, time.Minute, "DROP STREAM "+in); err != nil {
+		if err := h.exec(ctx, "DROP STREAM "+in); err != nil {
 			return err
 		}
 	}
-	printPipeline(r, c, results)
-	for _, p := range profiles {
-		fmt.Fprintf(r.o.Out, "CPU profile: %s  (go tool pprof -top %s)\n", p, p)
-	}
+	printPipeline(h, c, results)
+	h.printProfiles()
 	return nil
 }
 
@@ -250,7 +191,7 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func printPipeline(r *run, c PipelineConfig, results [][]*variantResult) {
+func printPipeline(h *harness, c PipelineConfig, results [][]*variantResult) {
 	cores := float64(numCPU())
 	for _, res := range results {
 		if len(res) == 0 {
@@ -319,7 +260,7 @@ func printPipeline(r *run, c PipelineConfig, results [][]*variantResult) {
 		for _, v := range res {
 			tb.Notes = append(tb.Notes, v.checks...)
 		}
-		tb.Print(r.o.Out)
+		tb.Print(h.o.Out)
 	}
 	if len(results) > 1 {
 		tb := Table{
@@ -346,68 +287,37 @@ func printPipeline(r *run, c PipelineConfig, results [][]*variantResult) {
 				tb.Add(row...)
 			}
 		}
-		tb.Print(r.o.Out)
+		tb.Print(h.o.Out)
 	}
 }
 
 // measureFvsql creates the pipeline and waits until it has consumed every
 // input row; then it checks the output and drops the pipeline.
-func measureFvsql(ctx context.Context, r *run, srv Server, conn *pgx.Conn, in, out string, want Expect, c PipelineConfig) (*phase, string, error) {
-	ph, err := r.startPhase(ctx, srv)
+func measureFvsql(ctx context.Context, h *harness, in, out string, want Expect, c PipelineConfig) (*phase, error) {
+	var last pipeStat
+	ph, err := h.measure(ctx, "pipeline-"+out, func() error {
+		var err error
+		last, err = h.catchUp(ctx, fmt.Sprintf(pipelineSQL, out, in), out, want.N, false, c.CatchupTimeout)
+		return err
+	})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	stopProf, path := r.profile(srv, "pipeline-"+out)
-	ph.start = time.Now()
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf(pipelineSQL, out, in)); err != nil {
-		stopProf()
-		return nil, "", err
-	}
-	cctx, cancel := context.WithTimeout(ctx, c.CatchupTimeout)
-	defer cancel()
-	var last string
-	for {
-		var consumed, emitted, dropped int64
-		var status string
-		var errText *string
-		err := conn.QueryRow(cctx, "SELECT consumed, emitted, dropped, status, error FROM fvsql_catalog.pipelines WHERE name = '"+out+"'").Scan(&consumed, &emitted, &dropped, &status, &errText)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			stopProf()
-			return nil, "", fmt.Errorf("polling fvsql_catalog.pipelines: %w (last: %s)", err, last)
-		}
-		last = fmt.Sprintf("status %s consumed %d emitted %d dropped %d", status, consumed, emitted, dropped)
-		if errText != nil {
-			last += " error " + *errText
-		}
-		if consumed >= want.N {
-			break
-		}
-		select {
-		case <-cctx.Done():
-			stopProf()
-			return nil, "", fmt.Errorf("pipeline %s did not catch up within %s: %s", out, c.CatchupTimeout, last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	stopProf()
-	if err := ph.end(); err != nil {
-		return nil, "", err
-	}
-	got, err := countRows(ctx, conn, out)
+	got, err := countRows(ctx, h.conn, out)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if got != want.CountQtyOver10 {
 		// Keep the figures; say what is wrong with the output.
 		ph.check = fmt.Sprintf("OUTPUT CHECK FAILED: %s holds %d rows, want %d", out, got, want.CountQtyOver10)
 		var distinct int64
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		if err := conn.QueryRow(dctx, "SELECT count(DISTINCT id) FROM "+out).Scan(&distinct); err == nil {
+		if err := h.conn.QueryRow(dctx, "SELECT count(DISTINCT id) FROM "+out).Scan(&distinct); err == nil {
 			ph.check += fmt.Sprintf(" (%d distinct ids: %d duplicates)", distinct, got-distinct)
 		}
 		// Where the duplicates come from: input partition (id % partitions)
 		// and id range, so a whole repeated batch or transaction shows.
-		rows, err := conn.Query(dctx, fmt.Sprintf("SELECT id %% %d AS part, count(*), min(id), max(id) FROM (SELECT id FROM %s GROUP BY id HAVING count(*) > 1) d GROUP BY 1 ORDER BY 1", c.Partitions, out))
+		rows, err := h.conn.Query(dctx, fmt.Sprintf("SELECT id %% %d AS part, count(*), min(id), max(id) FROM (SELECT id FROM %s GROUP BY id HAVING count(*) > 1) d GROUP BY 1 ORDER BY 1", c.Partitions, out))
 		if err == nil {
 			var parts []string
 			for rows.Next() {
@@ -422,13 +332,13 @@ func measureFvsql(ctx context.Context, r *run, srv Server, conn *pgx.Conn, in, o
 			}
 		}
 		cancel()
-		ph.check += "; pipeline: " + last
+		ph.check += "; pipeline: " + last.String()
 		fmt.Fprintln(os.Stderr, "bench:", ph.check)
 	}
-	if err := execSQL(ctx, conn, time.Minute, "DROP STREAM "+out); err != nil {
-		return nil, "", err
+	if err := h.exec(ctx, "DROP STREAM "+out); err != nil {
+		return nil, err
 	}
-	return ph, path, nil
+	return ph, nil
 }
 
 // selfServer measures the bench process itself (for the raw copies).
@@ -440,15 +350,14 @@ func (selfServer) ResetPeaks() error     { return ResetSelfPeaks() }
 
 // measureRawCopy copies the input topic to a new topic with a consumer
 // group, as fvsql's pipeline consumers would without SQL, and measures it.
-func measureRawCopy(ctx context.Context, r *run, brokers []string, in string, ends map[int32]int64, tag string, txn bool, c PipelineConfig) (*phase, error) {
-	out := r.prefix + "raw_" + tag
-	group := r.prefix + "bench.raw." + r.id + "." + tag
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+func measureRawCopy(ctx context.Context, h *harness, in string, ends map[int32]int64, tag string, txn bool, c PipelineConfig) (*phase, error) {
+	out := h.prefix + "raw_" + tag
+	group := h.prefix + "bench.raw." + h.id + "." + tag
+	brokers := h.srv.Brokers()
+	adm, err := h.admin()
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	if err := createTopic(ctx, adm, out, c.Partitions); err != nil {
 		return nil, err
 	}
@@ -458,59 +367,49 @@ func measureRawCopy(ctx context.Context, r *run, brokers []string, in string, en
 		_, _ = adm.DeleteGroups(dctx, group)
 		_, _ = adm.DeleteTopics(dctx, out)
 	}()
-	ph, err := r.startPhase(ctx, selfServer{})
-	if err != nil {
-		return nil, err
-	}
 	cctx, cancel := context.WithTimeout(ctx, c.CatchupTimeout)
 	defer cancel()
 	wctx, stop := context.WithCancel(cctx)
 	defer stop()
-	st := r.o.Stream
+	st := h.o.Stream
 	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	for i := 0; i < st.Consumers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var err error
-			if txn {
-				err = rawTxnCopy(wctx, brokers, in, out, group, r.prefix+"bench.rawtxn."+r.id+"."+tag+"."+strconv.Itoa(i), st)
-			} else {
-				err = rawCopy(wctx, brokers, in, out, group, st)
+	ph, err := h.measureOn(ctx, selfServer{}, "", func() error {
+		var firstErr atomic.Value
+		for i := 0; i < st.Consumers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var err error
+				if txn {
+					err = rawTxnCopy(wctx, brokers, in, out, group, h.prefix+"bench.rawtxn."+h.id+"."+tag+"."+strconv.Itoa(i), st)
+				} else {
+					err = rawCopy(wctx, brokers, in, out, group, st)
+				}
+				if err != nil && wctx.Err() == nil {
+					firstErr.CompareAndSwap(nil, err)
+					stop()
+				}
+			}()
+		}
+		// Done when the group's committed offsets reach the input's end.
+		for {
+			if err, _ := firstErr.Load().(error); err != nil {
+				return err
 			}
-			if err != nil && wctx.Err() == nil {
-				firstErr.CompareAndSwap(nil, err)
-				stop()
+			if committedAll(cctx, adm, group, in, ends) {
+				return nil
 			}
-		}()
-	}
-	// Done when the group's committed offsets reach the input's end.
-	var doneErr error
-	for {
-		if err, _ := firstErr.Load().(error); err != nil {
-			doneErr = err
-			break
+			select {
+			case <-cctx.Done():
+				return fmt.Errorf("raw copy did not finish within %s", c.CatchupTimeout)
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
-		if committedAll(cctx, adm, group, in, ends) {
-			break
-		}
-		select {
-		case <-cctx.Done():
-			doneErr = fmt.Errorf("raw copy did not finish within %s", c.CatchupTimeout)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if doneErr != nil {
-			break
-		}
-	}
-	if err := ph.end(); err != nil {
-		return nil, err
-	}
+	})
 	stop()
 	wg.Wait()
-	if doneErr != nil {
-		return nil, doneErr
+	if err != nil {
+		return nil, err
 	}
 	// The copy must hold at least every input record (at-least-once may
 	// hold more; transactional offsets also count commit markers).
@@ -561,7 +460,6 @@ func rawClientOpts(brokers []string, in, group string) []kgo.Opt {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-		kgo.RequireStableFetchOffsets(),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(10 * time.Second),
 		kgo.RebalanceTimeout(30 * time.Second),

@@ -87,49 +87,28 @@ func modInverse(a, m int64) int64 {
 
 // Pull runs the pull scenario.
 func Pull(ctx context.Context, o Options, c PullConfig) error {
-	if c.Rows <= 0 {
-		c.Rows = 1_000_000
-	}
-	if c.Keys <= 0 {
-		c.Keys = 1_000_000
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = 4
-	}
-	if c.Clients <= 0 {
-		c.Clients = 16
-	}
-	if c.Duration <= 0 {
-		c.Duration = 10 * time.Second
-	}
-	if len(c.Protocols) == 0 {
-		c.Protocols = []string{"extended", "simple"}
-	}
-	if c.CatchupTimeout <= 0 {
-		c.CatchupTimeout = 5 * time.Minute
-	}
+	orDefault(&c.Rows, 1_000_000)
+	orDefault(&c.Keys, 1_000_000)
+	orDefault(&c.Partitions, 4)
+	orDefault(&c.Clients, 16)
+	orDefault(&c.Duration, 10*time.Second)
+	orDefaults(&c.Protocols, "extended", "simple")
+	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, p := range c.Protocols {
 		if p != "extended" && p != "simple" {
 			return fmt.Errorf("unknown protocol %q (want extended or simple)", p)
 		}
 	}
-	r, err := newRun(o, false)
+	h, ctx, err := openHarness(ctx, o, false)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	srv, err := r.startServer(ctx, r.o.Stream)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	in, view := r.name("pull_in"), r.name("totals")
+	defer h.close()
+	in, view := h.name("pull_in"), h.name("totals")
 	g := newPullGen(c.Rows, c.Keys)
 	viewSQL := fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS SELECT auction, count(*), sum(price) FROM %s GROUP BY auction", view, in)
 	query := "SELECT * FROM " + view + " WHERE auction = $1"
-	r.header("pull", srv,
+	h.header("pull",
 		fmt.Sprintf("workload: CREATE STREAM %s (auction BIGINT, price BIGINT) WITH (partitions = %d, key = 'auction'), %s JSON rows by franz-go (keyed, murmur2) with %s distinct auctions,",
 			in, c.Partitions, Count(float64(c.Rows)), Count(float64(min(c.Keys, c.Rows)))),
 		"  "+viewSQL+", FLUSH; then "+strconv.Itoa(c.Clients)+" pgx connections run",
@@ -138,43 +117,17 @@ func Pull(ctx context.Context, o Options, c PullConfig) error {
 		"  simple    the key as a literal in the SQL text (pgx QueryExecModeSimpleProtocol)",
 		"  every answer is checked against the generator's count and sum for that key",
 	)
-	conn, err := connect(ctx, srv.URL())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s (auction BIGINT, price BIGINT) WITH (partitions = %d, key = 'auction')", in, c.Partitions)); err != nil {
-		return err
-	}
-	lctx, lcancel := context.WithTimeout(ctx, 10*time.Minute)
-	ld, err := LoadRows(lctx, srv.Brokers(), r.prefix+in, c.Partitions, 0, c.Rows, g.appendJSON, g.key)
-	lcancel()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(r.o.Out, "loaded %s rows into %s in %s (%s rows/s)\n", Count(float64(c.Rows)), r.prefix+in, Secs(ld.Duration), Count(Rate(c.Rows, ld.Duration)))
-	t0 := time.Now()
-	if err := execSQL(ctx, conn, time.Minute, viewSQL); err != nil {
-		return err
-	}
-	if _, err := waitPipeline(ctx, conn, view, c.Rows, true, c.CatchupTimeout); err != nil {
-		return err
-	}
-	built := time.Since(t0)
-	if err := flush(ctx, conn, 5*time.Minute); err != nil {
-		return err
-	}
-	copied := time.Since(t0)
-	n, err := countRows(ctx, conn, view)
-	if err != nil {
+	if _, err := h.createStream(ctx, streamSpec{name: in, columns: "(auction BIGINT, price BIGINT)", partitions: c.Partitions,
+		key: "auction", keyOf: g.key, rows: c.Rows, row: g.appendJSON}); err != nil {
 		return err
 	}
 	keys := min(c.Keys, c.Rows)
-	fmt.Fprintf(r.o.Out, "view %s built in %s (%s rows/s), local copy complete after %s; %s rows (want %s)\n\n",
-		view, Secs(built), Count(Rate(c.Rows, built)), Secs(copied), Count(float64(n)), Count(float64(keys)))
-	if n != keys {
-		return fmt.Errorf("view %s holds %d rows, want %d", view, n, keys)
+	built, copied, err := h.buildView(ctx, viewSQL, view, c.Rows, keys, c.CatchupTimeout)
+	if err != nil {
+		return err
 	}
+	fmt.Fprintf(h.o.Out, "view %s built in %s (%s rows/s), local copy complete after %s; %s rows (want %s)\n\n",
+		view, Secs(built), Count(Rate(c.Rows, built)), Secs(copied), Count(float64(keys)), Count(float64(keys)))
 
 	tb := Table{
 		Title: fmt.Sprintf("pull: %s by key over a %s-row view, %d connections, %s per protocol", query, Count(float64(keys)), c.Clients, c.Duration),
@@ -183,7 +136,7 @@ func Pull(ctx context.Context, o Options, c PullConfig) error {
 	}
 	var notes []string
 	for _, proto := range c.Protocols {
-		res, err := measurePull(ctx, r, srv, proto, query, g, keys, c)
+		res, err := measurePull(ctx, h, proto, query, g, keys, c)
 		if err != nil {
 			return fmt.Errorf("%s: %w", proto, err)
 		}
@@ -204,8 +157,9 @@ func Pull(ctx context.Context, o Options, c PullConfig) error {
 		"wrong = answers whose count or sum differ from the generator's (a missing row counts as wrong)",
 		fmt.Sprintf("target: ≥ %s queries/s", Count(PullTarget)),
 	}, notes...)
-	tb.Print(r.o.Out)
-	return execSQL(ctx, conn, time.Minute, "DROP MATERIALIZED VIEW "+view)
+	tb.Print(h.o.Out)
+	h.printProfiles()
+	return h.exec(ctx, "DROP MATERIALIZED VIEW "+view)
 }
 
 type pullResult struct {
@@ -217,7 +171,7 @@ type pullResult struct {
 }
 
 // measurePull runs Clients connections querying random keys for Duration.
-func measurePull(ctx context.Context, r *run, srv Server, proto, query string, g pullGen, keys int64, c PullConfig) (*pullResult, error) {
+func measurePull(ctx context.Context, h *harness, proto, query string, g pullGen, keys int64, c PullConfig) (*pullResult, error) {
 	conns := make([]*pgx.Conn, c.Clients)
 	defer func() {
 		for _, cn := range conns {
@@ -227,7 +181,7 @@ func measurePull(ctx context.Context, r *run, srv Server, proto, query string, g
 		}
 	}()
 	for i := range conns {
-		cn, err := connect(ctx, srv.URL())
+		cn, err := connect(ctx, h.srv.URL())
 		if err != nil {
 			return nil, err
 		}
@@ -249,71 +203,65 @@ func measurePull(ctx context.Context, r *run, srv Server, proto, query string, g
 		}
 	}
 	res := &pullResult{}
-	ph, err := r.startPhase(ctx, srv)
-	if err != nil {
-		return nil, err
-	}
-	stopProf, _ := r.profile(srv, "pull-"+proto)
-	deadline := time.Now().Add(c.Duration)
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
 		wrong    atomic.Int64
 	)
-	for i, cn := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(i)+1, uint64(time.Now().UnixNano())))
-			lat := make([]time.Duration, 0, 1<<14)
-			var example string
-			for time.Now().Before(deadline) {
-				key := rng.Int64N(keys)
-				var a, n int64
-				var s any
-				t := time.Now()
-				qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				err := cn.QueryRow(qctx, query, mode, key).Scan(&a, &n, &s)
-				cancel()
-				lat = append(lat, time.Since(t))
-				if errors.Is(err, pgx.ErrNoRows) {
-					if wrong.Add(1) == 1 {
-						example = fmt.Sprintf("auction %d: no row", key)
+	ph, err := h.measure(ctx, "pull-"+proto, func() error {
+		deadline := time.Now().Add(c.Duration)
+		var wg sync.WaitGroup
+		for i, cn := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(i)+1, uint64(time.Now().UnixNano())))
+				lat := make([]time.Duration, 0, 1<<14)
+				var example string
+				for time.Now().Before(deadline) {
+					key := rng.Int64N(keys)
+					var a, n int64
+					var s any
+					t := time.Now()
+					qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					err := cn.QueryRow(qctx, query, mode, key).Scan(&a, &n, &s)
+					cancel()
+					lat = append(lat, time.Since(t))
+					if errors.Is(err, pgx.ErrNoRows) {
+						if wrong.Add(1) == 1 {
+							example = fmt.Sprintf("auction %d: no row", key)
+						}
+						continue
 					}
-					continue
-				}
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("%s ($1 = %d): %w", query, key, err)
+					if err != nil {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = fmt.Errorf("%s ($1 = %d): %w", query, key, err)
+						}
+						mu.Unlock()
+						return
 					}
-					mu.Unlock()
-					return
-				}
-				sum, _ := asInt64(s)
-				wc, ws := g.expect(key)
-				if a != key || n != wc || sum != ws {
-					if wrong.Add(1) == 1 {
-						example = fmt.Sprintf("auction %d: got (%d, %d, %d), want (%d, %d, %d)", key, a, n, sum, key, wc, ws)
+					sum, _ := asInt64(s)
+					wc, ws := g.expect(key)
+					if a != key || n != wc || sum != ws {
+						if wrong.Add(1) == 1 {
+							example = fmt.Sprintf("auction %d: got (%d, %d, %d), want (%d, %d, %d)", key, a, n, sum, key, wc, ws)
+						}
 					}
 				}
-			}
-			mu.Lock()
-			res.lat = append(res.lat, lat...)
-			if example != "" {
-				res.example = example
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	stopProf()
-	if err := ph.end(); err != nil {
+				mu.Lock()
+				res.lat = append(res.lat, lat...)
+				if example != "" {
+					res.example = example
+				}
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		return firstErr
+	})
+	if err != nil {
 		return nil, err
-	}
-	if firstErr != nil {
-		return nil, firstErr
 	}
 	res.ph, res.queries, res.wrong = ph, int64(len(res.lat)), wrong.Load()
 	return res, nil

@@ -46,24 +46,12 @@ type recoveryResult struct {
 
 // Recovery runs the recovery scenario.
 func Recovery(ctx context.Context, o Options, c RecoveryConfig) error {
-	if c.Keys <= 0 {
-		c.Keys = 1_000_000
-	}
-	if c.Pad <= 0 {
-		c.Pad = 80
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = 4
-	}
-	if len(c.Modes) == 0 {
-		c.Modes = []string{"kept", "wiped", "graceful"}
-	}
-	if c.CatchupTimeout <= 0 {
-		c.CatchupTimeout = 10 * time.Minute
-	}
-	if c.ReadyTimeout <= 0 {
-		c.ReadyTimeout = 3 * time.Minute
-	}
+	orDefault(&c.Keys, 1_000_000)
+	orDefault(&c.Pad, 80)
+	orDefault(&c.Partitions, 4)
+	orDefaults(&c.Modes, "kept", "wiped", "graceful")
+	orDefault(&c.CatchupTimeout, 10*time.Minute)
+	orDefault(&c.ReadyTimeout, 3*time.Minute)
 	for _, m := range c.Modes {
 		if m != "kept" && m != "wiped" && m != "graceful" {
 			return fmt.Errorf("unknown mode %q (want kept, wiped, graceful)", m)
@@ -74,31 +62,24 @@ func Recovery(ctx context.Context, o Options, c RecoveryConfig) error {
 	}
 	// Without --kafka the bench hosts the embedded broker (child mode), so
 	// the broker's log survives a wiped server data directory.
-	r, err := newRun(o, true)
+	h, ctx, err := newHarness(ctx, o, true)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	dataDir := filepath.Join(r.dir, "recovery-server")
-	srv, err := r.startServerAt(ctx, r.o.Stream, dataDir)
-	if err != nil {
+	defer h.close()
+	dataDir := filepath.Join(h.dir, "recovery-server")
+	spec := serverSpec{stream: h.o.Stream, dataDir: dataDir}
+	if err := h.serve(ctx, spec); err != nil {
 		return err
 	}
-	defer func() {
-		if srv != nil {
-			srv.Close()
-		}
-	}()
 	in, view := "rin", "r"
 	pad := func(b []byte, i int64) []byte {
 		const hexd = "0123456789abcdef"
-		h := mix(uint64(i))
+		x := mix(uint64(i))
 		for j := 0; j < c.Pad; j++ {
-			b = append(b, hexd[(h>>(4*(j%16)))&15])
+			b = append(b, hexd[(x>>(4*(j%16)))&15])
 			if j%16 == 15 {
-				h = mix(h)
+				x = mix(x)
 			}
 		}
 		return b
@@ -112,7 +93,7 @@ func Recovery(ctx context.Context, o Options, c RecoveryConfig) error {
 	}
 	key := func(i int64) []byte { return strconv.AppendInt(nil, i, 10) }
 	viewSQL := fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS SELECT k, count(*) AS n, max(pad) AS top FROM %s GROUP BY k", view, in)
-	r.header("recovery", srv,
+	h.header("recovery",
 		fmt.Sprintf("workload: CREATE STREAM %s (k BIGINT, pad TEXT) WITH (partitions = %d, key = 'k'), %s rows by franz-go (keyed), every k distinct, pad %d bytes;",
 			in, c.Partitions, Count(float64(c.Keys)), c.Pad),
 		"  "+viewSQL+" caught up and FLUSHed; then, for each mode, the server is killed with SIGKILL and restarted:",
@@ -122,72 +103,32 @@ func Recovery(ctx context.Context, o Options, c RecoveryConfig) error {
 		"  right after the restart a fresh key is produced into every partition; ready = pgwire accepting, the pipeline RUNNING with restoring = 0 and",
 		"  every partition owned, and every fresh key's row visible to SELECT n FROM r WHERE k = $1 (polled every 20 ms)",
 	)
-	conn, err := connect(ctx, srv.URL())
+	if _, err := h.createStream(ctx, streamSpec{name: in, columns: "(k BIGINT, pad TEXT)", partitions: c.Partitions,
+		key: "k", keyOf: key, rows: c.Keys, row: row}); err != nil {
+		return err
+	}
+	built, _, err := h.buildView(ctx, viewSQL, view, c.Keys, c.Keys, c.CatchupTimeout)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if conn != nil {
-			conn.Close(context.Background())
-		}
-	}()
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s (k BIGINT, pad TEXT) WITH (partitions = %d, key = 'k')", in, c.Partitions)); err != nil {
-		return err
-	}
-	lctx, lcancel := context.WithTimeout(ctx, 10*time.Minute)
-	ld, err := LoadRows(lctx, srv.Brokers(), r.prefix+in, c.Partitions, 0, c.Keys, row, key)
-	lcancel()
+	st0, err := pipelineStat(ctx, h.conn, view)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(r.o.Out, "loaded %s rows into %s in %s (%s MiB of JSON)\n", Count(float64(c.Keys)), r.prefix+in, Secs(ld.Duration), Count(float64(ld.Bytes)/(1<<20)))
-	t0 := time.Now()
-	if err := execSQL(ctx, conn, time.Minute, viewSQL); err != nil {
-		return err
-	}
-	if _, err := waitPipeline(ctx, conn, view, c.Keys, true, c.CatchupTimeout); err != nil {
-		return err
-	}
-	built := time.Since(t0)
-	if err := flush(ctx, conn, 5*time.Minute); err != nil {
-		return err
-	}
-	st0, err := pipelineStat(ctx, conn, view)
-	if err != nil {
-		return err
-	}
-	n, err := countRows(ctx, conn, view)
-	if err != nil {
-		return err
-	}
-	if n != c.Keys {
-		return fmt.Errorf("view %s holds %d rows after the build, want %d", view, n, c.Keys)
-	}
-	stateTopic := r.prefix + "_fvsql-" + view + "-s0-state"
-	stateRecords := topicRecords(ctx, srv.Brokers(), stateTopic)
+	stateTopic := h.prefix + "_fvsql-" + view + "-s0-state"
+	stateRecords := topicRecords(ctx, h, stateTopic)
 	dirBytes := dirSize(dataDir)
-	fmt.Fprintf(r.o.Out, "state built in %s (%s rows/s): state_bytes %s, checkpoint_bytes of the last epoch %s, %s records in %s, server data dir %s\n\n",
+	fmt.Fprintf(h.o.Out, "state built in %s (%s rows/s): state_bytes %s, checkpoint_bytes of the last epoch %s, %s records in %s, server data dir %s\n\n",
 		Secs(built), Count(Rate(c.Keys, built)), MiB(st0.StateBytes), MiB(st0.CheckpointBytes), Count(float64(stateRecords)), stateTopic, MiB(dirBytes))
 
 	var results []*recoveryResult
 	next := c.Keys // fresh keys: c.Keys, c.Keys+1, …
 	total := c.Keys
 	for _, mode := range c.Modes {
-		conn.Close(context.Background())
-		conn = nil
 		before := dirSize(dataDir)
-		if mode == "graceful" {
-			if err := srv.Close(); err != nil {
-				return fmt.Errorf("graceful stop: %w", err)
-			}
-		} else {
-			killer, ok := srv.(interface{ Kill() })
-			if !ok {
-				return errors.New("recovery: the server cannot be killed")
-			}
-			killer.Kill()
+		if err := h.stopServer(mode != "graceful"); err != nil {
+			return fmt.Errorf("%s stop: %w", mode, err)
 		}
-		srv = nil
 		if mode == "wiped" {
 			if err := os.RemoveAll(dataDir); err != nil {
 				return err
@@ -195,27 +136,27 @@ func Recovery(ctx context.Context, o Options, c RecoveryConfig) error {
 		}
 		res := &recoveryResult{mode: mode, owned: -1, dataBefore: before}
 		start := time.Now()
-		if srv, err = r.startServerAt(ctx, r.o.Stream, dataDir); err != nil {
+		if err := h.launch(ctx, spec); err != nil {
 			return fmt.Errorf("%s: restart: %w", mode, err)
 		}
 		res.accept = time.Since(start)
-		if conn, err = connect(ctx, srv.URL()); err != nil {
+		if err := h.connect(ctx); err != nil {
 			return err
 		}
 		// A fresh key into every partition.
 		fresh := freshKeys(&next, c.Partitions)
 		total += int64(len(fresh))
-		if err := produceKeyed(ctx, srv.Brokers(), r.prefix+in, fresh, row, key); err != nil {
+		if err := produceKeyed(ctx, h.srv.Brokers(), h.prefix+in, fresh, row, key); err != nil {
 			return fmt.Errorf("%s: %w", mode, err)
 		}
-		if err := waitReady(ctx, conn, view, fresh, c, start, res); err != nil {
+		if err := waitReady(ctx, h.conn, view, fresh, c, start, res); err != nil {
 			return fmt.Errorf("%s: %w", mode, err)
 		}
 		res.dataAfter = dirSize(dataDir)
-		if err := flush(ctx, conn, 5*time.Minute); err != nil {
+		if err := flush(ctx, h.conn, 5*time.Minute); err != nil {
 			return err
 		}
-		got, err := queryInts(ctx, conn, "SELECT count(*), sum(n) FROM "+view)
+		got, err := queryInts(ctx, h.conn, "SELECT count(*), sum(n) FROM "+view)
 		if err != nil {
 			return err
 		}
@@ -257,7 +198,7 @@ func Recovery(ctx context.Context, o Options, c RecoveryConfig) error {
 		"restored_keys = state keys this server rebuilt from the state topic (0: local Pebble state reused)",
 		fmt.Sprintf("targets: kept < %s, wiped < %s (graceful is a control without a target)", RecoveryKeptTarget, RecoveryWipedTarget),
 	}, notes...)
-	tb.Print(r.o.Out)
+	tb.Print(h.o.Out)
 	return nil
 }
 
@@ -343,13 +284,11 @@ func waitReady(ctx context.Context, conn *pgx.Conn, view string, fresh []int64, 
 
 // topicRecords is the number of offsets in a topic (the sum of its
 // partitions' end minus start offsets), -1 when unknown.
-func topicRecords(ctx context.Context, brokers []string, topic string) int64 {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+func topicRecords(ctx context.Context, h *harness, topic string) int64 {
+	adm, err := h.admin()
 	if err != nil {
 		return -1
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ends, err := adm.ListEndOffsets(qctx, topic)

@@ -9,8 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // SelectConfig configures the select scenario.
@@ -27,118 +25,68 @@ const SelectTarget = 1_000_000
 
 // Select runs the select scenario.
 func Select(ctx context.Context, o Options, c SelectConfig) error {
-	if len(c.Rows) == 0 {
-		c.Rows = []int64{1_000_000, 2_000_000}
-	}
-	if c.Runs <= 0 {
-		c.Runs = 5
-	}
-	if c.LimitRuns <= 0 {
-		c.LimitRuns = 20
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = 4
-	}
+	orDefaults(&c.Rows, 1_000_000, 2_000_000)
+	orDefault(&c.Runs, 5)
+	orDefault(&c.LimitRuns, 20)
+	orDefault(&c.Partitions, 4)
 	if c.PriceOver == 0 {
 		c.PriceOver = 50
 	}
-	r, err := newRun(o, false)
+	h, ctx, err := openHarness(ctx, o, false)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	srv, err := r.startServer(ctx, r.o.Stream)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
+	defer h.close()
 	aggSQL := "SELECT count(*), sum(qty) FROM %s WHERE price > " + strconv.FormatFloat(c.PriceOver, 'g', -1, 64)
-	r.header("select", srv,
+	h.header("select",
 		fmt.Sprintf("workload: a %d-partition stream (sym TEXT, price DOUBLE PRECISION, qty BIGINT, ts TIMESTAMP) loaded with N JSON rows by franz-go; %q %d times (median), then SELECT * FROM s LIMIT 10 %d times",
 			c.Partitions, fmt.Sprintf(aggSQL, "s"), c.Runs, c.LimitRuns))
-	conn, err := connect(ctx, srv.URL())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Brokers()...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 
 	tb := Table{
 		Title: fmt.Sprintf("select: %s (median of %d runs) and SELECT * LIMIT 10", fmt.Sprintf(aggSQL, "s"), c.Runs),
 		Header: []string{"rows N", "load rows/s", "median", "min", "max", "rows/s scanned", "server cpu s/run", "rows/server-cpu-s",
 			"broker cpu s/run", "other cpu s/run", "RSS before", "peak RSS", "peak-before", "peak heap", "LIMIT 10 p50 ms", "p99 ms", "≥1M rows/s"},
 	}
-	var profiles []string
 	for _, n := range c.Rows {
-		name := r.name("sel_" + strconv.FormatInt(n, 10))
-		if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s (sym TEXT, price DOUBLE PRECISION, qty BIGINT, ts TIMESTAMP) WITH (partitions = %d)", name, c.Partitions)); err != nil {
-			return err
-		}
+		name := h.name("sel_" + strconv.FormatInt(n, 10))
 		g := Gen{}
 		want := g.Expected(n, c.PriceOver)
-		lctx, lcancel := context.WithTimeout(ctx, 10*time.Minute)
-		ld, err := Load(lctx, srv.Brokers(), r.prefix+name, c.Partitions, n, g)
-		lcancel()
+		ld, err := h.createStream(ctx, streamSpec{name: name, columns: "(sym TEXT, price DOUBLE PRECISION, qty BIGINT, ts TIMESTAMP)",
+			partitions: c.Partitions, rows: n, row: g.AppendJSON})
 		if err != nil {
 			return err
-		}
-		if ends, err := endOffsets(ctx, adm, r.prefix+name); err == nil {
-			var sum int64
-			for _, o := range ends {
-				sum += o
-			}
-			if sum != n {
-				return fmt.Errorf("%s holds %d records after the load, want %d", name, sum, n)
-			}
-		}
-		ph, err := r.startPhase(ctx, srv)
-		if err != nil {
-			return err
-		}
-		stopProf, path := r.profile(srv, fmt.Sprintf("select-%d", n))
-		if path != "" {
-			profiles = append(profiles, path)
 		}
 		var runs []time.Duration
 		q := fmt.Sprintf(aggSQL, name)
-		for i := 0; i < c.Runs; i++ {
-			t := time.Now()
-			count, sum, err := aggregate(ctx, conn, q)
-			if err != nil {
-				stopProf()
-				return err
+		ph, err := h.measure(ctx, fmt.Sprintf("select-%d", n), func() error {
+			for i := 0; i < c.Runs; i++ {
+				t := time.Now()
+				count, sum, err := aggregate(ctx, h.conn, q)
+				if err != nil {
+					return err
+				}
+				runs = append(runs, time.Since(t))
+				if count != want.CountOver || sum != want.SumQtyOver {
+					return fmt.Errorf("%s: got count %d sum %d, want %d and %d", q, count, sum, want.CountOver, want.SumQtyOver)
+				}
 			}
-			runs = append(runs, time.Since(t))
-			if count != want.CountOver || sum != want.SumQtyOver {
-				stopProf()
-				return fmt.Errorf("%s: got count %d sum %d, want %d and %d", q, count, sum, want.CountOver, want.SumQtyOver)
-			}
-		}
-		stopProf()
-		if err := ph.end(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		var lim []time.Duration
-		stopProf, path = r.profile(srv, fmt.Sprintf("select-limit-%d", n))
-		if path != "" {
-			profiles = append(profiles, path)
-		}
+		stopProf := h.profile(h.srv, fmt.Sprintf("select-limit-%d", n))
 		for i := 0; i < c.LimitRuns; i++ {
 			t := time.Now()
-			got, err := limit10(ctx, conn, name)
+			got, err := limit10(ctx, h.conn, name)
 			if err != nil {
 				stopProf()
 				return err
 			}
 			lim = append(lim, time.Since(t))
 			if got != 10 {
+				stopProf()
 				return fmt.Errorf("SELECT * FROM %s LIMIT 10 returned %d rows", name, got)
 			}
 		}
@@ -151,7 +99,7 @@ func Select(ctx context.Context, o Options, c SelectConfig) error {
 			cpuSecs(ph.brokerCPU/time.Duration(c.Runs)), cpuSecs(ph.otherCPU/time.Duration(c.Runs)),
 			MiB(ph.u0.RSS), MiB(ph.u1.PeakRSS), MiB(diffOrUnknown(ph.u1.PeakRSS, ph.u0.RSS)), MiB(ph.u1.PeakHeap),
 			Ms(Percentile(lim, 50)), Ms(Percentile(lim, 99)), verdict(rate >= SelectTarget))
-		if err := execSQL(ctx, conn, time.Minute, "DROP STREAM "+name); err != nil {
+		if err := h.exec(ctx, "DROP STREAM "+name); err != nil {
 			return err
 		}
 	}
@@ -162,10 +110,8 @@ func Select(ctx context.Context, o Options, c SelectConfig) error {
 		"server cpu s/run = CPU time of the server's process per run (in-process: includes the embedded broker serving the scan); rows/server-cpu-s = rows scanned per CPU-second of it",
 		"broker cpu = a separate broker's (--broker-pid), or in child mode the bench process that hosts the embedded broker; other cpu = the rest of the host's busy CPU (other tenants)",
 	}
-	tb.Print(r.o.Out)
-	for _, p := range profiles {
-		fmt.Fprintf(r.o.Out, "CPU profile: %s  (go tool pprof -top %s)\n", p, p)
-	}
+	tb.Print(h.o.Out)
+	h.printProfiles()
 	return nil
 }
 

@@ -78,28 +78,16 @@ type windowsResult struct {
 
 // Windows runs the windows scenario.
 func Windows(ctx context.Context, o Options, c WindowsConfig) error {
-	if c.Rows <= 0 {
-		c.Rows = 2_000_000
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = 4
-	}
-	if c.Auctions <= 0 {
-		c.Auctions = 10_000
-	}
-	if c.Bidders <= 0 {
-		c.Bidders = 1_000_000
-	}
-	if len(c.Variants) == 0 {
-		c.Variants = []string{"tumble", "tumble-keyed", "hop", "hc", "hc-spill", "lc"}
-	}
+	orDefault(&c.Rows, 2_000_000)
+	orDefault(&c.Partitions, 4)
+	orDefault(&c.Auctions, 10_000)
+	orDefault(&c.Bidders, 1_000_000)
+	orDefaults(&c.Variants, "tumble", "tumble-keyed", "hop", "hc", "hc-spill", "lc")
 	// hc-spill restarts the server with small caches: it runs last.
 	slices.SortStableFunc(c.Variants, func(a, b string) int {
 		return cmp.Compare(b2i(windowsVariants[a].spill), b2i(windowsVariants[b].spill))
 	})
-	if c.CatchupTimeout <= 0 {
-		c.CatchupTimeout = 5 * time.Minute
-	}
+	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, v := range c.Variants {
 		if _, ok := windowsVariants[v]; !ok {
 			return fmt.Errorf("unknown variant %q (want tumble, tumble-keyed, hop, hc, hc-spill, lc)", v)
@@ -113,20 +101,13 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 	for _, v := range c.Variants {
 		spill = spill || windowsVariants[v].spill
 	}
-	r, err := newRun(o, spill)
+	h, ctx, err := openHarness(ctx, o, spill)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	srv, err := r.startServer(ctx, r.o.Stream)
-	if err != nil {
-		return err
-	}
-	defer func() { srv.Close() }()
+	defer h.close()
 	g := BidGen{N: c.Rows, Partitions: c.Partitions, Auctions: c.Auctions, Bidders: c.Bidders}
-	in := r.name("bids")
+	in := h.name("bids")
 	lines := []string{
 		fmt.Sprintf("workload: CREATE STREAM bids %s WITH (partitions = %d), loaded by franz-go with %s JSON rows round-robin over the partitions:", bidsColumns, c.Partitions, Count(float64(c.Rows))),
 		fmt.Sprintf("  %s distinct auctions (pseudo-random), %s distinct bidders, event time 1 ms apart, one row in 8 up to 1.5 s early (within the 4 s delay: none late);", Count(float64(c.Auctions)), Count(float64(min(c.Bidders, c.Rows)))),
@@ -145,58 +126,34 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 		lines = append(lines, fmt.Sprintf("  tumble-keyed runs over bids_k: the same rows in a stream declared WITH (partitions = %d, key = 'auction'), loaded keyed (murmur2), so the aggregation is one stage without a repartition", c.Partitions))
 	}
 	lines = append(lines, "  done = `consumed` in fvsql_catalog.pipelines reaches the input's rows and `lag` (every stage, the repartition stage's internal topic included) is 0, polled every 50 ms")
-	r.header("windows", srv, lines...)
-	conn, err := connect(ctx, srv.URL())
-	if err != nil {
-		return err
-	}
-	defer func() { conn.Close(context.Background()) }()
+	h.header("windows", lines...)
 
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s %s WITH (partitions = %d)", in, bidsColumns, c.Partitions)); err != nil {
-		return err
-	}
 	t0 := time.Now()
 	want := g.Expected(10*time.Second, 2*time.Second)
-	fmt.Fprintf(r.o.Out, "expected results computed in %s: %s TUMBLE rows, %s HOP rows, %s auctions, %s bidders\n",
+	fmt.Fprintf(h.o.Out, "expected results computed in %s: %s TUMBLE rows, %s HOP rows, %s auctions, %s bidders\n",
 		Secs(time.Since(t0)), Count(float64(want.TumbleRows)), Count(float64(want.HopRows)), Count(float64(want.Auctions)), Count(float64(want.Bidders)))
-	lctx, lcancel := context.WithTimeout(ctx, 10*time.Minute)
-	ld, err := LoadRows(lctx, srv.Brokers(), r.prefix+in, c.Partitions, 0, g.Total(), g.AppendJSON, nil)
-	lcancel()
-	if err != nil {
+	if _, err := h.createStream(ctx, streamSpec{name: in, columns: bidsColumns, partitions: c.Partitions, rows: g.Total(), row: g.AppendJSON}); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.o.Out, "loaded %s rows into %s in %s (%s rows/s, %s MiB of JSON)\n", Count(float64(g.Total())), r.prefix+in, Secs(ld.Duration), Count(Rate(g.Total(), ld.Duration)), Count(float64(ld.Bytes)/(1<<20)))
-	inKeyed, gk := r.name("bids_k"), g.KeyedSentinels()
+	inKeyed, gk := h.name("bids_k"), g.KeyedSentinels()
 	if contains(c.Variants, "tumble-keyed") {
-		if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf("CREATE STREAM %s %s WITH (partitions = %d, key = 'auction')", inKeyed, bidsColumns, c.Partitions)); err != nil {
+		if _, err := h.createStream(ctx, streamSpec{name: inKeyed, columns: bidsColumns, partitions: c.Partitions, key: "auction", keyOf: gk.Key,
+			rows: gk.Total(), row: gk.AppendJSON}); err != nil {
 			return err
 		}
-		lctx, lcancel := context.WithTimeout(ctx, 10*time.Minute)
-		ld, err := LoadRows(lctx, srv.Brokers(), r.prefix+inKeyed, c.Partitions, 0, gk.Total(), gk.AppendJSON, gk.Key)
-		lcancel()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(r.o.Out, "loaded %s rows into %s (keyed by auction) in %s (%s rows/s)\n", Count(float64(gk.Total())), r.prefix+inKeyed, Secs(ld.Duration), Count(Rate(gk.Total(), ld.Duration)))
 	}
-	fmt.Fprintln(r.o.Out)
+	fmt.Fprintln(h.o.Out)
 
 	var results []*windowsResult
-	var profiles []string
 	onSpill := false
 	for _, v := range c.Variants {
 		wv := windowsVariants[v]
-		wv.rel = r.name(wv.rel)
+		wv.rel = h.name(wv.rel)
 		if wv.spill && !onSpill {
 			// The other variants' views are dropped: the new server
 			// starts no pipeline of theirs.
-			conn.Close(context.Background())
-			srv.Close()
-			if srv, err = r.startServerCaches(ctx, r.o.Stream, WindowsSpillStateCacheMB, WindowsSpillGroupCacheMB); err != nil {
+			if err := h.serve(ctx, serverSpec{stream: h.o.Stream, stateMB: WindowsSpillStateCacheMB, groupMB: WindowsSpillGroupCacheMB}); err != nil {
 				return fmt.Errorf("%s: %w", v, err)
-			}
-			if conn, err = connect(ctx, srv.URL()); err != nil {
-				return err
 			}
 			onSpill = true
 		}
@@ -204,48 +161,41 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 		if wv.keyed {
 			src, sg = inKeyed, gk
 		}
-		res, path, err := measureWindowed(ctx, r, srv, conn, wv, src, sg, want, c.CatchupTimeout)
+		res, err := h.measureWindowed(ctx, wv, src, sg, want, c.CatchupTimeout)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v, err)
 		}
-		if path != "" {
-			profiles = append(profiles, path)
-		}
 		results = append(results, res)
 	}
-	printWindows(r, c, g, results)
-	for _, p := range profiles {
-		fmt.Fprintf(r.o.Out, "CPU profile: %s  (go tool pprof -top %s)\n", p, p)
-	}
+	printWindows(h, c, g, results)
+	h.printProfiles()
 	return nil
 }
 
 // measureWindowed runs one variant: CREATE, wait until done, check the
 // output, DROP.
-func measureWindowed(ctx context.Context, r *run, srv Server, conn *pgx.Conn, wv windowsVariant, in string, g BidGen, want BidExpect, catchup time.Duration) (*windowsResult, string, error) {
+func (h *harness) measureWindowed(ctx context.Context, wv windowsVariant, in string, g BidGen, want BidExpect, catchup time.Duration) (*windowsResult, error) {
 	res := &windowsResult{v: wv}
-	ph, err := r.startPhase(ctx, srv)
-	if err != nil {
-		return nil, "", err
-	}
 	if wv.phase == "" {
 		wv.phase = "windows-" + wv.name
 	}
-	stopProf, path := r.profile(srv, wv.phase)
-	ph.start = time.Now()
-	if err := execSQL(ctx, conn, time.Minute, fmt.Sprintf(wv.sql, wv.rel, in)); err != nil {
-		stopProf()
-		return nil, "", err
+	var st pipeStat
+	var err error // the catch-up's: a variant that does not catch up is reported, not fatal
+	ph, perr := h.measure(ctx, wv.phase, func() error {
+		if err := h.exec(ctx, fmt.Sprintf(wv.sql, wv.rel, in)); err != nil {
+			return err
+		}
+		st, err = waitPipeline(ctx, h.conn, wv.rel, g.Total(), true, catchup)
+		return nil
+	})
+	if perr != nil {
+		return nil, perr
 	}
-	st, err := waitPipeline(ctx, conn, wv.rel, g.Total(), true, catchup)
-	stopProf()
 	if err != nil && ctx.Err() != nil {
-		return nil, "", err
-	}
-	if err := ph.end(); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	res.ph, res.stat = ph, st
+	conn := h.conn
 	if err != nil {
 		// Keep going with the other variants: this one is reported as
 		// not caught up, with its last record.
@@ -254,10 +204,10 @@ func measureWindowed(ctx context.Context, r *run, srv Server, conn *pgx.Conn, wv
 		if st.Late > 0 || st.Dropped > 0 {
 			res.unfinished += "; " + errorSamples(ctx, conn, wv.rel+"_errors")
 		}
-		return res, path, execSQL(ctx, conn, time.Minute, "DROP "+wv.kind+" "+wv.rel)
+		return res, h.exec(ctx, "DROP "+wv.kind+" "+wv.rel)
 	}
 	if err := flush(ctx, conn, 5*time.Minute); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	var q string
 	var exp []int64
@@ -281,7 +231,7 @@ func measureWindowed(ctx context.Context, r *run, srv Server, conn *pgx.Conn, wv
 	var got []int64
 	for try := 0; ; try++ {
 		if got, err = queryInts(ctx, conn, q); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		if equalInts(got, exp) || try == 10 {
 			break
@@ -305,10 +255,10 @@ func measureWindowed(ctx context.Context, r *run, srv Server, conn *pgx.Conn, wv
 	if last.StateBytes >= 0 {
 		res.stat.StateBytes = last.StateBytes
 	}
-	if err := execSQL(ctx, conn, time.Minute, "DROP "+wv.kind+" "+wv.rel); err != nil {
-		return nil, "", err
+	if err := h.exec(ctx, "DROP "+wv.kind+" "+wv.rel); err != nil {
+		return nil, err
 	}
-	return res, path, nil
+	return res, nil
 }
 
 func equalInts(a, b []int64) bool {
@@ -323,7 +273,7 @@ func equalInts(a, b []int64) bool {
 	return true
 }
 
-func printWindows(r *run, c WindowsConfig, g BidGen, results []*windowsResult) {
+func printWindows(h *harness, c WindowsConfig, g BidGen, results []*windowsResult) {
 	tb := Table{
 		Title: fmt.Sprintf("windows: catch-up over %s rows (%d partitions)", Count(float64(g.Total())), c.Partitions),
 		Header: []string{"variant", "state keyed by", "duration", "rows/s", "proc cpu s", "rows/proc-cpu-s", "broker cpu s", "other cpu s",
@@ -396,7 +346,7 @@ func printWindows(r *run, c WindowsConfig, g BidGen, results []*windowsResult) {
 			tb.Notes = append(tb.Notes, res.v.name+": "+res.unfinished+" (rows/s: its first stage's committed input over the timeout)")
 		}
 	}
-	tb.Print(r.o.Out)
+	tb.Print(h.o.Out)
 }
 
 // errorSamples describes what a pipeline's errors stream holds: rows per
