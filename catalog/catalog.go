@@ -73,13 +73,26 @@ var MetaColumns = []Column{
 func (r *Relation) HasMeta() bool { return r.Kind == Stream }
 
 // ReadColumns are the columns a read of the relation produces: the
-// declared ones, then the metadata columns for streams.
+// declared ones, then the metadata columns for streams. A declared column
+// named like a metadata column (a continuous stream selecting _key)
+// shadows it: the metadata column keeps its place in the row but has no
+// name, so the name means the declared column.
 func (r *Relation) ReadColumns() []Column {
 	if !r.HasMeta() {
 		return r.Columns
 	}
-	return append(append([]Column(nil), r.Columns...), MetaColumns...)
+	out := append(append([]Column(nil), r.Columns...), MetaColumns...)
+	for i := len(r.Columns); i < len(out); i++ {
+		if r.ColumnIndex(out[i].Name) >= 0 {
+			out[i].Name = ""
+		}
+	}
+	return out
 }
+
+// Shadowed reports whether a declared column of the relation hides the
+// metadata column meta.
+func (r *Relation) Shadowed(meta Column) bool { return r.ColumnIndex(meta.Name) >= 0 }
 
 // ColumnIndex returns the index of the named column, or -1.
 func (r *Relation) ColumnIndex(name string) int {

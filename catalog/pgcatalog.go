@@ -389,7 +389,9 @@ func init() {
 				}
 				if r.HasMeta() {
 					for i, cl := range MetaColumns {
-						rows = append(rows, attr(r, cl, -1-i))
+						if !r.Shadowed(cl) {
+							rows = append(rows, attr(r, cl, -1-i))
+						}
 					}
 				}
 			}

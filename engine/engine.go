@@ -35,7 +35,13 @@ type Config struct {
 	ExactlyOnce        bool          // STREAM_EXACTLY_ONCE
 	OffsetReset        string        // STREAM_OFFSET_RESET: earliest or latest
 	IdleTimeout        time.Duration // STREAM_IDLE_TIMEOUT: idle partitions stop holding watermarks
-	Logger             *slog.Logger
+	// FlushGiveUp (STREAM_FLUSH_GIVE_UP) is how long a pipeline may have
+	// been retrying before FLUSH stops waiting for it and reports it
+	// instead. Default 60 s: longer than a broker restart or a failover
+	// takes to heal, so a FLUSH right after one still waits; a pipeline
+	// whose error can never pass (see hopeless) is reported at once.
+	FlushGiveUp time.Duration
+	Logger      *slog.Logger
 	// Store holds operator state (a cache of the checkpoints in Kafka).
 	Store *state.Store
 	// EmbeddedBroker says the brokers are kfake hosted by this process.
@@ -112,7 +118,7 @@ const MaxMessageBytes = 16 << 20
 func DefaultConfig() Config {
 	return Config{
 		Consumers: 2, BatchSize: 10000, CheckpointInterval: time.Second, ExactlyOnce: true,
-		OffsetReset: "earliest", IdleTimeout: 10 * time.Second,
+		OffsetReset: "earliest", IdleTimeout: 10 * time.Second, FlushGiveUp: time.Minute,
 		SiblingWait: time.Second, StatelessEpochRows: 50_000, WatermarkEveryRows: 2000,
 		RecordInterval: 2 * time.Second, HangingSweep: 15 * time.Second,
 		GroupHeartbeat: time.Second, GroupSessionTimeout: 10 * time.Second,
@@ -125,7 +131,7 @@ func (c *Config) withDefaults() {
 	for _, f := range []struct {
 		v   *time.Duration
 		def time.Duration
-	}{{&c.SiblingWait, d.SiblingWait}, {&c.RecordInterval, d.RecordInterval}, {&c.HangingSweep, d.HangingSweep},
+	}{{&c.FlushGiveUp, d.FlushGiveUp}, {&c.SiblingWait, d.SiblingWait}, {&c.RecordInterval, d.RecordInterval}, {&c.HangingSweep, d.HangingSweep},
 		{&c.GroupHeartbeat, d.GroupHeartbeat}, {&c.GroupSessionTimeout, d.GroupSessionTimeout}} {
 		if *f.v == 0 {
 			*f.v = f.def
@@ -158,6 +164,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("engine: STREAM_OFFSET_RESET must be earliest or latest, not %q", c.OffsetReset)
 	case c.IdleTimeout <= 0:
 		return fmt.Errorf("engine: STREAM_IDLE_TIMEOUT must be positive")
+	case c.FlushGiveUp < 0:
+		return errors.New("engine: STREAM_FLUSH_GIVE_UP must not be negative")
 	case c.SiblingWait < 0 || c.RecordInterval < 0 || c.HangingSweep < 0 || c.StatelessEpochRows < 0 || c.WatermarkEveryRows < 0:
 		return errors.New("engine: internal knobs must not be negative")
 	case c.GroupHeartbeat < 0 || c.GroupSessionTimeout < 3*c.GroupHeartbeat:
@@ -325,6 +333,9 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if e.cfg.OffsetReset == "latest" {
+		e.pinStart(ctx, name, stages)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.pipelines[name]; ok {
@@ -336,6 +347,45 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	p.start()
 	e.cfg.Logger.Info("pipeline started", "pipeline", name, "stages", len(stages), "exactly_once", e.cfg.ExactlyOnce)
 	return nil
+}
+
+// pinStart gives each stage group of a new pipeline, under
+// STREAM_OFFSET_RESET=latest, committed offsets at its inputs' current
+// read_committed ends. "latest" means "from when the pipeline was
+// created", and a group with no committed offsets leaves that point
+// unknown to everyone but its consumers: FLUSH, which waits for the
+// committed offsets to reach the inputs' ends, would wait until some new
+// row made a consumer commit. A group that already has offsets (the
+// pipeline ran before, here or on another process) is left alone, and so
+// is one another process's consumers joined meanwhile (the broker refuses
+// a commit from outside a non-empty group).
+func (e *Engine) pinStart(ctx context.Context, name string, stages []*stageRun) {
+	for _, s := range stages {
+		group := e.group(name, s.def.Name)
+		committed, err := e.admin.FetchOffsets(ctx, group)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			err = nil // a group that never existed has no offsets
+		}
+		if err != nil || len(committed) > 0 {
+			continue
+		}
+		ends, err := e.admin.ListCommittedOffsets(ctx, s.inputTopics(e)...)
+		if err != nil || ends.Error() != nil {
+			e.cfg.Logger.Warn("pipeline start: could not list its inputs' ends", "pipeline", name, "stage", s.def.Name, "err", err)
+			continue
+		}
+		offsets := kadm.Offsets{}
+		ends.Each(func(o kadm.ListedOffset) {
+			offsets.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+		})
+		resp, err := e.admin.CommitOffsets(ctx, group, offsets)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			e.cfg.Logger.Debug("pipeline start: the group's start was not pinned", "pipeline", name, "stage", s.def.Name, "err", err)
+		}
+	}
 }
 
 func stageStateful(s *Stage) bool {
@@ -503,7 +553,11 @@ func (e *Engine) stageLag(ctx context.Context, pipeline string, s *stageRun) (in
 // everything present in its inputs when Flush began. Stages are flushed
 // in order, each after the ones feeding it, and pipelines in start order,
 // so a pipeline reading another's output sees all of it.
-func (e *Engine) Flush(ctx context.Context) error {
+//
+// A pipeline that cannot make progress (see pipeline.stuck) does not hold
+// FLUSH for the others: FLUSH goes on without it and returns one warning
+// per such pipeline, naming it and its error.
+func (e *Engine) Flush(ctx context.Context) (warnings []string, err error) {
 	e.mu.Lock()
 	ps := make([]*pipeline, 0, len(e.order))
 	for _, n := range e.order {
@@ -511,23 +565,43 @@ func (e *Engine) Flush(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	for _, p := range ps {
-		if err := p.waitIngest(ctx); err != nil {
+		err := e.flushPipeline(ctx, p)
+		var st *stuckError
+		if errors.As(err, &st) {
+			warnings = append(warnings, st.Error())
+			continue
+		}
+		if err != nil {
+			return warnings, err
+		}
+	}
+	return warnings, nil
+}
+
+// stuckError says FLUSH gave up on a pipeline that cannot make progress.
+type stuckError struct{ pipeline, status, err string }
+
+func (s *stuckError) Error() string {
+	return fmt.Sprintf("FLUSH did not wait for pipeline %q: it is %s: %s", s.pipeline, s.status, s.err)
+}
+
+func (e *Engine) flushPipeline(ctx context.Context, p *pipeline) error {
+	if err := p.waitIngest(ctx); err != nil {
+		return err
+	}
+	for _, s := range p.stages {
+		if err := e.flushStage(ctx, p, s); err != nil {
 			return err
 		}
-		for _, s := range p.stages {
-			if err := e.flushStage(ctx, p, s); err != nil {
-				return err
-			}
-			// what the stage wrote is readable when FLUSH returns
-			if _, err := e.flushTargets(ctx, append(p.queryWrites(s), e.topic(p.errors.Topic))); err != nil {
-				return err
-			}
+		// what the stage wrote is readable when FLUSH returns
+		if _, err := e.flushTargets(ctx, append(p.queryWrites(s), e.topic(p.errors.Topic))); err != nil {
+			return err
 		}
-		for _, b := range p.topo.Sinks {
-			topic := e.topic(p.internalTopic(b.Internal))
-			if err := e.waitGroup(ctx, p, "sink", []string{topic}); err != nil {
-				return err
-			}
+	}
+	for _, b := range p.topo.Sinks {
+		topic := e.topic(p.internalTopic(b.Internal))
+		if err := e.waitGroup(ctx, p, "sink", []string{topic}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -560,6 +634,9 @@ func (e *Engine) waitGroup(ctx context.Context, p *pipeline, stage string, topic
 			if done {
 				return nil
 			}
+		}
+		if msg, ok := p.stuck(); ok {
+			return &stuckError{pipeline: p.name, status: p.record().Status, err: msg}
 		}
 		select {
 		case <-ctx.Done():
@@ -671,4 +748,3 @@ func (e *Engine) flushTargets(ctx context.Context, topics []string) (map[string]
 func (e *Engine) resolveWait() time.Duration {
 	return e.txnTimeout() + 15*time.Second
 }
-

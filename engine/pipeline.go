@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
 )
@@ -32,13 +33,18 @@ type pipeline struct {
 	restoring, restoredKeys, restoresLocal             atomic.Int64
 	stateBytes, stateSizedAt                           atomic.Int64 // gauge and when it was measured
 
-	mu        sync.Mutex
-	status    string
-	lastErr   string
-	failing   map[int]bool                 // workers currently retrying
-	ingesting map[string]backends.Consumer // live ingest consumers, for FLUSH
-	started   time.Time
-	wms       map[int]int64 // per worker of the last stage: its partitions' lowest watermark
+	mu      sync.Mutex
+	status  string
+	lastErr string
+	failing map[int]bool // workers currently retrying
+	// retryingSince is when the pipeline last went from RUNNING to
+	// RETRYING; hopeless says its latest error can never pass by
+	// retrying (a plan the engine cannot run), see stuck.
+	retryingSince time.Time
+	hopeless      bool
+	ingesting     map[string]backends.Consumer // live ingest consumers, for FLUSH
+	started       time.Time
+	wms           map[int]int64 // per worker of the last stage: its partitions' lowest watermark
 }
 
 // stageRun is a stage with its datasets resolved.
@@ -236,8 +242,36 @@ func (p *pipeline) setStatus(status, errText string) {
 func (p *pipeline) workerFailed(id int, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if len(p.failing) == 0 {
+		p.retryingSince = time.Now()
+	}
 	p.failing[id] = true
 	p.status, p.lastErr = StatusRetrying, err.Error()
+	p.hopeless = hopeless(err)
+}
+
+// hopeless says an error of a pipeline's work can never pass by retrying:
+// a feature the plan needs and the engine lacks, or a plan that does not
+// bind. The planner refuses such plans at CREATE; this covers pipelines
+// created by an earlier version.
+func hopeless(err error) bool {
+	switch pgerror.CodeOf(err) {
+	case pgerror.FeatureNotSupported, pgerror.UndefinedFunction, pgerror.UndefinedColumn,
+		pgerror.DatatypeMismatch, pgerror.InvalidObjectDefinition:
+		return true
+	}
+	return false
+}
+
+// stuck returns the pipeline's error when FLUSH should not wait for it:
+// it has been retrying for Config.FlushGiveUp, or its error is hopeless.
+func (p *pipeline) stuck() (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status != StatusRetrying && p.status != StatusFailed {
+		return "", false
+	}
+	return p.lastErr, p.hopeless || time.Since(p.retryingSince) >= p.e.cfg.FlushGiveUp
 }
 
 func (p *pipeline) workerOK(id int) {

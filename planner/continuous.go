@@ -23,8 +23,20 @@ type Continuous struct {
 // ErrorsSuffix names a pipeline's poison-row stream.
 const ErrorsSuffix = "_errors"
 
-// PlanContinuous plans CREATE STREAM|MATERIALIZED VIEW … AS SELECT.
+// PlanContinuous plans CREATE STREAM|MATERIALIZED VIEW … AS SELECT (and
+// CREATE SINK), refusing what it could not run (checkContinuous).
 func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
+	c, err := planContinuous(cat, ca)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkContinuous(ca, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if err := checkName(ca.Name); err != nil {
 		return nil, err
 	}
@@ -186,7 +198,7 @@ func planSink(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	asStream.Kind = sql.KindStream
 	opts := append([]sql.Option(nil), ca.Options...)
 	asStream.Options = nil
-	c, err := PlanContinuous(cat, &asStream)
+	c, err := planContinuous(cat, &asStream)
 	if err != nil {
 		return nil, err
 	}

@@ -140,6 +140,9 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 				rel.Key = append(rel.Key, k)
 			}
 		default:
+			if !backendOption(scheme, o.Key) {
+				return unknownOption(scheme, o.Key)
+			}
 			if rel.Options == nil {
 				rel.Options = map[string]string{}
 			}
@@ -155,6 +158,40 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 		return pgerror.New(pgerror.InvalidParameterValue, "%s streams have one shard; partitions must be 1", scheme)
 	}
 	return nil
+}
+
+// commonOptions are the WITH options of every stream, whatever its backend.
+var commonOptions = []string{"backend", "topic", "format", "partitions", "key"}
+
+// kafkaTopicConfigs are the Kafka topic configs a kafka:// stream passes
+// to the topic it creates (names as Kafka spells them).
+var kafkaTopicConfigs = []string{
+	"cleanup.policy", "compression.type", "delete.retention.ms", "max.compaction.lag.ms",
+	"max.message.bytes", "message.timestamp.type", "min.cleanable.dirty.ratio",
+	"min.compaction.lag.ms", "min.insync.replicas", "retention.bytes", "retention.ms",
+	"segment.bytes", "segment.ms",
+}
+
+// backendOptions are the further WITH options each backend takes (the
+// file backend's settings are query parameters of its URI).
+var backendOptions = map[string][]string{
+	"kafka": kafkaTopicConfigs,
+	"redis": {"maxlen"},
+}
+
+// backendOption says whether a stream on scheme's backend takes option
+// key beyond the common ones.
+func backendOption(scheme, key string) bool {
+	return slices.Contains(backendOptions[scheme], key)
+}
+
+// unknownOption is the 22023 error for an option no part of fvsql reads,
+// naming what the stream does take: an option accepted and ignored would
+// make a stream unlike the one the statement asked for.
+func unknownOption(scheme, key string) error {
+	known := append(slices.Clone(commonOptions), backendOptions[scheme]...)
+	return pgerror.New(pgerror.InvalidParameterValue, "unrecognized option %q for a %s stream", key, scheme).
+		WithHint("Valid options are: %s.", strings.Join(known, ", "))
 }
 
 // planWatermark accepts WATERMARK FOR col AS col [- interval].

@@ -200,10 +200,11 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 		return s.command("FLUSH", func(ctx context.Context) (pgwire.Result, error) {
 			ctx, cancel := context.WithTimeout(ctx, flushTimeout)
 			defer cancel()
-			if err := s.srv.engine.Flush(ctx); err != nil {
+			warnings, err := s.srv.engine.Flush(ctx)
+			if err != nil {
 				return nil, err
 			}
-			return tagOnly("FLUSH"), s.srv.views.flush(ctx)
+			return &rowsResult{tag: "FLUSH", notices: warnings}, s.srv.views.flush(ctx)
 		}), nil
 	case *sql.Describe:
 		return s.planDescribe(st)

@@ -77,6 +77,7 @@ func run(args []string) error {
 	exactlyOnce := fs.Bool("stream-exactly-once", envBool("STREAM_EXACTLY_ONCE", def.ExactlyOnce), "exactly-once output with Kafka transactions; off: at-least-once (STREAM_EXACTLY_ONCE)")
 	offsetReset := fs.String("stream-offset-reset", envDefault("STREAM_OFFSET_RESET", def.OffsetReset), "where a new pipeline starts reading: earliest or latest (STREAM_OFFSET_RESET)")
 	idleTimeout := fs.Duration("stream-idle-timeout", envDuration("STREAM_IDLE_TIMEOUT", def.IdleTimeout), "after this long without data a partition stops holding back watermarks (STREAM_IDLE_TIMEOUT)")
+	flushGiveUp := fs.Duration("stream-flush-give-up", envDuration("STREAM_FLUSH_GIVE_UP", def.FlushGiveUp), "FLUSH stops waiting for a pipeline that has been retrying this long, and names it in a notice (STREAM_FLUSH_GIVE_UP)")
 	logLevel := fs.String("log-level", envDefault("FVSQL_LOG_LEVEL", "info"), "debug, info, warn or error (FVSQL_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,7 +107,7 @@ func run(args []string) error {
 		StateCacheBytes: int64(*stateCache) << 20,
 		Stream: engine.Config{
 			Consumers: *consumers, BatchSize: *batchSize, CheckpointInterval: *interval,
-			ExactlyOnce: *exactlyOnce, OffsetReset: *offsetReset, IdleTimeout: *idleTimeout,
+			ExactlyOnce: *exactlyOnce, OffsetReset: *offsetReset, IdleTimeout: *idleTimeout, FlushGiveUp: *flushGiveUp,
 			GroupCacheBytes: *groupCache << 20,
 		},
 	})

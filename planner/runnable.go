@@ -1,0 +1,143 @@
+package planner
+
+import (
+	"context"
+	"strings"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// checkContinuous refuses, at CREATE, a planned continuous query that the
+// engine could not run or that would give an answer unlike its SELECT's:
+// a pipeline accepted and then stuck in RETRYING for ever is worse than a
+// clear error now. Each check is a property of the plan, not of the
+// query's shape.
+func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
+	stateful := false
+	for i := range c.Topology.Stages {
+		for j := range c.Topology.Stages[i].Steps {
+			if !c.Topology.Stages[i].Steps[j].Stateless() {
+				stateful = true
+			}
+		}
+	}
+	for i := range c.Topology.Stages {
+		steps := c.Topology.Stages[i].Steps
+		for j := range steps {
+			if err := checkStepRuns(&steps[j]); err != nil {
+				return err
+			}
+			// A clock in a stream's select list stamps each row with the
+			// time it was processed (a processing-time column). Anywhere
+			// else, the result depends on when each row happened to be
+			// processed: a view's rows would never leave it when the
+			// clock moves on, and the view would not equal its SELECT.
+			if ca.Kind != sql.KindMaterializedView && !stateful && steps[j].Op == operators.OpProject {
+				continue
+			}
+			if fn := clockCall(&steps[j]); fn != "" {
+				return pgerror.New(pgerror.FeatureNotSupported, "%s() in a continuous query's %s is not supported", fn, stepClause(&steps[j])).
+					WithDetail("It is evaluated once, when a row is processed, so a row that passes it would never leave the result as time moves on.").
+					WithHint("Compare with the stream's event time instead, or use %s() only in the select list of a CREATE STREAM … AS SELECT without aggregation.", fn)
+			}
+		}
+	}
+	if stateful {
+		for _, in := range c.Inputs {
+			if isChangesStream(in) {
+				return pgerror.New(pgerror.FeatureNotSupported, "aggregating, ranking or joining the changes stream %q is not supported yet", in.Name).
+					WithDetail("Its rows are inserts, updates and deletes of a view; an update carries no old row, so it cannot be retracted from a result built on it.").
+					WithHint("Read the view itself with a pull query, or build the result from the view's input stream.")
+			}
+		}
+	}
+	return nil
+}
+
+// checkStepRuns builds the step's operator as the engine will, so that
+// what cannot be compiled (a subquery where a pipeline has no way to run
+// it) fails now with its own SQLSTATE.
+func checkStepRuns(s *operators.Step) error {
+	res := &operators.Resources{Ctx: context.Background(), ViewLookup: func(context.Context, string, types.Row) ([]types.Row, error) { return nil, nil }}
+	op, err := operators.BuildWith(s, &expr.Env{}, operators.AbortOnError, res)
+	if err != nil {
+		return err
+	}
+	if c, ok := op.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+	return nil
+}
+
+// clockFuncs read the wall clock.
+var clockFuncs = map[string]bool{
+	"now": true, "current_timestamp": true, "localtimestamp": true, "clock_timestamp": true,
+	"current_date": true, "current_time": true, "localtime": true, "statement_timestamp": true,
+	"transaction_timestamp": true, "timeofday": true,
+}
+
+// clockCall returns the name of a clock function the step calls, or "".
+func clockCall(s *operators.Step) string {
+	found := ""
+	visit := func(e *expr.Expr) {
+		if e == nil || found != "" {
+			return
+		}
+		e.Walk(func(n *expr.Expr) {
+			if n.Kind != expr.KCall || found != "" {
+				return
+			}
+			name, _, _ := strings.Cut(n.Fn, "(")
+			if clockFuncs[name] {
+				found = name
+			}
+		})
+	}
+	visit(s.Pred)
+	for _, e := range s.Exprs {
+		visit(e)
+	}
+	for _, e := range s.GroupBy {
+		visit(e)
+	}
+	for _, a := range s.Aggs {
+		visit(a.Arg)
+	}
+	for _, e := range s.PartitionBy {
+		visit(e)
+	}
+	if s.Join != nil {
+		visit(s.Join.Residual)
+	}
+	if s.Lookup != nil {
+		for _, e := range s.Lookup.Key {
+			visit(e)
+		}
+		visit(s.Lookup.Residual)
+	}
+	return found
+}
+
+// stepClause names the part of the query a step comes from, for errors.
+func stepClause(s *operators.Step) string {
+	switch s.Op {
+	case operators.OpFilter:
+		return "WHERE or HAVING"
+	case operators.OpProject:
+		return "select list"
+	case operators.OpIntervalJoin, operators.OpLookupJoin:
+		return "join condition"
+	}
+	return "aggregation"
+}
+
+// isChangesStream says rel is a view's <view>_changes stream.
+func isChangesStream(rel *catalog.Relation) bool {
+	owner := rel.Options["pipeline"]
+	return owner != "" && rel.Name == owner+ChangesSuffix
+}

@@ -1,0 +1,122 @@
+package pipelines
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestFlushOffsetResetLatest: under STREAM_OFFSET_RESET=latest a new
+// pipeline starts from its inputs' ends when it is created. FLUSH right
+// after the CREATE must return (it hung until its 2-minute bound, its
+// groups having no committed offsets until some new row arrived), rows
+// present before the CREATE stay out, and rows after it come through,
+// also across the repartition stage of a view, whose internal topic the
+// next stage must read from its start.
+func TestFlushOffsetResetLatest(t *testing.T) {
+	eachBroker(t, func(t *testing.T, c *cluster) {
+		srv := c.start(t, "fvsql", "--stream-offset-reset", "latest")
+		conn := srv.Connect(t)
+		exec(t, conn, "CREATE STREAM lin (k BIGINT, g BIGINT) WITH (partitions = 2)")
+		exec(t, conn, "INSERT INTO lin VALUES (1, 1), (2, 2), (3, 1)")
+		exec(t, conn, "CREATE STREAM lout AS SELECT k, g FROM lin WHERE k > 0")
+		exec(t, conn, "CREATE MATERIALIZED VIEW lagg AS SELECT g, count(*) AS n FROM lin GROUP BY g")
+		flushWithin(t, srv, conn, 30*time.Second)
+		exec(t, conn, "INSERT INTO lin VALUES (4, 1), (5, 2), (6, 2)")
+		flushWithin(t, srv, conn, 30*time.Second)
+		if got := queryStrings(t, conn, "SELECT k FROM lout ORDER BY k"); got != "4 5 6" {
+			t.Errorf("lout holds k = %s, want 4 5 6 (the rows inserted after the CREATE)", got)
+		}
+		if got := queryStrings(t, conn, "SELECT g || ':' || n FROM lagg ORDER BY g"); got != "1:1 2:2" {
+			t.Errorf("lagg = %s, want 1:1 2:2 (counts of the rows after the CREATE)", got)
+		}
+	})
+}
+
+// TestFlushGoesOnWithoutAStuckPipeline: a pipeline that cannot make
+// progress (a sink whose Redis is gone) must not hold FLUSH for the
+// others: after STREAM_FLUSH_GIVE_UP FLUSH returns, every other pipeline
+// flushed, with a notice naming the stuck one.
+func TestFlushGoesOnWithoutAStuckPipeline(t *testing.T) {
+	eachBroker(t, func(t *testing.T, c *cluster) {
+		rs := startRedis(t)
+		srv := c.start(t, "fvsql", "--stream-flush-give-up", "3s")
+		conn := srv.Connect(t)
+		exec(t, conn, "CREATE STREAM fin (k BIGINT) WITH (partitions = 2)")
+		exec(t, conn, "CREATE STREAM fout AS SELECT k * 10 AS k10 FROM fin")
+		exec(t, conn, fmt.Sprintf("CREATE SINK fsink AS SELECT k FROM fin WITH (backend = 'redis://%s', key = 'fsink')", rs.addr))
+		exec(t, conn, "INSERT INTO fin VALUES (1), (2)")
+		flush(t, srv, conn)
+		rs.stop(t)
+		exec(t, conn, "INSERT INTO fin VALUES (3), (4)")
+		waitStats(t, conn, "fsink", 60*time.Second, "fsink RETRYING without its Redis", func(s pipelineStats) bool {
+			return s.Status == "RETRYING"
+		})
+
+		var mu sync.Mutex
+		var notices []string
+		cfg, err := pgx.ParseConfig(srv.DSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			mu.Lock()
+			notices = append(notices, n.Message)
+			mu.Unlock()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		defer cancel()
+		nconn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nconn.Close(context.Background())
+		start := time.Now()
+		if _, err := nconn.Exec(ctx, "FLUSH"); err != nil {
+			t.Fatalf("FLUSH with a stuck sink: %v", err)
+		}
+		took := time.Since(start)
+		t.Logf("FLUSH returned after %s; notices: %q", took.Round(time.Millisecond), notices)
+		if took > 45*time.Second {
+			t.Errorf("FLUSH took %s with a 3 s give-up", took)
+		}
+		mu.Lock()
+		named := len(notices) == 1 && strings.Contains(notices[0], `"fsink"`)
+		mu.Unlock()
+		if !named {
+			t.Errorf("FLUSH notices %q: want one naming pipeline \"fsink\"", notices)
+		}
+		if got := queryStrings(t, conn, "SELECT k10 FROM fout ORDER BY k10"); got != "10 20 30 40" {
+			t.Errorf("fout = %s after FLUSH, want 10 20 30 40: the healthy pipeline must be flushed", got)
+		}
+	})
+}
+
+// queryStrings runs a one-column query and joins its values with spaces.
+func queryStrings(t *testing.T, conn *pgx.Conn, q string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+	defer cancel()
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	var out []string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprint(vals[0]))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return strings.Join(out, " ")
+}
