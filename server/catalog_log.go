@@ -213,18 +213,28 @@ func (s *Server) onCatalogChange(ch catalog.Change) {
 		s.views.start(ch.Created)
 	}
 	if ch.Deleted != nil && ch.Deleted.Kind == catalog.MaterializedView {
-		go s.views.stop(ch.Deleted.Name)
+		s.followUp(func() { s.views.stop(ch.Deleted.Name) })
 	}
 	if ch.Created != nil && len(ch.Created.Plan) > 0 {
-		go func() {
+		s.followUp(func() {
 			ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 			defer cancel()
 			if err := s.engine.Start(ctx, ch.Created.Name); err != nil {
 				s.log.Error("pipeline did not start", "pipeline", ch.Created.Name, "err", err)
 			}
-		}()
+		})
 	}
 	if ch.Deleted != nil && len(ch.Deleted.Plan) > 0 {
-		go s.engine.Stop(ch.Deleted.Name)
+		s.followUp(func() { s.engine.Stop(ch.Deleted.Name) })
 	}
+}
+
+// followUp runs fn, a catalog change's effect, in a goroutine that Close
+// waits for: it uses the engine and the store, which Close closes after.
+func (s *Server) followUp(fn func()) {
+	s.followUps.Add(1)
+	go func() {
+		defer s.followUps.Done()
+		fn()
+	}()
 }

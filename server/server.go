@@ -71,18 +71,20 @@ type Server struct {
 	cat   *catalog.Catalog
 	// ctx is the server's root context: every goroutine the server starts
 	// and every request it serves derives from it; Close cancels it.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	broker  *embedded.Broker // nil when using a real cluster
-	kafka   *kafka.Streamer
-	engine  *engine.Engine
-	host    *host
-	catLog  *catalogLog
-	views   *views
-	env     backends.Env
-	ddl     sync.Mutex // serialises catalog changes
-	backMu  sync.Mutex
-	streams map[string]backends.Streamer // by backend URI
+	ctx    context.Context
+	cancel context.CancelFunc
+	// followUps are the goroutines applying catalog changes (followUp).
+	followUps sync.WaitGroup
+	broker    *embedded.Broker // nil when using a real cluster
+	kafka     *kafka.Streamer
+	engine    *engine.Engine
+	host      *host
+	catLog    *catalogLog
+	views     *views
+	env       backends.Env
+	ddl       sync.Mutex // serialises catalog changes
+	backMu    sync.Mutex
+	streams   map[string]backends.Streamer // by backend URI
 }
 
 // Open starts a server: it opens the data directory, starts or connects
@@ -171,14 +173,16 @@ func (s *Server) Close() error {
 	if s.views != nil {
 		s.views.closeAll()
 	}
-	if s.engine != nil {
-		s.engine.Close() // graceful: each consumer commits its epoch
-	}
 	// What still runs on the root context (a session's statement, a
-	// catalog follow-up starting a pipeline) stops before the Kafka
-	// client and the broker close under it.
+	// catalog follow-up starting a pipeline) stops, and the follow-ups
+	// end, before the engine, the Kafka client and the store close under
+	// them.
 	if s.cancel != nil {
 		s.cancel()
+	}
+	s.followUps.Wait()
+	if s.engine != nil {
+		s.engine.Close() // graceful: each consumer commits its epoch
 	}
 	if s.kafka != nil {
 		s.kafka.Close()
