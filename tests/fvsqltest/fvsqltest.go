@@ -87,6 +87,9 @@ func Binary(t testing.TB) string {
 		start := time.Now()
 		build.bin, build.err = buildBinary()
 		build.took = time.Since(start)
+		if build.err == nil {
+			t.Logf("fvsqltest: built ./cmd/fvsql in %s", build.took.Round(time.Millisecond))
+		}
 	})
 	if build.err != nil {
 		t.Fatal(build.err)
@@ -149,6 +152,10 @@ type Config struct {
 	Args []string
 	// Env is added to the process's environment.
 	Env []string
+	// Bin is the fvsql binary to run (a path relative to the test's
+	// working directory, or absolute); default Binary(t). For a suite that
+	// names its own prebuilt binary, such as FVSQL_SQLLOGIC_BIN.
+	Bin string
 }
 
 // Process is an fvsql server process that can be stopped, killed and
@@ -203,7 +210,13 @@ func Start(t testing.TB, cfg Config) *Process {
 		args = append(args, "--topic-prefix", cfg.TopicPrefix)
 	}
 	args = append(args, cfg.Args...)
-	p := &Process{t: t, bin: Binary(t), cfg: cfg, args: args, logPath: filepath.Join(dir, "fvsql.log")}
+	bin := cfg.Bin
+	if bin == "" {
+		bin = Binary(t)
+	} else if bin, err = filepath.Abs(bin); err != nil { // the process runs in its own directory
+		t.Fatal(err)
+	}
+	p := &Process{t: t, bin: bin, cfg: cfg, args: args, logPath: filepath.Join(dir, "fvsql.log")}
 	t.Cleanup(func() { keepLog(t, p.logPath, p.cfg.Name) }) // runs after cleanup
 	t.Cleanup(p.cleanup)
 	p.start()

@@ -2,9 +2,11 @@
 // wire protocol.
 //
 // The package holds the .slt parser ([Parse]), the result comparison
-// ([CompareResult]) and a [Runner]; TestSQLLogic (sqllogic_test.go) builds
-// ./cmd/fvsql once and runs each testdata/*.slt file, in name order, as a
-// subtest against a fresh server process with its own data directory:
+// ([CompareResult]) and a [Runner]; TestSQLLogic (sqllogic_test.go) runs
+// each testdata/*.slt file, in name order, as a subtest against a fresh
+// server process with its own data directory, started through
+// tests/fvsqltest (which builds ./cmd/fvsql once), and ends it with a
+// graceful shutdown that must succeed:
 //
 //	go test ./tests/sqllogic                                   # embedded broker
 //	go test ./tests/sqllogic -run 'TestSQLLogic/000_smoke.slt'  # one file
@@ -14,8 +16,8 @@
 // (--kafka-listen on a free loopback port). In "real" mode the servers use
 // the Kafka broker of FVSQL_TEST_KAFKA (--kafka), and each server start gets
 // its own FVSQL_TOPIC_PREFIX so that files reusing stream names do not share
-// topics. FVSQL_SQLLOGIC_BIN names a prebuilt fvsql binary to use instead of
-// building one.
+// topics. FVSQL_SQLLOGIC_BIN (or fvsqltest's FVSQL_TEST_BIN) names a
+// prebuilt fvsql binary to use instead of building one.
 //
 // # File format
 //
