@@ -158,6 +158,24 @@ func (pt *partition) received(idle time.Duration) {
 	pt.lastRecv = now
 }
 
+// idleTick, at each epoch's end, lets the watermark of a partition fed
+// by upstream partitions move when its input has gone quiet: caught up,
+// with nothing received for the idle timeout of wall-clock time. Without
+// it the watermark was only recomputed when records arrived, so after a
+// burst whose rows all sat in some upstream partitions the ones that never
+// reported (they never held data) held it back for ever, and the last
+// windows never closed.
+func (pt *partition) idleTick(w *worker) error {
+	if !w.fromCtl || !pt.caughtUp || pt.lastRecv.IsZero() || pt.quiet {
+		return nil
+	}
+	if time.Since(pt.lastRecv) <= w.p.e.cfg.IdleTimeout+2*w.p.e.cfg.CheckpointInterval {
+		return nil
+	}
+	pt.quiet = true
+	return pt.advance(w)
+}
+
 // fetched notes whether a fetch's records reached the partition's end.
 func (pt *partition) fetched(fp kgo.FetchTopicPartition) {
 	end := fp.LastStableOffset

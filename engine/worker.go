@@ -355,6 +355,9 @@ func (w *worker) newEpoch(produce func(*kgo.Record, *epoch)) *epoch {
 // operator state, watermarks, and watermarks sent downstream.
 func (w *worker) endEpoch() error {
 	for _, pt := range w.parts {
+		if err := pt.idleTick(w); err != nil {
+			return err
+		}
 		if err := pt.checkpoint(w); err != nil {
 			return err
 		}

@@ -120,3 +120,35 @@ func queryStrings(t *testing.T, conn *pgx.Conn, q string) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// TestWindowsCloseWhenRowsSitInOnePartition: a 4-partition stream whose
+// rows all sit in one partition (one key), then goes quiet. The window
+// stage behind the repartition hears watermarks from that one upstream
+// partition only; the three that never held data must not hold its
+// watermark back past the idle timeout, so the windows the watermark
+// passed close without any further row (they stayed open for ever: the
+// watermark was only recomputed when records arrived).
+func TestWindowsCloseWhenRowsSitInOnePartition(t *testing.T) {
+	eachBroker(t, func(t *testing.T, c *cluster) {
+		srv := c.start(t, "fvsql", "--stream-idle-timeout", "2s")
+		conn := srv.Connect(t)
+		exec(t, conn, `CREATE STREAM one (k TEXT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+			WITH (partitions = 4, key = 'k')`)
+		exec(t, conn, `CREATE STREAM per10 AS SELECT window_start, count(*) AS n
+			FROM TUMBLE(one, ts, INTERVAL '10' SECOND) GROUP BY window_start, window_end`)
+		exec(t, conn, `INSERT INTO one VALUES ('a', '2026-01-01 00:00:01'), ('a', '2026-01-01 00:00:05'),
+			('a', '2026-01-01 00:00:12'), ('a', '2026-01-01 00:00:25')`)
+		deadline := time.Now().Add(40 * time.Second)
+		got := ""
+		for time.Now().Before(deadline) {
+			if got = queryStrings(t, conn, "SELECT n FROM per10 ORDER BY window_start"); got == "2 1" {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if got != "2 1" {
+			st, _, _ := stats(conn, "per10")
+			t.Fatalf("per10 = %q 40 s after the input went quiet, want the two windows the watermark passed (2 1); pipeline: %s", got, st)
+		}
+	})
+}
