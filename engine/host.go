@@ -23,6 +23,10 @@ type Host interface {
 	Heartbeat(ctx context.Context, pipeline string) Signal
 	// PutRecord reports a pipeline's live record.
 	PutRecord(rec Record)
+	// AwaitView returns once this process's copy of a materialized view
+	// has applied its table topic up to that topic's end as of the call
+	// (at once when the process keeps no copy of it), or ctx ends.
+	AwaitView(ctx context.Context, view string) error
 }
 
 // Signal is the answer to a heartbeat.

@@ -2,12 +2,15 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
@@ -159,7 +162,78 @@ func newPipeline(e *Engine, name string, topo *Topology, stages []*stageRun, err
 		status: StatusStarting, failing: map[int]bool{}, started: time.Now()}
 }
 
+// start starts the pipeline's goroutines. A pipeline that looks rows up
+// in views first waits for those views to catch up (awaitViews); its
+// record says STARTING meanwhile.
 func (p *pipeline) start() {
+	p.wg.Add(2)
+	go p.heartbeat()
+	go p.abortHanging()
+	views := p.lookupViews()
+	if len(views) == 0 {
+		p.startWorkers()
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		if p.awaitViews(views) == nil {
+			p.startWorkers()
+		}
+	}()
+}
+
+// lookupViews lists the views the pipeline's lookup joins read.
+func (p *pipeline) lookupViews() []string {
+	var out []string
+	for _, s := range p.stages {
+		for _, st := range s.def.Steps {
+			if st.Op == operators.OpLookupJoin && st.Lookup != nil && !slices.Contains(out, st.Lookup.View) {
+				out = append(out, st.Lookup.View)
+			}
+		}
+	}
+	return out
+}
+
+// awaitViews waits until each view the pipeline looks rows up in has
+// caught up: its own pipeline has processed what its inputs hold now
+// (as FLUSH does), and this process's copy holds what that wrote. So a
+// stream-view join created right after its view, over data already in
+// both, sees the view as it is after that data, like ksqlDB's and Kafka
+// Streams' table bootstrapping; later rows see the view as it is when
+// they are processed. A view whose pipeline cannot make progress is not
+// waited for past STREAM_FLUSH_GIVE_UP. It returns an error only when the
+// pipeline stops meanwhile.
+func (p *pipeline) awaitViews(views []string) error {
+	for _, v := range views {
+		p.setStatus(StatusStarting, fmt.Sprintf("waiting for view %q to catch up", v))
+		p.e.host.PutRecord(p.record())
+		p.e.mu.Lock()
+		vp := p.e.pipelines[v]
+		p.e.mu.Unlock()
+		if vp != nil {
+			err := p.e.flushPipeline(p.ctx, vp)
+			if p.ctx.Err() != nil {
+				return p.ctx.Err()
+			}
+			if err != nil {
+				p.e.cfg.Logger.Warn("pipeline start: not waiting for a view any longer", "pipeline", p.name, "view", v, "err", err)
+			}
+		}
+		if err := p.e.host.AwaitView(p.ctx, v); err != nil {
+			if p.ctx.Err() != nil {
+				return p.ctx.Err()
+			}
+			p.e.cfg.Logger.Warn("pipeline start: the view's copy did not catch up", "pipeline", p.name, "view", v, "err", err)
+		}
+	}
+	p.setStatus(StatusStarting, "")
+	return nil
+}
+
+// startWorkers starts every stage's consumer goroutines and the bridges.
+func (p *pipeline) startWorkers() {
 	id := 0
 	for _, s := range p.stages {
 		parts := 0
@@ -175,9 +249,6 @@ func (p *pipeline) start() {
 			go w.supervise()
 		}
 	}
-	p.wg.Add(2)
-	go p.heartbeat()
-	go p.abortHanging()
 	p.runBridges()
 }
 

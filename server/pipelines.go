@@ -74,6 +74,14 @@ func (h *host) PutRecord(rec engine.Record) {
 	h.records[rec.Pipeline] = rec
 }
 
+func (h *host) AwaitView(ctx context.Context, view string) error {
+	c := h.s.views.get(view)
+	if c == nil {
+		return nil
+	}
+	return c.waitFor(ctx, h.s)
+}
+
 // nodeID is this data directory's identity among the processes sharing
 // pipelines: random once, then stable across restarts.
 func nodeID(dataDir string) (string, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestFlushOffsetResetLatest: under STREAM_OFFSET_RESET=latest a new
@@ -149,6 +150,35 @@ func TestWindowsCloseWhenRowsSitInOnePartition(t *testing.T) {
 		if got != "2 1" {
 			st, _, _ := stats(conn, "per10")
 			t.Fatalf("per10 = %q 40 s after the input went quiet, want the two windows the watermark passed (2 1); pipeline: %s", got, st)
+		}
+	})
+}
+
+// TestLookupJoinRightAfterItsView: a stream-view join created right after
+// its view, over data already in both streams, must see the view as it is
+// after that data (it saw an empty view and joined 0 of 2 rows: its
+// pipeline started before the view's had caught up).
+func TestLookupJoinRightAfterItsView(t *testing.T) {
+	eachBroker(t, func(t *testing.T, c *cluster) {
+		srv := c.start(t, "fvsql")
+		conn := srv.Connect(t)
+		exec(t, conn, "CREATE STREAM person (id BIGINT, name TEXT, ts TIMESTAMP) WITH (partitions = 2, key = 'id')")
+		exec(t, conn, "CREATE STREAM auction (id BIGINT, seller BIGINT) WITH (partitions = 2)")
+		// Enough people that the view's pipeline needs a while to catch up.
+		const people = 200_000
+		recs := make([]*kgo.Record, 0, people)
+		for i := 1; i <= people; i++ {
+			recs = append(recs, &kgo.Record{Topic: c.topic("person"), Key: []byte(fmt.Sprint(i)),
+				Value: []byte(fmt.Sprintf(`{"id":%d,"name":"p%d","ts":"2026-01-01T00:00:00"}`, i, i))})
+		}
+		produce(t, c.client(t), recs)
+		exec(t, conn, fmt.Sprintf("INSERT INTO auction VALUES (1, 7), (2, %d)", people-1))
+		exec(t, conn, `CREATE MATERIALIZED VIEW person_latest AS SELECT id, name, rn FROM
+			(SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY ts DESC) AS rn FROM person) t WHERE rn = 1`)
+		exec(t, conn, "CREATE STREAM q AS SELECT a.id, p.name FROM auction a JOIN person_latest p ON a.seller = p.id")
+		flush(t, srv, conn)
+		if got, want := queryStrings(t, conn, "SELECT name FROM q ORDER BY id"), fmt.Sprintf("p7 p%d", people-1); got != want {
+			t.Fatalf("q = %q, want %s: the join must see the view after the rows already in person", got, want)
 		}
 	})
 }
