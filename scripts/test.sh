@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the project's single test command (see scripts/README.md).
 #
-#   ./scripts/test.sh                      # everything: go test ./... + sqllogic on real Kafka
+#   ./scripts/test.sh                      # everything: vet, staticcheck, go test ./..., sqllogic on real Kafka
 #   ./scripts/test.sh -run Foo ./pkg/...   # these go test arguments instead of ./...
 #
-# It starts a throw-away single-node Apache Kafka broker (KRaft; jars from
+# It first runs `go vet ./...` and staticcheck ./... (installing staticcheck
+# into the cache dir when it is not there at the pinned version) and stops
+# with a failure if either reports anything. It then starts a throw-away single-node Apache Kafka broker (KRaft; jars from
 # Maven Central, cached) and a private Redis server on free loopback ports,
 # exports FVSQL_TEST_KAFKA / FVSQL_TEST_REDIS, runs the Go tests, runs the SQL
 # logic suite a second time against the real broker, and always stops both
@@ -18,6 +20,8 @@
 #   FVSQL_SQLLOGIC_REAL=1|0     force/skip the sqllogic pass on real Kafka
 #                               (default: run it only when no arguments are given)
 #   FVSQL_GO_TEST_TIMEOUT       go test -timeout (default 30m)
+#   FVSQL_LINT=0                skip go vet and staticcheck (local runs only:
+#                               ignored when CI is set)
 #   FVSQL_KAFKA_LIBS            exported for tests that start a private broker
 #                               (tests/fvsqltest.StartKafka): the cached jars;
 #                               FVSQL_KAFKA_JAVA: the java to run them with
@@ -40,6 +44,10 @@ KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx512m -Xms512m}"
 KAFKA_START_TIMEOUT=90 # seconds until the broker must answer
 REDIS_START_TIMEOUT=30 # seconds until Redis must answer PING
 GO_TEST_TIMEOUT="${FVSQL_GO_TEST_TIMEOUT:-30m}"
+STATICCHECK_MODULE=honnef.co/go/tools
+STATICCHECK_VERSION=v0.8.2
+STATICCHECK_DIR="$CACHE_DIR/bin"
+STATICCHECK="$STATICCHECK_DIR/staticcheck"
 
 WORK=""           # temp dir with broker/Redis data and logs; deleted at exit
 KAFKA_PID=""      # process (group) ids of what this script started
@@ -212,6 +220,96 @@ preflight() {
 		local v
 		v="$("$JAVA" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
 		[[ "$v" =~ ^[0-9]+$ && "$v" -ge 17 ]] || die preflight "$JAVA is Java '${v:-?}'; the Kafka $KAFKA_VERSION broker needs Java 17+"
+	fi
+}
+
+# staticcheck_ok: the cached staticcheck is the pinned version, built by the
+# Go on PATH (one built by an older Go may not load packages of a newer one).
+staticcheck_ok() {
+	[[ -x "$STATICCHECK" ]] || return 1
+	local info
+	info="$(go version -m "$STATICCHECK" 2>/dev/null)" || return 1
+	[[ "$(head -n1 <<<"$info")" == "$STATICCHECK: $(go env GOVERSION)" ]] || return 1
+	grep -Eq "^[[:space:]]+mod[[:space:]]+$STATICCHECK_MODULE[[:space:]]+$STATICCHECK_VERSION([[:space:]]|\$)" <<<"$info"
+}
+
+install_staticcheck() {
+	local t
+	t="$(now_us)"
+	mkdir -p "$STATICCHECK_DIR"
+	# One install at a time per cache dir (parallel runs of this script).
+	exec 8>"$STATICCHECK_DIR/.lock"
+	if command -v flock >/dev/null; then
+		flock -w 900 8 || die lint "could not lock $STATICCHECK_DIR/.lock within 15 min"
+	fi
+	if staticcheck_ok; then
+		exec 8>&-
+		phase_done "staticcheck install" "$t" "cached: $STATICCHECK"
+		return
+	fi
+	log lint "installing $STATICCHECK_MODULE/cmd/staticcheck@$STATICCHECK_VERSION into $STATICCHECK_DIR"
+	local tmp="$STATICCHECK_DIR/tmp.$$" ilog="$WORK/staticcheck-install.log"
+	rm -rf -- "$tmp"
+	if ! GOBIN="$tmp" go install "$STATICCHECK_MODULE/cmd/staticcheck@$STATICCHECK_VERSION" >"$ilog" 2>&1; then
+		rm -rf -- "$tmp"
+		tail -n 40 "$ilog" >&2
+		die lint "go install staticcheck@$STATICCHECK_VERSION failed"
+	fi
+	mv -f -- "$tmp/staticcheck" "$STATICCHECK"
+	rm -rf -- "$tmp"
+	exec 8>&-
+	staticcheck_ok || die lint "$STATICCHECK is not $STATICCHECK_VERSION built by $(go env GOVERSION) after the install"
+	phase_done "staticcheck install" "$t" "installed $STATICCHECK_VERSION"
+}
+
+# findings FILE: "N findings in dir (n), dir (n)" for the distinct
+# file:line findings in FILE (vet and staticcheck print some twice, once per
+# test variant of a package); empty when there are none.
+findings() {
+	local lines
+	lines="$(sed -En 's#^(vet: )?(\./)?([^[:space:]:]+\.go:[0-9]+(:[0-9]+)?:.*)#\3#p' "$1" | sort -u)"
+	[[ -n "$lines" ]] || return 0
+	printf '%d findings in ' "$(grep -c '' <<<"$lines")"
+	cut -d: -f1 <<<"$lines" | xargs -n1 dirname | sort | uniq -c |
+		awk '{ printf "%s%s (%d)", (NR > 1 ? ", " : ""), $2, $1 }'
+}
+
+# lint_one NAME OUT CMD...: runs CMD, printing its output, and records the
+# phase NAME; returns non-zero when CMD failed or printed anything but the
+# go command's module downloads (a fresh machine's first run).
+lint_one() {
+	local name="$1" out="$2" t rc=0 dirs
+	shift 2
+	t="$(now_us)"
+	log lint "$*"
+	run_bg_wait "$@" >"$out.all" 2>&1 || rc=$?
+	grep -Ev '^go: (downloading|extracting|finding) ' "$out.all" >"$out" || true
+	if ((rc == 0)) && [[ ! -s "$out" ]]; then
+		phase_done "$name" "$t" "clean"
+		return 0
+	fi
+	cat "$out.all" >&2
+	dirs="$(findings "$out")"
+	phase_done "$name" "$t" "FAILED, exit status $rc: ${dirs:-$(grep -c '' "$out") lines of output}"
+	return 1
+}
+
+# lint: go vet and staticcheck over the whole module, both run even when the
+# first fails. Findings fail the run before any service starts.
+lint() {
+	if [[ "${FVSQL_LINT:-1}" == 0 ]]; then
+		if [[ -z "${CI:-}" ]]; then
+			log lint "FVSQL_LINT=0: skipping go vet and staticcheck"
+			return 0
+		fi
+		log lint "FVSQL_LINT=0 ignored: CI is set, so go vet and staticcheck run"
+	fi
+	install_staticcheck
+	local failed=0
+	lint_one "go vet" "$WORK/vet.out" go vet ./... || failed=1
+	lint_one "staticcheck" "$WORK/staticcheck.out" "$STATICCHECK" ./... || failed=1
+	if ((failed)); then
+		die lint "go vet or staticcheck reported findings (see above and the timings); fix them (FVSQL_LINT=0 skips this phase locally)"
 	fi
 }
 
@@ -493,6 +591,7 @@ main() {
 	WORK="$(mktemp -d "${TMPDIR:-/tmp}/fvsql-test.XXXXXX")"
 	log main "repo $ROOT, cache $CACHE_DIR, temp $WORK"
 
+	lint
 	if [[ -n "${FVSQL_TEST_KAFKA:-}" ]]; then
 		use_existing_kafka
 	else
