@@ -100,13 +100,44 @@ func (s *Streamer) CreateStream(ctx context.Context, spec backends.StreamSpec) e
 	if err == nil {
 		err = resp.Err
 	}
-	if errors.Is(err, kerr.TopicAlreadyExists) {
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return pgerror.Wrap(err, pgerror.IOError, "kafka: create topic %s", s.Topic(spec.Name))
 	}
-	return nil
+	return s.awaitTopic(ctx, s.Topic(spec.Name))
+}
+
+// awaitTopic waits (up to 15 s) until the cluster's metadata lists the
+// topic with a leader for every partition: Apache Kafka answers
+// CreateTopics before every broker knows the topic, and a listing of its
+// offsets in that moment fails with UNKNOWN_TOPIC_OR_PARTITION. So a
+// stream is usable as soon as CreateStream returns.
+func (s *Streamer) awaitTopic(ctx context.Context, topic string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for {
+		td, err := s.admin.ListTopics(ctx, topic)
+		if err == nil {
+			if t, ok := td[topic]; ok && t.Err == nil && len(t.Partitions) > 0 && readyPartitions(t) {
+				return nil
+			} else if ok && t.Err != nil {
+				err = t.Err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return pgerror.Wrap(fmt.Errorf("%w (last: %v)", ctx.Err(), err), pgerror.IOError, "kafka: topic %s not ready", topic)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func readyPartitions(t kadm.TopicDetail) bool {
+	for _, p := range t.Partitions {
+		if p.Err != nil || p.Leader < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // DropStream deletes the topic.
