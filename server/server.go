@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -226,3 +227,18 @@ func (s *Server) NewSession(_ context.Context, p pgwire.SessionParams) (pgwire.S
 }
 
 var _ pgwire.Handler = (*Server)(nil)
+
+// DefaultMemoryLimit is the Go runtime's soft memory limit of a process
+// running a server, unless GOMEMLIMIT is set. A soft limit keeps the GC's
+// heap target from ballooning on large scans (the live set of a scan is
+// bounded; its garbage is not collected sooner without it).
+const DefaultMemoryLimit = 1 << 30
+
+// SetMemoryLimit applies DefaultMemoryLimit unless GOMEMLIMIT is set; both
+// the server's command and the benchmarks' call it, so a server measured
+// by the benchmarks runs with the GC settings of the fvsql binary.
+func SetMemoryLimit() {
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
+		debug.SetMemoryLimit(DefaultMemoryLimit)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,18 +21,11 @@ import (
 
 	// The backends cmd/fvsql registers, so that a server measured here
 	// (in-process or a serve child) knows the same URI schemes.
-	_ "github.com/fvsql/fvsql/backends/file"
-	_ "github.com/fvsql/fvsql/backends/kafka"
-	_ "github.com/fvsql/fvsql/backends/redis"
-	_ "github.com/fvsql/fvsql/backends/stdio"
+	_ "github.com/fvsql/fvsql/backends/all" // the URI schemes cmd/fvsql knows
 	"github.com/fvsql/fvsql/bench"
 	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/server"
 )
-
-// defaultMemoryLimit is the GC's soft limit unless GOMEMLIMIT is set: the
-// same as cmd/fvsql's, so that a server measured here (in-process or in a
-// `serve` child) runs with the GC settings of the fvsql binary.
-const defaultMemoryLimit = 1 << 30
 
 const usage = `usage: fvsql-bench <scenario> [flags]
 
@@ -51,9 +43,7 @@ Run "fvsql-bench <scenario> -h" for its flags; bench/README.md has recipes.
 `
 
 func main() {
-	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
-		debug.SetMemoryLimit(defaultMemoryLimit)
-	}
+	server.SetMemoryLimit() // a server measured here runs with fvsql's GC settings
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "fvsql-bench:", err)
 		os.Exit(1)

@@ -12,25 +12,18 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	_ "github.com/fvsql/fvsql/backends/file"  // file:// logs and line files
-	_ "github.com/fvsql/fvsql/backends/kafka" // kafka:// streams
-	_ "github.com/fvsql/fvsql/backends/redis" // redis:// streams
-	_ "github.com/fvsql/fvsql/backends/stdio" // stdio:// lines
+	_ "github.com/fvsql/fvsql/backends/all" // every backend's URI scheme
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/server"
 	"github.com/fvsql/fvsql/state"
 )
-
-// defaultMemoryLimit is the GC's soft limit unless GOMEMLIMIT is set.
-const defaultMemoryLimit = 1 << 30
 
 // envDefault returns the environment variable's value, or def.
 func envDefault(name, def string) string {
@@ -41,12 +34,7 @@ func envDefault(name, def string) string {
 }
 
 func main() {
-	// A soft memory limit keeps the GC's heap target from ballooning on
-	// large scans (the live set of a scan is bounded; its garbage is not
-	// collected sooner without it). GOMEMLIMIT in the environment wins.
-	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
-		debug.SetMemoryLimit(defaultMemoryLimit)
-	}
+	server.SetMemoryLimit()
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "fvsql:", err)
 		os.Exit(1)
