@@ -25,7 +25,7 @@ type EOSConfig struct {
 	LatencyIntervals []time.Duration
 	LatencyRate      int // rows/s of the latency producer (default 5000)
 	// Keyed runs the TUMBLE catch-up over the bids stream keyed by auction
-	// (the windows scenario's tumble-keyed: one stage) instead of unkeyed.
+	// (the windows scenario's tumble-keyed) instead of unkeyed.
 	Keyed           bool
 	LatencyDuration time.Duration // how long it produces (default 20s)
 	// CatchupTimeout bounds one catch-up (default 5m).

@@ -45,7 +45,7 @@ type windowsVariant struct {
 	sql             string // CREATE … with %[1]s the relation, %[2]s the input
 	keys            string // what the state is keyed by
 	phase           string // profile name (default windows-<name>)
-	keyed           bool   // over the stream keyed by auction (no repartition stage)
+	keyed           bool   // over the stream keyed by auction (re-keyed all the same: fvsql trusts no partitioning it did not write)
 	spill           bool   // on a server of its own with small caches (runs last)
 }
 
@@ -123,7 +123,7 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 		lines = append(lines, fmt.Sprintf("  %-12s %s", v, fmt.Sprintf(wv.sql, wv.rel, "bids")))
 	}
 	if contains(c.Variants, "tumble-keyed") {
-		lines = append(lines, fmt.Sprintf("  tumble-keyed runs over bids_k: the same rows in a stream declared WITH (partitions = %d, key = 'auction'), loaded keyed (murmur2), so the aggregation is one stage without a repartition", c.Partitions))
+		lines = append(lines, fmt.Sprintf("  tumble-keyed runs over bids_k: the same rows in a stream declared WITH (partitions = %d, key = 'auction'), loaded keyed (murmur2); it is re-keyed all the same (fvsql trusts no partitioning it did not write), so it measures the repartition over keyed input", c.Partitions))
 	}
 	lines = append(lines, "  done = `consumed` in fvsql_catalog.pipelines reaches the input's rows and `lag` (every stage, the repartition stage's internal topic included) is 0, polled every 50 ms")
 	h.header("windows", lines...)

@@ -236,8 +236,8 @@ func applyOutputOptions(rel *catalog.Relation, opts []sql.Option) error {
 }
 
 // planStatefulTopology cuts a stateful query into stages: when the input
-// is not partitioned by the state's key, a first stage re-keys it into an
-// internal topic (and carries watermarks there as control records), and
+// has more than one partition, a first stage re-keys it by the state's key
+// into an internal topic (and carries watermarks there as control records), and
 // the stateful stage reads that topic.
 func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, error) {
 	in := q.in
@@ -260,7 +260,12 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	if q.changes {
 		outputName = ca.Name + ChangesSuffix
 	}
-	if sameColumns(in, q.partition) && (len(q.partition) > 0 || in.Partitions == 1) {
+	// One stage only when every row of a group is certain to be in one
+	// input partition: the input has one. fvsql never trusts partitioning
+	// it did not write: a stream declared with a key can be written by any
+	// Kafka client (unkeyed, keyed by other bytes, or hashed with
+	// librdkafka's CRC32), so a multi-partition input is always re-keyed.
+	if in.Partitions == 1 {
 		var steps []operators.Step
 		if q.filter != nil {
 			steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
@@ -312,28 +317,6 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	}
 	out.Rel = rel
 	return out, nil
-}
-
-// sameColumns reports whether the stream is keyed by exactly these
-// columns (never when one is a metadata column such as _key: those are
-// not among in.Columns, and grouping by one takes a repartition).
-func sameColumns(in *catalog.Relation, cols []int) bool {
-	if len(in.Key) != len(cols) {
-		return false
-	}
-	for _, c := range cols {
-		if c >= len(in.Columns) {
-			return false // a metadata column (_key, _partition…)
-		}
-		found := false
-		for _, k := range in.Key {
-			found = found || in.Columns[c].Name == k
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 func fromKind(t sql.TableExpr) string {
