@@ -3,6 +3,7 @@ package expr
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/types"
@@ -164,7 +165,7 @@ func compileArray(e *Expr, args []Eval) Eval {
 			}
 			elems[i] = v
 		}
-		return types.NewArray(t, elems), nil
+		return newArray(t, elems)
 	}
 }
 
@@ -295,7 +296,7 @@ func compareTest(op string) func(c int) bool {
 // Array functions.
 
 func arrayToString(a []types.Value) (types.Value, error) {
-	var sb strings.Builder
+	sb := limitedBuilder{what: "array_to_string"}
 	first := true
 	for _, e := range a[0].Elems() {
 		s := ""
@@ -308,10 +309,14 @@ func arrayToString(a []types.Value) (types.Value, error) {
 			continue
 		}
 		if !first {
-			sb.WriteString(a[1].S)
+			if err := sb.add(a[1].S); err != nil {
+				return types.NullValue, err
+			}
 		}
 		first = false
-		sb.WriteString(s)
+		if err := sb.add(s); err != nil {
+			return types.NullValue, err
+		}
 	}
 	return types.NewText(sb.String()), nil
 }
@@ -321,6 +326,20 @@ func stringToArray(a []types.Value) (types.Value, error) {
 		return types.NullValue, nil
 	}
 	s := a[0].S
+	// Each element costs a types.Value: count them before splitting.
+	var n int64
+	switch {
+	case s == "":
+	case a[1].K == types.Null:
+		n = int64(utf8.RuneCountInString(s))
+	case a[1].S == "":
+		n = 1
+	default:
+		n = int64(strings.Count(s, a[1].S)) + 1
+	}
+	if err := checkArray(n, int64(len(s))); err != nil {
+		return types.NullValue, err
+	}
 	var parts []string
 	switch {
 	case s == "":
@@ -373,34 +392,22 @@ func init() {
 	)
 	Register(
 		&Func{Name: "||", Args: tt(AnyArray, AnyArray), Ret: AnyArray, Infix: true, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
-			switch {
-			case a[0].K == types.Null:
-				return a[1], nil
-			case a[1].K == types.Null:
-				return a[0], nil
-			}
-			return types.NewArray(a[0].K, append(a[0].Elems(), a[1].Elems()...)), nil
+			return arrayCat(a[0], a[1])
 		}},
 		&Func{Name: "||", Args: tt(AnyArray, AnyElement), Ret: AnyArray, Infix: true, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
-			return appendElem(a[0], a[1], types.ArrayOf(a[1].K), false), nil
+			return appendElem(a[0], a[1], types.ArrayOf(a[1].K), false)
 		}},
 		&Func{Name: "||", Args: tt(AnyElement, AnyArray), Ret: AnyArray, Infix: true, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
-			return appendElem(a[1], a[0], types.ArrayOf(a[0].K), true), nil
+			return appendElem(a[1], a[0], types.ArrayOf(a[0].K), true)
 		}},
 		&Func{Name: "array_cat", Args: tt(AnyArray, AnyArray), Ret: AnyArray, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
-			switch {
-			case a[0].K == types.Null:
-				return a[1], nil
-			case a[1].K == types.Null:
-				return a[0], nil
-			}
-			return types.NewArray(a[0].K, append(a[0].Elems(), a[1].Elems()...)), nil
+			return arrayCat(a[0], a[1])
 		}},
 		&Func{Name: "array_append", Args: tt(AnyArray, AnyElement), Ret: AnyArray, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
-			return appendElem(a[0], a[1], types.ArrayOf(a[1].K), false), nil
+			return appendElem(a[0], a[1], types.ArrayOf(a[1].K), false)
 		}},
 		&Func{Name: "array_prepend", Args: tt(AnyElement, AnyArray), Ret: AnyArray, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
-			return appendElem(a[1], a[0], types.ArrayOf(a[0].K), true), nil
+			return appendElem(a[1], a[0], types.ArrayOf(a[0].K), true)
 		}},
 		&Func{Name: "array_to_string", Args: tt(AnyArray, text), Ret: text, Eval: arrayToString},
 		&Func{Name: "array_to_string", Args: tt(AnyArray, text, text), Ret: text, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
@@ -451,7 +458,7 @@ func init() {
 					out = append(out, types.NewInt(i4, int64(i+1)))
 				}
 			}
-			return types.NewArray(types.Int4Array, out), nil
+			return newArray(types.Int4Array, out)
 		}},
 		&Func{Name: "array_remove", Args: tt(AnyArray, AnyElement), Ret: AnyArray, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
 			if a[0].K == types.Null {
@@ -475,19 +482,23 @@ func init() {
 					elems[i] = a[2]
 				}
 			}
-			return types.NewArray(a[0].K, elems), nil
+			return newArray(a[0].K, elems) // a longer replacement grows it
 		}},
 	)
 }
 
 // appendElem adds e at the end (or the front) of arr; a NULL array is an
 // empty one, as array_append and array_prepend treat it.
-func appendElem(arr, e types.Value, t types.Type, front bool) types.Value {
+func appendElem(arr, e types.Value, t types.Type, front bool) (types.Value, error) {
 	if arr.K != types.Null {
 		t = arr.K
 	}
 	if t == types.Null {
-		return types.NullValue // both NULL: the type is the plan's, not known here
+		return types.NullValue, nil // both NULL: the type is the plan's, not known here
+	}
+	n, payload := arrayBytes(arr)
+	if err := checkArray(n+1, payload+elemPayload(e)); err != nil {
+		return types.NullValue, err
 	}
 	elems := arr.Elems()
 	if front {
@@ -495,5 +506,22 @@ func appendElem(arr, e types.Value, t types.Type, front bool) types.Value {
 	} else {
 		elems = append(elems, e)
 	}
-	return types.NewArray(t, elems)
+	return types.NewArray(t, elems), nil
+}
+
+// arrayCat is a || b for two arrays (array_cat), checked before either
+// is decoded; a NULL array is an empty one.
+func arrayCat(a, b types.Value) (types.Value, error) {
+	switch {
+	case a.K == types.Null:
+		return b, nil
+	case b.K == types.Null:
+		return a, nil
+	}
+	n1, p1 := arrayBytes(a)
+	n2, p2 := arrayBytes(b)
+	if err := checkArray(n1+n2, p1+p2); err != nil {
+		return types.NullValue, err
+	}
+	return types.NewArray(a.K, append(a.Elems(), b.Elems()...)), nil
 }

@@ -24,7 +24,7 @@ func Cast(e *Expr, to types.Type) (*Expr, error) {
 		if e.Val.K == types.Null {
 			return TypedNull(to), nil
 		}
-		v, err := types.Cast(e.Val, to)
+		v, err := castValue(e.Val, to)
 		if err != nil {
 			return nil, err
 		}

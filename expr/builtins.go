@@ -36,42 +36,95 @@ func fn(name string, args []types.Type, ret types.Type, eval func(a []types.Valu
 
 func tt(ts ...types.Type) []types.Type { return ts }
 
-func runeSlice(s string, from, count int64, hasCount bool) string {
-	r := []rune(s)
-	start := from - 1
-	end := int64(len(r))
-	if hasCount {
-		end = start + count
+// runeOffset is the byte offset in s of its character n (0-based; len(s)
+// past the end). Character functions walk the string rather than convert
+// it to []rune, which would take four times its size.
+func runeOffset(s string, n int64) int {
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
 	}
-	if start < 0 {
-		start = 0
-	}
-	if end > int64(len(r)) {
-		end = int64(len(r))
-	}
-	if start >= end {
-		return ""
-	}
-	return string(r[start:end])
+	return i
 }
 
-func pad(s string, n int64, fill string, left bool) string {
-	r := []rune(s)
-	if int64(len(r)) >= n {
-		return string(r[:max(n, 0)])
+func runeSlice(s string, from, count int64, hasCount bool) string {
+	start := max(from-1, 0)
+	if hasCount {
+		end := from - 1 + count
+		if end <= start {
+			return ""
+		}
+		i := runeOffset(s, start)
+		return s[i : i+runeOffset(s[i:], end-start)]
+	}
+	return s[runeOffset(s, start):]
+}
+
+// pad is lpad (left) or rpad: s filled with repetitions of fill to n
+// characters, or cut to n when longer. The result's size is computed,
+// and checked against the limit, before it is built.
+func pad(s string, n int64, fill string, left bool) (string, error) {
+	if n <= 0 {
+		return "", nil
+	}
+	have := int64(utf8.RuneCountInString(s))
+	if have >= n {
+		return s[:runeOffset(s, n)], nil
 	}
 	if fill == "" {
-		return s
+		return s, nil
 	}
-	f := []rune(fill)
-	var p []rune
-	for int64(len(p)) < n-int64(len(r)) {
-		p = append(p, f[len(p)%len(f)])
+	m := n - have // characters to add
+	per := int64(utf8.RuneCountInString(fill))
+	whole, part := m/per, fill[:runeOffset(fill, m%per)]
+	size := int64(len(s)) + whole*int64(len(fill)) + int64(len(part))
+	if size > maxValueBytes {
+		return "", errLengthTooLarge
 	}
+	var sb strings.Builder
+	sb.Grow(int(size))
+	if !left {
+		sb.WriteString(s)
+	}
+	for range whole {
+		sb.WriteString(fill)
+	}
+	sb.WriteString(part)
 	if left {
-		return string(p) + s
+		sb.WriteString(s)
 	}
-	return s + string(p)
+	return sb.String(), nil
+}
+
+func padFn(left bool) func(a []types.Value) (types.Value, error) {
+	return func(a []types.Value) (types.Value, error) {
+		fill := " "
+		if len(a) > 2 {
+			fill = a[2].S
+		}
+		s, err := pad(a[0].S, a[1].I, fill, left)
+		if err != nil {
+			return types.NullValue, err
+		}
+		return types.NewText(s), nil
+	}
+}
+
+// replace is replace(s, from, to): an empty from replaces nothing, as in
+// PostgreSQL (Go's ReplaceAll would insert to between every character).
+func replace(s, from, to string) (types.Value, error) {
+	if from == "" {
+		return types.NewText(s), nil
+	}
+	n := int64(strings.Count(s, from))
+	if n == 0 {
+		return types.NewText(s), nil
+	}
+	if err := checkSize("replace", int64(len(s))+n*(int64(len(to))-int64(len(from)))); err != nil {
+		return types.NullValue, err
+	}
+	return types.NewText(strings.ReplaceAll(s, from, to)), nil
 }
 
 // truncTime truncates microseconds to a date_trunc field.
@@ -187,11 +240,14 @@ func init() {
 		textFn("ltrim", func(s string) string { return strings.TrimLeft(s, " ") }),
 		textFn("rtrim", func(s string) string { return strings.TrimRight(s, " ") }),
 		textFn("reverse", func(s string) string {
-			r := []rune(s)
-			for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
-				r[i], r[j] = r[j], r[i]
+			b := make([]byte, len(s))
+			for i, j := 0, len(s); i < len(s); {
+				_, w := utf8.DecodeRuneInString(s[i:])
+				j -= w
+				copy(b[j:], s[i:i+w])
+				i += w
 			}
-			return string(r)
+			return string(b)
 		}),
 		textFn("md5", func(s string) string { h := md5.Sum([]byte(s)); return hex.EncodeToString(h[:]) }),
 		textFn("initcap", func(s string) string {
@@ -244,31 +300,30 @@ func init() {
 			return types.NewText(runeSlice(a[0].S, a[1].I, a[2].I, true)), nil
 		}),
 		fn("left", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
-			r := []rune(a[0].S)
-			n := a[1].I
+			s, n := a[0].S, a[1].I
 			if n < 0 {
-				n = max(int64(len(r))+n, 0)
+				n = max(int64(utf8.RuneCountInString(s))+n, 0)
 			}
-			return types.NewText(string(r[:min(n, int64(len(r)))])), nil
+			return types.NewText(s[:runeOffset(s, n)]), nil
 		}),
 		fn("right", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
-			r := []rune(a[0].S)
-			n := a[1].I
+			s, n := a[0].S, a[1].I
+			count := int64(utf8.RuneCountInString(s))
 			if n < 0 {
-				n = max(int64(len(r))+n, 0)
+				n = max(count+n, 0)
 			}
-			n = min(n, int64(len(r)))
-			return types.NewText(string(r[int64(len(r))-n:])), nil
+			n = min(n, count)
+			return types.NewText(s[runeOffset(s, count-n):]), nil
 		}),
 		fn("replace", tt(text, text, text), text, func(a []types.Value) (types.Value, error) {
-			return types.NewText(strings.ReplaceAll(a[0].S, a[1].S, a[2].S)), nil
+			return replace(a[0].S, a[1].S, a[2].S)
 		}),
 		fn("repeat", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
 			if a[1].I <= 0 {
 				return types.NewText(""), nil
 			}
-			if int64(len(a[0].S))*a[1].I > 1<<28 {
-				return types.NullValue, pgerror.New(pgerror.ProgramLimitExceeded, "requested length too large")
+			if int64(len(a[0].S))*a[1].I > maxValueBytes {
+				return types.NullValue, errLengthTooLarge
 			}
 			return types.NewText(strings.Repeat(a[0].S, int(a[1].I))), nil
 		}),
@@ -291,37 +346,47 @@ func init() {
 			return types.NewBool(strings.HasPrefix(a[0].S, a[1].S)), nil
 		}),
 		fn("split_part", tt(text, text, i4), text, func(a []types.Value) (types.Value, error) {
-			var parts []string
-			if a[1].S == "" {
-				parts = []string{a[0].S} // an empty delimiter does not split
-			} else {
-				parts = strings.Split(a[0].S, a[1].S)
-			}
-			n := a[2].I
+			s, d, n := a[0].S, a[1].S, a[2].I
 			if n == 0 {
 				return types.NullValue, pgerror.New(pgerror.InvalidParameterValue, "field position must not be zero")
 			}
-			if n < 0 {
-				n = int64(len(parts)) + n + 1
-			}
-			if n < 1 || n > int64(len(parts)) {
+			if d == "" { // an empty delimiter does not split: s is the one field
+				if n == 1 || n == -1 {
+					return types.NewText(s), nil
+				}
 				return types.NewText(""), nil
 			}
-			return types.NewText(parts[n-1]), nil
+			if n < 0 {
+				n += int64(strings.Count(s, d)) + 2
+			}
+			if n < 1 {
+				return types.NewText(""), nil
+			}
+			// Walk to field n rather than split every field, which would
+			// take a string header per field of a long text.
+			for ; n > 1; n-- {
+				i := strings.Index(s, d)
+				if i < 0 {
+					return types.NewText(""), nil
+				}
+				s = s[i+len(d):]
+			}
+			if i := strings.Index(s, d); i >= 0 {
+				s = s[:i]
+			}
+			return types.NewText(s), nil
 		}),
-		fn("lpad", tt(text, i4), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, " ", true)), nil }),
-		fn("lpad", tt(text, i4, text), text, func(a []types.Value) (types.Value, error) {
-			return types.NewText(pad(a[0].S, a[1].I, a[2].S, true)), nil
-		}),
-		fn("rpad", tt(text, i4), text, func(a []types.Value) (types.Value, error) { return types.NewText(pad(a[0].S, a[1].I, " ", false)), nil }),
-		fn("rpad", tt(text, i4, text), text, func(a []types.Value) (types.Value, error) {
-			return types.NewText(pad(a[0].S, a[1].I, a[2].S, false)), nil
-		}),
+		fn("lpad", tt(text, i4), text, padFn(true)),
+		fn("lpad", tt(text, i4, text), text, padFn(true)),
+		fn("rpad", tt(text, i4), text, padFn(false)),
+		fn("rpad", tt(text, i4, text), text, padFn(false)),
 		{Name: "concat", Args: tt(Any), Variadic: true, Ret: text, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
-			var sb strings.Builder
+			sb := limitedBuilder{what: "concat"}
 			for _, v := range a {
 				if v.K != types.Null {
-					sb.WriteString(v.Text())
+					if err := sb.add(v.Text()); err != nil {
+						return types.NullValue, err
+					}
 				}
 			}
 			return types.NewText(sb.String()), nil

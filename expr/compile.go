@@ -84,7 +84,7 @@ func compile(e *Expr, env *Env) (Eval, error) {
 		v := e.Val
 		if v.K == types.Unknown && e.Type != types.Unknown && e.Type != types.Null {
 			var err error
-			if v, err = types.Cast(v, e.Type); err != nil {
+			if v, err = castValue(v, e.Type); err != nil {
 				return nil, err
 			}
 		}
@@ -93,7 +93,7 @@ func compile(e *Expr, env *Env) (Eval, error) {
 		if e.Col >= len(params) {
 			return nil, pgerror.New(pgerror.UndefinedParameter, "there is no parameter $%d", e.Col+1)
 		}
-		v, err := types.Cast(params[e.Col], e.Type)
+		v, err := castValue(params[e.Col], e.Type)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func compile(e *Expr, env *Env) (Eval, error) {
 			if err != nil || v.K == types.Null {
 				return v, err
 			}
-			return types.Cast(v, to)
+			return castValue(v, to)
 		}, nil
 	case KAnd, KOr:
 		isAnd := e.Kind == KAnd
@@ -411,7 +411,7 @@ func foldSubquery(mode string, t types.Type, vals []types.Value, probe func() (t
 	case "exists":
 		return types.NewBool(len(vals) > 0), nil
 	case "array":
-		return types.NewArray(t, vals), nil
+		return newArray(t, vals)
 	case "in":
 		v, err := probe()
 		if err != nil || v.IsNull() {

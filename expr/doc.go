@@ -7,7 +7,13 @@
 // Building (Build* functions) resolves types and fails with a SQLSTATE
 // (42883 undefined function, 42804 datatype mismatch) before anything
 // runs. Evaluation errors (22012 division by zero, 22003 overflow, 22P02
-// bad input) are per row: the engine turns them into poison rows.
+// bad input) are per row: the engine turns them into poison rows. No
+// function, operator or cast builds a value above MaxValueBytes (256 MiB;
+// limits.go): lpad, repeat, concatenation, replace, format, the array
+// builders and casts compute their result's size first and fail with 54000
+// before allocating it, and the rows of a set-returning function count
+// against the same limit. Constant folding runs the same evaluators, so a
+// constant call over the limit fails the same way when it runs.
 //
 // The function registry is open: higher layers register system functions
 // (version(), current_database(), …) with Register at init. The first

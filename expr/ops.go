@@ -379,7 +379,12 @@ func init() {
 			}
 			return ivScale(a.Interval(), 1/b.Float()), nil
 		}),
-		op2("||", text, text, text, func(a, b types.Value) (types.Value, error) { return types.NewText(a.S + b.S), nil }),
+		op2("||", text, text, text, func(a, b types.Value) (types.Value, error) {
+			if err := checkSize("||", int64(len(a.S))+int64(len(b.S))); err != nil {
+				return types.NullValue, err
+			}
+			return types.NewText(a.S + b.S), nil
+		}),
 	)
 	for op := range compareOps {
 		fs = append(fs, &Func{Name: op, Args: []types.Type{Any, Any}, Ret: types.Bool, Infix: true})

@@ -32,7 +32,7 @@ var reservedWords = func() map[string]bool {
 
 // quoteIdent is quote_ident: the identifier as is when it needs no
 // quotes, else in double quotes with inner ones doubled.
-func quoteIdent(s string) string {
+func quoteIdent(s string) (string, error) {
 	plain := s != "" && !reservedWords[s]
 	for i, r := range s {
 		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && (r >= '0' && r <= '9' || r == '$')) {
@@ -41,44 +41,63 @@ func quoteIdent(s string) string {
 		}
 	}
 	if plain {
-		return s
+		return s, nil
 	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	if err := checkSize("quote_ident", int64(len(s)+strings.Count(s, `"`)+2)); err != nil {
+		return "", err
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`, nil
 }
 
 // quoteLiteral is quote_literal: a string constant, E'…' when the text
 // holds a backslash.
-func quoteLiteral(s string) string {
-	q := "'" + strings.ReplaceAll(s, "'", "''") + "'"
-	if strings.Contains(s, `\`) {
-		return "E" + strings.ReplaceAll(q, `\`, `\\`)
+func quoteLiteral(s string) (string, error) {
+	quotes, backslashes := strings.Count(s, "'"), strings.Count(s, `\`)
+	size := len(s) + quotes + 2
+	if backslashes > 0 {
+		size += backslashes + 1
 	}
-	return q
+	if err := checkSize("quote_literal", int64(size)); err != nil {
+		return "", err
+	}
+	q := "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	if backslashes > 0 {
+		return "E" + strings.ReplaceAll(q, `\`, `\\`), nil
+	}
+	return q, nil
+}
+
+// quoted returns a quoting function's result as a value.
+func quoted(s string, err error) (types.Value, error) {
+	if err != nil {
+		return types.NullValue, err
+	}
+	return types.NewText(s), nil
 }
 
 func init() {
 	text := types.Text
 	Register(
 		&Func{Name: "quote_ident", Args: tt(text), Ret: text, Eval1: func(a types.Value) (types.Value, error) {
-			return types.NewText(quoteIdent(a.S)), nil
+			return quoted(quoteIdent(a.S))
 		}},
 		&Func{Name: "quote_literal", Args: tt(text), Ret: text, Eval1: func(a types.Value) (types.Value, error) {
-			return types.NewText(quoteLiteral(a.S)), nil
+			return quoted(quoteLiteral(a.S))
 		}},
 		&Func{Name: "quote_literal", Args: tt(AnyElement), Ret: text, Eval1: func(a types.Value) (types.Value, error) {
-			return types.NewText(quoteLiteral(a.Text())), nil
+			return quoted(quoteLiteral(a.Text()))
 		}},
 		&Func{Name: "quote_nullable", Args: tt(text), Ret: text, NonStrict: true, Eval1: func(a types.Value) (types.Value, error) {
 			if a.K == types.Null {
 				return types.NewText("NULL"), nil
 			}
-			return types.NewText(quoteLiteral(a.S)), nil
+			return quoted(quoteLiteral(a.S))
 		}},
 		&Func{Name: "quote_nullable", Args: tt(AnyElement), Ret: text, NonStrict: true, Eval1: func(a types.Value) (types.Value, error) {
 			if a.K == types.Null {
 				return types.NewText("NULL"), nil
 			}
-			return types.NewText(quoteLiteral(a.Text())), nil
+			return quoted(quoteLiteral(a.Text()))
 		}},
 		&Func{Name: "pg_size_pretty", Args: tt(types.Int8), Ret: text, Eval1: func(a types.Value) (types.Value, error) {
 			return types.NewText(sizePretty(a.I)), nil
@@ -123,11 +142,13 @@ func format(a []types.Value) (types.Value, error) {
 		return types.NullValue, nil
 	}
 	f, args := a[0].S, a[1:]
-	var sb strings.Builder
+	sb := limitedBuilder{what: "format"}
 	next := 0
 	for i := 0; i < len(f); i++ {
 		if f[i] != '%' {
-			sb.WriteByte(f[i])
+			if err := sb.addByte(f[i]); err != nil {
+				return types.NullValue, err
+			}
 			continue
 		}
 		i++
@@ -135,7 +156,9 @@ func format(a []types.Value) (types.Value, error) {
 			return types.NullValue, pgerror.New(pgerror.InvalidParameterValue, "unterminated format() type specifier")
 		}
 		if f[i] == '%' {
-			sb.WriteByte('%')
+			if err := sb.addByte('%'); err != nil {
+				return types.NullValue, err
+			}
 			continue
 		}
 		arg := next
@@ -152,24 +175,31 @@ func format(a []types.Value) (types.Value, error) {
 		}
 		v := args[arg]
 		next = arg + 1
+		var piece string
+		var err error
 		switch f[i] {
 		case 's':
 			if v.K != types.Null {
-				sb.WriteString(v.Text())
+				piece = v.Text()
 			}
 		case 'I':
 			if v.K == types.Null {
 				return types.NullValue, pgerror.New(pgerror.NullValueNotAllowed, "null values cannot be formatted as an SQL identifier")
 			}
-			sb.WriteString(quoteIdent(v.Text()))
+			piece, err = quoteIdent(v.Text())
 		case 'L':
-			if v.K == types.Null {
-				sb.WriteString("NULL")
-			} else {
-				sb.WriteString(quoteLiteral(v.Text()))
+			piece = "NULL"
+			if v.K != types.Null {
+				piece, err = quoteLiteral(v.Text())
 			}
 		default:
 			return types.NullValue, pgerror.New(pgerror.InvalidParameterValue, "unrecognized format() type specifier %q", string(f[i]))
+		}
+		if err == nil {
+			err = sb.add(piece)
+		}
+		if err != nil {
+			return types.NullValue, err
 		}
 	}
 	return types.NewText(sb.String()), nil

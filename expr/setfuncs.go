@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/fvsql/fvsql/pgerror"
@@ -253,13 +254,22 @@ func oneCol(t types.Type) func([]types.Type) ([]string, []types.Type) {
 // seriesStep checks generate_series' step.
 var errZeroStep = pgerror.New(pgerror.InvalidParameterValue, "step size cannot equal zero")
 
-// maxSeries bounds the rows one generate_series call may produce: the
-// rows are materialised, so a runaway call must fail rather than exhaust
-// memory.
-const maxSeries = 10_000_000
+// rowHeader is what a materialised row costs besides its values.
+const rowHeader = int64(unsafe.Sizeof(types.Row(nil)))
 
-func tooManyRows(name string) error {
-	return pgerror.New(pgerror.ProgramLimitExceeded, "%s would return more than %d rows", name, maxSeries)
+// maxSetRows bounds the rows of cols columns one call may produce, extra
+// being what each row holds besides its types.Values (a numeric's
+// decimal). A call's rows are materialised at once (the planner holds a
+// constant call's rows as a relation, FuncScan a call's rows for each
+// input row), so they count against the limit on one value, MaxValueBytes:
+// about 3.7 million rows of one integer column, where ten million took
+// 690 MiB (and of numerics a GiB).
+func maxSetRows(cols, extra int64) int64 {
+	return maxValueBytes / (rowHeader + cols*valueBytes + extra)
+}
+
+func tooManyRows(name string, max int64) error {
+	return pgerror.New(pgerror.ProgramLimitExceeded, "%s would return more than %d rows", name, max)
 }
 
 func intSeries(t types.Type) func(a []types.Value) ([]types.Row, error) {
@@ -278,14 +288,11 @@ func intSeries(t types.Type) func(a []types.Value) ([]types.Row, error) {
 		case step < 0 && stop <= start:
 			n = (uint64(start)-uint64(stop))/(uint64(-(step+1))+1) + 1
 		}
-		if n > maxSeries {
-			return nil, tooManyRows("generate_series")
+		if max := maxSetRows(1, 0); n > uint64(max) {
+			return nil, tooManyRows("generate_series", max)
 		}
 		rows := make([]types.Row, 0, n)
 		for v := start; step > 0 && v <= stop || step < 0 && v >= stop; {
-			if len(rows) >= maxSeries {
-				return nil, tooManyRows("generate_series")
-			}
 			rows = append(rows, types.Row{types.NewInt(t, v)})
 			next := v + step
 			if next > v != (step > 0) {
@@ -311,14 +318,15 @@ func numericSeries(a []types.Value) ([]types.Row, error) {
 		}
 	}
 	var rows []types.Row
+	max := maxSetRows(1, int64(unsafe.Sizeof(apd.Decimal{})))
 	cur := new(apd.Decimal).Set(a[0].N)
 	for {
 		c := cur.Cmp(a[1].N)
 		if step.Sign() > 0 && c > 0 || step.Sign() < 0 && c < 0 {
 			return rows, nil
 		}
-		if len(rows) >= maxSeries {
-			return nil, tooManyRows("generate_series")
+		if int64(len(rows)) >= max {
+			return nil, tooManyRows("generate_series", max)
 		}
 		rows = append(rows, types.Row{types.NewNumeric(new(apd.Decimal).Set(cur))})
 		next := new(apd.Decimal)
@@ -338,10 +346,11 @@ func timeSeries(t types.Type) func(a []types.Value) ([]types.Row, error) {
 		up := step.Interval().Duration() > 0
 		add := tsPlusIv(t)
 		var rows []types.Row
+		max := maxSetRows(1, 0)
 		cur := types.NewTimestamp(t, a[0].I)
 		for up && cur.I <= a[1].I || !up && cur.I >= a[1].I {
-			if len(rows) >= maxSeries {
-				return nil, tooManyRows("generate_series")
+			if int64(len(rows)) >= max {
+				return nil, tooManyRows("generate_series", max)
 			}
 			rows = append(rows, types.Row{cur})
 			next, err := add(cur, step)
@@ -387,11 +396,16 @@ func init() {
 			},
 			Rows: func(a []types.Value) ([]types.Row, error) {
 				// Several arrays zip, the shorter ones padded with NULLs.
-				elems := make([][]types.Value, len(a))
 				n := 0
+				for _, v := range a {
+					n = max(n, v.ArrayLen())
+				}
+				if limit := maxSetRows(int64(len(a)), 0); int64(n) > limit {
+					return nil, tooManyRows("unnest", limit)
+				}
+				elems := make([][]types.Value, len(a))
 				for i, v := range a {
 					elems[i] = v.Elems()
-					n = max(n, len(elems[i]))
 				}
 				rows := make([]types.Row, n)
 				for r := range rows {
