@@ -33,8 +33,20 @@ const (
 	cancelRequestCode = 80877102
 	sslRequestCode    = 80877103
 	gssEncRequestCode = 80877104
-	// maxStartupPacketLen is PostgreSQL's MAX_STARTUP_PACKET_LENGTH.
+	// maxStartupPacketLen is PostgreSQL's MAX_STARTUP_PACKET_LENGTH: the
+	// longest startup packet, its length word included.
 	maxStartupPacketLen = 10000
+	// maxAuthMessageLen caps the body of an authentication response
+	// (password, md5 answer, SASL messages), as MaxMessageSize caps
+	// messages after authentication, so that a client that has not
+	// authenticated cannot make the server allocate more than this. The
+	// legitimate ones are small: SCRAM's messages are well under the 1,024
+	// bytes PostgreSQL allows them (PG_MAX_SASL_MESSAGE_LENGTH), and an md5
+	// answer is 36 bytes. PostgreSQL long capped password packets at 1,000
+	// bytes and now allows 65,535 (PG_MAX_AUTH_TOKEN_LENGTH), a size meant
+	// for Kerberos tokens of GSSAPI and SSPI, which fvsql does not offer;
+	// 8 KiB leaves room for any password in use.
+	maxAuthMessageLen = 8 << 10
 	// shutdownWriteTimeout bounds the final writes to a client that does
 	// not read when the server closes.
 	shutdownWriteTimeout = time.Second
@@ -58,6 +70,8 @@ type conn struct {
 	be *pgproto3.Backend
 	w  *writer
 	q  *msgQueue
+
+	admitted bool // holds a slot of Config.MaxConnections (serve's goroutine only)
 
 	pid, secret uint32 // BackendKeyData; pid 0 until registered
 
@@ -140,47 +154,23 @@ func (c *conn) serve() {
 	defer c.srv.forget(c)
 	defer c.raw.Close()
 	defer c.cancel(errConnClosed)
+	// The slot is given back before the socket closes, so a client that
+	// sees its connection end can take the slot at once.
+	defer func() {
+		if c.admitted {
+			c.srv.release()
+		}
+	}()
+	defer func() {
+		if c.w != nil {
+			c.w.stop()
+		}
+	}()
 
-	c.setDeadline(time.Now().Add(c.srv.cfg.AuthTimeout))
-	params, ok := c.startup()
+	sp, ok := c.establish()
 	if !ok {
 		return
 	}
-	// From here on the connection speaks typed messages. pgproto3 reads
-	// through a ChunkReader that refuses oversized declared lengths before
-	// allocating, over a reader that marks socket errors as such.
-	cr := pgproto3.NewChunkReader(ioErrReader{c.nc})
-	c.be = pgproto3.NewBackend(&limitedChunkReader{cr: cr, max: c.srv.cfg.MaxMessageSize}, io.Discard)
-	c.w = newWriter(c.nc)
-	defer c.w.stop()
-
-	sp := SessionParams{
-		User:            params["user"],
-		Database:        params["database"],
-		ApplicationName: params["application_name"],
-		Options:         params,
-	}
-	if sp.Database == "" {
-		sp.Database = sp.User
-	}
-	c.log = c.log.With("user", sp.User)
-	if !c.authenticate(sp.User) {
-		return
-	}
-	if err := c.send(&pgproto3.AuthenticationOk{}); err != nil {
-		return
-	}
-	c.setDeadline(time.Time{})
-
-	sess, err := c.newSession(sp)
-	if err != nil {
-		c.sendError(c.toPgError(c.ctx, err), "FATAL")
-		_ = c.w.flush()
-		return
-	}
-	c.sess = sess
-	c.stmts = make(map[string]*prepared)
-	c.portals = make(map[string]*portal)
 	defer c.closeSession()
 
 	c.srv.register(c)
@@ -197,9 +187,82 @@ func (c *conn) serve() {
 	c.processLoop()
 }
 
-func (c *conn) newSession(sp SessionParams) (s Session, err error) {
-	defer c.recoverAs(&err)
-	s, err = c.srv.handler.NewSession(c.ctx, sp)
+// establish runs the connection up to its session: startup, the slot
+// (Config.MaxConnections), authentication and Handler.NewSession, all
+// within Config.AuthTimeout. It returns false when the connection must
+// close, the client told why when it can be. A panic here, the Handler's
+// or pgwire's, is logged and reported as a bare FATAL XX000: the client
+// may not have authenticated, and a panic's value is for the log only.
+func (c *conn) establish() (sp SessionParams, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("pgwire: panic before the session was established", "panic", r, "stack", string(debug.Stack()))
+			if c.w != nil {
+				c.sendError(errLoginInternal, "FATAL")
+				_ = c.w.flush()
+			} else {
+				c.startupFatal(errLoginInternal)
+			}
+			ok = false
+		}
+	}()
+
+	c.setDeadline(time.Now().Add(c.srv.cfg.AuthTimeout))
+	params, ok := c.startup()
+	if !ok {
+		return sp, false
+	}
+	if !c.srv.admit() {
+		c.startupFatal(errTooManyConnections)
+		return sp, false
+	}
+	c.admitted = true
+	// From here on the connection speaks typed messages. pgproto3 reads
+	// through a ChunkReader that refuses oversized declared lengths before
+	// allocating (at most maxAuthMessageLen until authenticated), over a
+	// reader that marks socket errors as such.
+	lr := &limitedChunkReader{
+		cr:  pgproto3.NewChunkReader(ioErrReader{c.nc}),
+		max: min(maxAuthMessageLen, c.srv.cfg.MaxMessageSize),
+	}
+	c.be = pgproto3.NewBackend(lr, io.Discard)
+	c.w = newWriter(c.nc)
+
+	sp = SessionParams{
+		User:            params["user"],
+		Database:        params["database"],
+		ApplicationName: params["application_name"],
+		Options:         params,
+	}
+	if sp.Database == "" {
+		sp.Database = sp.User
+	}
+	c.log = c.log.With("user", sp.User)
+	if !c.authenticate(sp.User) {
+		return sp, false
+	}
+	lr.max = c.srv.cfg.MaxMessageSize // before the reading goroutine exists
+	if err := c.send(&pgproto3.AuthenticationOk{}); err != nil {
+		return sp, false
+	}
+	c.setDeadline(time.Time{})
+
+	sess, err := c.newSession(sp)
+	if err != nil {
+		c.sendError(c.toPgError(c.ctx, err), "FATAL")
+		_ = c.w.flush()
+		return sp, false
+	}
+	c.sess = sess
+	c.stmts = make(map[string]*prepared)
+	c.portals = make(map[string]*portal)
+	return sp, true
+}
+
+// newSession calls Handler.NewSession. A panic in it is establish's to
+// recover: it must not reach the client.
+func (c *conn) newSession(sp SessionParams) (Session, error) {
+	s, err := c.srv.handler.NewSession(c.ctx, sp)
 	if err == nil && s == nil {
 		err = pgerror.New(pgerror.Internal, "handler returned no session")
 	}
@@ -258,6 +321,11 @@ func (c *conn) startup() (map[string]string, bool) {
 	for {
 		body, err := readStartupPacket(c.nc)
 		if err != nil {
+			var le *startupLengthError
+			if errors.As(err, &le) {
+				c.startupFatal(pgerror.New(pgerror.ProtocolViolation, "invalid length of startup packet").WithDetail("%s", le))
+				return nil, false
+			}
 			c.log.Debug("pgwire: bad startup packet", "err", err)
 			return nil, false
 		}
@@ -278,12 +346,10 @@ func (c *conn) startup() (map[string]string, bool) {
 			if _, err := c.nc.Write([]byte{'S'}); err != nil {
 				return nil, false
 			}
-			tc := tls.Server(c.raw, c.srv.cfg.TLSConfig)
-			if err := tc.HandshakeContext(c.ctx); err != nil {
+			if err := c.handshakeTLS(); err != nil {
 				c.log.Info("pgwire: TLS handshake failed", "err", err)
 				return nil, false
 			}
-			c.nc = tc
 		case gssEncRequestCode:
 			if gssDone || len(body) != 4 {
 				c.log.Info("pgwire: unexpected GSSEncRequest")
@@ -325,8 +391,36 @@ func (c *conn) startup() (map[string]string, bool) {
 	}
 }
 
+// handshakeTLS upgrades the connection to TLS. Config.TLSConfig's
+// callbacks (GetCertificate, GetConfigForClient, …) run in the handshake,
+// before authentication: a panic in one ends this connection alone, with
+// nothing sent (the client, mid-handshake, could not read an
+// ErrorResponse) and its value in the log only.
+func (c *conn) handshakeTLS() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("pgwire: panic in the TLS handshake", "panic", r, "stack", string(debug.Stack()))
+			err = errors.New("pgwire: panic in the TLS handshake")
+		}
+	}()
+	tc := tls.Server(c.raw, c.srv.cfg.TLSConfig)
+	if err := tc.HandshakeContext(c.ctx); err != nil {
+		return err
+	}
+	c.nc = tc
+	return nil
+}
+
+// startupLengthError is a startup packet's declared length out of range.
+type startupLengthError struct{ n int }
+
+func (e *startupLengthError) Error() string {
+	return fmt.Sprintf("declared length %d is outside 8 to %d bytes", e.n, maxStartupPacketLen)
+}
+
 // readStartupPacket reads one length-prefixed startup packet, straight
-// from the socket so that nothing is read ahead of a TLS handshake.
+// from the socket so that nothing is read ahead of a TLS handshake. The
+// length is checked before the body is allocated.
 func readStartupPacket(r io.Reader) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
@@ -334,7 +428,7 @@ func readStartupPacket(r io.Reader) ([]byte, error) {
 	}
 	n := int(int32(binary.BigEndian.Uint32(hdr[:])))
 	if n < 8 || n > maxStartupPacketLen {
-		return nil, fmt.Errorf("invalid length of startup packet: %d", n)
+		return nil, &startupLengthError{n}
 	}
 	body := make([]byte, n-4)
 	if _, err := io.ReadFull(r, body); err != nil {
@@ -487,6 +581,9 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) (stop bool) {
 	switch m := msg.(type) {
 	case *pgproto3.Query:
 		c.simpleQuery(m.String)
+		return false
+	case *invalidQuery:
+		c.simpleQueryInvalid()
 		return false
 	case *pgproto3.Parse:
 		err = c.parse(m)

@@ -10,8 +10,9 @@
 //
 //   - handler.go: the Handler, Session, Statement and Result interfaces
 //     that the server package implements.
-//   - server.go: Config, Server (listening, accepting, Close) and the
-//     registry of connections that CancelRequest looks keys up in.
+//   - server.go: Config, Server (listening, accepting, Close), the
+//     connection slots of Config.MaxConnections and the registry of
+//     connections that CancelRequest looks keys up in.
 //   - conn.go: one connection's lifecycle: startup, the hand-off to
 //     authentication and NewSession, the message loop and dispatch,
 //     termination, transaction status, Handler panics and errors.
@@ -37,17 +38,31 @@
 //     cancel connection; a 3.x StartupMessage newer than 3.0 or carrying
 //     "_pq_." options gets NegotiateProtocolVersion(3.0); any other first
 //     packet (garbage, an HTTP request, protocol 2) closes that connection
-//     alone. Startup and authentication must finish within
-//     Config.AuthTimeout.
-//  2. Authentication (auth.go): trust, cleartext password, md5 (salted, as
+//     alone. A startup packet may be 10,000 bytes long at most, PostgreSQL's
+//     MAX_STARTUP_PACKET_LENGTH: a declared length outside 8 to 10,000 is
+//     answered FATAL 08P01 "invalid length of startup packet" from the
+//     length alone, nothing allocated for the body. Startup and
+//     authentication must finish within Config.AuthTimeout (a client that
+//     sends nothing, or half a packet, is closed then).
+//  2. The connection slot: a StartupMessage takes one of
+//     Config.MaxConnections (default 100, PostgreSQL's max_connections),
+//     held until the connection closes; when none is free the client gets
+//     FATAL 53300 "sorry, too many clients already" and is closed.
+//     Connections still before their StartupMessage hold no slot, so a
+//     CancelRequest is served however full the server is.
+//  3. Authentication (auth.go): trust, cleartext password, md5 (salted, as
 //     PostgreSQL), or SCRAM-SHA-256 (RFC 5802/7677 as PostgreSQL runs it,
 //     without channel binding). Bad credentials, an unknown user included,
-//     end the connection with FATAL 28P01.
-//  3. Handler.NewSession with the startup parameters; an error from it is
+//     end the connection with FATAL 28P01. Until the client has
+//     authenticated its messages may be 8 KiB long at most (see
+//     maxAuthMessageLen; Config.MaxMessageSize if smaller): a longer
+//     declared length is FATAL 08P01 "invalid message length", nothing
+//     allocated for it.
+//  4. Handler.NewSession with the startup parameters; an error from it is
 //     sent as FATAL and ends the connection. Then ParameterStatus
 //     (server_version, encodings, DateStyle, …), BackendKeyData (a unique
 //     process id and a random secret) and ReadyForQuery.
-//  4. The message loop, below, until Terminate, a protocol violation, the
+//  5. The message loop, below, until Terminate, a protocol violation, the
 //     client going away, or Server.Close.
 //
 // # Goroutines
@@ -72,7 +87,10 @@
 //
 // Declared message lengths are checked before pgproto3 allocates for them:
 // the Backend reads through limitedChunkReader, which refuses a length
-// above Config.MaxMessageSize (FATAL 08P01, connection closed).
+// above its cap (FATAL 08P01, connection closed). The cap depends on the
+// phase: 8 KiB during authentication, Config.MaxMessageSize (default 64
+// MiB) after it; the startup packet, read before the Backend exists, has
+// its own 10,000 bytes.
 //
 // Output goes through a 64 KiB bufio.Writer (writer.go) guarded by a mutex.
 // DataRows are encoded in place in its buffer, which is written out when
@@ -95,7 +113,11 @@
 //
 // # Simple query
 //
-// A Query message destroys the unnamed statement and portal, and is parsed
+// A Query message whose body is not one NUL-terminated string (a NUL
+// inside the query, or no NUL at its end) is answered ERROR 08P01 "invalid
+// message format" and ReadyForQuery, as PostgreSQL answers it, and the
+// connection goes on: nothing runs, an open transaction block fails. Any
+// other Query destroys the unnamed statement and portal, and is parsed
 // with Session.Parse. No statements: EmptyQueryResponse. Otherwise each
 // statement is executed in turn with no parameters; its rows are sent in
 // text format (RowDescription when Columns() is not nil, a DataRow per row,
@@ -147,10 +169,25 @@
 //     ctx given to Statement.Execute stays valid until the Result is
 //     closed, and is the one its Next calls receive.
 //   - An error never closes the connection, except authentication
-//     failures, protocol violations (oversized, malformed or unexpected
-//     messages), NewSession errors, Terminate and Server.Close. A panic in
-//     the Handler is recovered and reported as XX000, and the connection
-//     goes on.
+//     failures, protocol violations (oversized, malformed, a Query's
+//     string excepted, or unexpected messages), a full server, NewSession
+//     errors, Terminate and Server.Close. Once the session exists, a panic
+//     in the Handler is recovered and reported as XX000 with its value,
+//     and the connection goes on.
+//   - Before the session exists (startup, authentication, NewSession) a
+//     panic, the Handler's or pgwire's, ends that connection alone with a
+//     bare FATAL XX000 "internal error": its value goes to the log, never
+//     to a client that may not have authenticated. A panic in a TLS
+//     handshake (Config.TLSConfig's callbacks) closes the connection with
+//     nothing sent.
+//   - What a client costs before authenticating is bounded: at most 10,000
+//     bytes of startup packet and 8 KiB per authentication message, for at
+//     most Config.AuthTimeout, and at most Config.MaxConnections such
+//     clients past their StartupMessage. Known limit: connections not yet
+//     past their startup packet are not counted (so that CancelRequests
+//     always get through); their number is bounded by the process's file
+//     descriptors only, each a goroutine and at most one startup packet
+//     for Config.AuthTimeout, as PostgreSQL's dead-end backends are.
 //   - Server.Close returns after every goroutine of the server has ended.
 //     A client that does not read gets at most one second to take its
 //     final FATAL 57P01.

@@ -43,6 +43,9 @@ func (r ioErrReader) Read(p []byte) (int, error) {
 
 // limitedChunkReader refuses to read a message whose declared length
 // exceeds max, before pgproto3's chunk reader allocates a buffer for it.
+// max is maxAuthMessageLen (or MaxMessageSize, if smaller) until the
+// client has authenticated, then MaxMessageSize: establish raises it
+// before the reading goroutine starts, which alone reads afterwards.
 type limitedChunkReader struct {
 	cr  pgproto3.ChunkReader
 	max int
@@ -77,7 +80,9 @@ func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
 // the queue, copying them out of pgproto3's flyweights, and never waits for
 // their execution (only for queue space). A socket error cancels the
 // connection's context, so a running query stops; a malformed message
-// queues a FATAL error behind the messages already read.
+// queues a FATAL error behind the messages already read, except a Query
+// whose string is malformed, which is answered with an ERROR (see
+// invalidQuery).
 func (c *conn) readLoop() {
 	defer c.srv.wg.Done()
 	defer c.q.close()
@@ -89,6 +94,15 @@ func (c *conn) readLoop() {
 				c.log.Debug("pgwire: client connection closed", "err", err)
 				c.cancel(errClientGone)
 				return
+			}
+			if _, ok := msg.(*pgproto3.Query); ok {
+				// pgproto3 returns the message its body failed to
+				// decode into, the whole body consumed: the stream is
+				// still in step, and the connection goes on.
+				if !c.q.push(qitem{msg: &invalidQuery{}, size: 64}) {
+					return
+				}
+				continue
 			}
 			c.q.push(qitem{fatal: protocolViolation(err)})
 			return

@@ -32,6 +32,10 @@ const DefaultMaxMessageSize = 64 << 20
 // Config.AuthTimeout is 0 (PostgreSQL's authentication_timeout).
 const DefaultAuthTimeout = time.Minute
 
+// DefaultMaxConnections is the number of connections served at once when
+// Config.MaxConnections is 0 (PostgreSQL's default max_connections).
+const DefaultMaxConnections = 100
+
 // Config configures a Server.
 type Config struct {
 	// Addr is the TCP address ListenAndServe listens on, e.g.
@@ -58,6 +62,13 @@ type Config struct {
 	// AuthTimeout bounds the time from accepting a connection to the end
 	// of authentication. Default DefaultAuthTimeout.
 	AuthTimeout time.Duration
+	// MaxConnections is the most connections served at once. A connection
+	// holds its slot from its StartupMessage (authentication included, as
+	// a PostgreSQL backend holds its PGPROC) until it closes; one more is
+	// refused with FATAL 53300. Connections that have not sent their
+	// StartupMessage yet hold none, and CancelRequests are served however
+	// full the server is. Default DefaultMaxConnections.
+	MaxConnections int
 	// Logger receives connection and protocol events. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -82,6 +93,7 @@ type Server struct {
 	conns     map[*conn]struct{} // every accepted connection, from accept to close
 	byPID     map[uint32]*conn   // authenticated connections, for CancelRequest
 	nextPID   uint32
+	clients   int            // connections holding a slot (at most cfg.MaxConnections)
 	wg        sync.WaitGroup // Serve loops and every connection goroutine
 }
 
@@ -124,6 +136,12 @@ func NewServer(cfg Config, h Handler) (*Server, error) {
 	}
 	if cfg.AuthTimeout == 0 {
 		cfg.AuthTimeout = DefaultAuthTimeout
+	}
+	if cfg.MaxConnections < 0 {
+		return nil, fmt.Errorf("pgwire: negative MaxConnections %d", cfg.MaxConnections)
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
 	}
 	if cfg.ServerVersion == "" {
 		cfg.ServerVersion = "15.0"
@@ -266,6 +284,24 @@ func (s *Server) startConn(nc net.Conn) {
 	go c.serve()
 }
 
+// admit takes a connection slot, or reports that none is free.
+func (s *Server) admit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clients >= s.cfg.MaxConnections {
+		return false
+	}
+	s.clients++
+	return true
+}
+
+// release gives back a slot that admit took.
+func (s *Server) release() {
+	s.mu.Lock()
+	s.clients--
+	s.mu.Unlock()
+}
+
 // register gives an authenticated connection its BackendKeyData: a unique
 // process id and a random secret.
 func (s *Server) register(c *conn) {
@@ -322,4 +358,18 @@ var (
 	errConnClosed    = pgerror.New(pgerror.ConnectionFailure, "connection closed")
 	errPortalClosed  = pgerror.New(pgerror.InvalidCursorState, "portal closed")
 	errQueryDone     = pgerror.New(pgerror.SuccessfulCompletion, "statement finished")
+)
+
+// tooManyConnections is SQLSTATE 53300 (too_many_connections). pgerror,
+// whose named codes every package uses, has none for it yet; this is the
+// one place pgwire makes a code itself, to be replaced by the named one.
+var tooManyConnections = pgerror.MakeCode("53300")
+
+// Errors that end a connection before its session exists.
+var (
+	errTooManyConnections = pgerror.New(tooManyConnections, "sorry, too many clients already")
+	// errLoginInternal reports a panic before the session exists. It
+	// carries no detail: the client may not have authenticated, and a
+	// panic's value (paths, names, data) is for the server's log only.
+	errLoginInternal = pgerror.New(pgerror.Internal, "internal error")
 )

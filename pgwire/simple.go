@@ -10,6 +10,31 @@ import (
 	"github.com/jackc/pgproto3/v2"
 )
 
+// invalidQuery is queued in place of a Query message whose body is not one
+// NUL-terminated string (a NUL inside it, or none at its end), which
+// pgproto3's Query.Decode refuses. PostgreSQL reads that string with
+// pq_getmsgstring and pq_getmsgend, which answer such a body with ERROR
+// 08P01 ("invalid message format", "invalid string in message"), and the
+// connection goes on: the message's length kept the stream in step.
+type invalidQuery struct{}
+
+func (*invalidQuery) Frontend()                         {}
+func (*invalidQuery) Decode([]byte) error               { return nil }
+func (*invalidQuery) Encode(dst []byte) ([]byte, error) { return dst, nil }
+
+// errInvalidQuery is the answer to an invalidQuery.
+var errInvalidQuery = pgerror.New(pgerror.ProtocolViolation, "invalid message format").
+	WithDetail("A Query message holds one string ending with the message's only NUL byte.")
+
+// simpleQueryInvalid answers an invalidQuery as PostgreSQL does a simple
+// query that fails: ERROR (failing an open transaction block), then
+// ReadyForQuery. No statement runs.
+func (c *conn) simpleQueryInvalid() {
+	c.sendError(errInvalidQuery, "ERROR")
+	c.failTx()
+	c.sendReady()
+}
+
 // simpleQuery runs a Query message: every statement in turn, stopping at
 // the first error, then ReadyForQuery.
 func (c *conn) simpleQuery(sql string) {

@@ -32,6 +32,9 @@ import (
 //	SET name = value          a ParameterStatus change, tag SET
 //	BENCH n                   n rows of (int8, text, float8), allocation-free
 //	INSERT                    no rows, tag INSERT 0 1
+//
+// NewSession panics (with panicSecret in the value) for the user
+// panicUser.
 type testHandler struct {
 	sleepStarted chan struct{} // a SLEEP/STREAM began blocking
 	sleepEnded   chan error    // the cause its context was cancelled with
@@ -51,7 +54,17 @@ func newTestHandler() *testHandler {
 	return &testHandler{sleepStarted: make(chan struct{}, 64), sleepEnded: make(chan error, 64)}
 }
 
+// panicUser is the user whose NewSession panics; panicSecret is in the
+// panic's value, so that a test can check it never reaches the client.
+const (
+	panicUser   = "panic-in-new-session"
+	panicSecret = "secret-panic-value"
+)
+
 func (h *testHandler) NewSession(ctx context.Context, p SessionParams) (Session, error) {
+	if p.User == panicUser {
+		panic("NewSession: " + panicSecret)
+	}
 	if h.failSession != nil {
 		return nil, h.failSession
 	}
