@@ -54,6 +54,7 @@ func run(args []string) error {
 	kafkaBrokers := fs.String("kafka", envDefault("FVSQL_KAFKA_BROKERS", ""), "brokers of a real Kafka cluster, comma-separated; empty runs the embedded broker (FVSQL_KAFKA_BROKERS)")
 	kafkaListen := fs.String("kafka-listen", envDefault("FVSQL_KAFKA_LISTEN", "127.0.0.1:9092"), "the embedded broker's Kafka endpoint (FVSQL_KAFKA_LISTEN)")
 	auth := fs.String("auth", envDefault("FVSQL_AUTH", "trust"), "client authentication: trust, password, md5 or scram-sha-256 (FVSQL_AUTH)")
+	maxConns := fs.Int("max-connections", envInt("FVSQL_MAX_CONNECTIONS", pgwire.DefaultMaxConnections), "connections served at once; one more is refused with 53300 (FVSQL_MAX_CONNECTIONS)")
 	users := fs.String("users", envDefault("FVSQL_USERS", ""), "user:password pairs, comma-separated, for password authentication (FVSQL_USERS)")
 	topicPrefix := fs.String("topic-prefix", envDefault("FVSQL_TOPIC_PREFIX", ""), "prefix of every Kafka topic and group fvsql creates (FVSQL_TOPIC_PREFIX)")
 	stateCache := fs.Int("state-cache-mb", envInt("FVSQL_STATE_CACHE_MB", state.DefaultCacheBytes>>20), "MiB of Pebble block cache for operator state and views' local copies (FVSQL_STATE_CACHE_MB)")
@@ -106,6 +107,7 @@ func run(args []string) error {
 
 	wire, err := pgwire.NewServer(pgwire.Config{
 		Addr: *listen, Auth: *auth, Users: userMap, ServerVersion: server.ServerVersion, Logger: log,
+		MaxConnections: *maxConns,
 	}, srv)
 	if err != nil {
 		return err

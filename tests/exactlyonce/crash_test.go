@@ -171,8 +171,9 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 		t.Name(), rows, kills, wipes, modes, killPhase.Round(time.Second), time.Since(began).Round(time.Second))
 }
 
-// stagesOf is how many stages each crash pipeline has (w2 repartitions).
-var stagesOf = map[string]int32{"s1": 1, "w1": 1, "w2": 2, "t3": 1}
+// stagesOf is how many stages each crash pipeline has: the stateful ones
+// re-key ev (8 partitions) into an internal topic first.
+var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2}
 
 // ownsAll waits until the process owns every partition of every stage of
 // the crash pipelines; when it does not, it describes the consumer groups

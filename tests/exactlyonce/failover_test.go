@@ -46,7 +46,7 @@ func TestFailover(t *testing.T) {
 		b.Kill(t)
 
 		waitAllStats(t, connA, 90*time.Second, "a to own every partition", func(m map[string]pipelineStats) bool {
-			return m["w1"].Partitions == partitions && m["t3"].Partitions == partitions
+			return m["w1"].Partitions == partitions*stagesOf["w1"] && m["t3"].Partitions == partitions*stagesOf["t3"]
 		})
 		st := waitAllStats(t, connA, 60*time.Second, "a to have restored b's partitions' state", func(m map[string]pipelineStats) bool {
 			return m["w1"].RestoredKeys > before["w1"].RestoredKeys && m["t3"].RestoredKeys > before["t3"].RestoredKeys

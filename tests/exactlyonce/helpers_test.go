@@ -247,7 +247,8 @@ func waitAllStats(t *testing.T, conn *pgx.Conn, timeout time.Duration, what stri
 }
 
 // sharedPartitions waits until the processes together own every
-// partition of every named pipeline, each owning some.
+// partition of every stage of the named pipelines (parts per stage; see
+// stagesOf), each owning some.
 func sharedPartitions(t *testing.T, timeout time.Duration, parts int32, pipelines []string, conns ...*pgx.Conn) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -273,7 +274,7 @@ func sharedPartitions(t *testing.T, timeout time.Duration, parts int32, pipeline
 			}
 		}
 		for _, p := range pipelines {
-			if sums[p] != parts {
+			if sums[p] != parts*stagesOf[p] {
 				ok = false
 			}
 		}

@@ -62,7 +62,7 @@ func TestKilledWhileJoining(t *testing.T) {
 		deadline := killedAt.Add(within)
 		for {
 			m, err := allStats(connA)
-			if err == nil && m["s1"].Partitions == partitions && m["w1"].Partitions == partitions {
+			if err == nil && m["s1"].Partitions == partitions && m["w1"].Partitions == partitions*stagesOf["w1"] {
 				t.Logf("a owns every partition %s after the last kill: %s", time.Since(killedAt).Round(time.Millisecond), renderStats(m))
 				break
 			}

@@ -64,7 +64,7 @@ func TestZombieFencing(t *testing.T) {
 		// q takes p's partitions over (after the 10 s session timeout)
 		// and catches up on them.
 		waitAllStats(t, connQ, 90*time.Second, "q to own every partition", func(m map[string]pipelineStats) bool {
-			return m["s1"].Partitions == partitions && m["w1"].Partitions == partitions
+			return m["s1"].Partitions == partitions && m["w1"].Partitions == partitions*stagesOf["w1"]
 		})
 		flush(t, q, 2)
 		stillOpen := z.open(t, c)
