@@ -144,6 +144,9 @@ type Env struct {
 	TopicPrefix string
 	// DataDir is the server's data directory.
 	DataDir string
+	// FileRoot is the directory file:// streams must live in; "" means
+	// <DataDir>/files.
+	FileRoot string
 }
 
 var registry = struct {

@@ -123,7 +123,7 @@ func (c *Catalog) relOID(r *Relation) uint32 {
 func relOptions(r *Relation) []string {
 	var out []string
 	if r.Backend != "" {
-		out = append(out, "backend="+r.Backend)
+		out = append(out, "backend="+RedactURI(r.Backend))
 	}
 	if r.Topic != "" {
 		out = append(out, "topic="+r.Topic)
@@ -152,12 +152,13 @@ func relOptions(r *Relation) []string {
 	return out
 }
 
-// sinkServer is the name of a sink's "foreign server": its backend.
+// sinkServer is the name of a sink's "foreign server": its backend, its
+// password masked.
 func sinkServer(r *Relation) string {
 	if r.Backend == "" {
 		return "kafka"
 	}
-	return r.Backend
+	return RedactURI(r.Backend)
 }
 
 // foreignServers lists the distinct backends of sinks, with OIDs from

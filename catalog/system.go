@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -141,12 +142,29 @@ func relNamespace(r *Relation) (string, string, uint32) {
 	return "public", r.Name, PublicOID
 }
 
-// BackendURI is the relation's backend as users see it.
+// BackendURI is the relation's backend as users see it: its password, if
+// the URI has one, masked (RedactURI).
 func (r *Relation) BackendURI() string {
 	if r.Backend == "" {
 		return "kafka (server default)"
 	}
-	return r.Backend
+	return RedactURI(r.Backend)
+}
+
+// RedactURI is a backend URI fit to show: every user may list relations, so
+// a password in it (redis://:secret@host) reads xxxxx, as
+// url.URL.Redacted writes it. A URI without a password is returned as it
+// is; one that does not parse (CREATE refuses those) is not shown at all.
+// The catalog keeps the real URI: the backend needs it.
+func RedactURI(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "(unparsable URI)"
+	}
+	if _, ok := u.User.Password(); !ok {
+		return uri
+	}
+	return u.Redacted()
 }
 
 // AddSystemTable registers a system relation whose rows another package

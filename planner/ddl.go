@@ -15,8 +15,11 @@ import (
 
 // PlanCreateStream validates CREATE STREAM and returns the relation to
 // store (without OID). Options: backend (URI, default the server's
-// Kafka), topic (default the name), format (json), partitions (1), key
-// (none; a column or comma-separated columns).
+// Kafka; stdio:// is refused, 0A000), topic (default the name; on Kafka a
+// valid topic outside fvsql's and Kafka's own, see CheckTopic), format
+// (json), partitions (1), key (none; a column or comma-separated columns).
+// The name follows checkName's rules. The server's topic prefix is the
+// caller's to check (TopicFits).
 func PlanCreateStream(cs *sql.CreateStream) (*catalog.Relation, error) {
 	if err := checkName(cs.Name); err != nil {
 		return nil, err
@@ -60,19 +63,129 @@ func isMetaColumn(name string) bool {
 	return false
 }
 
+// Names and topics.
+//
+// A relation's name is also its default Kafka topic, and fvsql derives
+// further topics from names (InternalTopic, the engine's state topics) and
+// further relations (<name>_errors, <view>_changes). Kafka refuses a topic
+// longer than MaxTopicLength, and the embedded broker, which does not, keeps
+// each partition in a directory named after its topic: a longer topic makes a
+// directory the file system refuses, and the server can no longer start. So
+// names are bounded such that no topic fvsql derives from them, with the
+// server's topic prefix in front, can exceed Kafka's limit.
+const (
+	// MaxTopicLength is Kafka's limit on a topic's length (a partition lives
+	// in a directory <topic>-<partition>, and a file name has at most 255
+	// bytes).
+	MaxTopicLength = 249
+	// MaxNameLength is the longest relation name CREATE accepts: PostgreSQL's
+	// own identifier limit (NAMEDATALEN - 1), so that names fit pg_catalog's
+	// name columns and what PostgreSQL clients assume. The relations fvsql
+	// derives from a name (<name>_errors, <view>_changes) may be longer.
+	MaxNameLength = 63
+	// MaxDerivedTopicLength is the longest topic fvsql derives from names
+	// (before the server's prefix): the ingest topic of a pipeline reading
+	// two streams on other backends, _fvsql-<pipeline>-ingest-<input>. The
+	// others are shorter: _fvsql-<name>-repartition and
+	// _fvsql-<name>-right-state are 19 characters longer than the name,
+	// <view>_changes 8.
+	MaxDerivedTopicLength = len("_fvsql-") + MaxNameLength + len("-ingest-") + MaxNameLength
+	// MaxTopicPrefix is the longest server topic prefix (--topic-prefix)
+	// with which every derived topic stays within MaxTopicLength (108).
+	MaxTopicPrefix = MaxTopicLength - MaxDerivedTopicLength
+)
+
 func checkName(name string) error {
-	if name == "" || len(name) > 200 {
-		return pgerror.New(pgerror.InvalidParameterValue, "invalid name %q", name)
+	if name == "" || len(name) > MaxNameLength {
+		return pgerror.New(pgerror.InvalidParameterValue, "invalid name %q: a name has 1 to %d characters", name, MaxNameLength)
 	}
 	for _, r := range name {
-		if !(r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+		if !topicChar(r) {
 			return pgerror.New(pgerror.InvalidParameterValue, "name %q: fvsql names may use letters, digits, '_', '-' and '.' (they name Kafka topics)", name)
 		}
+	}
+	if name == "." || name == ".." {
+		return pgerror.New(pgerror.InvalidParameterValue, "invalid name %q: Kafka refuses it as a topic", name)
 	}
 	if strings.HasPrefix(name, "pg_") {
 		return pgerror.New(pgerror.InsufficientPrivilege, "name %q is reserved: the pg_ prefix is for system relations", name)
 	}
+	return reserved("name", name)
+}
+
+// reserved refuses a name or topic in fvsql's namespace (_fvsql: the catalog
+// topic _fvsql_catalog, pipelines' internal topics _fvsql-<pipeline>-…) or
+// Kafka's (__: __consumer_offsets, __transaction_state): a stream declared
+// over one would read or forge their records. The check ignores case, since
+// names differing in case alone would collide where files hold topics on a
+// case-insensitive file system.
+func reserved(what, s string) error {
+	if len(s) >= len("_fvsql") && strings.EqualFold(s[:len("_fvsql")], "_fvsql") {
+		return pgerror.New(pgerror.InsufficientPrivilege, "%s %q is reserved: the _fvsql prefix is for fvsql's own topics", what, s)
+	}
+	if strings.HasPrefix(s, "__") {
+		return pgerror.New(pgerror.InsufficientPrivilege, "%s %q is reserved: the __ prefix is for Kafka's internal topics", what, s)
+	}
 	return nil
+}
+
+func topicChar(r rune) bool {
+	return r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
+// CheckTopic applies Kafka's rules for topic names (at most
+// MaxTopicLength characters of [a-zA-Z0-9._-], not "." or "..": 22023) and
+// refuses fvsql's and Kafka's internal topics (42501). The server's topic
+// prefix, which the Kafka backend puts in front, is TopicFits's to check.
+func CheckTopic(topic string) error {
+	switch {
+	case topic == "":
+		return pgerror.New(pgerror.InvalidParameterValue, "topic must not be empty")
+	case len(topic) > MaxTopicLength:
+		return pgerror.New(pgerror.InvalidParameterValue, "topic %.40q… has %d characters: Kafka allows at most %d", topic, len(topic), MaxTopicLength)
+	case topic == "." || topic == "..":
+		return pgerror.New(pgerror.InvalidParameterValue, "topic %q is not a valid Kafka topic", topic)
+	}
+	for _, r := range topic {
+		if !topicChar(r) {
+			return pgerror.New(pgerror.InvalidParameterValue, "topic %q: Kafka topics may use only letters, digits, '.', '_' and '-'", topic)
+		}
+	}
+	return reserved("topic", topic)
+}
+
+// TopicFits checks that a stream's topic, with the server's topic prefix in
+// front, stays within Kafka's limit (22023). It concerns only relations on
+// Kafka (the server's or a kafka:// backend: both add the prefix).
+func TopicFits(rel *catalog.Relation, prefix string) error {
+	if !onKafka(rel) || len(prefix)+len(rel.Topic) <= MaxTopicLength {
+		return nil
+	}
+	return pgerror.New(pgerror.InvalidParameterValue, "topic %.40q… has %d characters, and with the server's topic prefix %q %d: Kafka allows at most %d",
+		rel.Topic, len(rel.Topic), prefix, len(prefix)+len(rel.Topic), MaxTopicLength)
+}
+
+// CheckTopicPrefix validates a server's topic prefix: topic characters, and
+// at most MaxTopicPrefix of them.
+func CheckTopicPrefix(prefix string) error {
+	if len(prefix) > MaxTopicPrefix {
+		return pgerror.New(pgerror.InvalidParameterValue, "topic prefix %q has %d characters: at most %d leave room for the topics fvsql derives from names (%d characters)",
+			prefix, len(prefix), MaxTopicPrefix, MaxDerivedTopicLength)
+	}
+	for _, r := range prefix {
+		if !topicChar(r) {
+			return pgerror.New(pgerror.InvalidParameterValue, "topic prefix %q: Kafka topics may use only letters, digits, '.', '_' and '-'", prefix)
+		}
+	}
+	return nil
+}
+
+func onKafka(rel *catalog.Relation) bool {
+	if rel.Backend == "" {
+		return true
+	}
+	u, err := url.Parse(rel.Backend)
+	return err == nil && strings.EqualFold(u.Scheme, "kafka")
 }
 
 // applyOptions fills the relation's backend settings from WITH options.
@@ -97,12 +210,17 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 		rel.Backend = b
 		switch scheme {
 		case "file":
-			if u.Path == "" {
-				return pgerror.New(pgerror.InvalidParameterValue, "backend %q names no file", b)
+			// file:///path names the file or directory (inside the server's
+			// file root, which the backend enforces); file:// is the root
+			// itself, where the topic (default: the name) is the file.
+			if u.Path != "" {
+				rel.Topic = u.Path
 			}
-			rel.Topic = u.Path
 		case "stdio":
-			rel.Topic = "stdio"
+			// The server's standard input and output are not a client's
+			// to read or write: stdio:// streams are fvsql pipe's.
+			return pgerror.New(pgerror.FeatureNotSupported, "backend %q: stdio:// streams exist only in fvsql pipe, not on a server", b).
+				WithHint("Run the query with fvsql pipe, or use a file:// stream.")
 		}
 	}
 	for _, o := range opts {
@@ -156,6 +274,9 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 	}
 	if scheme != "kafka" && rel.Partitions > 1 {
 		return pgerror.New(pgerror.InvalidParameterValue, "%s streams have one shard; partitions must be 1", scheme)
+	}
+	if scheme == "kafka" {
+		return CheckTopic(rel.Topic)
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ func (s *Server) createStream(ctx context.Context, cs *sql.CreateStream) (pgwire
 	if err != nil {
 		return nil, err
 	}
+	if err := planner.TopicFits(rel, s.cfg.TopicPrefix); err != nil {
+		return nil, err
+	}
 	s.ddl.Lock()
 	defer s.ddl.Unlock()
 	if _, ok := s.cat.Get(rel.Name); ok {
@@ -40,7 +43,7 @@ func (s *Server) createStream(ctx context.Context, cs *sql.CreateStream) (pgwire
 	if err := s.catLog.publish(ctx, rel.Name, rel); err != nil {
 		return nil, err
 	}
-	s.log.Info("stream created", "name", rel.Name, "topic", rel.Topic, "partitions", rel.Partitions)
+	s.log.Info("stream created", "name", rel.Name, "backend", rel.BackendURI(), "topic", rel.Topic, "partitions", rel.Partitions)
 	return tagOnly("CREATE STREAM"), nil
 }
 
@@ -90,7 +93,7 @@ func (s *Server) drop(ctx context.Context, d *sql.Drop) (pgwire.Result, error) {
 		}
 		if st, err := s.backend(ctx, rel); err == nil {
 			if err := st.DropStream(ctx, rel.Topic); err != nil {
-				s.log.Warn("dropping stream data failed; the relation is gone, its topic remains", "name", name, "err", err)
+				s.log.Warn("dropping stream data failed; the relation is gone, its topic remains", "name", name, "backend", rel.BackendURI(), "err", err)
 			}
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/state"
 )
 
@@ -34,7 +35,12 @@ type Config struct {
 	DataDir     string   // default ./fvsql-data
 	Kafka       []string // brokers of a real cluster; empty: embedded broker
 	KafkaListen string   // embedded broker's endpoint, default 127.0.0.1:9092
-	TopicPrefix string   // prefix of every topic and group fvsql creates
+	TopicPrefix string   // prefix of every topic and group fvsql creates (at most planner.MaxTopicPrefix characters)
+	// FileRoot is the directory file:// streams must live in (default
+	// <DataDir>/files): every path a file:// URI or topic names, once
+	// cleaned and its symlinks resolved, is inside it, and relative paths
+	// resolve in it.
+	FileRoot string
 	// StateCacheBytes is Pebble's block cache (0: state.DefaultCacheBytes).
 	StateCacheBytes int64
 	// Stream holds the STREAM_* settings of continuous queries (brokers,
@@ -46,6 +52,12 @@ type Config struct {
 func (c *Config) validate() error {
 	if c.DataDir == "" {
 		c.DataDir = "./fvsql-data"
+	}
+	if c.FileRoot == "" {
+		c.FileRoot = filepath.Join(c.DataDir, "files")
+	}
+	if err := planner.CheckTopicPrefix(c.TopicPrefix); err != nil {
+		return fmt.Errorf("server: --topic-prefix: %w", err)
 	}
 	if c.KafkaListen == "" {
 		c.KafkaListen = "127.0.0.1:9092"
@@ -124,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		brokers = s.broker.Addrs()
 		s.log.Info("embedded Kafka broker started", "addr", strings.Join(brokers, ","), "dir", filepath.Join(cfg.DataDir, "kafka"))
 	}
-	s.env = backends.Env{KafkaBrokers: brokers, TopicPrefix: cfg.TopicPrefix, DataDir: cfg.DataDir}
+	s.env = backends.Env{KafkaBrokers: brokers, TopicPrefix: cfg.TopicPrefix, DataDir: cfg.DataDir, FileRoot: cfg.FileRoot}
 	if s.kafka, err = kafka.Connect(ctx, kafka.Config{Brokers: brokers, TopicPrefix: cfg.TopicPrefix}); err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func BenchmarkFileProduceConsume(b *testing.B) {
 		b.Run(fmt.Sprint("batch", batch), func(b *testing.B) {
 			dir := b.TempDir()
 			ctx := context.Background()
-			st := openURI(b, "file://"+dir+"/", backends.Env{})
+			st := openURI(b, "file://"+dir+"/", backends.Env{FileRoot: dir})
 			p, _ := st.Producer(ctx)
 			row := func(i int) []byte {
 				r := fmt.Appendf(make([]byte, 0, 100), `{"id":%010d,"user":"u%05d","amount":%06d,"note":"`, i, i%100000, i%999983)

@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			uri := "file://" + dir + "/" + c.query
 			conformance.Run(t, func(t *testing.T) backends.Streamer {
-				st, err := backends.Open(context.Background(), uri, backends.Env{})
+				st, err := backends.Open(context.Background(), uri, backends.Env{FileRoot: dir})
 				if err != nil {
 					t.Fatalf("open %s: %v", uri, err)
 				}

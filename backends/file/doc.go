@@ -10,13 +10,26 @@
 //	file:///data/streams/      a directory: relative names resolve inside it
 //	file:///data/clicks.log    a file: every relative name means this file
 //	                           (the URI names the stream; the topic is ignored)
-//	file://  or  file:rel/dir/ no absolute path: relative to <data dir>/files/
+//	file://  or  file:rel/dir/ no absolute path: relative to the root
 //
 // An absolute stream name is used as it is, whatever the URI. A relative
 // name may not leave its directory ("../x" is refused). Query options:
 // format=log (default) or format=lines chooses the format of files this
 // Streamer creates; block_size=N sets the beacon interval of new logs
 // (default 65536; a testing knob).
+//
+// # The root
+//
+// Every file is inside one directory, the root: Env.FileRoot, or
+// <Env.DataDir>/files when it is empty (the server's --file-root, default
+// <data dir>/files; created if missing). Open and every use of a stream
+// name clean the path and resolve the symlinks of its longest existing
+// prefix, and refuse with SQLSTATE 42501 a path that is then outside the
+// root, so that SQL users reach neither the server's own files (its
+// /etc/passwd, its data directory's state) nor, through a symlink in the
+// root, anything else. Without a root (neither field set) Open refuses
+// every URI. Known limit: a symlink swapped in between the check and the
+// open is followed; only whoever can write the root can plant one.
 //
 // # Log format
 //

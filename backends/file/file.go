@@ -24,6 +24,7 @@ func init() {
 
 // config is what a file:// URI says.
 type config struct {
+	root      string // every stream file is inside it (absolute, symlinks resolved)
 	base      string // directory relative stream names resolve in
 	pinned    string // when the URI names a file: the file every relative name means
 	newFormat format // of files this Streamer creates
@@ -77,29 +78,23 @@ func parseURI(u *url.URL, env backends.Env) (config, error) {
 			return bad("invalid path %q", u.Opaque)
 		}
 	}
-	if p == "" || !filepath.IsAbs(p) {
-		if env.DataDir == "" {
-			return bad("URI %q has no absolute path and the server has no data directory to resolve it in", u.String())
-		}
-		dir, err := filepath.Abs(filepath.Join(env.DataDir, "files"))
-		if err == nil {
-			err = os.MkdirAll(dir, 0o755)
-		}
-		if err != nil {
-			return config{}, ioError(err, "file: data directory for files")
-		}
-		if p == "" {
-			cfg.base = dir
-			return cfg, nil
-		}
-		trailing := strings.HasSuffix(p, "/")
-		p = filepath.Join(dir, p)
-		if trailing {
-			p += "/"
-		}
+	root, err := fileRoot(env)
+	if err != nil {
+		return config{}, err
+	}
+	cfg.root = root
+	if p == "" {
+		cfg.base = root
+		return cfg, nil
 	}
 	trailing := strings.HasSuffix(p, "/")
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(root, p)
+	}
 	p = filepath.Clean(p)
+	if err := cfg.inside(p); err != nil {
+		return config{}, err
+	}
 	if st, err := os.Stat(p); trailing || err == nil && st.IsDir() {
 		cfg.base = p
 	} else {
@@ -108,19 +103,89 @@ func parseURI(u *url.URL, env backends.Env) (config, error) {
 	return cfg, nil
 }
 
-// resolve maps a stream name to its file.
+// fileRoot is the directory every stream file must be inside: Env.FileRoot,
+// or <Env.DataDir>/files; created if missing, absolute, its symlinks
+// resolved (so that paths resolved the same way compare with it).
+func fileRoot(env backends.Env) (string, error) {
+	root := env.FileRoot
+	if root == "" {
+		if env.DataDir == "" {
+			return "", pgerror.New(pgerror.InvalidParameterValue, "file: no root directory for files (Env.FileRoot or Env.DataDir)")
+		}
+		root = filepath.Join(env.DataDir, "files")
+	}
+	root, err := filepath.Abs(root)
+	if err == nil {
+		err = os.MkdirAll(root, 0o755)
+	}
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err != nil {
+		return "", ioError(err, "file: root directory %s", root)
+	}
+	return root, nil
+}
+
+// inside refuses (42501) a clean absolute path that is not inside the root
+// once the symlinks of its longest existing prefix are resolved: neither
+// "..", nor a symlink in the root pointing out of it, reaches other files.
+// A symlink swapped in after the check is not caught: whoever can write the
+// root can do that.
+func (c *config) inside(p string) error {
+	real, err := resolveExisting(p)
+	if err != nil {
+		return ioError(err, "file: resolve %s", p)
+	}
+	if rel, err := filepath.Rel(c.root, real); err == nil && filepath.IsLocal(rel) || real == c.root {
+		return nil
+	}
+	return pgerror.New(pgerror.InsufficientPrivilege, "file: %s is outside the server's file root %s", p, c.root).
+		WithHint("file:// streams live under the file root (the server's --file-root); relative paths resolve in it.")
+}
+
+// resolveExisting resolves the symlinks of p's longest existing prefix and
+// appends the rest, which does not exist yet.
+func resolveExisting(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err == nil {
+		return real, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return "", err
+	}
+	dir := filepath.Dir(p)
+	if dir == p {
+		return p, nil
+	}
+	real, err = resolveExisting(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(real, filepath.Base(p)), nil
+}
+
+// resolve maps a stream name to its file, which must be inside the root.
 func (c *config) resolve(name string) (string, error) {
+	var p string
 	switch {
 	case name != "" && filepath.IsAbs(name):
-		return filepath.Clean(name), nil
+		p = filepath.Clean(name)
 	case c.pinned != "":
-		return c.pinned, nil
+		p = c.pinned
 	case name == "":
 		return "", pgerror.New(pgerror.InvalidParameterValue, "file: empty stream name")
-	case !filepath.IsLocal(name):
+	default:
+		p = filepath.Join(c.base, name)
+	}
+	// Checked at every use, not once: a symlink made since would count.
+	if err := c.inside(p); err != nil {
+		return "", err
+	}
+	if p != c.pinned && !filepath.IsAbs(name) && !filepath.IsLocal(name) {
 		return "", pgerror.New(pgerror.InvalidParameterValue, "file: stream name %q leaves the directory %s (use an absolute path)", name, c.base)
 	}
-	return filepath.Join(c.base, name), nil
+	return p, nil
 }
 
 // Streamer is the file backend: stream names are paths.

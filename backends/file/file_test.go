@@ -166,7 +166,7 @@ func TestTornTail(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(block)))
 			src := filepath.Join(dir, "src.log")
 			uri := fmt.Sprintf("file://%s/?block_size=%d", dir, block)
-			st := openURI(t, uri, backends.Env{})
+			st := openURI(t, uri, backends.Env{FileRoot: dir})
 			batches := writeBatches(t, st, src, 30, rng)
 			st.Close()
 			full, err := os.ReadFile(src)
@@ -226,7 +226,7 @@ func TestTornTail(t *testing.T) {
 						t.Fatal(err)
 					}
 					what := fmt.Sprintf("%s at %d of %d", mode, p, len(full))
-					st := openURI(t, uri, backends.Env{})
+					st := openURI(t, uri, backends.Env{FileRoot: dir})
 					// A reader before any writer: the intact prefix (a flipped
 					// byte in a beacon is invisible to sequential reads).
 					got := readAll(t, st, name)
@@ -273,7 +273,7 @@ func TestTornTail(t *testing.T) {
 // record starts) and timestamps that do not increase.
 func TestSeekExhaustive(t *testing.T) {
 	dir := t.TempDir()
-	st := openURI(t, "file://"+dir+"/?block_size=512", backends.Env{})
+	st := openURI(t, "file://"+dir+"/?block_size=512", backends.Env{FileRoot: dir})
 	ctx := context.Background()
 	p, _ := st.Producer(ctx)
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -351,7 +351,7 @@ func TestTextFiles(t *testing.T) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st := openURI(t, "file://"+dir+"/", backends.Env{})
+	st := openURI(t, "file://"+dir+"/", backends.Env{FileRoot: dir})
 	want := []string{`{"a":1}`, `{"a":2}`, `   `, `{"a":3}`, `{"a":4}`}
 	wantSeq := []int64{1, 3, 4, 5, 6}
 	check := func(what string, got []backends.Message, want []string, seqs []int64) {
@@ -456,7 +456,7 @@ func TestTextFiles(t *testing.T) {
 	}
 
 	// format=lines makes new files text: a JSON-lines sink.
-	sink := openURI(t, "file://"+dir+"/?format=lines", backends.Env{})
+	sink := openURI(t, "file://"+dir+"/?format=lines", backends.Env{FileRoot: dir})
 	if err := sink.CreateStream(ctx, backends.StreamSpec{Name: "out.jsonl"}); err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,8 @@ func scanText(t *testing.T, st backends.Streamer, dir, name, content string) []b
 func TestErrors(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	st := openURI(t, "file://"+dir+"/", backends.Env{})
+	env := backends.Env{FileRoot: dir}
+	st := openURI(t, "file://"+dir+"/", env)
 	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -493,17 +494,19 @@ func TestErrors(t *testing.T) {
 	}{
 		{"CreateStream of a directory", st.CreateStream(ctx, backends.StreamSpec{Name: "adir"}), pgerror.InvalidParameterValue.String()},
 		{"CreateStream in a missing directory", st.CreateStream(ctx, backends.StreamSpec{Name: "missing/x.log"}), pgerror.IOError.String()},
-		{"CreateStream outside the directory", st.CreateStream(ctx, backends.StreamSpec{Name: "../x.log"}), pgerror.InvalidParameterValue.String()},
-		{"CreateStream of an unwritable location", st.CreateStream(ctx, backends.StreamSpec{Name: "/proc/fvsql-test.log"}), pgerror.IOError.String()},
+		{"CreateStream outside the root", st.CreateStream(ctx, backends.StreamSpec{Name: "../x.log"}), pgerror.InsufficientPrivilege.String()},
+		{"CreateStream outside the directory", openURI(t, "file://"+dir+"/adir/", env).CreateStream(ctx, backends.StreamSpec{Name: "../x.log"}), pgerror.InvalidParameterValue.String()},
+		{"CreateStream of an absolute path outside the root", st.CreateStream(ctx, backends.StreamSpec{Name: "/proc/fvsql-test.log"}), pgerror.InsufficientPrivilege.String()},
 		{"DropStream of a directory", st.DropStream(ctx, "adir"), pgerror.InvalidParameterValue.String()},
 		{"Scan of a missing file", st.Scan(ctx, "nope.log", func(int32, []backends.Message) error { return nil }), pgerror.UndefinedTable.String()},
 		{"Consumer of a directory", consumerErr(st, "adir"), pgerror.InvalidParameterValue.String()},
 		{"Consumer of a missing file", consumerErr(st, "nope.log"), pgerror.UndefinedTable.String()},
 		{"Send into a missing directory", sendErr(st, "missing/x.log"), pgerror.IOError.String()},
-		{"URI with a host", openErr("file://example.com/x.log"), pgerror.InvalidParameterValue.String()},
-		{"URI with an unknown option", openErr("file://" + dir + "/?fsync=no"), pgerror.InvalidParameterValue.String()},
-		{"URI with a bad format", openErr("file://" + dir + "/?format=csv"), pgerror.InvalidParameterValue.String()},
-		{"relative URI without a data directory", openErr("file:x.log"), pgerror.InvalidParameterValue.String()},
+		{"URI with a host", openErr("file://example.com/x.log", env), pgerror.InvalidParameterValue.String()},
+		{"URI with an unknown option", openErr("file://"+dir+"/?fsync=no", env), pgerror.InvalidParameterValue.String()},
+		{"URI with a bad format", openErr("file://"+dir+"/?format=csv", env), pgerror.InvalidParameterValue.String()},
+		{"URI without a root or data directory", openErr("file://"+dir+"/", backends.Env{}), pgerror.InvalidParameterValue.String()},
+		{"relative URI without a root or data directory", openErr("file:x.log", backends.Env{}), pgerror.InvalidParameterValue.String()},
 	} {
 		if c.err == nil || code(c.err) != c.code {
 			t.Errorf("%s: %v (code %q), want code %s", c.what, c.err, code(c.err), c.code)
@@ -537,8 +540,8 @@ func sendErr(st backends.Streamer, name string) error {
 	return p.Send(context.Background(), []backends.Message{{Stream: name, Payload: []byte("x")}})
 }
 
-func openErr(uri string) error {
-	st, err := backends.Open(context.Background(), uri, backends.Env{})
+func openErr(uri string, env backends.Env) error {
+	st, err := backends.Open(context.Background(), uri, env)
 	if err == nil {
 		st.Close()
 	}
@@ -548,25 +551,105 @@ func openErr(uri string) error {
 func TestPaths(t *testing.T) {
 	dir := t.TempDir()
 	data := t.TempDir()
-	env := backends.Env{DataDir: data}
-	cases := []struct{ uri, stream, want string }{
-		{"file://" + dir + "/", "a.log", filepath.Join(dir, "a.log")},
-		{"file://" + dir, "a.log", filepath.Join(dir, "a.log")}, // an existing directory without the slash
-		{"file://" + dir + "/", "sub/b.log", filepath.Join(dir, "sub/b.log")},
-		{"file://" + dir + "/pinned.log", "clicks", filepath.Join(dir, "pinned.log")},
-		{"file://" + dir + "/pinned.log", "/abs/x.log", "/abs/x.log"},
-		{"file://", "c.log", filepath.Join(data, "files", "c.log")},
-		{"file:", "c.log", filepath.Join(data, "files", "c.log")},
-		{"file:logs/", "d.log", filepath.Join(data, "files", "logs", "d.log")},
-		{"file:logs/e.log", "anything", filepath.Join(data, "files", "logs", "e.log")},
-		{"file://localhost" + dir + "/", "f.log", filepath.Join(dir, "f.log")},
+	env := backends.Env{FileRoot: dir, DataDir: data}
+	cases := []struct {
+		env               backends.Env
+		uri, stream, want string
+	}{
+		{env, "file://" + dir + "/", "a.log", filepath.Join(dir, "a.log")},
+		{env, "file://" + dir, "a.log", filepath.Join(dir, "a.log")}, // an existing directory without the slash
+		{env, "file://" + dir + "/", "sub/b.log", filepath.Join(dir, "sub/b.log")},
+		{env, "file://" + dir + "/pinned.log", "clicks", filepath.Join(dir, "pinned.log")},
+		{env, "file://" + dir + "/pinned.log", dir + "/abs/x.log", filepath.Join(dir, "abs/x.log")},
+		{env, "file://" + dir + "/sub/../c.log", "x", filepath.Join(dir, "c.log")}, // cleaned, still inside
+		// Relative paths resolve in the root.
+		{env, "file://", "c.log", filepath.Join(dir, "c.log")},
+		{env, "file:", "c.log", filepath.Join(dir, "c.log")},
+		{env, "file:logs/", "d.log", filepath.Join(dir, "logs", "d.log")},
+		{env, "file:logs/e.log", "anything", filepath.Join(dir, "logs", "e.log")},
+		{env, "file://localhost" + dir + "/", "f.log", filepath.Join(dir, "f.log")},
+		// Without Env.FileRoot the root is <data dir>/files.
+		{backends.Env{DataDir: data}, "file://", "c.log", filepath.Join(data, "files", "c.log")},
+		{backends.Env{DataDir: data}, "file://" + data + "/files/g.log", "x", filepath.Join(data, "files", "g.log")},
 	}
 	for _, c := range cases {
-		st := openURI(t, c.uri, env).(*file.Streamer)
+		st := openURI(t, c.uri, c.env).(*file.Streamer)
 		got, err := st.Path(c.stream)
 		if err != nil || got != c.want {
 			t.Errorf("%s + %q = %q, %v; want %q", c.uri, c.stream, got, err, c.want)
 		}
+	}
+}
+
+// TestRoot: no path a URI or stream name gives reaches outside the root,
+// whether absolute, through "..", or through a symlink inside the root
+// (42501); the data directory's own files are outside the default root.
+func TestRoot(t *testing.T) {
+	ctx := context.Background()
+	root, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A symlink to the outside, inside the root, and one to the file.
+	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(root, "secret.txt")); err != nil {
+		t.Fatal(err)
+	}
+	// A symlink that stays inside is fine.
+	if err := os.Mkdir(filepath.Join(root, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "in"), filepath.Join(root, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	env := backends.Env{FileRoot: root}
+	denied := pgerror.InsufficientPrivilege.String()
+	for _, uri := range []string{ // Open only looks at what a URI names
+		"file:///etc/passwd", "file://" + secret, "file://" + outside + "/", "file://" + root + "/../x.log",
+		"file://" + root + "/out/secret.txt", "file://" + root + "/out/new.log", "file://" + root + "/secret.txt",
+		"file:../x.log", "file:out/", "file:///",
+	} {
+		if err := openErr(uri, env); code(err) != denied {
+			t.Errorf("Open %s: %v (code %q), want %s", uri, err, code(err), denied)
+		}
+	}
+	st := openURI(t, "file://"+root+"/", env)
+	// (Only files of the test's own: were the check to regress, Send and
+	// DropStream would write and delete what they name.)
+	for _, name := range []string{secret, "out/secret.txt", "out/new.log", "secret.txt", "../x.log", "alias/../../x.log"} {
+		for what, err := range map[string]error{
+			"CreateStream": st.CreateStream(ctx, backends.StreamSpec{Name: name}),
+			"Scan":         st.Scan(ctx, name, func(int32, []backends.Message) error { return nil }),
+			"Consumer":     consumerErr(st, name),
+			"Send":         sendErr(st, name),
+			"DropStream":   st.DropStream(ctx, name),
+		} {
+			if code(err) != denied {
+				t.Errorf("%s %q: %v (code %q), want %s", what, name, err, code(err), denied)
+			}
+		}
+	}
+	if b, err := os.ReadFile(secret); err != nil || string(b) != "secret\n" {
+		t.Fatalf("the file outside the root changed: %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+		t.Fatalf("files made outside the root: %v", ents)
+	}
+	// Inside the root, through a symlink that stays inside, works.
+	if err := sendErr(st, "alias/ok.log"); err != nil {
+		t.Fatal(err)
+	}
+	if got := scan(t, st, filepath.Join(root, "in", "ok.log")); len(got) != 1 {
+		t.Fatalf("read back %d messages", len(got))
+	}
+	// The default root is <data dir>/files: the data directory's state is
+	// outside it.
+	data := t.TempDir()
+	if err := openErr("file://"+data+"/state/x.log", backends.Env{DataDir: data}); code(err) != denied {
+		t.Errorf("a path in the data directory, outside files/: %v, want %s", err, denied)
 	}
 }
 
@@ -575,8 +658,8 @@ func TestPaths(t *testing.T) {
 func TestSharedWriter(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	a := openURI(t, "file://"+dir+"/", backends.Env{})
-	b := openURI(t, "file://"+dir+"/same.log", backends.Env{})
+	a := openURI(t, "file://"+dir+"/", backends.Env{FileRoot: dir})
+	b := openURI(t, "file://"+dir+"/same.log", backends.Env{FileRoot: dir})
 	pa, _ := a.Producer(ctx)
 	pb, _ := b.Producer(ctx)
 	done := make(chan error, 2)
@@ -618,7 +701,7 @@ func TestSharedWriter(t *testing.T) {
 func TestDropAndRecreate(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	st := openURI(t, "file://"+dir+"/", backends.Env{})
+	st := openURI(t, "file://"+dir+"/", backends.Env{FileRoot: dir})
 	p, _ := st.Producer(ctx)
 	p.Send(ctx, []backends.Message{{Stream: "x.log", Payload: []byte("1")}, {Stream: "x.log", Payload: []byte("2")}})
 	c, _ := st.Consumer(ctx, "x.log", backends.ConsumerOptions{Group: "g"})
@@ -646,7 +729,7 @@ func TestDropAndRecreate(t *testing.T) {
 func TestTornBigBatch(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	st := openURI(t, "file://"+dir+"/", backends.Env{})
+	st := openURI(t, "file://"+dir+"/", backends.Env{FileRoot: dir})
 	p, _ := st.Producer(ctx)
 	small := []backends.Message{{Stream: "big.log", Payload: []byte("first")}}
 	if err := p.Send(ctx, small); err != nil {
@@ -665,7 +748,7 @@ func TestTornBigBatch(t *testing.T) {
 	for _, cut := range []int64{before.Size() + 10, before.Size() + 1<<20 + 5, int64(len(full)) - 1} {
 		path := filepath.Join(dir, fmt.Sprintf("cut%d.log", cut))
 		os.WriteFile(path, full[:cut], 0o644)
-		st := openURI(t, "file://"+dir+"/", backends.Env{})
+		st := openURI(t, "file://"+dir+"/", backends.Env{FileRoot: dir})
 		name := filepath.Base(path)
 		// A follower from another "process" (no writer here yet).
 		f, err := st.Consumer(ctx, name, backends.ConsumerOptions{Follow: true})

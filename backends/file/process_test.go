@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 func helper(mode, dir string) {
 	ctx := context.Background()
-	st, err := backends.Open(ctx, "file://"+dir+"/", backends.Env{})
+	st, err := backends.Open(ctx, "file://"+dir+"/", backends.Env{FileRoot: dir})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -83,7 +83,7 @@ func TestOneWriterProcess(t *testing.T) {
 	if !out.Scan() || out.Text() != "ready" {
 		t.Fatalf("helper: %q %v", out.Text(), out.Err())
 	}
-	st := openURI(t, "file://"+dir+"/", backends.Env{})
+	st := openURI(t, "file://"+dir+"/", backends.Env{FileRoot: dir})
 	err := sendErr(st, "x.log")
 	if code(err) != pgerror.ObjectNotInPrerequisiteState.String() {
 		t.Fatalf("Send while another process writes: %v (code %q), want 55000", err, code(err))
@@ -106,7 +106,7 @@ func TestOneWriterProcess(t *testing.T) {
 func TestKillWriter(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	st := openURI(t, "file://"+dir+"/", backends.Env{})
+	st := openURI(t, "file://"+dir+"/", backends.Env{FileRoot: dir})
 	if err := st.CreateStream(ctx, backends.StreamSpec{Name: "x.log"}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 func TestSeekBound(t *testing.T) {
 	dir := t.TempDir()
 	const block = 1024
-	st, err := Open(mustURL("file://"+dir+"/?block_size=1024"), backends.Env{})
+	st, err := Open(mustURL("file://"+dir+"/?block_size=1024"), backends.Env{FileRoot: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
