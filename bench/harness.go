@@ -172,7 +172,7 @@ func (h *harness) launch(ctx context.Context, spec serverSpec) error {
 	}
 	srv, err := StartServer(ctx, ServerConfig{
 		Mode: h.o.Mode, Exe: h.o.Exe, Kafka: h.brokers(), TopicPrefix: h.prefix,
-		DataDir: spec.dataDir, Stream: spec.stream, Logger: h.log, LogLevel: h.o.LogLevel,
+		DataDir: spec.dataDir, FileRoot: filepath.Join(h.dir, "files"), Stream: spec.stream, Logger: h.log, LogLevel: h.o.LogLevel,
 		StateCacheMB: spec.stateMB, GroupCacheMB: spec.groupMB,
 	})
 	if err != nil {

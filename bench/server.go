@@ -53,6 +53,7 @@ type ServerConfig struct {
 	Kafka       []string // brokers; empty: the server's own embedded broker
 	TopicPrefix string
 	DataDir     string
+	FileRoot    string // the server's --file-root (empty: <DataDir>/files)
 	Stream      engine.Config
 	Logger      *slog.Logger
 	LogLevel    string // child mode: --log-level
@@ -101,7 +102,7 @@ func startInproc(ctx context.Context, cfg ServerConfig) (*inprocServer, error) {
 	stream := cfg.Stream
 	stream.GroupCacheBytes = cfg.GroupCacheMB << 20
 	srv, err := server.Open(ctx, server.Config{
-		DataDir: cfg.DataDir, Kafka: cfg.Kafka, KafkaListen: "127.0.0.1:0",
+		DataDir: cfg.DataDir, FileRoot: cfg.FileRoot, Kafka: cfg.Kafka, KafkaListen: "127.0.0.1:0",
 		TopicPrefix: cfg.TopicPrefix, Stream: stream, Logger: log,
 		StateCacheBytes: int64(cfg.StateCacheMB) << 20,
 	})
@@ -204,7 +205,7 @@ func startChild(ctx context.Context, cfg ServerConfig) (*childServer, error) {
 	}
 	st := cfg.Stream
 	args := []string{"serve",
-		"--data-dir", cfg.DataDir, "--kafka", strings.Join(cfg.Kafka, ","), "--topic-prefix", cfg.TopicPrefix,
+		"--data-dir", cfg.DataDir, "--file-root", cfg.FileRoot, "--kafka", strings.Join(cfg.Kafka, ","), "--topic-prefix", cfg.TopicPrefix,
 		"--stream-consumers", strconv.Itoa(st.Consumers), "--stream-batch-size", strconv.Itoa(st.BatchSize),
 		"--stream-checkpoint-interval", st.CheckpointInterval.String(),
 		"--stream-exactly-once=" + strconv.FormatBool(st.ExactlyOnce),

@@ -149,22 +149,41 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 		return nil, err
 	}
 	plan.Rel.SQL = text
-	for _, rel := range append(owned, plan.Rel) {
+	rels := append(owned, plan.Rel)
+	// Everything that can be refused is checked before anything is
+	// created: a refused CREATE SINK left its <name>_errors stream behind.
+	for _, rel := range rels {
+		if err := planner.TopicFits(rel, s.cfg.TopicPrefix); err != nil {
+			return nil, err
+		}
+		if _, err := s.backend(ctx, rel); err != nil {
+			return nil, err
+		}
+	}
+	var published []string
+	undo := func() {
+		for i := len(published) - 1; i >= 0; i-- {
+			_ = s.catLog.publish(ctx, published[i], nil)
+		}
+	}
+	for _, rel := range rels {
 		spec := backends.StreamSpec{Name: rel.Topic, Shards: rel.Partitions, Options: rel.Options}
 		if rel.Kind == catalog.MaterializedView {
 			// the view's table: latest row per key, so it can be rebuilt
 			spec.Options = map[string]string{"cleanup.policy": "compact"}
 		}
 		st, err := s.backend(ctx, rel)
+		if err == nil {
+			err = st.CreateStream(ctx, spec)
+		}
+		if err == nil {
+			err = s.catLog.publish(ctx, rel.Name, rel)
+		}
 		if err != nil {
+			undo()
 			return nil, err
 		}
-		if err := st.CreateStream(ctx, spec); err != nil {
-			return nil, err
-		}
-		if err := s.catLog.publish(ctx, rel.Name, rel); err != nil {
-			return nil, err
-		}
+		published = append(published, rel.Name)
 	}
 	if err := s.engine.Start(ctx, plan.Rel.Name); err != nil {
 		// nothing may be left half-created: take the relations back

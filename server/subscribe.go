@@ -37,7 +37,7 @@ func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx c
 	switch rel.Kind {
 	case catalog.Stream:
 		if rel.Backend != "" {
-			return nil, nil, pgerror.NotSupported("SUBSCRIBE to a stream on %s", rel.Backend)
+			return nil, nil, pgerror.NotSupported("SUBSCRIBE to a stream on %s", catalog.RedactURI(rel.Backend))
 		}
 		cols := make([]pgwire.Column, len(rel.Columns))
 		for i, c := range rel.Columns {

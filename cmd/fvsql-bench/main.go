@@ -94,7 +94,7 @@ func run(args []string) error {
 		priceOver                  *float64
 		variants                   *string
 		catchup                    *time.Duration
-		dataDir                    *string
+		dataDir, fileRoot          *string
 		stateCacheMB, groupCacheMB *int
 		auctions                   *int64
 		bidders                    *int64
@@ -171,6 +171,7 @@ func run(args []string) error {
 		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one measurement")
 	case "serve": // the child side of --server child
 		dataDir = fs.String("data-dir", "", "data directory (pgwire listens on a free loopback port)")
+		fileRoot = fs.String("file-root", "", "directory file:// streams must live in (empty: <data-dir>/files)")
 		stateCacheMB = fs.Int("state-cache-mb", 0, "the server's --state-cache-mb (0: its default)")
 		groupCacheMB = fs.Int("group-cache-mb", 0, "the server's --group-cache-mb (0: its default)")
 	default:
@@ -204,7 +205,7 @@ func run(args []string) error {
 		}
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 		return bench.ServeChild(ctx, bench.ServerConfig{
-			Kafka: brokers, TopicPrefix: *prefix, DataDir: *dataDir, Stream: stream, Logger: log,
+			Kafka: brokers, TopicPrefix: *prefix, DataDir: *dataDir, FileRoot: *fileRoot, Stream: stream, Logger: log,
 			StateCacheMB: *stateCacheMB, GroupCacheMB: *groupCacheMB,
 		}, os.Stdin, os.Stdout)
 	}

@@ -51,6 +51,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("fvsql", flag.ContinueOnError)
 	listen := fs.String("listen", envDefault("FVSQL_LISTEN", "127.0.0.1:5433"), "PostgreSQL wire protocol address (FVSQL_LISTEN)")
 	dataDir := fs.String("data-dir", envDefault("FVSQL_DATA_DIR", "./fvsql-data"), "data directory (FVSQL_DATA_DIR)")
+	fileRoot := fs.String("file-root", envDefault("FVSQL_FILE_ROOT", ""), "directory file:// streams must live in; default <data-dir>/files (FVSQL_FILE_ROOT)")
 	kafkaBrokers := fs.String("kafka", envDefault("FVSQL_KAFKA_BROKERS", ""), "brokers of a real Kafka cluster, comma-separated; empty runs the embedded broker (FVSQL_KAFKA_BROKERS)")
 	kafkaListen := fs.String("kafka-listen", envDefault("FVSQL_KAFKA_LISTEN", "127.0.0.1:9092"), "the embedded broker's Kafka endpoint (FVSQL_KAFKA_LISTEN)")
 	auth := fs.String("auth", envDefault("FVSQL_AUTH", "trust"), "client authentication: trust, password, md5 or scram-sha-256 (FVSQL_AUTH)")
@@ -92,7 +93,7 @@ func run(args []string) error {
 		brokers = strings.Split(*kafkaBrokers, ",")
 	}
 	srv, err := server.Open(ctx, server.Config{
-		DataDir: *dataDir, Kafka: brokers, KafkaListen: *kafkaListen, TopicPrefix: *topicPrefix, Logger: log,
+		DataDir: *dataDir, FileRoot: *fileRoot, Kafka: brokers, KafkaListen: *kafkaListen, TopicPrefix: *topicPrefix, Logger: log,
 		StateCacheBytes: int64(*stateCache) << 20,
 		Stream: engine.Config{
 			Consumers: *consumers, BatchSize: *batchSize, CheckpointInterval: *interval,
