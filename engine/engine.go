@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/state"
@@ -369,7 +370,7 @@ func (e *Engine) pinStart(ctx context.Context, name string, stages []*stageRun) 
 		if err != nil || len(committed) > 0 {
 			continue
 		}
-		ends, err := e.admin.ListCommittedOffsets(ctx, s.inputTopics(e)...)
+		ends, err := kafka.ListFresh(ctx, e.cl, e.admin.ListCommittedOffsets, s.inputTopics(e)...)
 		if err != nil || ends.Error() != nil {
 			e.cfg.Logger.Warn("pipeline start: could not list its inputs' ends", "pipeline", name, "stage", s.def.Name, "err", err)
 			continue
@@ -521,11 +522,11 @@ func (e *Engine) Lag(ctx context.Context) map[string]int64 {
 }
 
 func (e *Engine) stageLag(ctx context.Context, pipeline string, s *stageRun) (int64, error) {
-	ends, err := e.admin.ListCommittedOffsets(ctx, s.inputTopics(e)...)
+	ends, err := kafka.ListFresh(ctx, e.cl, e.admin.ListCommittedOffsets, s.inputTopics(e)...)
 	if err != nil {
 		return 0, err
 	}
-	starts, err := e.admin.ListStartOffsets(ctx, s.inputTopics(e)...)
+	starts, err := kafka.ListFresh(ctx, e.cl, e.admin.ListStartOffsets, s.inputTopics(e)...)
 	if err != nil {
 		return 0, err
 	}
@@ -674,15 +675,15 @@ func (e *Engine) flushTargets(ctx context.Context, topics []string) (map[string]
 	wait := 5 * time.Millisecond
 	var begun map[string]map[int32]int64 // high watermarks at the first listing
 	for {
-		ends, err := e.admin.ListCommittedOffsets(ctx, topics...)
+		ends, err := kafka.ListFresh(ctx, e.cl, e.admin.ListCommittedOffsets, topics...)
 		if err != nil {
 			return nil, pgerror.Wrap(err, pgerror.IOError, "FLUSH")
 		}
-		highs, err := e.admin.ListEndOffsets(ctx, topics...)
+		highs, err := kafka.ListFresh(ctx, e.cl, e.admin.ListEndOffsets, topics...)
 		if err != nil {
 			return nil, pgerror.Wrap(err, pgerror.IOError, "FLUSH")
 		}
-		starts, err := e.admin.ListStartOffsets(ctx, topics...)
+		starts, err := kafka.ListFresh(ctx, e.cl, e.admin.ListStartOffsets, topics...)
 		if err != nil {
 			return nil, pgerror.Wrap(err, pgerror.IOError, "FLUSH")
 		}

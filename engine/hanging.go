@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
@@ -226,11 +227,11 @@ const groupOffsetsTopic = "__consumer_offsets"
 // behind adds to set the partitions of topics whose last stable offset
 // trails their end; it reports whether the offsets could be listed.
 func (p *pipeline) behind(ctx context.Context, set kadm.TopicsSet, topics ...string) bool {
-	ends, err := p.e.admin.ListEndOffsets(ctx, topics...)
+	ends, err := kafka.ListFresh(ctx, p.e.cl, p.e.admin.ListEndOffsets, topics...)
 	if err != nil {
 		return false
 	}
-	stable, err := p.e.admin.ListCommittedOffsets(ctx, topics...)
+	stable, err := kafka.ListFresh(ctx, p.e.cl, p.e.admin.ListCommittedOffsets, topics...)
 	if err != nil {
 		return false
 	}

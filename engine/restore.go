@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/state"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -71,7 +72,7 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 	metaAt := append(append([]byte(nil), state.MetaSuffix...), state.MetaKey...)
 	next := int64(-1)
 	current := func() bool { return next == committed }
-	read, err := readCheckpoint(ctx, kadm.NewClient(e.cl), e.cfg.Brokers, topic, pt.key.part, current, func(key, value []byte) error {
+	read, err := readCheckpoint(ctx, e.cl, kadm.NewClient(e.cl), e.cfg.Brokers, topic, pt.key.part, current, func(key, value []byte) error {
 		if bytes.Equal(key, metaAt) {
 			next = metaNextOffset(value)
 		}
@@ -125,9 +126,9 @@ type checkpointRead struct {
 // at the high watermark minus one is visible once the transactions open
 // at the start end: committed data, a marker (KeepControlRecords keeps
 // them), or aborted data, whose marker comes after it.
-func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, topic string, part int32, current func() bool, apply func(key, value []byte) error) (checkpointRead, error) {
+func readCheckpoint(ctx context.Context, meta *kgo.Client, adm *kadm.Client, brokers []string, topic string, part int32, current func() bool, apply func(key, value []byte) error) (checkpointRead, error) {
 	var out checkpointRead
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := kafka.ListFresh(ctx, meta, adm.ListEndOffsets, topic)
 	if err != nil {
 		return out, err
 	}
@@ -139,7 +140,7 @@ func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, top
 		return out, nil
 	}
 	stable := end.Offset
-	if lso, err := adm.ListCommittedOffsets(ctx, topic); err == nil {
+	if lso, err := kafka.ListFresh(ctx, meta, adm.ListCommittedOffsets, topic); err == nil {
 		if o, ok := lso.Lookup(topic, part); ok && o.Err == nil {
 			stable = o.Offset
 		}

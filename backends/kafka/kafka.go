@@ -149,6 +149,9 @@ func (s *Streamer) DropStream(ctx context.Context, name string) error {
 	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return pgerror.Wrap(err, pgerror.IOError, "kafka: delete topic %s", s.Topic(name))
 	}
+	// The client keeps the topic's id and partitions; a topic created
+	// again under the name has a new id, which it would not learn.
+	s.client.PurgeTopicsFromClient(s.Topic(name))
 	return nil
 }
 
@@ -159,11 +162,34 @@ func (s *Streamer) Producer(context.Context) (backends.Producer, error) {
 
 type producer struct{ s *Streamer }
 
-// Send produces the messages and waits for every acknowledgement.
+// Send produces the messages and waits for every acknowledgement. A
+// topic dropped and created again by another process has a new id that
+// this client's metadata does not know yet (UNKNOWN_TOPIC_ID): Send then
+// forgets the topics it holds and tries once more. Records are only
+// produced again when none of the first attempt was acknowledged, so a
+// retry writes nothing twice.
 func (p *producer) Send(ctx context.Context, msgs []backends.Message) error {
+	acked, err := p.send(ctx, msgs)
+	if err != nil && acked == 0 && errors.Is(err, kerr.UnknownTopicID) {
+		topics := map[string]bool{}
+		for _, m := range msgs {
+			topics[p.s.Topic(m.Stream)] = true
+		}
+		for t := range topics {
+			p.s.client.PurgeTopicsFromClient(t)
+		}
+		_, err = p.send(ctx, msgs)
+	}
+	if err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "kafka: produce")
+	}
+	return nil
+}
+
+// send produces msgs once; acked counts the records the broker stored.
+func (p *producer) send(ctx context.Context, msgs []backends.Message) (acked int, err error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var first error
 	wg.Add(len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
@@ -171,22 +197,19 @@ func (p *producer) Send(ctx context.Context, msgs []backends.Message) error {
 		if !m.Timestamp.IsZero() {
 			r.Timestamp = m.Timestamp
 		}
-		p.s.client.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
+		p.s.client.Produce(ctx, r, func(_ *kgo.Record, perr error) {
+			mu.Lock()
+			if perr == nil {
+				acked++
+			} else if err == nil {
+				err = perr
 			}
+			mu.Unlock()
 			wg.Done()
 		})
 	}
 	wg.Wait()
-	if first != nil {
-		return pgerror.Wrap(first, pgerror.IOError, "kafka: produce")
-	}
-	return nil
+	return acked, err
 }
 
 func (p *producer) Close() error { return nil }
@@ -209,11 +232,11 @@ func (s *Streamer) PartitionCount(ctx context.Context, stream string) (int, erro
 // by concurrent workers, one partition's batches in order.
 func (s *Streamer) Scan(ctx context.Context, stream string, fn func(int32, []backends.Message) error) error {
 	topic := s.Topic(stream)
-	starts, err := s.admin.ListStartOffsets(ctx, topic)
+	starts, err := ListFresh(ctx, s.client, s.admin.ListStartOffsets, topic)
 	if err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "kafka: list offsets of %s", topic)
 	}
-	ends, err := s.admin.ListCommittedOffsets(ctx, topic)
+	ends, err := ListFresh(ctx, s.client, s.admin.ListCommittedOffsets, topic)
 	if err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "kafka: list offsets of %s", topic)
 	}

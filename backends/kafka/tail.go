@@ -8,6 +8,7 @@ import (
 	"github.com/fvsql/fvsql/backends"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -27,7 +28,7 @@ const AtStart int64 = -2
 // produce, with no open transaction before it).
 func (s *Streamer) StableEnds(ctx context.Context, stream string) (map[int32]int64, error) {
 	topic := s.Topic(stream)
-	ends, err := s.admin.ListCommittedOffsets(ctx, topic)
+	ends, err := ListFresh(ctx, s.client, s.admin.ListCommittedOffsets, topic)
 	if err == nil {
 		err = ends.Error()
 	}
@@ -142,3 +143,31 @@ func (t *Tail) Poll(ctx context.Context) (TailBatch, error) {
 
 // Close stops the tail.
 func (t *Tail) Close() { t.cl.Close() }
+
+// ListFresh lists offsets of topics with list (one of kadm's List*Offsets
+// methods on a client of cl). A topic dropped and created again under its
+// name, by this process or another, has a new id and maybe fewer
+// partitions, which cl's cached metadata does not know: the broker then
+// answers UNKNOWN_TOPIC_OR_PARTITION (or UNKNOWN_TOPIC_ID) for partitions
+// that exist. ListFresh then makes cl forget the topics and lists once
+// more. Other errors come back as list returned them.
+func ListFresh(ctx context.Context, cl *kgo.Client, list func(context.Context, ...string) (kadm.ListedOffsets, error), topics ...string) (kadm.ListedOffsets, error) {
+	res, err := list(ctx, topics...)
+	if staleMetadata(res, err) {
+		cl.PurgeTopicsFromClient(topics...)
+		res, err = list(ctx, topics...)
+	}
+	return res, err
+}
+
+func staleMetadata(res kadm.ListedOffsets, err error) bool {
+	stale := func(err error) bool {
+		return errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
+	}
+	if stale(err) {
+		return true
+	}
+	found := false
+	res.Each(func(o kadm.ListedOffset) { found = found || stale(o.Err) })
+	return found
+}
