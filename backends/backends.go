@@ -147,6 +147,10 @@ type Env struct {
 	// FileRoot is the directory file:// streams must live in; "" means
 	// <DataDir>/files.
 	FileRoot string
+	// KafkaSASLMechanism, KafkaUser and KafkaPassword authenticate the
+	// clients of the server's own Kafka (KafkaBrokers); an empty
+	// mechanism authenticates nothing.
+	KafkaSASLMechanism, KafkaUser, KafkaPassword string
 }
 
 var registry = struct {

@@ -94,7 +94,7 @@ func newHarness(ctx context.Context, o Options, sharedBroker bool) (*harness, co
 			h.prefix = "bench-" + h.id + "."
 		}
 	case sharedBroker || o.Mode == "child":
-		if h.broker, err = StartBroker(filepath.Join(dir, "broker")); err != nil {
+		if h.broker, err = StartBroker(filepath.Join(dir, "broker"), o.SyncWrites); err != nil {
 			h.close()
 			return nil, nil, err
 		}
@@ -172,7 +172,7 @@ func (h *harness) launch(ctx context.Context, spec serverSpec) error {
 	}
 	srv, err := StartServer(ctx, ServerConfig{
 		Mode: h.o.Mode, Exe: h.o.Exe, Kafka: h.brokers(), TopicPrefix: h.prefix,
-		DataDir: spec.dataDir, FileRoot: filepath.Join(h.dir, "files"), Stream: spec.stream, Logger: h.log, LogLevel: h.o.LogLevel,
+		DataDir: spec.dataDir, FileRoot: filepath.Join(h.dir, "files"), SyncWrites: h.o.SyncWrites, Stream: spec.stream, Logger: h.log, LogLevel: h.o.LogLevel,
 		StateCacheMB: spec.stateMB, GroupCacheMB: spec.groupMB,
 	})
 	if err != nil {

@@ -34,6 +34,7 @@ type Options struct {
 	ProfileDir  string        // write CPU profiles (<phase>.pprof) and heap profiles at the peak (<phase>.heap.pprof) of measured phases here
 	Command     string        // the command line that reproduces the run
 	QuietWait   time.Duration // before each measured phase, wait up to this long for the rest of the host to go idle
+	SyncWrites  bool          // the embedded broker fsyncs every batch (fvsql's --sync-writes)
 }
 
 // Revision names the source a binary was built from when the build

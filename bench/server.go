@@ -54,6 +54,7 @@ type ServerConfig struct {
 	TopicPrefix string
 	DataDir     string
 	FileRoot    string // the server's --file-root (empty: <DataDir>/files)
+	SyncWrites  bool   // the server's --sync-writes (its own embedded broker only)
 	Stream      engine.Config
 	Logger      *slog.Logger
 	LogLevel    string // child mode: --log-level
@@ -102,7 +103,7 @@ func startInproc(ctx context.Context, cfg ServerConfig) (*inprocServer, error) {
 	stream := cfg.Stream
 	stream.GroupCacheBytes = cfg.GroupCacheMB << 20
 	srv, err := server.Open(ctx, server.Config{
-		DataDir: cfg.DataDir, FileRoot: cfg.FileRoot, Kafka: cfg.Kafka, KafkaListen: "127.0.0.1:0",
+		DataDir: cfg.DataDir, FileRoot: cfg.FileRoot, SyncWrites: cfg.SyncWrites, Kafka: cfg.Kafka, KafkaListen: "127.0.0.1:0",
 		TopicPrefix: cfg.TopicPrefix, Stream: stream, Logger: log,
 		StateCacheBytes: int64(cfg.StateCacheMB) << 20,
 	})
@@ -445,15 +446,20 @@ type Broker struct {
 	c *kfake.Cluster
 }
 
-// StartBroker starts the broker on a free loopback port, persisted under dir.
-func StartBroker(dir string) (*Broker, error) {
+// StartBroker starts the broker on a free loopback port, persisted under
+// dir; syncWrites makes it fsync every batch, as fvsql's --sync-writes.
+func StartBroker(dir string, syncWrites bool) (*Broker, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	c, err := kfake.NewCluster(
+	var sync []kfake.Opt
+	if syncWrites {
+		sync = append(sync, kfake.SyncWrites())
+	}
+	c, err := kfake.NewCluster(append([]kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.Ports(port),
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
@@ -464,7 +470,7 @@ func StartBroker(dir string) (*Broker, error) {
 		// Its warnings (transaction timeouts, late heartbeats) explain
 		// stalls; fvsql's own embedded broker does not log them.
 		kfake.WithLogger(kfake.BasicLogger(prefixWriter{os.Stderr, "bench: embedded broker: "}, kfake.LogLevelWarn)),
-	)
+	}, sync...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: embedded broker: %w", err)
 	}

@@ -83,7 +83,7 @@ func (p *pipeline) ingest(b Bridge, id int) error {
 	defer c.Close()
 	p.setIngest(b.External, c)
 	defer p.setIngest(b.External, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cfg.Brokers...), kgo.ProducerLinger(2*time.Millisecond))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...), kgo.ProducerLinger(2 * time.Millisecond)}, e.cfg.KafkaOpts...)...)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (p *pipeline) sink(b Bridge, id int) error {
 			return err
 		}
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(e.cfg.Brokers...),
 		kgo.ConsumerGroup(e.group(p.name, "sink")),
 		kgo.ConsumeTopics(topic),
@@ -151,8 +151,8 @@ func (p *pipeline) sink(b Bridge, id int) error {
 		kgo.KeepControlRecords(),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}, e.cfg.KafkaOpts...)...)
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,10 @@ type Config struct {
 	// ViewLookup reads this process's copy of a materialized view by key,
 	// for stream-table joins.
 	ViewLookup operators.ViewLookup
+	// KafkaOpts are franz-go options every client the engine makes gets
+	// besides the brokers: the SASL credentials of a cluster that
+	// requires them (backends/kafka.SASL.Opts).
+	KafkaOpts []kgo.Opt
 	// GroupCacheBytes bounds the encoded state an unwindowed GROUP BY
 	// keeps in memory per partition (--group-cache-mb; 0: the default,
 	// operators.DefaultGroupCacheBytes). Past it, half the groups are
@@ -111,8 +115,10 @@ type Config struct {
 }
 
 // MaxMessageBytes is the max.message.bytes of the topics fvsql creates
-// and the producers' batch limit: a poison-row report carries the whole
-// offending record (a 1 MiB input record becomes a ~1.4 MB report).
+// and the producers' batch limit. A pipeline produces no record larger
+// (recordLimit: an output row that would be is a poison row), and a
+// poison-row report keeps at most the first MiB of the offending record
+// (a ~1.4 MB report), so no record stalls a pipeline (oversize.go).
 const MaxMessageBytes = 16 << 20
 
 // DefaultConfig returns the default settings.
@@ -199,7 +205,7 @@ func New(cfg Config, host Host) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.KafkaOpts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 	metaAt := append(append([]byte(nil), state.MetaSuffix...), state.MetaKey...)
 	next := int64(-1)
 	current := func() bool { return next == committed }
-	read, err := readCheckpoint(ctx, e.cl, kadm.NewClient(e.cl), e.cfg.Brokers, topic, pt.key.part, current, func(key, value []byte) error {
+	read, err := readCheckpoint(ctx, e.cl, kadm.NewClient(e.cl), e.cfg.Brokers, e.cfg.KafkaOpts, topic, pt.key.part, current, func(key, value []byte) error {
 		if bytes.Equal(key, metaAt) {
 			next = metaNextOffset(value)
 		}
@@ -126,7 +126,7 @@ type checkpointRead struct {
 // at the high watermark minus one is visible once the transactions open
 // at the start end: committed data, a marker (KeepControlRecords keeps
 // them), or aborted data, whose marker comes after it.
-func readCheckpoint(ctx context.Context, meta *kgo.Client, adm *kadm.Client, brokers []string, topic string, part int32, current func() bool, apply func(key, value []byte) error) (checkpointRead, error) {
+func readCheckpoint(ctx context.Context, meta *kgo.Client, adm *kadm.Client, brokers []string, auth []kgo.Opt, topic string, part int32, current func() bool, apply func(key, value []byte) error) (checkpointRead, error) {
 	var out checkpointRead
 	ends, err := kafka.ListFresh(ctx, meta, adm.ListEndOffsets, topic)
 	if err != nil {
@@ -145,17 +145,17 @@ func readCheckpoint(ctx context.Context, meta *kgo.Client, adm *kadm.Client, bro
 			stable = o.Offset
 		}
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-		kgo.FetchMaxBytes(64<<20),
-		kgo.FetchMaxPartitionBytes(32<<20),
+		kgo.FetchMaxBytes(64 << 20),
+		kgo.FetchMaxPartitionBytes(32 << 20),
 		// While a transaction is open the broker has nothing to return
 		// past it; poll again soon after its end.
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}, auth...)...)
 	if err != nil {
 		return out, err
 	}

@@ -56,7 +56,7 @@ func readAll(t *testing.T, brokers []string, admin *kgo.Client, want string) (ma
 	defer cancel()
 	state := map[string]string{}
 	current := func() bool { return state["m"] == want }
-	read, err := readCheckpoint(ctx, admin, kadm.NewClient(admin), brokers, checkpointTopic, 0, current, func(key, value []byte) error {
+	read, err := readCheckpoint(ctx, admin, kadm.NewClient(admin), brokers, nil, checkpointTopic, 0, current, func(key, value []byte) error {
 		if value == nil {
 			delete(state, string(key))
 		} else {

@@ -48,6 +48,7 @@ type worker struct {
 	revoked   []partKey // noted by group callbacks, applied by the worker
 	ep        *epoch
 	produce   func(*kgo.Record)
+	refused   refusedRecords // records the broker refused for good (oversize.go)
 	owned     atomic.Int64
 	assigned  atomic.Bool // has had partitions
 }
@@ -79,6 +80,8 @@ type partKey struct {
 type epoch struct {
 	consumed, emitted, filtered, dropped, late int64
 	produceErr                                 firstError
+	failures                                   epochFailures // produces that failed for the record's sake
+	matched                                    []uint64      // refusals this epoch reported as poison
 	pending                                    sync.WaitGroup
 	st                                         *state.Epoch // stateful stages
 }
@@ -172,7 +175,7 @@ func (w *worker) clientOpts() []kgo.Opt {
 	if e.cfg.OffsetReset == "latest" {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	return []kgo.Opt{
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(e.cfg.Brokers...),
 		kgo.ConsumerGroup(e.group(w.p.name, w.stage.def.Name)),
 		// Static membership: a restarted process takes its old members'
@@ -194,7 +197,7 @@ func (w *worker) clientOpts() []kgo.Opt {
 		kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.ProducerLinger(5 * time.Millisecond),
 		// Batches as large as the topics fvsql creates accept
-		// (MaxMessageBytes), so a poison report of a 1 MiB record fits.
+		// (MaxMessageBytes): a record up to recordLimit goes alone.
 		kgo.ProducerBatchMaxBytes(MaxMessageBytes),
 		// murmur2 of the key, like Java producers; sticky batches for unkeyed rows
 		kgo.RecordPartitioner(partitioner{kgo.StickyKeyPartitioner(nil)}),
@@ -216,7 +219,7 @@ func (w *worker) clientOpts() []kgo.Opt {
 			w.noteRevoked(m)
 			w.adjustOwned(m, -1)
 		}),
-	}
+	}, e.cfg.KafkaOpts...)
 }
 
 func (w *worker) adjustOwned(m map[string][]int32, sign int64) {
@@ -289,6 +292,7 @@ func (w *worker) setup() error {
 		w.viewTypes = o.Types[1:]
 	}
 	w.errOut = types.NewJSONCodec(w.p.errors.Columns, w.p.errors.Types)
+	w.refused.init()
 	w.stateful = false
 	for _, st := range w.stage.def.Steps {
 		w.stateful = w.stateful || !st.Stateless()
@@ -417,8 +421,12 @@ func (w *worker) finish(ep *epoch, committed bool) error {
 		}
 	}
 	if committed {
+		w.refused.committed(ep)
 		w.commitEpoch(ep)
 	} else {
+		// The next attempt reports the records the broker refused
+		// instead of producing them again (oversize.go).
+		w.refused.aborted(ep)
 		w.resetParts() // operators restore from the last committed state
 	}
 	return nil
@@ -460,9 +468,9 @@ func (w *worker) runTransactional() error {
 	w.awaitSiblings()
 	produce := func(r *kgo.Record, ep *epoch) {
 		ep.pending.Add(1)
-		sess.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+		sess.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 			if err != nil {
-				ep.produceErr.set(err)
+				w.produceFailed(ep, r, err)
 			}
 			ep.pending.Done()
 		})
@@ -518,9 +526,9 @@ func (w *worker) runAtLeastOnce() error {
 	w.awaitSiblings()
 	produce := func(r *kgo.Record, ep *epoch) {
 		ep.pending.Add(1)
-		cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+		cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 			if err != nil {
-				ep.produceErr.set(err)
+				w.produceFailed(ep, r, err)
 			}
 			ep.pending.Done()
 		})
@@ -680,24 +688,20 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 
 // poison reports a row that cannot be processed to the errors stream,
 // inside the epoch's transaction, and counts it as dropped (or late).
+// The report keeps the first MiB of the record (poisonReport); one the
+// broker refused before is sent again without the payload.
 func (w *worker) poison(r *kgo.Record, stage string, cause error) {
 	if errors.Is(cause, operators.ErrLate) {
 		w.ep.late++
 	} else {
 		w.ep.dropped++
 	}
-	row := types.Row{
-		types.NewText(w.p.name), types.NewText(stage), types.NewText(cause.Error()),
-		types.NullValue, types.NullValue, types.NullValue, types.NullValue, types.NewTimestamp(types.TimestampTZ, time.Now().UnixMicro()),
+	topic := w.p.e.topic(w.p.errors.Topic)
+	val := w.poisonReport(r, stage, cause.Error(), true)
+	if why, ok := w.refused.match(w.ep, topic, nil, val); ok {
+		val = w.poisonReport(r, stage, cause.Error()+" (report refused with its payload: "+why+")", false)
 	}
-	if r != nil {
-		row[3] = types.NewInt(types.Int4, int64(r.Partition))
-		row[4] = types.NewInt8(r.Offset)
-		row[5] = types.NewBytea(r.Value)
-		row[6] = types.NewText(printable(r.Value))
-	}
-	val := w.errOut.Append(make([]byte, 0, 256), row)
-	w.produce(&kgo.Record{Topic: w.p.e.topic(w.p.errors.Topic), Value: val})
+	w.produce(&kgo.Record{Topic: topic, Value: val})
 }
 
 // emit writes output rows: to the output stream, and for a view's
@@ -716,9 +720,9 @@ func (w *worker) emit(b *operators.Batch) error {
 	}
 	cut := func(start int) []byte { return buf[start:len(buf):len(buf)] }
 	for i, row := range b.Rows {
-		w.ep.emitted++
 		if ch == nil {
 			next(256)
+			rowStart := len(buf)
 			var key []byte
 			if w.encodedKey {
 				// A repartition topic is keyed by the key encoding, so
@@ -732,7 +736,14 @@ func (w *worker) emit(b *operators.Batch) error {
 			}
 			start := len(buf)
 			buf = w.out.Append(buf, row)
-			w.produce(&kgo.Record{Topic: topic, Key: key, Value: cut(start)})
+			val := cut(start)
+			if why, bad := w.unwritable(topic, key, val); bad {
+				w.dropOutput(b, i, why)
+				buf = buf[:rowStart] // nothing refers to the row's bytes
+				continue
+			}
+			w.ep.emitted++
+			w.produce(&kgo.Record{Topic: topic, Key: key, Value: val})
 			continue
 		}
 		op := operators.OpInsert
@@ -742,11 +753,13 @@ func (w *worker) emit(b *operators.Batch) error {
 		// The changes stream: the op column, then the row.
 		w.full = append(append(w.full[:0], types.NewText(op.String())), row...)
 		next(512)
-		start := len(buf)
+		rowStart := len(buf)
+		chKey := types.RecordKey(row, ch.Key)
 		buf = w.out.Append(buf, w.full)
-		w.produce(&kgo.Record{Topic: topic, Key: types.RecordKey(row, ch.Key), Value: cut(start)})
+		chVal := cut(rowStart)
 		// The table topic: the row under its key, or a tombstone.
-		start = len(buf)
+		table := w.p.e.topic(ch.Table)
+		start := len(buf)
 		buf = TableKey(buf, row, ch.Key, w.viewTypes)
 		key := cut(start)
 		var val []byte
@@ -755,7 +768,19 @@ func (w *worker) emit(b *operators.Batch) error {
 			buf = w.view.Append(buf, row)
 			val = cut(start)
 		}
-		w.produce(&kgo.Record{Topic: w.p.e.topic(ch.Table), Key: key, Value: val})
+		// Both records or neither: the changes and the table agree.
+		why, bad := w.unwritable(topic, chKey, chVal)
+		if !bad {
+			why, bad = w.unwritable(table, key, val)
+		}
+		if bad {
+			w.dropOutput(b, i, why)
+			buf = buf[:rowStart]
+			continue
+		}
+		w.ep.emitted++
+		w.produce(&kgo.Record{Topic: topic, Key: chKey, Value: chVal})
+		w.produce(&kgo.Record{Topic: table, Key: key, Value: val})
 	}
 	clear(w.full)
 	return nil

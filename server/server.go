@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -41,6 +43,17 @@ type Config struct {
 	// cleaned and its symlinks resolved, is inside it, and relative paths
 	// resolve in it.
 	FileRoot string
+	// KafkaUsers, when not empty, makes the embedded broker's listener
+	// require SASL with these user:password pairs (the pgwire users when
+	// a password method is on), so that no client reads or writes a
+	// stream's topic past authentication. fvsql's own clients use an
+	// internal superuser with a password made at every start.
+	KafkaUsers map[string]string
+	// KafkaSASL authenticates fvsql's clients to a real cluster (--kafka).
+	KafkaSASL kafka.SASL
+	// SyncWrites makes the embedded broker fsync every batch (power-loss
+	// durability; see embedded.Config.SyncWrites).
+	SyncWrites bool
 	// StateCacheBytes is Pebble's block cache (0: state.DefaultCacheBytes).
 	StateCacheBytes int64
 	// Stream holds the STREAM_* settings of continuous queries (brokers,
@@ -127,20 +140,32 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.cat, err = catalog.Open(s.store); err != nil {
 		return nil, err
 	}
-	brokers := cfg.Kafka
+	brokers, auth := cfg.Kafka, cfg.KafkaSASL
 	if len(brokers) == 0 {
-		dir := filepath.Join(cfg.DataDir, "kafka")
-		if s.broker, err = embedded.Start(embedded.Config{DataDir: dir, Listen: cfg.KafkaListen, Logger: s.log, GhostAfter: 6 * cfg.Stream.GroupHeartbeat}); err != nil {
+		bcfg := embedded.Config{DataDir: filepath.Join(cfg.DataDir, "kafka"), Listen: cfg.KafkaListen, Logger: s.log,
+			GhostAfter: 6 * cfg.Stream.GroupHeartbeat, SyncWrites: cfg.SyncWrites}
+		if len(cfg.KafkaUsers) > 0 {
+			if auth, err = internalUser(cfg.KafkaUsers); err != nil {
+				return nil, err
+			}
+			bcfg.Users, bcfg.Internal = cfg.KafkaUsers, auth
+		}
+		if s.broker, err = embedded.Start(bcfg); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
 		brokers = s.broker.Addrs()
-		s.log.Info("embedded Kafka broker started", "addr", strings.Join(brokers, ","), "dir", filepath.Join(cfg.DataDir, "kafka"))
+		s.log.Info("embedded Kafka broker started", "addr", strings.Join(brokers, ","), "dir", bcfg.DataDir,
+			"sasl", len(bcfg.Users) > 0, "sync_writes", bcfg.SyncWrites)
 	}
-	s.env = backends.Env{KafkaBrokers: brokers, TopicPrefix: cfg.TopicPrefix, DataDir: cfg.DataDir, FileRoot: cfg.FileRoot}
-	if s.kafka, err = kafka.Connect(ctx, kafka.Config{Brokers: brokers, TopicPrefix: cfg.TopicPrefix}); err != nil {
+	s.env = backends.Env{KafkaBrokers: brokers, TopicPrefix: cfg.TopicPrefix, DataDir: cfg.DataDir, FileRoot: cfg.FileRoot,
+		KafkaSASLMechanism: auth.Mechanism, KafkaUser: auth.User, KafkaPassword: auth.Password}
+	if s.kafka, err = kafka.Connect(ctx, kafka.Config{Brokers: brokers, TopicPrefix: cfg.TopicPrefix, SASL: auth}); err != nil {
 		return nil, err
 	}
 	ecfg := cfg.Stream
+	if ecfg.KafkaOpts, err = auth.Opts(); err != nil {
+		return nil, err
+	}
 	ecfg.Brokers, ecfg.TopicPrefix, ecfg.Logger, ecfg.Store = brokers, cfg.TopicPrefix, cfg.Logger, s.store
 	ecfg.EmbeddedBroker = s.broker != nil
 	ecfg.ViewLookup = s.viewLookup
@@ -239,6 +264,21 @@ func (s *Server) NewSession(_ context.Context, p pgwire.SessionParams) (pgwire.S
 }
 
 var _ pgwire.Handler = (*Server)(nil)
+
+// internalUser makes the credentials of fvsql's own clients of its
+// embedded broker: a user no pgwire user can be, with a random password
+// made at every start (the broker's users are seeded at every start).
+func internalUser(users map[string]string) (kafka.SASL, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return kafka.SASL{}, fmt.Errorf("server: internal Kafka user: %w", err)
+	}
+	name := "_fvsql-internal"
+	for _, taken := users[name]; taken; _, taken = users[name] {
+		name += "_"
+	}
+	return kafka.SASL{Mechanism: kafka.MechanismSCRAMSHA512, User: name, Password: hex.EncodeToString(b[:])}, nil
+}
 
 // DefaultMemoryLimit is the Go runtime's soft memory limit of a process
 // running a server, unless GOMEMLIMIT is set. A soft limit keeps the GC's

@@ -41,6 +41,7 @@ func (s *Streamer) Consumer(ctx context.Context, stream string, o backends.Consu
 		kgo.ConsumeResetOffset(start),
 		kgo.FetchMaxWait(200 * time.Millisecond),
 	}
+	opts = append(opts, s.auth...)
 	if o.Group != "" {
 		opts = append(opts, kgo.ConsumerGroup(o.Group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
 	} else {

@@ -19,10 +19,26 @@ import (
 func init() {
 	backends.Register("kafka", func(ctx context.Context, u *url.URL, env backends.Env) (backends.Streamer, error) {
 		brokers := env.KafkaBrokers
+		auth := SASL{Mechanism: env.KafkaSASLMechanism, User: env.KafkaUser, Password: env.KafkaPassword}
 		if u.Host != "" {
+			// Another cluster: its own credentials, from the URI
+			// (kafka://user:password@host:9092?sasl=SCRAM-SHA-512).
 			brokers = strings.Split(u.Host, ",")
+			auth = SASL{}
+			if u.User != nil {
+				pass, _ := u.User.Password()
+				auth = SASL{Mechanism: MechanismSCRAMSHA256, User: u.User.Username(), Password: pass}
+				if m := u.Query().Get("sasl"); m != "" {
+					auth.Mechanism = strings.ToUpper(m)
+				}
+			}
 		}
-		return Connect(ctx, Config{Brokers: brokers, TopicPrefix: env.TopicPrefix})
+		for k := range u.Query() {
+			if k != "sasl" {
+				return nil, pgerror.New(pgerror.InvalidParameterValue, "kafka: unknown URI parameter %q (the one known: sasl)", k)
+			}
+		}
+		return Connect(ctx, Config{Brokers: brokers, TopicPrefix: env.TopicPrefix, SASL: auth})
 	})
 }
 
@@ -30,11 +46,14 @@ func init() {
 type Config struct {
 	Brokers     []string
 	TopicPrefix string
+	// SASL authenticates every client of the Streamer (zero: none).
+	SASL SASL
 }
 
 // Streamer is a connection to one Kafka cluster.
 type Streamer struct {
 	cfg    Config
+	auth   []kgo.Opt // cfg.SASL's client options
 	client *kgo.Client
 	admin  *kadm.Client
 }
@@ -46,18 +65,22 @@ func Connect(ctx context.Context, cfg Config) (*Streamer, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, pgerror.New(pgerror.InvalidParameterValue, "kafka: no brokers given")
 	}
-	cl, err := kgo.NewClient(
+	auth, err := cfg.SASL.Opts()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
 		kgo.ProducerLinger(0),
-		kgo.ProducerBatchMaxBytes(16<<20),
-		kgo.MaxBufferedRecords(1<<20),
+		kgo.ProducerBatchMaxBytes(16 << 20),
+		kgo.MaxBufferedRecords(1 << 20),
 		kgo.RecordRetries(10),
-	)
+	}, auth...)...)
 	if err != nil {
 		return nil, pgerror.Wrap(err, pgerror.SQLClientUnableToEstablish, "kafka")
 	}
-	s := &Streamer{cfg: cfg, client: cl, admin: kadm.NewClient(cl)}
+	s := &Streamer{cfg: cfg, auth: auth, client: cl, admin: kadm.NewClient(cl)}
 	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := cl.Ping(pingCtx); err != nil {
@@ -255,7 +278,7 @@ func (s *Streamer) Scan(ctx context.Context, stream string, fn func(int32, []bac
 	if len(from) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(s.cfg.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -263,11 +286,11 @@ func (s *Streamer) Scan(ctx context.Context, stream string, fn func(int32, []bac
 		// Small fetches and one queued batch per partition keep a scan's
 		// memory bounded by the partitions, not the stream's length
 		// (compressed JSON expands several times when decoded).
-		kgo.FetchMaxBytes(8<<20),
-		kgo.FetchMaxPartitionBytes(1<<20),
+		kgo.FetchMaxBytes(8 << 20),
+		kgo.FetchMaxPartitionBytes(1 << 20),
 		kgo.MaxConcurrentFetches(1),
-		kgo.FetchMaxWait(200*time.Millisecond),
-	)
+		kgo.FetchMaxWait(200 * time.Millisecond),
+	}, s.auth...)...)
 	if err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "kafka: scan client")
 	}

@@ -99,13 +99,13 @@ func (s *Streamer) Tail(stream string, from map[int32]int64, o TailOptions) (*Ta
 			offsets[p] = kgo.NewOffset().At(off)
 		}
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(s.cfg.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.Topic(stream): offsets}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(o.MaxWait),
-	)
+	}, s.auth...)...)
 	if err != nil {
 		return nil, pgerror.Wrap(err, pgerror.IOError, "kafka: tail of %s", s.Topic(stream))
 	}

@@ -79,6 +79,7 @@ func run(args []string) error {
 	logLevel := fs.String("log-level", "warn", "servers' log level")
 	timeout := fs.Duration("timeout", 20*time.Minute, "bound of the whole run")
 	quiet := fs.Duration("quiet-wait", 0, "before each measured phase, wait up to this long until other processes use < 1/4 core (shared hosts)")
+	syncWrites := fs.Bool("sync-writes", false, "the embedded broker fsyncs every batch (fvsql's --sync-writes)")
 	profDir := fs.String("cpuprofile", "", "directory for CPU profiles of the server during each measured phase")
 
 	// Scenario flags.
@@ -212,7 +213,7 @@ func run(args []string) error {
 	exe, _ := os.Executable()
 	o := bench.Options{
 		Out: os.Stdout, Mode: *mode, Exe: exe, Kafka: brokers, URL: *url, ServerPID: *serverPID, BrokerPID: *brokerPID,
-		TopicPrefix: *prefix, Stream: stream, LogLevel: *logLevel, Timeout: *timeout, ProfileDir: *profDir, QuietWait: *quiet,
+		TopicPrefix: *prefix, Stream: stream, LogLevel: *logLevel, Timeout: *timeout, ProfileDir: *profDir, QuietWait: *quiet, SyncWrites: *syncWrites,
 		Command: command(scenario, fs),
 	}
 	switch scenario {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	_ "github.com/fvsql/fvsql/backends/all" // every backend's URI scheme
+	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgwire"
@@ -53,6 +54,10 @@ func run(args []string) error {
 	dataDir := fs.String("data-dir", envDefault("FVSQL_DATA_DIR", "./fvsql-data"), "data directory (FVSQL_DATA_DIR)")
 	fileRoot := fs.String("file-root", envDefault("FVSQL_FILE_ROOT", ""), "directory file:// streams must live in; default <data-dir>/files (FVSQL_FILE_ROOT)")
 	kafkaBrokers := fs.String("kafka", envDefault("FVSQL_KAFKA_BROKERS", ""), "brokers of a real Kafka cluster, comma-separated; empty runs the embedded broker (FVSQL_KAFKA_BROKERS)")
+	kafkaMech := fs.String("kafka-sasl", envDefault("FVSQL_KAFKA_SASL", ""), "SASL mechanism for --kafka: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty: none (FVSQL_KAFKA_SASL)")
+	kafkaUser := fs.String("kafka-user", envDefault("FVSQL_KAFKA_USER", ""), "SASL user for --kafka (FVSQL_KAFKA_USER)")
+	kafkaPass := fs.String("kafka-password", envDefault("FVSQL_KAFKA_PASSWORD", ""), "SASL password for --kafka (FVSQL_KAFKA_PASSWORD)")
+	syncWrites := fs.Bool("sync-writes", envBool("FVSQL_SYNC_WRITES", false), "the embedded broker fsyncs every batch: durable across power loss, slower (FVSQL_SYNC_WRITES)")
 	kafkaListen := fs.String("kafka-listen", envDefault("FVSQL_KAFKA_LISTEN", "127.0.0.1:9092"), "the embedded broker's Kafka endpoint (FVSQL_KAFKA_LISTEN)")
 	auth := fs.String("auth", envDefault("FVSQL_AUTH", "trust"), "client authentication: trust, password, md5 or scram-sha-256 (FVSQL_AUTH)")
 	maxConns := fs.Int("max-connections", envInt("FVSQL_MAX_CONNECTIONS", pgwire.DefaultMaxConnections), "connections served at once; one more is refused with 53300 (FVSQL_MAX_CONNECTIONS)")
@@ -92,8 +97,17 @@ func run(args []string) error {
 	if *kafkaBrokers != "" {
 		brokers = strings.Split(*kafkaBrokers, ",")
 	}
+	// With a password method on, the embedded broker's Kafka listener
+	// requires SASL with the same users, so that the data honours the
+	// authentication SQL does.
+	var kafkaUsers map[string]string
+	if *auth != pgwire.AuthTrust && *auth != "" {
+		kafkaUsers = userMap
+	}
 	srv, err := server.Open(ctx, server.Config{
-		DataDir: *dataDir, FileRoot: *fileRoot, Kafka: brokers, KafkaListen: *kafkaListen, TopicPrefix: *topicPrefix, Logger: log,
+		KafkaUsers: kafkaUsers, SyncWrites: *syncWrites,
+		KafkaSASL: kafka.SASL{Mechanism: strings.ToUpper(*kafkaMech), User: *kafkaUser, Password: *kafkaPass},
+		DataDir:   *dataDir, FileRoot: *fileRoot, Kafka: brokers, KafkaListen: *kafkaListen, TopicPrefix: *topicPrefix, Logger: log,
 		StateCacheBytes: int64(*stateCache) << 20,
 		Stream: engine.Config{
 			Consumers: *consumers, BatchSize: *batchSize, CheckpointInterval: *interval,

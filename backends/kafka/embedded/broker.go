@@ -2,12 +2,16 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -33,6 +37,19 @@ type Config struct {
 	// generation). Shorter matters: until a ghost is gone, its group's
 	// rebalance waits for it and its partitions are read by nobody.
 	GhostAfter time.Duration
+	// Users, when not empty, makes the listener require SASL (PLAIN,
+	// SCRAM-SHA-256 or SCRAM-SHA-512) with one of these user:password
+	// pairs: the server's pgwire users, so that the data honours the same
+	// authentication as SQL. Internal authenticates fvsql's own clients
+	// (the server's, the engine's, the reaper's) and must be set with
+	// Users. With no Users, the listener accepts anyone.
+	Users    map[string]string
+	Internal kafka.SASL
+	// SyncWrites makes the broker fsync every batch it writes (kfake's
+	// SyncWrites): durable across power loss, at a cost in throughput.
+	// Without it the log is written through the page cache and synced on
+	// segment roll and shutdown, as Apache Kafka does by default.
+	SyncWrites bool
 }
 
 // Broker is a running embedded broker.
@@ -70,7 +87,27 @@ func Start(cfg Config) (*Broker, error) {
 		l.Close()
 	}
 	ghosts := newGhostReaper(cfg.GhostAfter)
-	c, err := kfake.NewCluster(
+	var opts []kfake.Opt
+	if len(cfg.Users) > 0 {
+		if !cfg.Internal.Enabled() {
+			return nil, errors.New("embedded: users without internal credentials")
+		}
+		// fvsql's users are the source of truth: kfake would reload the
+		// users it persisted last time over the ones given here.
+		if err := os.Remove(filepath.Join(cfg.DataDir, "sasl.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("embedded: %w", err)
+		}
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(cfg.Internal.Mechanism, cfg.Internal.User, cfg.Internal.Password))
+		for user, pass := range cfg.Users {
+			for _, m := range []string{kafka.MechanismPlain, kafka.MechanismSCRAMSHA256, kafka.MechanismSCRAMSHA512} {
+				opts = append(opts, kfake.Superuser(m, user, pass))
+			}
+		}
+	}
+	if cfg.SyncWrites {
+		opts = append(opts, kfake.SyncWrites())
+	}
+	c, err := kfake.NewCluster(append([]kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.Ports(port),
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
@@ -82,11 +119,16 @@ func Start(cfg Config) (*Broker, error) {
 		}),
 		kfake.DataDir(cfg.DataDir),
 		kfake.ClusterID("fvsql-embedded"),
-	)
+	}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: broker on %s: %w", cfg.Listen, err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	auth, err := cfg.Internal.Opts()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, auth...)...)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("embedded: %w", err)
