@@ -484,6 +484,9 @@ func (w *worker) runTransactional() error {
 		if workErr == nil {
 			workErr = w.endEpoch()
 		}
+		if workErr == nil {
+			workErr = settle(sess.Client(), ep)
+		}
 		shutdown := w.p.ctx.Err() != nil
 		endCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		try := kgo.TryCommit
@@ -511,6 +514,23 @@ func (w *worker) runTransactional() error {
 		}
 		w.p.workerOK(w.id)
 	}
+}
+
+// settle waits until every record of the epoch has been acknowledged or
+// has failed, so that the epoch's produce error is final before it is
+// decided whether to commit. End(TryCommit) flushes and commits what the
+// brokers took: a record that failed only then (a broker's refusal comes
+// back after the send) was left out of a committed epoch, lost and
+// counted as emitted, instead of aborting it so that the next attempt
+// reports it (oversize.go).
+func settle(cl *kgo.Client, ep *epoch) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("engine: flush the epoch's records: %w", err)
+	}
+	ep.pending.Wait()
+	return nil
 }
 
 // runAtLeastOnce: output is flushed, then offsets are committed; a
