@@ -42,6 +42,21 @@
 //     without a payment once with NULL).
 //   - TestPipelineSurvivesRestartDefinition: a pipeline's definition
 //     survives a restart; it runs again with no manual action.
+//   - TestOutsideProducersKeyedStream: a keyed stream written unkeyed,
+//     murmur2-keyed and CRC32-partitioned by outside clients: a view, a
+//     top-N and an interval join equal the same SELECT run bounded.
+//   - TestFlushOffsetResetLatest, TestFlushGoesOnWithoutAStuckPipeline,
+//     TestWindowsCloseWhenRowsSitInOnePartition, TestLookupJoinRightAfterItsView:
+//     FLUSH returns under STREAM_OFFSET_RESET=latest and past a stuck
+//     pipeline (naming it), windows close when the rows sit in one
+//     partition and the input goes quiet, and a stream-view join created
+//     right after its view sees the data already in both.
+//   - TestOversizeRecords: a 13 MiB non-JSON record, an output row over
+//     16 MiB and a row a topic refuses are poison rows with truncated
+//     reports; every good row comes out once.
+//   - TestEmbeddedKafkaRequiresSASL (embedded only): with a password
+//     method on, the embedded broker's Kafka listener requires SASL with
+//     the pgwire users, and fvsql's own pipelines keep running.
 //
 // FVSQL_TEST_BIN runs the tests against a prebuilt fvsql binary instead of
 // building ./cmd/fvsql; FVSQL_TEST_SEED changes the moments at which
