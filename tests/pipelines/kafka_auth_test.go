@@ -2,10 +2,13 @@ package pipelines
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fvsql/fvsql/tests/fvsqltest"
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -79,6 +82,37 @@ func TestEmbeddedKafkaRequiresSASL(t *testing.T) {
 	if got := queryStrings(t, conn, "SELECT count(*)::text FROM aout WHERE k2 = 20"); got != "3" {
 		t.Errorf("the three authenticated rows (k = 10) in aout: %q, want 3", got)
 	}
+	// A stream and a sink over a kafka:// URI that carries the password:
+	// they authenticate with it, and the password is masked wherever the
+	// URI is shown (SHOW, the catalog, pg_foreign_server, reloptions).
+	uri := "kafka://fvsql:s3cret@" + srv.KafkaBrokers()
+	masked := "kafka://fvsql:xxxxx@" + srv.KafkaBrokers()
+	exec(t, conn, "CREATE STREAM kuri (a BIGINT) WITH (backend = '"+uri+"', topic = 'kuri')")
+	exec(t, conn, "INSERT INTO kuri VALUES (7)")
+	if got := queryStrings(t, conn, "SELECT a::text FROM kuri"); got != "7" {
+		t.Fatalf("kuri over %s = %q, want 7", masked, got)
+	}
+	exec(t, conn, "CREATE SINK kurisink AS SELECT k FROM ain WITH (backend = '"+uri+"', topic = 'kurisink')")
+	for q, want := range map[string]string{
+		"SELECT backend FROM fvsql_catalog.streams WHERE name IN ('kuri', 'kurisink') ORDER BY name":       masked + " " + masked,
+		"SELECT count(*)::text FROM fvsql_catalog.streams WHERE backend LIKE '%s3cret%'":                   "0",
+		"SELECT count(*)::text FROM pg_foreign_server WHERE srvname = '" + masked + "'":                    "1",
+		"SELECT count(*)::text FROM pg_foreign_server WHERE srvname LIKE '%s3cret%'":                       "0",
+		"SELECT count(*)::text FROM pg_class WHERE array_to_string(reloptions, ',') LIKE '%s3cret%'":       "0",
+		"SELECT count(*)::text FROM pg_class WHERE array_to_string(reloptions, ',') LIKE '%fvsql:xxxxx@%'": "1",
+	} {
+		if got := queryStrings(t, conn, q); got != want {
+			t.Errorf("%s = %q, want %q", q, got, want)
+		}
+	}
+	for _, show := range []string{"SHOW STREAMS", "SHOW SINKS"} {
+		if got := showAll(t, conn, show); strings.Contains(got, "s3cret") || !strings.Contains(got, masked) {
+			t.Errorf("%s shows %q: want %s and no password", show, got, masked)
+		}
+	}
+	exec(t, conn, "DROP SINK kurisink")
+	exec(t, conn, "DROP STREAM kuri")
+
 	// A restart reseeds the broker's users: the pipeline and SQL go on.
 	srv.Stop(t)
 	srv.Restart(t)
@@ -91,4 +125,27 @@ func TestEmbeddedKafkaRequiresSASL(t *testing.T) {
 	if err := try("no credentials after the restart"); err == nil {
 		t.Fatal("after a restart, a client without SASL produced")
 	}
+}
+
+// showAll runs q and prints every value of every row.
+func showAll(t *testing.T, conn *pgx.Conn, q string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+	defer cancel()
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	var out []string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprint(vals...))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return strings.Join(out, "\n")
 }
