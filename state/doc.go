@@ -13,4 +13,12 @@
 // Delete returns; a value returned by Get is a copy the caller owns; the
 // key and value passed to a Scan callback are only valid until the
 // callback returns.
+//
+// Open refuses a store Pebble cannot open with ErrDamaged, naming the
+// directory and the hint to move it aside (everything in it is rebuilt
+// from Kafka): a CURRENT missing from a directory that holds a store
+// (Pebble would start a new store over the old WAL, and panics), a
+// MANIFEST missing or damaged, or a panic inside pebble.Open. Damage in
+// a WAL or table is Pebble's to find, by its checksums: a torn WAL tail
+// is cut, other damage fails the read that meets it.
 package state

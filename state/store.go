@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -11,6 +15,10 @@ import (
 
 // ErrNotFound is returned by Get for a missing key.
 var ErrNotFound = errors.New("state: not found")
+
+// ErrDamaged is returned (wrapped) by Open for a store Pebble cannot
+// open: a file missing or damaged.
+var ErrDamaged = errors.New("state: damaged store")
 
 // Store is one Pebble database. It is safe for concurrent use.
 type Store struct {
@@ -43,12 +51,65 @@ func OpenCache(dir string, cacheBytes int64) (*Store, error) {
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	db, err := pebble.Open(dir, opts)
+	if err := checkDir(dir); err != nil {
+		cache.Unref()
+		return nil, err
+	}
+	db, err := openPebble(dir, opts)
 	cache.Unref() // the DB holds its own reference
 	if err != nil {
-		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+		return nil, fmt.Errorf("%w: %s: %w; %s", ErrDamaged, dir, err, moveAside(dir))
 	}
 	return &Store{db: db}, nil
+}
+
+// openPebble is pebble.Open, with a panic in it (Pebble panics on some
+// damage rather than failing) returned as an error.
+func openPebble(dir string, opts *pebble.Options) (db *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("pebble could not open it: %v", r)
+		}
+	}()
+	return pebble.Open(dir, opts)
+}
+
+// checkDir refuses a directory holding a Pebble store's files but no
+// CURRENT: Pebble would take it for a new store and replay the old WAL
+// into it (and panics doing so). Which MANIFEST was current cannot be
+// told safely, so it is not repaired.
+func checkDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state: open %s: %w", dir, err)
+	}
+	var files []string
+	for _, e := range ents {
+		name := e.Name()
+		if name == "CURRENT" {
+			return nil
+		}
+		if strings.HasPrefix(name, "MANIFEST-") || strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".sst") {
+			files = append(files, name)
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	if len(files) > 4 {
+		files = append(files[:4], "…")
+	}
+	return fmt.Errorf("%w: %s is missing, but the directory holds a store (%s): Pebble would start a new store over it; %s",
+		ErrDamaged, filepath.Join(dir, "CURRENT"), strings.Join(files, ", "), moveAside(dir))
+}
+
+// moveAside is the hint of a refusal to open dir.
+func moveAside(dir string) string {
+	return fmt.Sprintf("move %s aside (or restore it from a backup) and start again: it is a local copy, which fvsql rebuilds from Kafka "+
+		"(the catalog from its topic, views from their tables, operator state from the state topics)", dir)
 }
 
 // Close closes the database.

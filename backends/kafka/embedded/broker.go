@@ -58,6 +58,8 @@ type Broker struct {
 	cl     *kgo.Client // the reaper's client of the broker
 	cancel context.CancelFunc
 	done   chan struct{}
+	dir    string
+	log    *slog.Logger
 }
 
 // Start runs franz-go's kfake in-process, persisted under cfg.DataDir,
@@ -86,8 +88,12 @@ func Start(cfg Config) (*Broker, error) {
 		port = l.Addr().(*net.TCPAddr).Port
 		l.Close()
 	}
+	// kfake would absorb damage silently (check.go): look first.
+	if err := checkDataDir(cfg.DataDir, cfg.Logger); err != nil {
+		return nil, err
+	}
 	ghosts := newGhostReaper(cfg.GhostAfter)
-	var opts []kfake.Opt
+	opts := []kfake.Opt{kfake.WithLogger(kfakeLogger{cfg.Logger})}
 	if len(cfg.Users) > 0 {
 		if !cfg.Internal.Enabled() {
 			return nil, errors.New("embedded: users without internal credentials")
@@ -134,7 +140,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Broker{c: c, cl: cl, cancel: cancel, done: make(chan struct{})}
+	b := &Broker{c: c, cl: cl, cancel: cancel, done: make(chan struct{}), dir: cfg.DataDir, log: cfg.Logger}
 	ghosts.watch(ctx, c, cl, cfg.Logger, b.done)
 	return b, nil
 }
@@ -142,12 +148,29 @@ func Start(cfg Config) (*Broker, error) {
 // Addrs are the broker's Kafka endpoints.
 func (b *Broker) Addrs() []string { return b.c.ListenAddrs() }
 
-// Close stops the reaper and the broker.
+// Close stops the reaper and the broker, then records what the broker
+// left on disk (clean.json, check.go), which the next Start verifies.
 func (b *Broker) Close() {
 	b.cancel()
 	<-b.done
 	b.cl.Close()
 	b.c.Close()
+	if err := writeManifest(b.dir); err != nil {
+		b.log.Warn("embedded: the next start cannot check the broker's files against this stop", "err", err)
+	}
+}
+
+// kfakeLogger passes kfake's warnings and errors (a segment it cuts, a
+// write that failed) to the server's log.
+type kfakeLogger struct{ log *slog.Logger }
+
+func (l kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
+	switch level {
+	case kfake.LogLevelError:
+		l.log.Error("embedded broker: " + fmt.Sprintf(format, args...))
+	case kfake.LogLevelWarn:
+		l.log.Warn("embedded broker: " + fmt.Sprintf(format, args...))
+	}
 }
 
 // AbortProducer writes abort markers for the producer (id and epoch) on
