@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Signal sends sig to the current process (its process group on Linux).
@@ -74,4 +75,22 @@ func keepLog(t testing.TB, path, name string) {
 	if err != nil {
 		t.Logf("%s: %v", LogDirEnv, err)
 	}
+}
+
+// WaitExit waits up to timeout for the current process to exit on its
+// own (a refused start) and returns how it ended: nil for status 0, else
+// the *exec.ExitError. It fails the test if the process is still running
+// then.
+func (p *Process) WaitExit(t testing.TB, timeout time.Duration) error {
+	t.Helper()
+	cmd, exited := p.current()
+	select {
+	case <-exited:
+	case <-time.After(timeout):
+		t.Fatalf("fvsql %s (pid %d) still running after %s", p.cfg.Name, cmd.Process.Pid, timeout)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ending = true
+	return p.waitErr
 }
