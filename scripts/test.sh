@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the project's single test command (see scripts/README.md).
 #
-#   ./scripts/test.sh                      # everything: vet, staticcheck, go test ./..., sqllogic on real Kafka
+#   ./scripts/test.sh                      # everything: vet, staticcheck, go test ./..., fuzz, sqllogic on real Kafka
 #   ./scripts/test.sh -run Foo ./pkg/...   # these go test arguments instead of ./...
 #
 # It first runs `go vet ./...` and staticcheck ./... (installing staticcheck
 # into the cache dir when it is not there at the pinned version) and stops
 # with a failure if either reports anything. It then starts a throw-away single-node Apache Kafka broker (KRaft; jars from
 # Maven Central, cached) and a private Redis server on free loopback ports,
-# exports FVSQL_TEST_KAFKA / FVSQL_TEST_REDIS, runs the Go tests, runs the SQL
-# logic suite a second time against the real broker, and always stops both
-# services and deletes their data, also when tests fail or it is interrupted.
+# exports FVSQL_TEST_KAFKA / FVSQL_TEST_REDIS, runs the Go tests, runs each
+# Go fuzz target for a short time (FUZZ_TARGETS), runs the SQL logic suite a
+# second time against the real broker, and always stops both services and
+# deletes their data, also when tests fail or it is interrupted.
 #
 # Environment:
 #   FVSQL_TEST_KAFKA=host:port  use this Kafka instead of starting one
@@ -22,6 +23,9 @@
 #   FVSQL_GO_TEST_TIMEOUT       go test -timeout (default 30m)
 #   FVSQL_LINT=0                skip go vet and staticcheck (local runs only:
 #                               ignored when CI is set)
+#   FVSQL_FUZZ=0                skip the fuzz phase (local runs only: ignored
+#                               when CI is set)
+#   FVSQL_FUZZ_TIME             go test -fuzztime of each fuzz target (default 15s)
 #   FVSQL_KAFKA_LIBS            exported for tests that start a private broker
 #                               (tests/fvsqltest.StartKafka): the cached jars;
 #                               FVSQL_KAFKA_JAVA: the java to run them with
@@ -48,6 +52,19 @@ STATICCHECK_MODULE=honnef.co/go/tools
 STATICCHECK_VERSION=v0.8.2
 STATICCHECK_DIR="$CACHE_DIR/bin"
 STATICCHECK="$STATICCHECK_DIR/staticcheck"
+FUZZ_TIME="${FVSQL_FUZZ_TIME:-15s}"
+# The fuzz phase's targets, "package target": go test -fuzz takes one
+# package and one target per run. They check what a client meets (a
+# panic, an error without SQLSTATE, a hang, a malformed reply). The
+# sql package's FuzzFormatRoundTrip is not among them: it checks that
+# sql.Format, a test aid the server never calls, prints a fixed point,
+# and still finds printing corner cases (a table function first in a
+# parenthesized join); run it by hand (scripts/README.md). Its corpus
+# runs with every go test of ./sql.
+FUZZ_TARGETS=(
+	"./sql FuzzParse"
+	"./pgwire FuzzWire"
+)
 
 WORK=""           # temp dir with broker/Redis data and logs; deleted at exit
 KAFKA_PID=""      # process (group) ids of what this script started
@@ -311,6 +328,34 @@ lint() {
 	if ((failed)); then
 		die lint "go vet or staticcheck reported findings (see above and the timings); fix them (FVSQL_LINT=0 skips this phase locally)"
 	fi
+}
+
+# fuzz: runs each of FUZZ_TARGETS for FUZZ_TIME (plus the seed corpus and
+# the instrumented build, cached by Go after the first run). A failing input
+# fails the run: go writes it to <package>/testdata/fuzz/<target>/, where
+# `go test` runs it from then on; commit it with the fix.
+fuzz() {
+	if [[ "${FVSQL_FUZZ:-1}" == 0 ]]; then
+		if [[ -z "${CI:-}" ]]; then
+			log fuzz "FVSQL_FUZZ=0: skipping the fuzz phase"
+			return 0
+		fi
+		log fuzz "FVSQL_FUZZ=0 ignored: CI is set, so the fuzz phase runs"
+	fi
+	local entry pkg target t rc failed=0
+	for entry in "${FUZZ_TARGETS[@]}"; do
+		read -r pkg target <<<"$entry"
+		rc=0
+		t="$(now_us)"
+		log fuzz "go test -run '^\$' -fuzz '^$target\$' -fuzztime $FUZZ_TIME $pkg"
+		run_bg_wait go test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZ_TIME" "$pkg" || rc=$?
+		if ((rc != 0)); then
+			failed=1
+			log fuzz "$target failed: a failing input is in $pkg/testdata/fuzz/$target/ (go test -run '$target/<file>' $pkg runs it again); commit it with the fix"
+		fi
+		phase_done "fuzz $target" "$t" "exit status $rc"
+	done
+	return "$failed"
 }
 
 # kafka_cache_ok: the cached jars are complete and were fetched with the
@@ -623,6 +668,8 @@ main() {
 	run_bg_wait go test -count=1 -timeout "$GO_TEST_TIMEOUT" "${args[@]}" || rc=$?
 	phase_done "go tests" "$t" "exit status $rc"
 	((rc == 0)) || status=1
+
+	fuzz || status=1
 
 	if [[ "$real_pass" == 1 ]]; then
 		rc=0

@@ -43,6 +43,9 @@ func TestDataDriven(t *testing.T) {
 		t.Fatalf("no test files: %v", err)
 	}
 	for _, file := range files {
+		if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+			continue // testdata/fuzz: the fuzz targets' corpus
+		}
 		t.Run(filepath.Base(file), func(t *testing.T) { runDataDriven(t, file) })
 	}
 }

@@ -334,6 +334,14 @@ func (f *formatter) selectBlock(s *Select) {
 		f.w(" FROM ")
 		for i, t := range s.From {
 			f.sep(i, ", ")
+			if j, ok := t.(*Join); ok && j.Kind == "cross" {
+				// Only parentheses keep a cross join one FROM item: the
+				// parser flattens a bare one into the comma list.
+				f.w("(")
+				f.table(t)
+				f.w(")")
+				continue
+			}
 			f.table(t)
 		}
 	}
@@ -687,10 +695,12 @@ func (f *formatter) like(e *Like) {
 			f.w("LIKE ")
 		}
 	}
-	f.expr(e.Pattern, precCmp+1)
+	// The pattern and escape must be simple operands (see doc.go):
+	// anything else prints in parentheses.
+	f.expr(e.Pattern, precPrimary)
 	if e.Escape != nil {
 		f.w(" ESCAPE ")
-		f.expr(e.Escape, precCmp+1)
+		f.expr(e.Escape, precPrimary)
 	}
 }
 

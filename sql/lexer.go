@@ -49,6 +49,9 @@ type lexer struct {
 // lex tokenizes src. Comments and whitespace are dropped; the result ends
 // without an EOF token.
 func lex(src string) ([]token, error) {
+	if !utf8.ValidString(src) || strings.IndexByte(src, 0) >= 0 {
+		return nil, invalidUTF8(src)
+	}
 	l := &lexer{src: src, toks: make([]token, 0, len(src)/4+4)}
 	for {
 		if err := l.skipSpace(); err != nil {
@@ -68,6 +71,45 @@ func lexError(src string, off int, format string, args ...any) error {
 	e := pgerror.New(pgerror.SyntaxError, format, args...)
 	e.Position = runePos(src, off)
 	return e
+}
+
+// invalidUTF8 is PostgreSQL's 22021 for text that is not UTF-8 (or holds
+// a NUL, which no PostgreSQL text can), naming
+// the bytes of the first bad sequence (its length as its first byte
+// declares it, as PostgreSQL counts) and where it is. Refusing the whole
+// text keeps invalid bytes out of every literal and identifier, so that
+// what Parse accepts always prints (Format) as text that parses again.
+func invalidUTF8(src string) error {
+	off := 0
+	for off < len(src) {
+		r, n := utf8.DecodeRuneInString(src[off:])
+		if r == utf8.RuneError && n == 1 || r == 0 {
+			break
+		}
+		off += n
+	}
+	n := 1
+	switch c := src[off]; {
+	case c >= 0xf8:
+	case c >= 0xf0:
+		n = 4
+	case c >= 0xe0:
+		n = 3
+	case c >= 0xc0:
+		n = 2
+	}
+	var b strings.Builder
+	for i := off; i < min(off+n, len(src)); i++ {
+		if i > off {
+			b.WriteByte(' ')
+		}
+		const hex = "0123456789abcdef"
+		b.WriteString("0x")
+		b.WriteByte(hex[src[i]>>4])
+		b.WriteByte(hex[src[i]&15])
+	}
+	return pgerror.WithPosition(pgerror.New(pgerror.CharacterNotInRepertoire,
+		"invalid byte sequence for encoding \"UTF8\": %s", b.String()), runePos(src, off))
 }
 
 // runePos converts a byte offset into PostgreSQL's 1-based character position.

@@ -100,6 +100,7 @@ type normalizer struct {
 	emit    EmitMode
 	tvfs    []tvfSpan
 	max     int
+	floor   int         // len(frames) when the innermost run began
 	closers map[int]int // input index of a ")" -> extra ")" to emit after it
 	before  map[int]int // input index -> ")" to emit before it (|| operands)
 }
@@ -190,6 +191,11 @@ func (n *normalizer) open(pos int) {
 }
 
 func (n *normalizer) run(lo, hi int) error {
+	// A ")" in [lo, hi) closes a "(" in it: one that would close a frame
+	// opened before this run (an unbalanced ")" inside brackets or a
+	// call's arguments) is a syntax error, not a frame popped twice.
+	defer func(floor int) { n.floor = floor }(n.floor)
+	n.floor = len(n.frames)
 	for i := lo; i < hi; {
 		n.closeBefore(i)
 		next, err := n.step(i, hi)
@@ -298,8 +304,11 @@ func (n *normalizer) opStep(i, hi int) (int, error) {
 		}
 		n.open(t.pos)
 	case ")":
-		if len(n.frames) > 1 {
+		switch {
+		case len(n.frames) > n.floor:
 			n.frames = n.frames[:len(n.frames)-1]
+		case n.floor > 1:
+			return 0, syntaxErrorAt(n.src, t)
 		}
 		n.put(")", t.pos, oClose)
 		for k := n.closers[i]; k > 0; k-- {
