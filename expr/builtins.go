@@ -342,6 +342,10 @@ func init() {
 			}
 			return types.NewInt(i4, int64(utf8.RuneCountInString(a[1].S[:i]))+1), nil
 		}),
+		fn("like_escape", tt(text, text), text, func(a []types.Value) (types.Value, error) {
+			p, err := likeEscape(a[0].S, a[1].S)
+			return types.NewText(p), err
+		}),
 		fn("starts_with", tt(text, text), b, func(a []types.Value) (types.Value, error) {
 			return types.NewBool(strings.HasPrefix(a[0].S, a[1].S)), nil
 		}),

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/types"
@@ -88,6 +89,43 @@ func likeMatch(s, pattern string, ci bool) (bool, error) {
 		return false, err
 	}
 	return re.MatchString(s), nil
+}
+
+// likeEscape rewrites a pattern whose escape character is esc (LIKE …
+// ESCAPE esc) into one with the default escape, backslash: like_escape in
+// PostgreSQL. An empty esc means no escape character at all.
+func likeEscape(pattern, esc string) (string, error) {
+	if esc == `\` {
+		return pattern, nil
+	}
+	if utf8.RuneCountInString(esc) > 1 {
+		return "", pgerror.New(pgerror.InvalidEscapeSequence, "invalid escape string").
+			WithHint("Escape string must be empty or one character.")
+	}
+	e, _ := utf8.DecodeRuneInString(esc)
+	var sb strings.Builder
+	sb.Grow(len(pattern) + 4)
+	escaped := false
+	for _, r := range pattern {
+		switch {
+		case escaped:
+			escaped = false
+			if r == '%' || r == '_' || r == '\\' {
+				sb.WriteByte('\\')
+			}
+			sb.WriteRune(r)
+		case esc != "" && r == e:
+			escaped = true
+		case r == '\\':
+			sb.WriteString(`\\`) // a literal backslash
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	if escaped {
+		return "", pgerror.New(pgerror.InvalidEscapeSequence, "LIKE pattern must not end with escape character")
+	}
+	return sb.String(), nil
 }
 
 func btoi(b bool) int {

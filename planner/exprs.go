@@ -278,9 +278,6 @@ func (b *builder) buildBinary(c *exprCtx, e *sql.Binary) (*expr.Expr, error) {
 }
 
 func (b *builder) buildLike(c *exprCtx, e *sql.Like) (*expr.Expr, error) {
-	if e.Escape != nil {
-		return nil, pgerror.NotSupported("LIKE … ESCAPE")
-	}
 	x, err := b.build(c, e.X)
 	if err != nil {
 		return nil, err
@@ -290,6 +287,16 @@ func (b *builder) buildLike(c *exprCtx, e *sql.Like) (*expr.Expr, error) {
 		return nil, err
 	}
 	x, p = b.inferParam(x, types.Text), b.inferParam(p, types.Text)
+	if e.Escape != nil {
+		// x LIKE p ESCAPE e is x LIKE like_escape(p, e), as in PostgreSQL.
+		esc, err := b.build(c, e.Escape)
+		if err != nil {
+			return nil, err
+		}
+		if p, err = expr.Call("like_escape", p, b.inferParam(esc, types.Text)); err != nil {
+			return nil, err
+		}
+	}
 	name := "like"
 	switch {
 	case e.Regex && e.CaseInsensitive:

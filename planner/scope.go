@@ -1,6 +1,9 @@
 package planner
 
 import (
+	"strings"
+
+	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/types"
@@ -17,6 +20,7 @@ type Column struct {
 // scopeCol is a column visible to expressions at some point of a query.
 type scopeCol struct {
 	table  string // qualifier: alias or relation name
+	schema string // the relation's schema when table is its name (no alias), for schema.table.column
 	name   string
 	typ    types.Type
 	hidden bool // not expanded by *
@@ -32,7 +36,7 @@ type scope struct {
 func (s *scope) resolve(table, name string) (int, error) {
 	found := -1
 	for i, c := range s.cols {
-		if c.name != name || (table != "" && c.table != table) {
+		if c.name != name || (table != "" && !c.qualifiedBy(table)) {
 			continue
 		}
 		if found >= 0 {
@@ -54,11 +58,22 @@ func (s *scope) resolve(table, name string) (int, error) {
 
 func (s *scope) hasTable(t string) bool {
 	for _, c := range s.cols {
-		if c.table == t {
+		if c.qualifiedBy(t) {
 			return true
 		}
 	}
 	return false
+}
+
+// qualifiedBy reports whether a qualifier names the column's FROM item:
+// its alias, or its relation's name, alone or after its schema
+// (public.items.id, pg_catalog.pg_class.relname), as in PostgreSQL, where
+// an aliased relation is known by its alias only.
+func (c *scopeCol) qualifiedBy(table string) bool {
+	if schema, name, ok := strings.Cut(table, "."); ok && c.schema != "" {
+		return c.schema == schema && c.table == name
+	}
+	return c.table == table
 }
 
 // tableOID is the OID of the relation a qualifier names (of the only
@@ -67,7 +82,7 @@ func (s *scope) hasTable(t string) bool {
 func (s *scope) tableOID(table string) (uint32, bool) {
 	found := uint32(0)
 	for _, c := range s.cols {
-		if c.relOID == 0 || table != "" && c.table != table {
+		if c.relOID == 0 || table != "" && !c.qualifiedBy(table) {
 			continue
 		}
 		if found != 0 && found != c.relOID {
@@ -91,4 +106,15 @@ func (s *scope) outColumns() []Column {
 		}
 	}
 	return out
+}
+
+// relSchema is the schema a relation lives in: a system relation's name
+// carries it (pg_catalog.pg_class); user relations live in public.
+func relSchema(rel *catalog.Relation) string {
+	if rel.Kind == catalog.System {
+		if schema, _, ok := strings.Cut(rel.Name, "."); ok {
+			return schema
+		}
+	}
+	return "public"
 }

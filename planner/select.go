@@ -289,13 +289,13 @@ func (b *builder) buildTable(t sql.TableExpr) (engine.Node, *scope, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		qual := t.Name
+		qual, schema := t.Name, relSchema(rel)
 		if t.Alias != "" {
-			qual = t.Alias
+			qual, schema = t.Alias, ""
 		}
 		sc := &scope{}
 		for i, c := range rel.ReadColumns() {
-			sc.cols = append(sc.cols, scopeCol{table: qual, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: rel.OID, attnum: int16(i + 1)})
+			sc.cols = append(sc.cols, scopeCol{table: qual, schema: schema, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: rel.OID, attnum: int16(i + 1)})
 		}
 		return &engine.Source{Dataset: DatasetName(rel)}, sc, nil
 	case *sql.DerivedTable:
@@ -717,7 +717,7 @@ func expandStars(in *scope, items []sql.SelectItem) ([]sql.SelectItem, error) {
 		}
 		n := 0
 		for _, c := range in.cols {
-			if c.hidden || (st.Table != "" && c.table != st.Table) {
+			if c.hidden || (st.Table != "" && !c.qualifiedBy(st.Table)) {
 				continue
 			}
 			out = append(out, sql.SelectItem{Expr: &sql.ColumnRef{Table: c.table, Name: c.name}, Alias: c.name})

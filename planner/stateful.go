@@ -77,13 +77,13 @@ func streamInput(cat Catalog, t *sql.TableName) (*catalog.Relation, *scope, erro
 	if in.Kind != catalog.Stream {
 		return nil, nil, pgerror.New(pgerror.WrongObjectType, "%q is a %s; continuous queries read streams", in.Name, in.Kind)
 	}
-	qual := t.Name
+	qual, schema := t.Name, relSchema(in)
 	if t.Alias != "" {
-		qual = t.Alias
+		qual, schema = t.Alias, ""
 	}
 	sc := &scope{}
 	for i, c := range in.ReadColumns() {
-		sc.cols = append(sc.cols, scopeCol{table: qual, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: in.OID, attnum: int16(i + 1)})
+		sc.cols = append(sc.cols, scopeCol{table: qual, schema: schema, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: in.OID, attnum: int16(i + 1)})
 	}
 	return in, sc, nil
 }

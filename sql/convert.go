@@ -697,7 +697,11 @@ func negate(v types.Value) (types.Value, bool) {
 func (c *converter) like(e *tast.PatternLikeOrIlikeExpr) (Expr, error) {
 	l := &Like{Not: e.Not, CaseInsensitive: !e.IsLike}
 	if e.EscapeExplicit {
-		l.Escape = &Literal{Value: types.NewString(types.Unknown, string([]byte{e.Escape}))}
+		esc := "" // ESCAPE '': no escape character
+		if e.Escape != 0 {
+			esc = string([]byte{e.Escape}) // one ASCII byte: the normalizer checked it
+		}
+		l.Escape = &Literal{Value: types.NewString(types.Unknown, esc)}
 	}
 	return c.pattern(e.Expr, e.Pattern, l)
 }

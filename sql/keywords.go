@@ -33,6 +33,9 @@ var tidbReserved = func() map[string]bool {
 			m[strings.ToLower(k.Word)] = true
 		}
 	}
+	// TiDB's lexer reads SCHEMA and SCHEMAS as its reserved DATABASE and
+	// DATABASES, which its keyword table lists under those names only.
+	m["schema"], m["schemas"] = true, true
 	return m
 }()
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/types"
@@ -229,6 +230,15 @@ func (n *normalizer) step(i, hi int) (int, error) {
 		if n.operandEnds() && n.last().text != "escape" {
 			// 'a' 'b' and x 'alias' are MySQL, not PostgreSQL.
 			return 0, syntaxErrorAt(n.src, t)
+		}
+		if n.last().text == "escape" && len(t.val) > 1 {
+			// TiDB takes one byte: PostgreSQL's error for more than one
+			// character, an honest 0A000 for one that is not ASCII.
+			if utf8.RuneCountInString(t.val) > 1 {
+				return 0, pgerror.WithPosition(pgerror.New(pgerror.InvalidEscapeSequence, "invalid escape string").
+					WithHint("Escape string must be empty or one character."), runePos(n.src, t.pos))
+			}
+			return 0, notSupportedAt(n.src, t.pos, "a non-ASCII ESCAPE character")
 		}
 		n.put(quoteString(t.val), t.pos, oValue)
 	case tBits:
@@ -715,6 +725,8 @@ func (n *normalizer) mustQuote(i, hi int) bool {
 		return !(i > 0 && n.toks[i-1].is("current"))
 	case "recursive":
 		return !(i > 0 && n.toks[i-1].is("with"))
+	case "schema", "schemas": // CREATE SCHEMA, SHOW SCHEMAS …: statements
+		return !(i > 0 && (n.toks[i-1].is("create") || n.toks[i-1].is("drop") || n.toks[i-1].is("alter") || n.toks[i-1].is("show")))
 	}
 	return true
 }
