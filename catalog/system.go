@@ -168,7 +168,9 @@ func RedactURI(uri string) string {
 }
 
 // AddSystemTable registers a system relation whose rows another package
-// produces (the engine's live pipeline records), in schema fvsql_catalog.
+// produces (the engine's live pipeline records), in schema fvsql_catalog,
+// or in pg_catalog when name is "pg_catalog.<name>" (pg_stat_activity,
+// whose rows are the wire server's connections).
 func (c *Catalog) AddSystemTable(name string, cols []Column, rows func(ctx context.Context) []types.Row) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -176,6 +178,9 @@ func (c *Catalog) AddSystemTable(name string, cols []Column, rows func(ctx conte
 		c.dynamic = map[string]*systemTable{}
 	}
 	full := "fvsql_catalog." + name
+	if rel, ok := strings.CutPrefix(name, "pg_catalog."); ok {
+		full = "pg_catalog." + rel
+	}
 	c.dynamic[full] = &systemTable{
 		rel:  &Relation{OID: 0, Name: full, Kind: System, Columns: cols},
 		live: rows,
@@ -183,10 +188,14 @@ func (c *Catalog) AddSystemTable(name string, cols []Column, rows func(ctx conte
 }
 
 func (c *Catalog) dynamicTable(schema, name string) *systemTable {
-	if schema != "fvsql_catalog" {
+	switch schema {
+	case "fvsql_catalog", "pg_catalog":
+	case "": // an unqualified name looks in pg_catalog first
+		schema = "pg_catalog"
+	default:
 		return nil
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.dynamic["fvsql_catalog."+name]
+	return c.dynamic[schema+"."+name]
 }

@@ -90,40 +90,88 @@ type Resolver interface {
 	Dataset(ctx context.Context, name string) (Dataset, error)
 }
 
+// Limits are what one bounded query may spend, and whose it is.
+type Limits struct {
+	// MemoryBytes bounds the bytes of the rows the query materializes
+	// (join build sides, sorts, aggregates, DISTINCT, subquery results);
+	// 0 is unlimited. Going over fails the query with SQLSTATE 53200.
+	MemoryBytes int64
+	// MemoryName names the setting of MemoryBytes, for the error's DETAIL.
+	MemoryName string
+	// Session is the host's session, given to functions that act on it
+	// (expr.Env.Session).
+	Session any
+}
+
 // RunBounded runs a bounded plan, sending result batches to sink from one
 // goroutine. params are the bound values of $1…$n; onErr is the policy for
-// per-row errors.
+// per-row errors. It is RunBoundedLimits without a memory limit.
 func RunBounded(ctx context.Context, n Node, r Resolver, params []types.Value, onErr operators.RowError, sink operators.Emit) error {
+	return RunBoundedLimits(ctx, n, r, params, onErr, Limits{}, sink)
+}
+
+// RunBoundedLimits is RunBounded within limits. Rows reach sink as they
+// are produced: only the operators that must see all their input first
+// (sorts, aggregates, a join's right side) hold rows, charged to the
+// query's memory account. Every loop watches ctx: once it ends (a
+// CancelRequest, statement_timeout, a closed connection) the query stops
+// within a batch and returns context.Cause(ctx).
+func RunBoundedLimits(ctx context.Context, n Node, r Resolver, params []types.Value, onErr operators.RowError, lim Limits, sink operators.Emit) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err := run(ctx, n, r, &expr.Env{Params: params}, onErr, sink)
+	q := &query{r: r, onErr: onErr, budget: operators.NewBudget(ctx, lim.MemoryBytes, lim.MemoryName)}
+	err := q.run(ctx, n, &expr.Env{Params: params, Session: lim.Session}, sink)
 	if errors.Is(err, operators.ErrDone) {
 		return nil
+	}
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
 	}
 	return err
 }
 
-func run(ctx context.Context, n Node, r Resolver, env *expr.Env, onErr operators.RowError, emit operators.Emit) error {
+// query is one bounded execution: its resolver, row-error policy and
+// budget (memory account and cancellation).
+type query struct {
+	r      Resolver
+	onErr  operators.RowError
+	budget *operators.Budget
+}
+
+// valuesBatch is how many constant rows go downstream at once.
+const valuesBatch = 1024
+
+func (q *query) run(ctx context.Context, n Node, env *expr.Env, emit operators.Emit) error {
+	if err := q.budget.Err(); err != nil {
+		return err
+	}
 	switch n := n.(type) {
 	case *Values:
-		if len(n.Rows) == 0 {
-			return nil
+		for rows := n.Rows; len(rows) > 0; {
+			k := min(len(rows), valuesBatch)
+			if err := q.budget.Err(); err != nil {
+				return err
+			}
+			if err := emit(&operators.Batch{Rows: rows[:k]}); err != nil {
+				return err
+			}
+			rows = rows[k:]
 		}
-		return emit(&operators.Batch{Rows: n.Rows})
+		return nil
 	case *Source:
-		return runSource(ctx, n, nil, nil, r, env, onErr, emit)
+		return q.runSource(ctx, n, nil, nil, env, emit)
 	case *Join:
-		return runJoin(ctx, n, r, env, onErr, emit)
+		return q.runJoin(ctx, n, env, emit)
 	case *UnionAll:
 		for _, in := range n.Inputs {
-			if err := run(ctx, in, r, env, onErr, emit); err != nil {
+			if err := q.run(ctx, in, env, emit); err != nil {
 				return err
 			}
 		}
 		return nil
 	case *Chain:
 		if len(n.Subqueries) > 0 {
-			env = subqueryEnv(ctx, n, r, env, onErr)
+			env = q.subqueryEnv(ctx, n, env)
 		}
 		// The stateless steps right above a source run per shard in parallel.
 		prefix := 0
@@ -133,12 +181,13 @@ func run(ctx context.Context, n Node, r Resolver, env *expr.Env, onErr operators
 			}
 		}
 		ops := make([]operators.Operator, 0, len(n.Steps)-prefix)
+		res := &operators.Resources{Ctx: ctx, Budget: q.budget}
 		for i := prefix; i < len(n.Steps); i++ {
-			op, err := operators.Build(&n.Steps[i], env, onErr)
+			op, err := operators.BuildWith(&n.Steps[i], env, q.onErr, res)
 			if err != nil {
 				return err
 			}
-			ops = append(ops, op)
+			ops = append(ops, watched{op, q.budget})
 		}
 		chain := operators.NewChain(emit, ops...)
 		push := emit
@@ -151,9 +200,9 @@ func run(ctx context.Context, n Node, r Resolver, env *expr.Env, onErr operators
 			if len(n.Subqueries) == 0 { // outer references would read columns too
 				need = InputColumns(n.Steps, nil)
 			}
-			err = runSource(ctx, src, n.Steps[:prefix], need, r, env, onErr, push)
+			err = q.runSource(ctx, src, n.Steps[:prefix], need, env, push)
 		} else {
-			err = run(ctx, n.Input, r, env, onErr, push)
+			err = q.run(ctx, n.Input, env, push)
 		}
 		if err != nil {
 			return err
@@ -166,10 +215,32 @@ func run(ctx context.Context, n Node, r Resolver, env *expr.Env, onErr operators
 	return errors.New("engine: unknown plan node")
 }
 
+// watched is an operator of a bounded chain that stops at its next batch
+// once the query has ended.
+type watched struct {
+	operators.Operator
+	b *operators.Budget
+}
+
+func (w watched) Process(b *operators.Batch, emit operators.Emit) error {
+	if err := w.b.Err(); err != nil {
+		return err
+	}
+	return w.Operator.Process(b, emit)
+}
+
+func (w watched) Finish(emit operators.Emit) error {
+	if err := w.b.Err(); err != nil {
+		return err
+	}
+	return w.Operator.Finish(emit)
+}
+
 // runSource scans a dataset, running the stateless prefix steps on each
 // shard's goroutine, and hands the results to emit on this goroutine.
-func runSource(ctx context.Context, src *Source, prefix []operators.Step, need []bool, r Resolver, env *expr.Env, onErr operators.RowError, emit operators.Emit) error {
-	ds, err := r.Dataset(ctx, src.Dataset)
+func (q *query) runSource(ctx context.Context, src *Source, prefix []operators.Step, need []bool, env *expr.Env, emit operators.Emit) error {
+	onErr := q.onErr
+	ds, err := q.r.Dataset(ctx, src.Dataset)
 	if err != nil {
 		return err
 	}
@@ -274,10 +345,10 @@ func runSource(ctx context.Context, src *Source, prefix []operators.Step, need [
 // subqueryEnv gives a chain's expressions their subqueries: each runs as
 // a bounded plan (with the outer row for correlated ones) and yields its
 // first column; uncorrelated results are computed once.
-func subqueryEnv(ctx context.Context, c *Chain, r Resolver, env *expr.Env, onErr operators.RowError) *expr.Env {
+func (q *query) subqueryEnv(ctx context.Context, c *Chain, env *expr.Env) *expr.Env {
 	var mu sync.Mutex
 	cache := map[int][]types.Value{}
-	out := &expr.Env{Params: env.Params, Outer: env.Outer}
+	out := &expr.Env{Params: env.Params, Outer: env.Outer, Session: env.Session}
 	out.Subquery = func(i int, outer types.Row) ([]types.Value, error) {
 		sq := c.Subqueries[i]
 		if !sq.Correlated {
@@ -288,9 +359,25 @@ func subqueryEnv(ctx context.Context, c *Chain, r Resolver, env *expr.Env, onErr
 				return vals, nil
 			}
 		}
-		sub := &expr.Env{Params: env.Params, Outer: outer}
+		sub := &expr.Env{Params: env.Params, Outer: outer, Session: env.Session}
 		var vals []types.Value
-		err := run(ctx, sq.Plan, r, sub, onErr, func(b *operators.Batch) error {
+		var charged int64
+		defer func() {
+			if sq.Correlated { // dropped when the row is done; a cached result stays charged
+				q.budget.Release(charged)
+			}
+		}()
+		err := q.run(ctx, sq.Plan, sub, func(b *operators.Batch) error {
+			n := int64(len(b.Rows)) * 48
+			for _, row := range b.Rows {
+				if len(row) > 0 {
+					n += int64(len(row[0].S))
+				}
+			}
+			charged += n
+			if err := q.budget.Grow(n); err != nil {
+				return err
+			}
 			for _, row := range b.Rows {
 				if len(row) > 0 {
 					vals = append(vals, row[0])

@@ -25,10 +25,31 @@ type Join struct {
 
 func (*Join) node() {}
 
-// runJoin collects the right input, then streams the left through it.
-func runJoin(ctx context.Context, j *Join, r Resolver, env *expr.Env, onErr operators.RowError, emit operators.Emit) error {
+// joinBatch is how many joined rows go downstream at once: a left row
+// may match every right row (a cross join), and the output must flow in
+// pieces rather than as one batch of len(left batch) × len(right) rows.
+const joinBatch = 1024
+
+// joinCheckEvery is how many candidate pairs the join tries between two
+// looks at the query's end, so that a join whose ON rejects every pair
+// still stops promptly when cancelled.
+const joinCheckEvery = 1 << 14
+
+// runJoin collects the right input (charged to the query's memory
+// account), then streams the left through it.
+func (q *query) runJoin(ctx context.Context, j *Join, env *expr.Env, emit operators.Emit) error {
 	var right []types.Row
-	err := run(ctx, j.Right, r, env, onErr, func(b *operators.Batch) error {
+	var charged int64
+	defer func() { q.budget.Release(charged) }()
+	charge := func(n int64) error {
+		charged += n
+		return q.budget.Grow(n)
+	}
+	err := q.run(ctx, j.Right, env, func(b *operators.Batch) error {
+		// the row itself, its index entry and the slice header that keeps it
+		if err := charge(operators.BatchBytes(b.Rows) + 32*int64(len(b.Rows))); err != nil {
+			return err
+		}
 		right = append(right, b.Rows...)
 		return nil
 	})
@@ -60,13 +81,26 @@ func runJoin(ctx context.Context, j *Join, r Resolver, env *expr.Env, onErr oper
 				return err
 			}
 			if !null {
+				if _, ok := table[string(kb)]; !ok {
+					if err := charge(int64(len(kb)) + 48); err != nil {
+						return err
+					}
+				}
 				table[string(kb)] = append(table[string(kb)], i)
+			}
+			if i%joinCheckEvery == joinCheckEvery-1 {
+				if err := q.budget.Err(); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	all := make([]int, len(right))
-	for i := range all {
-		all[i] = i
+	var all []int
+	if table == nil {
+		all = make([]int, len(right))
+		for i := range all {
+			all[i] = i
+		}
 	}
 	matchedRight := make([]bool, len(right))
 	joined := func(l, rr types.Row) types.Row {
@@ -81,9 +115,21 @@ func runJoin(ctx context.Context, j *Join, r Resolver, env *expr.Env, onErr oper
 		}
 		return append(out, rr...)
 	}
+	out := &operators.Batch{}
+	flush := func() error {
+		if len(out.Rows) == 0 {
+			return nil
+		}
+		if err := q.budget.Err(); err != nil {
+			return err
+		}
+		err := emit(out)
+		out = &operators.Batch{Rows: make([]types.Row, 0, joinBatch)} // the receiver may keep the rows
+		return err
+	}
 	var kb []byte
-	err = run(ctx, j.Left, r, env, onErr, func(b *operators.Batch) error {
-		out := &operators.Batch{}
+	tried := 0
+	err = q.run(ctx, j.Left, env, func(b *operators.Batch) error {
 		for _, l := range b.Rows {
 			cands := all
 			if table != nil {
@@ -99,6 +145,12 @@ func runJoin(ctx context.Context, j *Join, r Resolver, env *expr.Env, onErr oper
 			}
 			matched := false
 			for _, ri := range cands {
+				if tried++; tried == joinCheckEvery {
+					tried = 0
+					if err := q.budget.Err(); err != nil {
+						return err
+					}
+				}
 				row := joined(l, right[ri])
 				if on != nil {
 					ok, err := on(row)
@@ -112,29 +164,39 @@ func runJoin(ctx context.Context, j *Join, r Resolver, env *expr.Env, onErr oper
 				matched = true
 				matchedRight[ri] = true
 				out.Rows = append(out.Rows, row)
+				if len(out.Rows) >= joinBatch {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
 			}
 			if !matched && (j.Kind == "left" || j.Kind == "full") {
 				out.Rows = append(out.Rows, joined(l, nil))
+				if len(out.Rows) >= joinBatch {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
 			}
 		}
-		if len(out.Rows) == 0 {
-			return nil
-		}
-		return emit(out)
+		// what a left batch produced goes on now, so rows keep flowing
+		return flush()
 	})
 	if err != nil {
 		return err
 	}
 	if j.Kind == "right" || j.Kind == "full" {
-		out := &operators.Batch{}
 		for i, m := range matchedRight {
 			if !m {
 				out.Rows = append(out.Rows, joined(nil, right[i]))
+				if len(out.Rows) >= joinBatch {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
 			}
 		}
-		if len(out.Rows) > 0 {
-			return emit(out)
-		}
+		return flush()
 	}
 	return nil
 }

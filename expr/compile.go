@@ -21,6 +21,9 @@ type Env struct {
 	// Subquery runs subquery i of the plan for an outer row and returns
 	// the first column of its rows.
 	Subquery func(i int, outer types.Row) ([]types.Value, error)
+	// Session is the host's session running the query, for functions
+	// with EvalSession; nil in pipelines.
+	Session any
 }
 
 // Compile turns e into an Eval; params are the bound values of $1…$n.
@@ -240,6 +243,12 @@ func compile(e *Expr, env *Env) (Eval, error) {
 			if cmp, ok := compileCompare(f.Name, e.Args[0].Type, args); ok {
 				return cmp, nil
 			}
+		}
+		if f.EvalSession != nil {
+			bound, sess := *f, env.Session
+			bound.Eval1, bound.Eval2 = nil, nil
+			bound.Eval = func(a []types.Value) (types.Value, error) { return f.EvalSession(sess, a) }
+			f = &bound
 		}
 		return callEval(f, args), nil
 	}

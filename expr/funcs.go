@@ -37,6 +37,11 @@ type Func struct {
 	// Volatile functions (now(), random()) are never constant-folded.
 	Volatile bool
 	Eval     func(args []types.Value) (types.Value, error)
+	// EvalSession, when set, replaces Eval for functions that act on the
+	// session running the query (pg_cancel_backend): it is given
+	// Env.Session, nil outside a session (in a pipeline). Such functions
+	// must be Volatile.
+	EvalSession func(session any, args []types.Value) (types.Value, error)
 	// Eval1 and Eval2, when set, replace Eval for one and two arguments
 	// on the hot path (no argument slice).
 	Eval1 func(a types.Value) (types.Value, error)

@@ -21,6 +21,10 @@ func (c *AggCall) newAcc() Accumulator {
 	return acc
 }
 
+// aggAccBytes is what an accumulator costs, roughly (an interface, its
+// struct, a numeric sum's decimal).
+const aggAccBytes = 64
+
 // HashAggregate groups rows by the GroupBy expressions and folds the
 // aggregates per group; at Finish it emits one row per group: the group
 // values followed by the aggregate results. Without GROUP BY it emits one
@@ -29,12 +33,14 @@ type HashAggregate struct {
 	GroupBy []expr.Eval
 	Aggs    []AggCall
 	OnError RowError
+	Budget  *Budget // charged with the groups held; nil: unlimited
 
-	groups map[string]*aggGroup
-	order  []*aggGroup
-	key    []byte
-	vals   types.Row
-	args   []types.Value
+	charged int64
+	groups  map[string]*aggGroup
+	order   []*aggGroup
+	key     []byte
+	vals    types.Row
+	args    []types.Value
 }
 
 type aggGroup struct {
@@ -82,8 +88,20 @@ rows:
 				}
 			}
 		}
+		if i&1023 == 1023 {
+			if err := h.Budget.Err(); err != nil {
+				return err
+			}
+		}
 		grp, ok := h.groups[string(h.key)]
 		if !ok {
+			if h.Budget != nil {
+				n := 2*int64(len(h.key)) + RowBytes(h.vals) + int64(len(h.Aggs))*aggAccBytes + 64
+				h.charged += n
+				if err := h.Budget.Grow(n); err != nil {
+					return err
+				}
+			}
 			grp = &aggGroup{vals: append(types.Row(nil), h.vals...), accs: make([]Accumulator, len(h.Aggs))}
 			for j := range h.Aggs {
 				grp.accs[j] = h.Aggs[j].newAcc()
@@ -92,6 +110,13 @@ rows:
 			h.order = append(h.order, grp)
 		}
 		for j, v := range args {
+			if h.Aggs[j].Distinct && h.Budget != nil { // its set of values seen
+				n := 2*int64(len(v.S)) + 2*valueBytes
+				h.charged += n
+				if err := h.Budget.Grow(n); err != nil {
+					return err
+				}
+			}
 			if err := grp.accs[j].Add(v); err != nil {
 				if err := h.OnError(b, i, err); err != nil {
 					return err
@@ -129,6 +154,8 @@ func (h *HashAggregate) Finish(emit Emit) error {
 		}
 	}
 	h.groups, h.order = nil, nil
+	h.Budget.Release(h.charged)
+	h.charged = 0
 	if len(out.Rows) > 0 {
 		return emit(out)
 	}

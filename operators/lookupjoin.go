@@ -54,6 +54,17 @@ type Resources struct {
 	// keeps in memory between epochs, per partition (0: the default,
 	// DefaultGroupCacheBytes).
 	GroupCacheBytes int
+	// Budget, in bounded queries, is charged with the rows the sort,
+	// aggregate and distinct operators hold, and tells their long loops
+	// when the query has ended (nil: unlimited).
+	Budget *Budget
+}
+
+func (r *Resources) budget() *Budget {
+	if r == nil {
+		return nil
+	}
+	return r.Budget
 }
 
 // LookupJoin is the operator of a LookupSpec. It keeps no state: the

@@ -53,16 +53,30 @@ func CompareRows(keys []SortKey, a, b types.Row) int {
 // it keeps only the first Limit rows in a heap (top-N), so memory stays
 // bounded by the limit rather than the input.
 type Sort struct {
-	Keys  []SortKey
-	Limit int64 // -1: no limit
+	Keys   []SortKey
+	Limit  int64   // -1: no limit
+	Budget *Budget // charged with the rows held; nil: unlimited
 
-	rows []types.Row
-	h    *rowHeap
+	rows    []types.Row
+	h       *rowHeap
+	charged int64
+}
+
+func (s *Sort) charge(rows []types.Row) error {
+	if s.Budget == nil {
+		return nil
+	}
+	n := BatchBytes(rows)
+	s.charged += n
+	return s.Budget.Grow(n)
 }
 
 // Process implements Operator.
 func (s *Sort) Process(b *Batch, _ Emit) error {
 	if s.Limit < 0 {
+		if err := s.charge(b.Rows); err != nil {
+			return err
+		}
 		s.rows = append(s.rows, b.Rows...)
 		return nil
 	}
@@ -72,8 +86,11 @@ func (s *Sort) Process(b *Batch, _ Emit) error {
 	if s.h == nil {
 		s.h = &rowHeap{keys: s.Keys}
 	}
-	for _, r := range b.Rows {
+	for i, r := range b.Rows {
 		if int64(s.h.Len()) < s.Limit {
+			if err := s.charge(b.Rows[i : i+1]); err != nil {
+				return err
+			}
 			heap.Push(s.h, r)
 			continue
 		}
@@ -92,8 +109,24 @@ func (s *Sort) Finish(emit Emit) error {
 	if s.h != nil {
 		rows = s.h.rows
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return CompareRows(s.Keys, rows[i], rows[j]) < 0 })
+	defer func() {
+		s.Budget.Release(s.charged)
+		s.charged = 0
+	}()
+	// A sort cannot be interrupted, so once the query has ended every
+	// comparison says "equal", which ends the sort in a fast pass.
+	var cmps int
+	var stopped error
+	sort.SliceStable(rows, func(i, j int) bool {
+		if cmps++; cmps&(1<<14-1) == 0 && stopped == nil {
+			stopped = s.Budget.Err()
+		}
+		return stopped == nil && CompareRows(s.Keys, rows[i], rows[j]) < 0
+	})
 	s.rows, s.h = nil, nil
+	if stopped != nil {
+		return stopped
+	}
 	for len(rows) > 0 {
 		n := min(len(rows), 1024)
 		if err := emit(&Batch{Rows: rows[:n]}); err != nil {
@@ -157,6 +190,8 @@ func (l *Limit) Finish(Emit) error { return nil }
 
 // Distinct drops rows equal to one already emitted.
 type Distinct struct {
+	Budget *Budget // charged with the keys seen; nil: unlimited
+
 	seen map[string]struct{}
 	key  []byte
 	out  Batch
@@ -172,6 +207,9 @@ func (d *Distinct) Process(b *Batch, emit Emit) error {
 		d.key = types.AppendKeyRow(d.key[:0], r)
 		if _, ok := d.seen[string(d.key)]; ok {
 			continue
+		}
+		if err := d.Budget.Grow(int64(len(d.key)) + 48); err != nil {
+			return err
 		}
 		d.seen[string(d.key)] = struct{}{}
 		d.out.Rows = append(d.out.Rows, r)

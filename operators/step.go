@@ -154,7 +154,7 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			}
 			return NewSessionAggregate(s.Window.Gap, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr), nil
 		}
-		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr}, nil
+		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr, Budget: res.budget()}, nil
 	case OpTopN:
 		parts, err := compileAll(s.PartitionBy, env)
 		if err != nil {
@@ -178,11 +178,11 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 		}
 		return NewIntervalJoin(*s.Join, residual, onErr), nil
 	case OpSort:
-		return &Sort{Keys: s.Keys, Limit: s.Limit}, nil
+		return &Sort{Keys: s.Keys, Limit: s.Limit, Budget: res.budget()}, nil
 	case OpLimit:
 		return &Limit{Offset: s.Offset, Count: s.Limit}, nil
 	case OpDistinct:
-		return &Distinct{}, nil
+		return &Distinct{Budget: res.budget()}, nil
 	}
 	return nil, pgerror.New(pgerror.Internal, "operators: unknown step %q", s.Op)
 }

@@ -75,6 +75,8 @@ var (
 	InvalidObjectDefinition      = MakeCode("42P17")
 	IndeterminateDatatype        = MakeCode("42P18")
 	WindowingError               = MakeCode("42P20")
+	OutOfMemory                  = MakeCode("53200")
+	TooManyConnections           = MakeCode("53300")
 	ProgramLimitExceeded         = MakeCode("54000")
 	ObjectNotInPrerequisiteState = MakeCode("55000")
 	CantChangeRuntimeParam       = MakeCode("55P02")

@@ -87,6 +87,10 @@ type conn struct {
 
 	runMu   sync.Mutex
 	running context.CancelCauseFunc // cancels the query executing now, or nil
+
+	started time.Time // accepted
+	actMu   sync.Mutex
+	act     Activity // what the connection does now (Server.Activity)
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -94,7 +98,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		srv: s,
 		raw: nc,
 		nc:  nc,
-		log: s.log.With("remote", nc.RemoteAddr().String()),
+		log:     s.log.With("remote", nc.RemoteAddr().String()),
+		started: time.Now(),
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	return c
@@ -173,8 +178,8 @@ func (c *conn) serve() {
 	}
 	defer c.closeSession()
 
-	c.srv.register(c)
 	c.log = c.log.With("pid", c.pid)
+	c.actStarted(sp)
 	if !c.sendStartupParams(sp) {
 		return
 	}
@@ -247,6 +252,11 @@ func (c *conn) establish() (sp SessionParams, ok bool) {
 	}
 	c.setDeadline(time.Time{})
 
+	// The process id exists before the session, which may want it
+	// (pg_backend_pid, pg_stat_activity).
+	c.srv.register(c)
+	sp.PID = c.pid
+	sp.RemoteAddr = c.raw.RemoteAddr()
 	sess, err := c.newSession(sp)
 	if err != nil {
 		c.sendError(c.toPgError(c.ctx, err), "FATAL")
@@ -552,8 +562,8 @@ func (c *conn) processLoop() {
 // on server shutdown the client is told why.
 func (c *conn) finish() {
 	var pe *pgerror.Error
-	if errors.As(context.Cause(c.ctx), &pe) && pe == errAdminShutdown {
-		c.sendError(errAdminShutdown, "FATAL")
+	if errors.As(context.Cause(c.ctx), &pe) && (pe == errAdminShutdown || pe == errTerminated) {
+		c.sendError(pe, "FATAL")
 		_ = c.w.flush()
 	}
 }
@@ -645,7 +655,9 @@ func (c *conn) sendReady() {
 	for _, p := range changes {
 		c.send(&pgproto3.ParameterStatus{Name: p.Name, Value: p.Value})
 	}
-	c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus()})
+	tx := c.txStatus()
+	c.actIdle(tx, changes)
+	c.send(&pgproto3.ReadyForQuery{TxStatus: tx})
 	_ = c.w.flush()
 }
 

@@ -19,6 +19,7 @@ import (
 // prepared is a prepared statement (Parse).
 type prepared struct {
 	name   string
+	sql    string // its text, for Server.Activity
 	stmt   Statement // nil for an empty query
 	params []types.Type
 	cols   []Column
@@ -50,7 +51,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 		}
 	}
 	var stmt Statement
-	ps := &prepared{name: m.Name}
+	ps := &prepared{name: m.Name, sql: m.Query}
 	err := c.withQueryCtx(func(ctx context.Context) (err error) {
 		stmt, err = c.sess.Prepare(ctx, m.Query, m.ParameterOIDs)
 		if err != nil || stmt == nil {
@@ -218,6 +219,9 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 			return pgerror.New(pgerror.ObjectNotInPrerequisiteState, "portal %q cannot be run", p.name)
 		}
 		return c.send(&pgproto3.CommandComplete{CommandTag: []byte(retag(p.tag, 0))})
+	}
+	if p.res == nil {
+		c.actQuery(p.ps.sql)
 	}
 	c.setRunning(p.cancel)
 	defer c.setRunning(nil)

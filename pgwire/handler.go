@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"context"
+	"net"
 
 	"github.com/fvsql/fvsql/types"
 )
@@ -20,6 +21,11 @@ type SessionParams struct {
 	ApplicationName string
 	// Options holds every startup parameter as sent (including the above).
 	Options map[string]string
+	// PID is the process id of the connection's BackendKeyData
+	// (Server.CancelBackend, Server.Activity).
+	PID uint32
+	// RemoteAddr is the client's address.
+	RemoteAddr net.Addr
 }
 
 // Session executes the statements of one connection. pgwire calls it from

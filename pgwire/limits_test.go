@@ -154,7 +154,7 @@ func TestMaxConnections(t *testing.T) {
 		t.Helper()
 		c := dialRaw(t, addr)
 		c.send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": "fvsql"}})
-		c.expectFatal(tooManyConnections)
+		c.expectFatal(pgerror.TooManyConnections)
 		c.expectClosed()
 	}
 	refuse()

@@ -354,20 +354,18 @@ func (s *Server) cancelRequest(pid, secret uint32) {
 var (
 	errQueryCanceled = pgerror.New(pgerror.QueryCanceled, "canceling statement due to user request")
 	errAdminShutdown = pgerror.New(pgerror.AdminShutdown, "terminating connection due to administrator command")
+	// errTerminated ends one connection (TerminateBackend); the same
+	// words as a shutdown, as PostgreSQL's pg_terminate_backend.
+	errTerminated = pgerror.New(pgerror.AdminShutdown, "terminating connection due to administrator command")
 	errClientGone    = pgerror.New(pgerror.ConnectionFailure, "connection to client lost")
 	errConnClosed    = pgerror.New(pgerror.ConnectionFailure, "connection closed")
 	errPortalClosed  = pgerror.New(pgerror.InvalidCursorState, "portal closed")
 	errQueryDone     = pgerror.New(pgerror.SuccessfulCompletion, "statement finished")
 )
 
-// tooManyConnections is SQLSTATE 53300 (too_many_connections). pgerror,
-// whose named codes every package uses, has none for it yet; this is the
-// one place pgwire makes a code itself, to be replaced by the named one.
-var tooManyConnections = pgerror.MakeCode("53300")
-
 // Errors that end a connection before its session exists.
 var (
-	errTooManyConnections = pgerror.New(tooManyConnections, "sorry, too many clients already")
+	errTooManyConnections = pgerror.New(pgerror.TooManyConnections, "sorry, too many clients already")
 	// errLoginInternal reports a panic before the session exists. It
 	// carries no detail: the client may not have authenticated, and a
 	// panic's value (paths, names, data) is for the server's log only.

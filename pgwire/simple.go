@@ -42,6 +42,7 @@ func (c *conn) simpleQuery(sql string) {
 	c.dropStatement("", false)
 	c.dropPortal("")
 	defer c.sendReady()
+	c.actQuery(sql)
 
 	var stmts []Statement
 	err := c.withQueryCtx(func(ctx context.Context) (err error) {

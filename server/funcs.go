@@ -1,7 +1,6 @@
 package server
 
 import (
-	"os"
 	"runtime"
 	"strings"
 
@@ -17,7 +16,6 @@ func init() {
 	constName := func(name, v string) *expr.Func {
 		return &expr.Func{Name: name, Ret: types.Name, Eval: func([]types.Value) (types.Value, error) { return types.NewString(types.Name, v), nil }}
 	}
-	pid := int64(os.Getpid())
 	expr.Register(
 		constText("version", "PostgreSQL "+ServerVersion+" on "+runtime.GOARCH+"-"+runtime.GOOS+", compiled by "+runtime.Version()),
 		constName("current_database", "fvsql"),
@@ -26,9 +24,6 @@ func init() {
 		constName("current_user", "fvsql"),
 		constName("session_user", "fvsql"),
 		constName("user", "fvsql"),
-		&expr.Func{Name: "pg_backend_pid", Ret: types.Int4, Eval: func([]types.Value) (types.Value, error) {
-			return types.NewInt(types.Int4, pid), nil
-		}},
 		&expr.Func{Name: "pg_table_is_visible", Args: []types.Type{types.Oid}, Ret: types.Bool, Eval1: func(v types.Value) (types.Value, error) {
 			return types.NewBool(true), nil // every relation is on the search path
 		}},

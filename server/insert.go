@@ -26,6 +26,8 @@ func (s *session) planInsert(ins *sql.Insert, params []types.Type) (*statement, 
 	return &statement{
 		params: plan.ParamTypes,
 		exec: func(ctx context.Context, args []types.Value) (pgwire.Result, error) {
+			ctx, stop := s.withStatementTimeout(ctx)
+			defer stop()
 			n, err := s.srv.insert(ctx, plan, args)
 			if err != nil {
 				return nil, err
@@ -67,7 +69,7 @@ func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []ty
 		msgs, size = msgs[:0], 0
 		return err
 	}
-	err = engine.RunBounded(ctx, plan.Source, &datasets{srv: s}, args, operators.AbortOnError, func(b *operators.Batch) error {
+	err = engine.RunBoundedLimits(ctx, plan.Source, &datasets{srv: s}, args, operators.AbortOnError, s.queryLimits(), func(b *operators.Batch) error {
 		for _, row := range b.Rows {
 			if err := checkNotNull(rel, row); err != nil {
 				return err

@@ -34,11 +34,14 @@ func (s *session) planQuery(q *sql.Query, params []types.Type) (*statement, erro
 		cols:   toWireColumns(plan.Columns),
 		exec: func(ctx context.Context, args []types.Value) (pgwire.Result, error) {
 			ds := &datasets{srv: s.srv}
+			lim := s.queryLimits()
+			ctx, stop := s.withStatementTimeout(ctx)
 			if point {
 				// At most one row: run on the session's goroutine, without
 				// a producer goroutine and its channel.
+				defer stop()
 				var rows []types.Row
-				err := engine.RunBounded(ctx, plan.Root, ds, args, operators.AbortOnError, func(b *operators.Batch) error {
+				err := engine.RunBoundedLimits(ctx, plan.Root, ds, args, operators.AbortOnError, lim, func(b *operators.Batch) error {
 					rows = append(rows, b.Rows...) // operators reuse their batches, not their rows
 					return nil
 				})
@@ -48,12 +51,37 @@ func (s *session) planQuery(q *sql.Query, params []types.Type) (*statement, erro
 				return &rowsResult{rows: rows, tag: fmt.Sprintf("SELECT %d", len(rows)), notices: ds.notices()}, nil
 			}
 			r := newStreamResult(ctx, "SELECT", func(ctx context.Context, emit operators.Emit) error {
-				return engine.RunBounded(ctx, plan.Root, ds, args, operators.AbortOnError, emit)
+				return engine.RunBoundedLimits(ctx, plan.Root, ds, args, operators.AbortOnError, lim, emit)
 			})
+			r.release = stop
 			r.notices = ds.notices
 			return r, nil
 		},
 	}, nil
+}
+
+// queryLimits are the engine.Limits of the server's bounded queries.
+func (s *Server) queryLimits() engine.Limits {
+	return engine.Limits{MemoryBytes: s.cfg.QueryMemoryBytes, MemoryName: "--query-memory-mb (FVSQL_QUERY_MEMORY_MB)"}
+}
+
+// queryLimits are the engine.Limits of the session's bounded queries.
+func (s *session) queryLimits() engine.Limits {
+	lim := s.srv.queryLimits()
+	lim.Session = s
+	return lim
+}
+
+// withStatementTimeout bounds ctx by the session's statement_timeout:
+// past it the statement ends with errStatementTimeout (57014). stop
+// releases the timer.
+func (s *session) withStatementTimeout(ctx context.Context) (context.Context, func()) {
+	d := s.statementTimeout()
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, d, errStatementTimeout)
+	return ctx, cancel
 }
 
 // pointLookup reports whether a plan reads at most one row of a

@@ -49,6 +49,7 @@ type streamResult struct {
 	tagVerb string
 	once    sync.Once
 	notices func() []string
+	release func() // called once by Close (a statement_timeout's timer), or nil
 }
 
 // newStreamResult starts run in a goroutine; run sends rows through emit.
@@ -146,6 +147,9 @@ func (r *streamResult) Notices() []string {
 func (r *streamResult) Close() {
 	r.once.Do(func() {
 		r.cancel()
+		if r.release != nil {
+			defer r.release()
+		}
 		for range r.ch {
 		}
 		if !r.done {

@@ -56,6 +56,10 @@ type Config struct {
 	SyncWrites bool
 	// StateCacheBytes is Pebble's block cache (0: state.DefaultCacheBytes).
 	StateCacheBytes int64
+	// QueryMemoryBytes bounds the rows one bounded query holds in memory
+	// (join build sides, sorts, aggregates; engine.Limits); 0 is
+	// unlimited. A query over it fails with SQLSTATE 53200.
+	QueryMemoryBytes int64
 	// Stream holds the STREAM_* settings of continuous queries (brokers,
 	// prefix and node ID are filled in by Open).
 	Stream engine.Config
@@ -111,6 +115,7 @@ type Server struct {
 	ddl       sync.Mutex // serialises catalog changes
 	backMu    sync.Mutex
 	streams   map[string]backends.Streamer // by backend URI
+	wire      wireHolder                   // the wire server (SetWire), for pg_stat_activity
 }
 
 // Open starts a server: it opens the data directory, starts or connects
@@ -177,6 +182,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.cat.AddSystemTable("pipelines", pipelineColumns, s.pipelineRows)
+	s.cat.AddSystemTable("pg_catalog.pg_stat_activity", pgStatActivityColumns, s.pgStatActivityRows)
 	if s.catLog, err = s.openCatalogLog(ctx); err != nil {
 		return nil, err
 	}

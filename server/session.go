@@ -20,6 +20,7 @@ const flushTimeout = 2 * time.Minute
 type session struct {
 	srv      *Server
 	user     string
+	pid      uint32 // BackendKeyData's process id
 	settings map[string]string
 	changed  map[string]bool
 	tx       byte // 'I', 'T', 'E'
@@ -29,7 +30,7 @@ type session struct {
 }
 
 func newSession(srv *Server, p pgwire.SessionParams) *session {
-	s := &session{srv: srv, user: p.User, settings: map[string]string{}, changed: map[string]bool{}, tx: 'I', cursors: map[string]*cursor{}}
+	s := &session{srv: srv, user: p.User, pid: p.PID, settings: map[string]string{}, changed: map[string]bool{}, tx: 'I', cursors: map[string]*cursor{}}
 	s.ctx, s.cancel = context.WithCancel(srv.ctx)
 	for k, v := range defaultSettings {
 		s.settings[k] = v
@@ -37,12 +38,16 @@ func newSession(srv *Server, p pgwire.SessionParams) *session {
 	if p.ApplicationName != "" {
 		s.settings["application_name"] = p.ApplicationName
 	}
-	for k, v := range p.Options {
-		k = strings.ToLower(k)
-		if _, ok := defaultSettings[k]; ok && !readOnly[k] && k != "application_name" {
-			_ = s.set(k, v) // startup options apply like SET; bad ones are ignored, as clients send many
+	apply := func(opts map[string]string) {
+		for k, v := range opts {
+			k = strings.ToLower(k)
+			if _, ok := defaultSettings[k]; ok && !readOnly[k] && k != "application_name" {
+				_ = s.set(k, v) // startup options apply like SET; bad ones are ignored, as clients send many
+			}
 		}
 	}
+	apply(p.Options)
+	apply(startupOptions(p.Options["options"])) // -c name=value, as psql's PGOPTIONS sends
 	return s
 }
 

@@ -2,7 +2,9 @@ package server
 
 import (
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fvsql/fvsql/pgerror"
 )
@@ -87,6 +89,12 @@ func (s *session) set(name, value string) error {
 		if !strings.EqualFold(value, "postgres") {
 			return pgerror.New(pgerror.FeatureNotSupported, "IntervalStyle %q is not supported yet", value)
 		}
+	case "statement_timeout":
+		ms, err := parseMillis(name, value)
+		if err != nil {
+			return err
+		}
+		value = formatMillis(ms)
 	case "standard_conforming_strings":
 		if !strings.EqualFold(value, "on") {
 			return pgerror.New(pgerror.FeatureNotSupported, "standard_conforming_strings must be on")
@@ -120,5 +128,116 @@ func sortedSettings(m map[string]string) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// parseMillis reads a time setting as PostgreSQL does: an integer or a
+// decimal with an optional unit (us, ms, s, min, h, d; none: ms), within
+// 0 .. 2147483647 ms.
+func parseMillis(name, value string) (int64, error) {
+	bad := func() error {
+		return pgerror.New(pgerror.InvalidParameterValue, "invalid value for parameter %q: %q", name, value).
+			WithHint("Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\".")
+	}
+	v := strings.TrimSpace(value)
+	num := strings.TrimRight(v, "abcdefghijklmnopqrstuvwxyz")
+	unit := strings.TrimSpace(v[len(num):])
+	num = strings.TrimSpace(num)
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || num == "" || strings.ContainsAny(num, "eEnN") {
+		return 0, bad()
+	}
+	scale := map[string]float64{"": 1, "us": 0.001, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 86400000}
+	m, ok := scale[unit]
+	if !ok {
+		return 0, bad()
+	}
+	ms := f * m
+	if ms > 0 && ms < 1 {
+		ms = 1 // a positive value never rounds to "off"
+	}
+	if ms < 0 || ms > 2147483647 {
+		return 0, pgerror.New(pgerror.InvalidParameterValue, "%s ms is outside the valid range for parameter %q (0 .. 2147483647)", strconv.FormatFloat(ms, 'f', -1, 64), name)
+	}
+	return int64(ms + 0.5), nil
+}
+
+// formatMillis shows a time setting as SHOW does: in the largest unit
+// that divides it.
+func formatMillis(ms int64) string {
+	if ms == 0 {
+		return "0"
+	}
+	for _, u := range []struct {
+		n    int64
+		name string
+	}{{86400000, "d"}, {3600000, "h"}, {60000, "min"}, {1000, "s"}} {
+		if ms%u.n == 0 {
+			return strconv.FormatInt(ms/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(ms, 10) + "ms"
+}
+
+// statementTimeout is the session's statement_timeout (0: none).
+func (s *session) statementTimeout() time.Duration {
+	ms, err := parseMillis("statement_timeout", s.settings["statement_timeout"])
+	if err != nil {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// errStatementTimeout ends a statement that ran past statement_timeout.
+var errStatementTimeout = pgerror.New(pgerror.QueryCanceled, "canceling statement due to statement timeout")
+
+// startupOptions reads the "options" startup parameter as PostgreSQL
+// does: command-line switches separated by spaces (a backslash escapes
+// the next character), of which "-c name=value" and "--name=value" set
+// settings. Other switches are ignored.
+func startupOptions(opts string) map[string]string {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(opts); i++ {
+		c := opts[i]
+		switch {
+		case c == '\\' && i+1 < len(opts):
+			i++
+			cur.WriteByte(opts[i])
+			inWord = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	out := map[string]string{}
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		var kv string
+		switch {
+		case w == "-c" && i+1 < len(words):
+			i++
+			kv = words[i]
+		case strings.HasPrefix(w, "-c"):
+			kv = w[2:]
+		case strings.HasPrefix(w, "--"):
+			kv = w[2:]
+		default:
+			continue
+		}
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[strings.ReplaceAll(strings.ToLower(k), "-", "_")] = v
+		}
+	}
 	return out
 }

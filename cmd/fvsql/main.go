@@ -65,6 +65,7 @@ func run(args []string) error {
 	topicPrefix := fs.String("topic-prefix", envDefault("FVSQL_TOPIC_PREFIX", ""), "prefix of every Kafka topic and group fvsql creates (FVSQL_TOPIC_PREFIX)")
 	stateCache := fs.Int("state-cache-mb", envInt("FVSQL_STATE_CACHE_MB", state.DefaultCacheBytes>>20), "MiB of Pebble block cache for operator state and views' local copies (FVSQL_STATE_CACHE_MB)")
 	groupCache := fs.Int("group-cache-mb", envInt("FVSQL_GROUP_CACHE_MB", operators.DefaultGroupCacheBytes>>20), "MiB of GROUP BY state kept in memory between checkpoints, per partition of each view or stream that groups (FVSQL_GROUP_CACHE_MB)")
+	queryMem := fs.Int("query-memory-mb", envInt("FVSQL_QUERY_MEMORY_MB", 1024), "MiB of rows one bounded query may hold in memory (join build sides, sorts, aggregates); over it the query fails with 53200; 0: unlimited (FVSQL_QUERY_MEMORY_MB)")
 	def := engine.DefaultConfig()
 	consumers := fs.Int("stream-consumers", envInt("STREAM_CONSUMERS", def.Consumers), "consumer goroutines per pipeline stage (STREAM_CONSUMERS)")
 	batchSize := fs.Int("stream-batch-size", envInt("STREAM_BATCH_SIZE", def.BatchSize), "records per poll (STREAM_BATCH_SIZE)")
@@ -76,6 +77,9 @@ func run(args []string) error {
 	logLevel := fs.String("log-level", envDefault("FVSQL_LOG_LEVEL", "info"), "debug, info, warn or error (FVSQL_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *queryMem < 0 {
+		return fmt.Errorf("--query-memory-mb %d: must be 0 (unlimited) or more", *queryMem)
 	}
 	for name, v := range badEnv {
 		return fmt.Errorf("environment variable %s=%q is not a valid value", name, v)
@@ -108,7 +112,7 @@ func run(args []string) error {
 		KafkaUsers: kafkaUsers, SyncWrites: *syncWrites,
 		KafkaSASL: kafka.SASL{Mechanism: strings.ToUpper(*kafkaMech), User: *kafkaUser, Password: *kafkaPass},
 		DataDir:   *dataDir, FileRoot: *fileRoot, Kafka: brokers, KafkaListen: *kafkaListen, TopicPrefix: *topicPrefix, Logger: log,
-		StateCacheBytes: int64(*stateCache) << 20,
+		StateCacheBytes: int64(*stateCache) << 20, QueryMemoryBytes: int64(*queryMem) << 20,
 		Stream: engine.Config{
 			Consumers: *consumers, BatchSize: *batchSize, CheckpointInterval: *interval,
 			ExactlyOnce: *exactlyOnce, OffsetReset: *offsetReset, IdleTimeout: *idleTimeout, FlushGiveUp: *flushGiveUp,
@@ -127,6 +131,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	srv.SetWire(wire)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
