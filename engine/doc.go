@@ -2,7 +2,14 @@
 //
 // Bounded plans (Node trees: sources, step chains, unions) run with
 // RunBounded: the stateless steps directly above a source run on the
-// source's per-partition goroutines, the rest on one goroutine.
+// source's per-partition goroutines, the rest on one goroutine. Rows
+// stream to the sink as they are produced (a join emits at most 1024
+// joined rows at a time); what must be held (a join's right side, sorts,
+// aggregates, DISTINCT, subquery results) is charged to the query's
+// operators.Budget, which fails the query with 53200 past
+// Limits.MemoryBytes, and every loop asks the budget whether the query's
+// context has ended (cancel, statement_timeout, closed connection), so a
+// query stops within a batch or a few thousand row pairs.
 //
 // Continuous plans (a Topology of stages) run as pipelines over Kafka:
 // each stage has N consumer goroutines (Config.Consumers) in one consumer

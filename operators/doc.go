@@ -14,6 +14,11 @@
 // unwindowed GROUP BY decoded only while an epoch touches a group, then
 // encoded in a pointer-free arena (coldcache.go).
 //
+// In bounded queries the operators that hold rows (sort, hash aggregate,
+// distinct) charge them to the query's Budget (budget.go: approximate
+// bytes, SQLSTATE 53200 past the limit) and look at its context in their
+// long loops; a nil Budget, as in pipelines, is unlimited.
+//
 // Per-row evaluation errors go to the chain's RowError policy: bounded
 // queries abort with the error (PostgreSQL semantics), pipelines count the
 // row as poison and go on.

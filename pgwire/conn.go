@@ -95,9 +95,9 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
-		srv: s,
-		raw: nc,
-		nc:  nc,
+		srv:     s,
+		raw:     nc,
+		nc:      nc,
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		started: time.Now(),
 	}

@@ -109,7 +109,14 @@
 // while it executes it is the connection's "running" query, which a
 // matching CancelRequest cancels with cause 57014 ("canceling statement
 // due to user request"). A Result that returns the bare context error is
-// reported with that cause.
+// reported with that cause. The Handler's side reaches other connections
+// by process id (activity.go): Server.Activity lists what each one does
+// (user, client, state, current statement and its start, for
+// pg_stat_activity), Server.CancelBackend cancels its running statement
+// like a CancelRequest, and Server.TerminateBackend cancels its context
+// with cause 57P01, which ends it with FATAL "terminating connection due
+// to administrator command". A connection's process id exists before its
+// Session (SessionParams.PID).
 //
 // # Simple query
 //

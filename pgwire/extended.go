@@ -19,7 +19,7 @@ import (
 // prepared is a prepared statement (Parse).
 type prepared struct {
 	name   string
-	sql    string // its text, for Server.Activity
+	sql    string    // its text, for Server.Activity
 	stmt   Statement // nil for an empty query
 	params []types.Type
 	cols   []Column

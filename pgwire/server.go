@@ -356,11 +356,11 @@ var (
 	errAdminShutdown = pgerror.New(pgerror.AdminShutdown, "terminating connection due to administrator command")
 	// errTerminated ends one connection (TerminateBackend); the same
 	// words as a shutdown, as PostgreSQL's pg_terminate_backend.
-	errTerminated = pgerror.New(pgerror.AdminShutdown, "terminating connection due to administrator command")
-	errClientGone    = pgerror.New(pgerror.ConnectionFailure, "connection to client lost")
-	errConnClosed    = pgerror.New(pgerror.ConnectionFailure, "connection closed")
-	errPortalClosed  = pgerror.New(pgerror.InvalidCursorState, "portal closed")
-	errQueryDone     = pgerror.New(pgerror.SuccessfulCompletion, "statement finished")
+	errTerminated   = pgerror.New(pgerror.AdminShutdown, "terminating connection due to administrator command")
+	errClientGone   = pgerror.New(pgerror.ConnectionFailure, "connection to client lost")
+	errConnClosed   = pgerror.New(pgerror.ConnectionFailure, "connection closed")
+	errPortalClosed = pgerror.New(pgerror.InvalidCursorState, "portal closed")
+	errQueryDone    = pgerror.New(pgerror.SuccessfulCompletion, "statement finished")
 )
 
 // Errors that end a connection before its session exists.
