@@ -386,6 +386,10 @@ func CommonType(ts ...types.Type) (types.Type, error) {
 			out = t
 		case out.IsNumeric() && t.IsNumeric():
 			out = types.Float8
+		case out.IsString() && t.IsString():
+			// name = varchar (pgjdbc binds strings as varchar): both cast
+			// implicitly to text, as PostgreSQL's name = text does.
+			out = types.Text
 		default:
 			return types.Null, pgerror.New(pgerror.DatatypeMismatch, "types %s and %s cannot be matched", out, t)
 		}
