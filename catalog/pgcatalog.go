@@ -27,6 +27,10 @@ import (
 //     format, the defining query) are its FDW options.
 //   - System relations are tables in pg_catalog where PostgreSQL's are,
 //     views elsewhere (information_schema, fvsql_catalog, pg_roles…).
+//     Each has a fixed OID (PostgreSQL's for its catalogs: relOID), and
+//     every relation, user or system, a row type in pg_type (typtype
+//     'c', typrelid its OID: rowTypeOID) and its columns in pg_attribute,
+//     so joins through typrelid, attrelid and reltype meet one row.
 //   - Functions (pg_proc) are the expression functions fvsql knows, in
 //     pg_catalog, with OIDs from 12000 in name order; types (pg_type) are
 //     fvsql's types with PostgreSQL's OIDs.
@@ -98,25 +102,64 @@ func (c *Catalog) pgClassRelations() []*Relation {
 	return append(out, dyn...)
 }
 
-// relOID is a relation's OID; dynamic system relations, registered
-// without one, get one from 13400 by name.
+// System relation OIDs. pg_catalog's tables have PostgreSQL's own
+// (fixed in its source); its views, which PostgreSQL numbers at initdb,
+// and the other schemas' relations have fixed ones in 13500-13899, so
+// every process and every restart agrees:
+//
+//	13500-13599 pg_catalog views (pg_roles, pg_stat_user_tables, …)
+//	13600-13699 information_schema views
+//	13700-13799 fvsql_catalog views
+//	13800-13899 relations other packages register (AddSystemTable)
+//	            without an entry in dynamicOIDs, by name
+var dynamicOIDs = map[string]uint32{
+	"pg_catalog.pg_stat_activity": 13520,
+	"fvsql_catalog.pipelines":     13702,
+}
+
+// relOID is a relation's OID; a dynamic system relation, registered
+// without one, has its entry in dynamicOIDs or one from 13800 by name.
 func (c *Catalog) relOID(r *Relation) uint32 {
 	if r.OID != 0 {
 		return r.OID
 	}
+	if o, ok := dynamicOIDs[r.Name]; ok {
+		return o
+	}
 	c.mu.RLock()
 	names := make([]string, 0, len(c.dynamic))
 	for n := range c.dynamic {
-		names = append(names, n)
+		if _, ok := dynamicOIDs[n]; !ok {
+			names = append(names, n)
+		}
 	}
 	c.mu.RUnlock()
 	sort.Strings(names)
 	for i, n := range names {
 		if n == r.Name {
-			return uint32(13400 + i)
+			return uint32(13800 + i)
 		}
 	}
 	return 0
+}
+
+// bootstrapRowTypes are the row type OIDs PostgreSQL fixes for its
+// bootstrap catalogs.
+var bootstrapRowTypes = map[string]uint32{
+	"pg_catalog.pg_type": 71, "pg_catalog.pg_attribute": 75,
+	"pg_catalog.pg_proc": 81, "pg_catalog.pg_class": 83,
+}
+
+// rowTypeOID is the OID of a relation's row type (pg_class.reltype, the
+// pg_type row whose typrelid is the relation). PostgreSQL gives it an
+// OID of its own; here it is the relation's OID (OIDs are unique per
+// catalog, and no relation OID is a built-in type's), except for the
+// bootstrap catalogs, whose row types have PostgreSQL's OIDs.
+func (c *Catalog) rowTypeOID(r *Relation) uint32 {
+	if o, ok := bootstrapRowTypes[r.Name]; ok && r.Kind == System {
+		return o
+	}
+	return c.relOID(r)
 }
 
 // relOptions is how a relation's WITH options read as reloptions.
@@ -253,6 +296,15 @@ func withoutTrailingOptions(q string) string {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// typeInput is pg_type.typinput: array_in for arrays, none (0) for the
+// others, whose input functions are not in pg_proc.
+func typeInput(t types.Type) uint32 {
+	if t.IsArray() {
+		return arrayInOID
+	}
+	return 0
+}
+
 // typeStorage is pg_type.typstorage / pg_attribute.attstorage.
 func typeStorage(t types.Type) string {
 	if t.Size() > 0 {
@@ -319,9 +371,9 @@ func init() {
 		return []types.Row{{oid(10), name("fvsql"), boolean(true), boolean(true), boolean(true), boolean(true),
 			boolean(true), boolean(true), boolean(true), i4(-1), text("********"), types.NullValue, types.NullValue}}
 	}
-	registerView("pg_catalog", "pg_roles", 0, roleCols, role)
+	registerView("pg_catalog", "pg_roles", 13505, roleCols, role)
 	registerSystem("pg_catalog", "pg_authid", 1260, roleCols, role)
-	registerView("pg_catalog", "pg_user", 0, cols(`usename name, usesysid oid, usecreatedb bool, usesuper bool,
+	registerView("pg_catalog", "pg_user", 13506, cols(`usename name, usesysid oid, usecreatedb bool, usesuper bool,
 		userepl bool, usebypassrls bool, passwd text, valuntil timestamptz, useconfig text[]`),
 		func(*Catalog) []types.Row {
 			return []types.Row{{name("fvsql"), oid(10), boolean(true), boolean(true), boolean(true), boolean(true),
@@ -350,7 +402,7 @@ func init() {
 					replident = "n"
 				}
 				rows = append(rows, types.Row{
-					oid(c.relOID(r)), name(rel), oid(ns), oid(0),
+					oid(c.relOID(r)), name(rel), oid(ns), oid(c.rowTypeOID(r)),
 					oid(0), oid(10), oid(0), oid(0), oid(0), i4(0), float4(-1),
 					i4(0), oid(0), boolean(false), boolean(false), char("p"),
 					char(kind), i2(len(r.Columns)), i2(0), boolean(false), boolean(false), boolean(false),
@@ -404,7 +456,7 @@ func init() {
 		typreceive oid, typsend oid, typmodin oid, typmodout oid, typanalyze oid, typalign "char",
 		typstorage "char", typnotnull bool, typbasetype oid, typtypmod int4, typndims int4, typcollation oid,
 		typdefaultbin text, typdefault text, typacl text[]`),
-		func(*Catalog) []types.Row {
+		func(c *Catalog) []types.Row {
 			var rows []types.Row
 			seen := map[uint32]bool{}
 			for _, t := range types.All() {
@@ -419,9 +471,22 @@ func init() {
 				rows = append(rows, types.Row{
 					oid(t.OID()), name(t.TypName()), oid(PgCatalogOID), oid(10),
 					i2(int(t.Size())), boolean(t.Size() > 0 && t.Size() <= 8), char(typtype), char(t.Category()), boolean(preferred), boolean(true),
-					char(","), oid(0), oid(0), oid(t.Elem().OID()), oid(t.ArrayOID()), oid(0), oid(0),
+					char(","), oid(0), oid(0), oid(t.Elem().OID()), oid(t.ArrayOID()), oid(typeInput(t)), oid(0),
 					oid(0), oid(0), oid(0), oid(0), oid(0), char(typeAlign(t)),
 					char(typeStorage(t)), boolean(false), oid(0), i4(-1), i4(0), oid(collation(t)),
+					types.NullValue, types.NullValue, types.NullValue,
+				})
+			}
+			// every relation's row type (typtype 'c'), as PostgreSQL has
+			// one for each table and view; no array type of it
+			for _, r := range c.pgClassRelations() {
+				_, rel, ns := relNamespace(r)
+				rows = append(rows, types.Row{
+					oid(c.rowTypeOID(r)), name(rel), oid(ns), oid(10),
+					i2(-1), boolean(false), char("c"), char("C"), boolean(false), boolean(true),
+					char(","), oid(c.relOID(r)), oid(0), oid(0), oid(0), oid(0), oid(0),
+					oid(0), oid(0), oid(0), oid(0), oid(0), char("d"),
+					char("x"), boolean(false), oid(0), i4(-1), i4(0), oid(0),
 					types.NullValue, types.NullValue, types.NullValue,
 				})
 			}
@@ -492,8 +557,8 @@ func init() {
 			}
 			return rows
 		})
-	registerView("pg_catalog", "pg_views", 0, cols("schemaname name, viewname name, viewowner name, definition text"), none)
-	registerView("pg_catalog", "pg_matviews", 0, cols(`schemaname name, matviewname name, matviewowner name,
+	registerView("pg_catalog", "pg_views", 13501, cols("schemaname name, viewname name, viewowner name, definition text"), none)
+	registerView("pg_catalog", "pg_matviews", 13502, cols(`schemaname name, matviewname name, matviewowner name,
 		tablespace name, hasindexes bool, ispopulated bool, definition text`),
 		func(c *Catalog) []types.Row {
 			var rows []types.Row
@@ -503,7 +568,7 @@ func init() {
 			}
 			return rows
 		})
-	registerView("pg_catalog", "pg_tables", 0, cols(`schemaname name, tablename name, tableowner name,
+	registerView("pg_catalog", "pg_tables", 13503, cols(`schemaname name, tablename name, tableowner name,
 		tablespace name, hasindexes bool, hasrules bool, hastriggers bool, rowsecurity bool`),
 		func(c *Catalog) []types.Row {
 			var rows []types.Row
@@ -513,7 +578,7 @@ func init() {
 			}
 			return rows
 		})
-	registerView("pg_catalog", "pg_settings", 0, cols(`name text, setting text, unit text, category text,
+	registerView("pg_catalog", "pg_settings", 13504, cols(`name text, setting text, unit text, category text,
 		short_desc text, extra_desc text, context text, vartype text, source text, min_val text, max_val text,
 		enumvals text[], boot_val text, reset_val text, sourcefile text, sourceline int4, pending_restart bool`),
 		func(*Catalog) []types.Row {
@@ -602,46 +667,7 @@ func init() {
 	}
 
 	T := types.Text
-	registerView("information_schema", "schemata", 0, []Column{col("catalog_name", T), col("schema_name", T), col("schema_owner", T)},
-		func(*Catalog) []types.Row {
-			var rows []types.Row
-			for _, s := range []string{"pg_catalog", "public", "information_schema", "fvsql_catalog"} {
-				rows = append(rows, types.Row{text("fvsql"), text(s), text("fvsql")})
-			}
-			return rows
-		})
-	registerView("information_schema", "tables", 0, []Column{col("table_catalog", T), col("table_schema", T), col("table_name", T), col("table_type", T)},
-		func(c *Catalog) []types.Row {
-			var rows []types.Row
-			for _, r := range c.pgClassRelations() {
-				schema, rel, _ := relNamespace(r)
-				kind := map[string]string{"r": "BASE TABLE", "f": "FOREIGN", "v": "VIEW", "m": "VIEW"}[relKind(r)]
-				rows = append(rows, types.Row{text("fvsql"), text(schema), text(rel), text(kind)})
-			}
-			return rows
-		})
-	registerView("information_schema", "columns", 0, []Column{
-		col("table_catalog", T), col("table_schema", T), col("table_name", T), col("column_name", T),
-		col("ordinal_position", types.Int4), col("is_nullable", T), col("data_type", T), col("udt_name", T),
-	}, func(c *Catalog) []types.Row {
-		var rows []types.Row
-		for _, r := range c.pgClassRelations() {
-			schema, rel, _ := relNamespace(r)
-			for i, cl := range r.Columns {
-				null := "YES"
-				if cl.NotNull {
-					null = "NO"
-				}
-				dataType := cl.Type.String()
-				if cl.Type.IsArray() {
-					dataType = "ARRAY"
-				}
-				rows = append(rows, types.Row{text("fvsql"), text(schema), text(rel), text(cl.Name), i4(i + 1), text(null), text(dataType), text(cl.Type.TypName())})
-			}
-		}
-		return rows
-	})
-	registerView("fvsql_catalog", "streams", 0, []Column{
+	registerView("fvsql_catalog", "streams", 13700, []Column{
 		col("name", T), col("kind", T), col("backend", T), col("topic", T), col("format", T), col("partitions", types.Int4), col("key", T), col("sql", T),
 		col("oid", types.Oid),
 	}, func(c *Catalog) []types.Row {
@@ -653,7 +679,7 @@ func init() {
 	})
 	// fvsql_catalog.definitions backs pg_get_viewdef: the query of each
 	// materialized view and sink, as pg_get_viewdef prints a view's.
-	registerView("fvsql_catalog", "definitions", 0, cols("oid oid, definition text"),
+	registerView("fvsql_catalog", "definitions", 13701, cols("oid oid, definition text"),
 		func(c *Catalog) []types.Row {
 			var rows []types.Row
 			for _, r := range c.List("") {

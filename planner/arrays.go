@@ -421,13 +421,13 @@ func outerRefs(sc *scope) []*expr.Expr {
 	return out
 }
 
-// regInput reads a constant name cast to regclass, regnamespace or
-// regrole ('pg_catalog.pg_class'::regclass) as the OID it names, found in
+// regInput reads a constant name cast to regclass, regnamespace, regrole
+// or regproc ('pg_catalog.pg_class'::regclass) as the OID it names, found in
 // the catalog now, as PostgreSQL's input functions do. Other values keep
 // the plain OID cast (a number).
 func (b *builder) regInput(typeName string, x *expr.Expr) (*expr.Expr, bool, error) {
 	t := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(typeName)), "pg_catalog.")
-	if t != "regclass" && t != "regnamespace" && t != "regrole" || x.Kind != expr.KConst || !x.Val.K.IsString() {
+	if t != "regclass" && t != "regnamespace" && t != "regrole" && t != "regproc" || x.Kind != expr.KConst || !x.Val.K.IsString() {
 		return nil, false, nil
 	}
 	s := strings.TrimSpace(x.Val.S)
@@ -449,6 +449,11 @@ func (b *builder) regOID(t, s string) (uint32, error) {
 			return o, nil
 		}
 		return 0, pgerror.New(pgerror.UndefinedObject, "schema %q does not exist", s)
+	case "regproc":
+		if len(parts) == 2 && parts[0] == "pg_catalog" || len(parts) == 1 {
+			return catalog.ProcOID(parts[len(parts)-1])
+		}
+		return 0, pgerror.New(pgerror.UndefinedFunction, "function %q does not exist", s)
 	case "regrole":
 		if len(parts) == 1 && parts[0] == "fvsql" {
 			return 10, nil
