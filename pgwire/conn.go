@@ -327,7 +327,7 @@ func (c *conn) sendStartupParams(sp SessionParams) bool {
 // SSLRequest and GSSEncRequest and serving a CancelRequest. It returns the
 // startup parameters, or false when the connection must close.
 func (c *conn) startup() (map[string]string, bool) {
-	sslDone, gssDone := false, false
+	sslDone, gssDone, sslOn := false, false, false
 	for {
 		body, err := readStartupPacket(c.nc)
 		if err != nil {
@@ -360,6 +360,7 @@ func (c *conn) startup() (map[string]string, bool) {
 				c.log.Info("pgwire: TLS handshake failed", "err", err)
 				return nil, false
 			}
+			sslOn = true
 		case gssEncRequestCode:
 			if gssDone || len(body) != 4 {
 				c.log.Info("pgwire: unexpected GSSEncRequest")
@@ -387,6 +388,14 @@ func (c *conn) startup() (map[string]string, bool) {
 			}
 			if params["user"] == "" {
 				c.startupFatal(pgerror.New(pgerror.InvalidAuthorizationSpec, "no PostgreSQL user name specified in startup packet"))
+				return nil, false
+			}
+			if c.srv.cfg.RequireTLS && !sslOn {
+				// PostgreSQL's hostssl-only refusal, before authentication
+				// so that no password crosses the network in the clear.
+				c.startupFatal(pgerror.New(pgerror.InvalidAuthorizationSpec,
+					"connection without TLS refused for user %q: the server requires TLS", params["user"]).
+					WithHint("Connect with sslmode=require (or verify-ca, verify-full)."))
 				return nil, false
 			}
 			if code != protocolVersion30 || len(options) > 0 {

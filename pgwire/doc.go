@@ -32,8 +32,10 @@
 //
 //  1. Startup, read packet by packet straight from the socket so nothing
 //     is read ahead of a TLS handshake: SSLRequest is answered 'S' and the
-//     connection upgraded when Config.TLSConfig is set, 'N' otherwise;
-//     GSSEncRequest is answered 'N'; a CancelRequest cancels the running
+//     connection upgraded when Config.TLSConfig is set, 'N' otherwise
+//     (with Config.RequireTLS, a StartupMessage not over TLS is refused
+//     with FATAL 28000 before authentication); GSSEncRequest is answered
+//     'N'; a CancelRequest cancels the running
 //     query of the connection whose BackendKeyData matches and closes the
 //     cancel connection; a 3.x StartupMessage newer than 3.0 or carrying
 //     "_pq_." options gets NegotiateProtocolVersion(3.0); any other first

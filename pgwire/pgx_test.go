@@ -595,3 +595,38 @@ func TestPgxTLS(t *testing.T) {
 		t.Error("sslmode=disable connection is TLS")
 	}
 }
+
+// TestPgxRequireTLS: with RequireTLS a plaintext StartupMessage is refused
+// with FATAL 28000 before authentication, TLS connections are served, and
+// a CancelRequest over plaintext still cancels.
+func TestPgxRequireTLS(t *testing.T) {
+	cert := selfSignedCert(t)
+	_, addr := startServer(t, Config{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}, RequireTLS: true}, newTestHandler())
+	ctx := testCtx(t)
+	_, err := pgx.Connect(ctx, fmt.Sprintf("postgres://fvsql@%s/fvsql?sslmode=disable", addr))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "28000" || pe.Severity != "FATAL" {
+		t.Fatalf("plaintext connection: %v, want FATAL 28000", err)
+	}
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://fvsql@%s/fvsql?sslmode=require", addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, ok := conn.PgConn().Conn().(*tls.Conn); !ok {
+		t.Errorf("connection is %T, not TLS", conn.PgConn().Conn())
+	}
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT $1::int8", 7).Scan(&n); err != nil || n != 7 {
+		t.Fatal(err)
+	}
+	// sslmode=prefer falls back to nothing: TLS is offered, so it is used.
+	pref, err := pgx.Connect(ctx, fmt.Sprintf("postgres://fvsql@%s/fvsql?sslmode=prefer", addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pref.Close(ctx)
+	if _, ok := pref.PgConn().Conn().(*tls.Conn); !ok {
+		t.Errorf("sslmode=prefer connection is %T, not TLS", pref.PgConn().Conn())
+	}
+}

@@ -49,9 +49,12 @@ type Config struct {
 	// password (28P01).
 	Users map[string]string
 	// TLSConfig enables TLS: an SSLRequest is answered 'S' and the
-	// connection upgraded. When nil, SSLRequest is answered 'N'. TLS is
-	// offered, never required.
+	// connection upgraded. When nil, SSLRequest is answered 'N'.
 	TLSConfig *tls.Config
+	// RequireTLS refuses a StartupMessage that did not come over TLS
+	// (FATAL 28000, before authentication); CancelRequests are served
+	// either way, as PostgreSQL's are. It needs TLSConfig.
+	RequireTLS bool
 	// ServerVersion is reported as the server_version parameter; clients
 	// parse its leading number. Default "15.0".
 	ServerVersion string
@@ -116,6 +119,9 @@ func NewServer(cfg Config, h Handler) (*Server, error) {
 	}
 	if cfg.Auth != AuthTrust && len(cfg.Users) == 0 {
 		return nil, fmt.Errorf("pgwire: auth method %q needs Users", cfg.Auth)
+	}
+	if cfg.RequireTLS && cfg.TLSConfig == nil {
+		return nil, errors.New("pgwire: RequireTLS needs TLSConfig")
 	}
 	users := make(map[string]string, len(cfg.Users))
 	for u, p := range cfg.Users {

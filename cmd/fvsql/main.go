@@ -61,6 +61,10 @@ func run(args []string) error {
 	kafkaListen := fs.String("kafka-listen", envDefault("FVSQL_KAFKA_LISTEN", "127.0.0.1:9092"), "the embedded broker's Kafka endpoint (FVSQL_KAFKA_LISTEN)")
 	auth := fs.String("auth", envDefault("FVSQL_AUTH", "trust"), "client authentication: trust, password, md5 or scram-sha-256 (FVSQL_AUTH)")
 	maxConns := fs.Int("max-connections", envInt("FVSQL_MAX_CONNECTIONS", pgwire.DefaultMaxConnections), "connections served at once; one more is refused with 53300 (FVSQL_MAX_CONNECTIONS)")
+	tlsCert := fs.String("tls-cert", envDefault("FVSQL_TLS_CERT", ""), "PEM certificate (chain) for TLS on the pgwire listener, with --tls-key (FVSQL_TLS_CERT)")
+	tlsKey := fs.String("tls-key", envDefault("FVSQL_TLS_KEY", ""), "PEM private key of --tls-cert (FVSQL_TLS_KEY)")
+	tlsMode := fs.String("tls-mode", envDefault("FVSQL_TLS_MODE", ""), "off, prefer (TLS offered) or require (plaintext refused with 28000); default prefer when a certificate is set, else off (FVSQL_TLS_MODE)")
+	tlsSelf := fs.Bool("tls-self-signed", envBool("FVSQL_TLS_SELF_SIGNED", false), "make a self-signed certificate into <data-dir>/tls/ on first start and use it (FVSQL_TLS_SELF_SIGNED)")
 	users := fs.String("users", envDefault("FVSQL_USERS", ""), "user:password pairs, comma-separated, for password authentication (FVSQL_USERS)")
 	topicPrefix := fs.String("topic-prefix", envDefault("FVSQL_TOPIC_PREFIX", ""), "prefix of every Kafka topic and group fvsql creates (FVSQL_TOPIC_PREFIX)")
 	stateCache := fs.Int("state-cache-mb", envInt("FVSQL_STATE_CACHE_MB", state.DefaultCacheBytes>>20), "MiB of Pebble block cache for operator state and views' local copies (FVSQL_STATE_CACHE_MB)")
@@ -90,6 +94,12 @@ func run(args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	userMap, err := parseUsers(*users)
+	if err != nil {
+		return err
+	}
+	listenHost, _, _ := net.SplitHostPort(*listen)
+	tlsConf, requireTLS, err := server.TLSConfig(server.TLSOptions{Mode: *tlsMode, CertFile: *tlsCert, KeyFile: *tlsKey,
+		SelfSigned: *tlsSelf, DataDir: *dataDir, Hosts: []string{listenHost}, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -126,7 +136,7 @@ func run(args []string) error {
 
 	wire, err := pgwire.NewServer(pgwire.Config{
 		Addr: *listen, Auth: *auth, Users: userMap, ServerVersion: server.ServerVersion, Logger: log,
-		MaxConnections: *maxConns,
+		MaxConnections: *maxConns, TLSConfig: tlsConf, RequireTLS: requireTLS,
 	}, srv)
 	if err != nil {
 		return err

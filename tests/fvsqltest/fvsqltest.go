@@ -137,6 +137,9 @@ type Config struct {
 	TopicPrefix string
 	// Args are further flags, e.g. "--stream-checkpoint-interval", "200ms".
 	Args []string
+	// SSLMode is the sslmode of DSN (and so of Connect): default disable;
+	// require for a server started with --tls-mode require.
+	SSLMode string
 	// Env is added to the process's environment.
 	Env []string
 	// Bin is the fvsql binary to run (a path relative to the test's
@@ -262,7 +265,11 @@ func (p *Process) DataDir() string { return p.cfg.DataDir }
 
 // DSN is a pgx connection string for the process.
 func (p *Process) DSN() string {
-	return "postgres://fvsql@" + p.cfg.Listen + "/fvsql?sslmode=disable&connect_timeout=5"
+	mode := p.cfg.SSLMode
+	if mode == "" {
+		mode = "disable"
+	}
+	return "postgres://fvsql@" + p.cfg.Listen + "/fvsql?sslmode=" + mode + "&connect_timeout=5"
 }
 
 // KafkaBrokers is the Kafka this process uses: Config.Kafka, or its
