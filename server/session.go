@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ type session struct {
 	user     string
 	pid      uint32 // BackendKeyData's process id
 	settings map[string]string
+	reset    map[string]string // the settings as the session started: what RESET restores
 	changed  map[string]bool
 	tx       byte // 'I', 'T', 'E'
 	cursors  map[string]*cursor
@@ -48,6 +50,7 @@ func newSession(srv *Server, p pgwire.SessionParams) *session {
 	}
 	apply(p.Options)
 	apply(startupOptions(p.Options["options"])) // -c name=value, as psql's PGOPTIONS sends
+	s.reset = maps.Clone(s.settings)
 	return s
 }
 

@@ -56,6 +56,21 @@ var readOnly = map[string]bool{
 // set validates and applies one SET.
 func (s *session) set(name, value string) error {
 	name = strings.ToLower(name)
+	if name == "all" && strings.EqualFold(value, "default") { // RESET ALL
+		for k := range s.settings {
+			if readOnly[k] {
+				continue
+			}
+			if _, ok := defaultSettings[k]; !ok {
+				delete(s.settings, k) // a custom setting SET in this session
+				continue
+			}
+			if err := s.set(k, "default"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if _, ok := defaultSettings[name]; !ok {
 		if strings.Contains(name, ".") { // custom (extension) settings are free-form, as PostgreSQL allows
 			s.settings[name] = value
@@ -67,7 +82,11 @@ func (s *session) set(name, value string) error {
 		return pgerror.New(pgerror.CantChangeRuntimeParam, "parameter %q cannot be changed", name)
 	}
 	if strings.EqualFold(value, "default") {
+		// RESET and SET … TO DEFAULT: the value the session started with.
 		value = defaultSettings[name]
+		if v, ok := s.reset[name]; ok {
+			value = v
+		}
 	}
 	switch name {
 	case "client_encoding":

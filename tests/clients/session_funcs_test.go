@@ -22,7 +22,7 @@ func TestSessionFunctions(t *testing.T) {
 	defer cancel()
 	connect := func(user string) *pgx.Conn {
 		t.Helper()
-		conn, err := pgx.Connect(ctx, strings.Replace(p.DSN(), "postgres://fvsql@", "postgres://"+user+"@", 1))
+		conn, err := pgx.Connect(ctx, strings.Replace(p.DSN(), "postgres://fvsql@", "postgres://"+user+"@", 1)+"&application_name="+user+"-app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,6 +30,10 @@ func TestSessionFunctions(t *testing.T) {
 		return conn
 	}
 	alice, bob := connect("alice"), connect("bob")
+	startApp := "alice-app" // the startup parameter
+	if got := one0(t, ctx, alice, "SELECT current_setting('application_name')"); got != startApp {
+		t.Fatalf("application_name from the startup packet = %q", got)
+	}
 	one := func(conn *pgx.Conn, q string, args ...any) string {
 		t.Helper()
 		var s *string
@@ -71,9 +75,46 @@ func TestSessionFunctions(t *testing.T) {
 	if got := one(alice, "SELECT set_config('statement_timeout', '1500', false)"); got != "1500ms" {
 		t.Errorf("set_config(statement_timeout) = %q", got)
 	}
+	// RESET ALL (asyncpg's pool reset sends it) and RESET name restore
+	// what the session started with: startup parameters included.
+	if _, err := alice.Exec(ctx, "SET extra_float_digits = 3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Exec(ctx, "SELECT set_config('my.custom', 'x', false)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Exec(ctx, "RESET ALL"); err != nil {
+		t.Fatalf("RESET ALL: %v", err)
+	}
+	for name, want := range map[string]string{"statement_timeout": "0", "extra_float_digits": "1", "application_name": startApp} {
+		if got := one(alice, "SELECT current_setting('"+name+"')"); got != want {
+			t.Errorf("%s after RESET ALL = %q, want %q", name, got, want)
+		}
+	}
+	if got := one(alice, "SELECT current_setting('my.custom', true)"); got != "NULL" {
+		t.Errorf("a custom setting after RESET ALL = %q, want none", got)
+	}
+	if _, err := alice.Exec(ctx, "SET application_name = 'other'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Exec(ctx, "RESET application_name"); err != nil {
+		t.Fatal(err)
+	}
+	if got := one(alice, "SELECT current_setting('application_name')"); got != startApp {
+		t.Errorf("application_name after RESET = %q, want the startup value %q", got, startApp)
+	}
 	// A varchar parameter against a name column (pgjdbc's getTables binds
 	// its patterns so).
 	if got := one(alice, "SELECT nspname::text FROM pg_namespace WHERE nspname = $1::varchar", "public"); got != "public" {
 		t.Errorf("name = varchar parameter: %q", got)
 	}
+}
+
+func one0(t *testing.T, ctx context.Context, conn *pgx.Conn, q string) string {
+	t.Helper()
+	var s string
+	if err := conn.QueryRow(ctx, q).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return s
 }
