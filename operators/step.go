@@ -45,6 +45,9 @@ type Step struct {
 	Width       int          `json:"width,omitempty"`
 	Rank        string       `json:"rank,omitempty"`
 
+	// window (bounded queries): the OVER clause and its functions
+	Over *OverSpec `json:"over,omitempty"`
+
 	// intervalJoin
 	Join *JoinSpec `json:"join,omitempty"`
 	// lookupJoin
@@ -59,6 +62,7 @@ const (
 	OpSort      = "sort"
 	OpLimit     = "limit"
 	OpDistinct  = "distinct"
+	OpWindow    = "window" // window functions of a bounded query
 	// Stateful steps of continuous queries.
 	OpWindowAggregate = "windowedAggregate"
 	OpGroupAggregate  = "groupAggregate"
@@ -183,6 +187,11 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 		return &Limit{Offset: s.Offset, Count: s.Limit}, nil
 	case OpDistinct:
 		return &Distinct{Budget: res.budget()}, nil
+	case OpWindow:
+		if s.Over == nil {
+			return nil, pgerror.New(pgerror.Internal, "operators: window without a spec")
+		}
+		return NewWindowFuncs(s.Over, env, onErr, res.budget())
 	}
 	return nil, pgerror.New(pgerror.Internal, "operators: unknown step %q", s.Op)
 }
@@ -279,6 +288,10 @@ func (s *Step) String() string {
 			if k.Desc {
 				sb.WriteString(" DESC")
 			}
+		}
+	case OpWindow:
+		if s.Over != nil {
+			sb.WriteString(s.Over.String())
 		}
 	case OpLimit:
 		if s.Limit >= 0 {

@@ -127,6 +127,10 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*engine.Chain, 
 		return nil, nil, pgerror.NotSupported("this query in %s", what)
 	}
 	for _, st := range chain.Steps {
+		if st.Op == operators.OpWindow {
+			return nil, nil, pgerror.NotSupported("window functions in %s", what).
+				WithHint("Use ROW_NUMBER(), RANK() or DENSE_RANK() OVER (…) <= N in a materialized view for top-N.")
+		}
 		if !st.Stateless() {
 			return nil, nil, pgerror.NotSupported("step %s in %s", st.Op, what)
 		}

@@ -20,6 +20,9 @@ type exprCtx struct {
 	aggs *aggState
 	// noAggs forbids aggregate calls (WHERE, GROUP BY, inside aggregates).
 	noAggs bool
+	// windows, when set, are the columns the SELECT's window function
+	// calls were computed into (window.go), by fingerprint.
+	windows map[string]winCol
 }
 
 // aggState tracks the GROUP BY terms and aggregate calls of a SELECT.
@@ -83,6 +86,11 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 	if c.aggs != nil {
 		if col, ok := c.aggs.find(fingerprint(e)); ok {
 			return c.aggs.out.ref(col), nil
+		}
+	}
+	if f, ok := e.(*sql.FuncCall); ok && f.Over != nil && c.windows != nil {
+		if w, ok := c.windows[fingerprint(f)]; ok {
+			return expr.Col(w.col, w.typ, w.name), nil
 		}
 	}
 	switch e := e.(type) {
@@ -353,7 +361,16 @@ func (b *builder) buildCase(c *exprCtx, e *sql.Case) (*expr.Expr, error) {
 
 func (b *builder) buildFunc(c *exprCtx, e *sql.FuncCall) (*expr.Expr, error) {
 	if e.Over != nil {
-		return nil, pgerror.New(pgerror.WindowingError, "window function %s is only supported as ROW_NUMBER(), RANK() or DENSE_RANK() in a top-N materialized view", e.Name)
+		if c.what == "SELECT" {
+			// A select list whose window calls were not planned: a
+			// continuous query's (bounded SELECTs plan them in window.go).
+			return nil, pgerror.NotSupported("window function %s in a continuous query", e.Name).
+				WithHint("Use ROW_NUMBER(), RANK() or DENSE_RANK() OVER (…) <= N in a materialized view for top-N.")
+		}
+		return nil, pgerror.New(pgerror.WindowingError, "window functions are not allowed in %s", c.what)
+	}
+	if operators.IsWindowFunc(e.Name) {
+		return nil, pgerror.New(pgerror.WrongObjectType, "window function %s requires an OVER clause", e.Name)
 	}
 	if operators.IsAggregate(e.Name) {
 		if c.aggs != nil {
@@ -490,6 +507,14 @@ func walkExpr(e sql.Expr, fn func(sql.Expr) bool) {
 			walkExpr(x, fn)
 		}
 		walkExpr(e.Filter, fn)
+		if e.Over != nil {
+			for _, x := range e.Over.PartitionBy {
+				walkExpr(x, fn)
+			}
+			for _, o := range e.Over.OrderBy {
+				walkExpr(o.Expr, fn)
+			}
+		}
 	case *sql.Cast:
 		walkExpr(e.X, fn)
 	case *sql.Case:

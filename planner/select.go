@@ -517,6 +517,15 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 		steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: b.inferParam(pred, types.Bool)})
 	}
 
+	// Window functions, over the rows so far.
+	width := len(cur.cols)
+	winSteps, wins, err := b.planWindows(ctx, width, items, sel.OrderBy)
+	if err != nil {
+		return nil, nil, err
+	}
+	steps = append(steps, winSteps...)
+	ctx.windows = wins
+
 	// Projection: the select list, then hidden columns for ORDER BY terms
 	// that are not output columns.
 	out := &scope{}
@@ -540,7 +549,7 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 			name = columnName(it.Expr)
 		}
 		col := scopeCol{name: name, typ: x.Type}
-		if x.Kind == expr.KCol {
+		if x.Kind == expr.KCol && x.Col < width {
 			src := cur.cols[x.Col]
 			col.relOID, col.attnum, col.table = src.relOID, src.attnum, src.table
 		}
@@ -558,7 +567,7 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 			if sel.Distinct {
 				return nil, nil, pgerror.New(pgerror.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
 			}
-			x, err := b.build(&exprCtx{scope: in, what: "ORDER BY", aggs: aggs}, o.Expr)
+			x, err := b.build(&exprCtx{scope: in, what: "ORDER BY", aggs: aggs, windows: wins}, o.Expr)
 			if err != nil {
 				return nil, nil, err
 			}

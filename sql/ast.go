@@ -96,11 +96,38 @@ type FuncCall struct {
 	Over     *WindowSpec
 }
 
-// WindowSpec is an OVER (…) clause.
+// WindowSpec is an OVER (…) clause; a named window (WINDOW w AS …,
+// OVER w, OVER (w ORDER BY …)) is resolved into it by the parser.
 type WindowSpec struct {
 	PartitionBy []Expr
 	OrderBy     []OrderItem
+	Frame       *WindowFrame // nil: the default frame
 }
+
+// WindowFrame is a frame clause: ROWS, RANGE or GROUPS BETWEEN Start AND
+// End (a lone start bound has End CURRENT ROW).
+type WindowFrame struct {
+	Mode       string // "rows", "range" or "groups"
+	Start, End FrameBound
+}
+
+// FrameBound is one end of a frame.
+type FrameBound struct {
+	Kind   FrameBoundKind
+	Offset Expr // for FramePreceding and FrameFollowing
+}
+
+// FrameBoundKind says where a frame bound lies.
+type FrameBoundKind int
+
+// Frame bounds.
+const (
+	FrameUnboundedPreceding FrameBoundKind = iota
+	FramePreceding
+	FrameCurrentRow
+	FrameFollowing
+	FrameUnboundedFollowing
+)
 
 // Cast is `CAST(X AS type)` or `X::type`; TypeName is as written, Type resolved.
 type Cast struct {

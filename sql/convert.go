@@ -20,6 +20,10 @@ type converter struct {
 	params map[int]int // byte offset of a "?" in the normalized text -> $n
 	tvfs   []TableExpr // window TVFs and table functions, by the index in their synthetic name
 	ctes   []map[string]QueryExpr
+	// windows holds the WINDOW clauses of the SELECTs being converted,
+	// innermost last (a subquery's OVER w may name an outer one's window,
+	// as in PostgreSQL… which in fact does not allow it; see windowNamed).
+	windows []map[string]*tast.WindowSpec
 }
 
 func unsupported(format string, args ...any) error {
@@ -93,11 +97,19 @@ func (c *converter) selectStmt(s *tast.SelectStmt) (QueryExpr, error) {
 		return nil, unsupported("SELECT … FOR UPDATE/SHARE")
 	case s.SelectIntoOpt != nil:
 		return nil, unsupported("SELECT INTO")
-	case len(s.WindowSpecs) > 0:
-		return nil, unsupported("the WINDOW clause")
 	case s.GroupBy != nil && s.GroupBy.Rollup:
 		return nil, unsupported("GROUP BY … WITH ROLLUP")
 	}
+	named := map[string]*tast.WindowSpec{}
+	for i := range s.WindowSpecs {
+		w := &s.WindowSpecs[i]
+		if _, dup := named[w.Name.L]; dup {
+			return nil, pgerror.New(pgerror.WindowingError, "window %q is already defined", w.Name.O)
+		}
+		named[w.Name.L] = w
+	}
+	c.windows = append(c.windows, named)
+	defer func() { c.windows = c.windows[:len(c.windows)-1] }()
 	sel := &Select{Distinct: s.Distinct}
 	if s.Kind == tast.SelectStmtKindTable {
 		sel.Items = []SelectItem{{Expr: &Star{}}}
@@ -1020,15 +1032,10 @@ func (c *converter) aggregate(e *tast.AggregateFuncExpr) (Expr, error) {
 }
 
 func (c *converter) windowFunc(e *tast.WindowFuncExpr) (Expr, error) {
-	switch {
-	case e.IgnoreNull || e.FromLast:
+	if e.IgnoreNull || e.FromLast {
 		return nil, unsupported("IGNORE NULLS / FROM LAST")
-	case e.Spec.Name.O != "" || e.Spec.Ref.O != "":
-		return nil, unsupported("named windows")
-	case e.Spec.Frame != nil:
-		return nil, unsupported("window frame clauses")
 	}
-	f := &FuncCall{Name: strings.ToLower(e.Name), Distinct: e.Distinct, Over: &WindowSpec{}}
+	f := &FuncCall{Name: strings.ToLower(e.Name), Distinct: e.Distinct}
 	if len(e.Args) == 1 && isStarArg(e.Args[0]) {
 		f.Star = true
 	} else {
@@ -1037,18 +1044,116 @@ func (c *converter) windowFunc(e *tast.WindowFuncExpr) (Expr, error) {
 			return nil, err
 		}
 	}
-	if pb := e.Spec.PartitionBy; pb != nil {
+	var err error
+	f.Over, err = c.windowSpec(&e.Spec, 0)
+	return f, err
+}
+
+// windowSpec converts an OVER clause or a WINDOW definition, resolving the
+// window it names (OVER w) or refines (OVER (w ORDER BY …)) by
+// PostgreSQL's rules: the refinement adds an ORDER BY and a frame, never
+// a PARTITION BY, and the window it copies has no frame.
+func (c *converter) windowSpec(ws *tast.WindowSpec, depth int) (*WindowSpec, error) {
+	if depth > 100 {
+		return nil, pgerror.New(pgerror.WindowingError, "window definitions refer to each other in a loop")
+	}
+	if ws.OnlyAlias {
+		base, err := c.windowNamed(ws.Name)
+		if err != nil {
+			return nil, err
+		}
+		return c.windowSpec(base, depth+1)
+	}
+	out := &WindowSpec{}
+	if ws.Ref.O != "" {
+		base, err := c.windowNamed(ws.Ref)
+		if err != nil {
+			return nil, err
+		}
+		b, err := c.windowSpec(base, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case ws.PartitionBy != nil:
+			return nil, pgerror.New(pgerror.WindowingError, "cannot override PARTITION BY clause of window %q", ws.Ref.O)
+		case ws.OrderBy != nil && len(b.OrderBy) > 0:
+			return nil, pgerror.New(pgerror.WindowingError, "cannot override ORDER BY clause of window %q", ws.Ref.O)
+		case b.Frame != nil:
+			return nil, pgerror.New(pgerror.WindowingError, "cannot copy window %q because it has a frame clause", ws.Ref.O)
+		}
+		*out = *b
+	}
+	if pb := ws.PartitionBy; pb != nil {
 		for _, it := range pb.Items {
 			x, err := c.expr(it.Expr)
 			if err != nil {
 				return nil, err
 			}
-			f.Over.PartitionBy = append(f.Over.PartitionBy, x)
+			out.PartitionBy = append(out.PartitionBy, x)
 		}
 	}
-	var err error
-	f.Over.OrderBy, err = c.orderBy(e.Spec.OrderBy)
-	return f, err
+	if ws.OrderBy != nil {
+		var err error
+		if out.OrderBy, err = c.orderBy(ws.OrderBy); err != nil {
+			return nil, err
+		}
+	}
+	if fr := ws.Frame; fr != nil {
+		wf := &WindowFrame{}
+		switch fr.Type {
+		case tast.Rows:
+			wf.Mode = "rows"
+		case tast.Ranges:
+			wf.Mode = "range"
+		case tast.Groups:
+			wf.Mode = "groups"
+		default:
+			return nil, unsupported("this window frame")
+		}
+		var err error
+		if wf.Start, err = c.frameBound(&fr.Extent.Start); err != nil {
+			return nil, err
+		}
+		if wf.End, err = c.frameBound(&fr.Extent.End); err != nil {
+			return nil, err
+		}
+		out.Frame = wf
+	}
+	return out, nil
+}
+
+// windowNamed finds a window of the WINDOW clause of the SELECT being
+// converted.
+func (c *converter) windowNamed(name tast.CIStr) (*tast.WindowSpec, error) {
+	if n := len(c.windows); n > 0 {
+		if w, ok := c.windows[n-1][name.L]; ok {
+			return w, nil
+		}
+	}
+	return nil, pgerror.New(pgerror.UndefinedObject, "window %q does not exist", name.O)
+}
+
+func (c *converter) frameBound(b *tast.FrameBound) (FrameBound, error) {
+	if b.Unit != tast.TimeUnitInvalid {
+		return FrameBound{}, unsupported("INTERVAL frame offsets")
+	}
+	switch {
+	case b.Type == tast.CurrentRow:
+		return FrameBound{Kind: FrameCurrentRow}, nil
+	case b.UnBounded && b.Type == tast.Preceding:
+		return FrameBound{Kind: FrameUnboundedPreceding}, nil
+	case b.UnBounded:
+		return FrameBound{Kind: FrameUnboundedFollowing}, nil
+	}
+	x, err := c.expr(b.Expr)
+	if err != nil {
+		return FrameBound{}, err
+	}
+	if b.Type == tast.Preceding {
+		return FrameBound{Kind: FramePreceding, Offset: x}, nil
+	}
+	return FrameBound{Kind: FrameFollowing, Offset: x}, nil
 }
 
 // insert converts INSERT INTO t [(cols)] VALUES … | query.

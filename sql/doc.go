@@ -87,10 +87,13 @@
 // # Known limits
 //
 //   - Multidimensional arrays (ARRAY[ARRAY[…]]), JSON operators (@>, …),
-//     SIMILAR TO, DISTINCT ON, NATURAL JOIN, LATERAL subqueries, window frames and
-//     named windows, WITH RECURSIVE, VALUES as a query, DEFAULT in VALUES,
+//     SIMILAR TO, DISTINCT ON, NATURAL JOIN, LATERAL subqueries,
+//     WITH RECURSIVE, VALUES as a query, DEFAULT in VALUES,
 //     FOR UPDATE, ORDER BY inside aggregates and INSERT … ON CONFLICT or
 //     RETURNING give 0A000 (FeatureNotSupported).
+//   - A window frame's offset is a number literal and a frame has no
+//     EXCLUDE clause: TiDB's grammar makes `$1 PRECEDING` and EXCLUDE
+//     syntax errors (42601).
 //   - Operator precedence follows TiDB except where rewritten: the
 //     pattern operators (~, LIKE, ILIKE) sit at comparison level, as do
 //     & | << >> in MySQL's order, and IS [NOT] DISTINCT FROM binds like =.

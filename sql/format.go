@@ -742,7 +742,31 @@ func (f *formatter) funcCall(e *FuncCall) {
 			f.w("ORDER BY ")
 			f.orderItems(e.Over.OrderBy)
 		}
+		if fr := e.Over.Frame; fr != nil {
+			f.sep(len(e.Over.PartitionBy)+len(e.Over.OrderBy), " ")
+			f.w(strings.ToUpper(fr.Mode) + " BETWEEN ")
+			f.frameBound(fr.Start)
+			f.w(" AND ")
+			f.frameBound(fr.End)
+		}
 		f.w(")")
+	}
+}
+
+func (f *formatter) frameBound(b FrameBound) {
+	switch b.Kind {
+	case FrameUnboundedPreceding:
+		f.w("UNBOUNDED PRECEDING")
+	case FrameUnboundedFollowing:
+		f.w("UNBOUNDED FOLLOWING")
+	case FrameCurrentRow:
+		f.w("CURRENT ROW")
+	case FramePreceding:
+		f.expr(b.Offset, 0)
+		f.w(" PRECEDING")
+	case FrameFollowing:
+		f.expr(b.Offset, 0)
+		f.w(" FOLLOWING")
 	}
 }
 

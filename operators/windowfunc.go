@@ -1,0 +1,668 @@
+package operators
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// OverSpec is one OVER clause of a bounded query's window step and the
+// window functions computed over it: PostgreSQL's semantics, the
+// function results appended to each input row in the order of Funcs.
+type OverSpec struct {
+	PartitionBy []*expr.Expr `json:"partition_by,omitempty"`
+	OrderBy     []*expr.Expr `json:"order_by,omitempty"`
+	// Order gives each OrderBy term's direction; Col is its index in OrderBy.
+	Order []SortKey    `json:"order,omitempty"`
+	Frame Frame        `json:"frame"`
+	Funcs []WindowFunc `json:"funcs"`
+}
+
+// Frame is a window frame. The default (no frame clause) is RANGE
+// BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW: the rows up to the current
+// one's last peer, all of the partition without ORDER BY.
+type Frame struct {
+	Mode  string     `json:"mode"` // FrameRows, FrameRange or FrameGroups
+	Start FrameBound `json:"start"`
+	End   FrameBound `json:"end"`
+}
+
+// Frame modes.
+const (
+	FrameRows   = "rows"
+	FrameRange  = "range"
+	FrameGroups = "groups"
+)
+
+// FrameBound is one end of a frame; Offset (rows or peer groups) is for
+// BoundPreceding and BoundFollowing. RANGE frames take no offsets.
+type FrameBound struct {
+	Kind   BoundKind `json:"kind"`
+	Offset int64     `json:"offset,omitempty"`
+}
+
+// BoundKind says where a frame bound lies.
+type BoundKind int
+
+// Frame bound kinds.
+const (
+	BoundUnboundedPreceding BoundKind = iota
+	BoundPreceding
+	BoundCurrentRow
+	BoundFollowing
+	BoundUnboundedFollowing
+)
+
+// DefaultFrame is the frame of an OVER clause without a frame clause.
+var DefaultFrame = Frame{Mode: FrameRange, Start: FrameBound{Kind: BoundUnboundedPreceding}, End: FrameBound{Kind: BoundCurrentRow}}
+
+// WindowFunc is one window function call: a ranking or offset function
+// (row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag,
+// lead, first_value, last_value, nth_value) or an aggregate over the
+// frame. Args are typed by the planner (lag's offset is bigint, its
+// default of the value's type).
+type WindowFunc struct {
+	Name string       `json:"name"`
+	Args []*expr.Expr `json:"args,omitempty"`
+	Star bool         `json:"star,omitempty"`
+}
+
+// windowFuncs are the functions that only exist as window functions.
+var windowFuncs = map[string]bool{
+	"row_number": true, "rank": true, "dense_rank": true, "percent_rank": true, "cume_dist": true,
+	"ntile": true, "lag": true, "lead": true, "first_value": true, "last_value": true, "nth_value": true,
+}
+
+// IsWindowFunc reports whether name is a window function that is not an
+// aggregate.
+func IsWindowFunc(name string) bool { return windowFuncs[name] }
+
+// Result types the window function call: bigint for the row numbers,
+// integer for ntile, double precision for percent_rank and cume_dist, the
+// value's type for the offset and value functions, the aggregate's type
+// for an aggregate.
+func (f *WindowFunc) Result() (types.Type, error) {
+	switch f.Name {
+	case "row_number", "rank", "dense_rank":
+		return types.Int8, nil
+	case "ntile":
+		return types.Int4, nil
+	case "percent_rank", "cume_dist":
+		return types.Float8, nil
+	case "lag", "lead", "first_value", "last_value", "nth_value":
+		if len(f.Args) == 0 {
+			return types.Null, pgerror.New(pgerror.Internal, "operators: %s without arguments", f.Name)
+		}
+		return f.Args[0].Type, nil
+	}
+	if IsAggregate(f.Name) {
+		agg, err := f.agg()
+		if err != nil {
+			return types.Null, err
+		}
+		return agg.Ret, nil
+	}
+	return types.Null, pgerror.New(pgerror.UndefinedFunction, "window function %s does not exist", f.Name)
+}
+
+func (f *WindowFunc) agg() (*AggFunc, error) {
+	arg := types.Null
+	if len(f.Args) > 0 {
+		arg = f.Args[0].Type
+	}
+	return ResolveAgg(f.Name, arg, f.Star)
+}
+
+// usesFrame reports whether the function's value depends on the frame
+// (PostgreSQL's ranking and offset functions ignore it).
+func (f *WindowFunc) usesFrame() bool {
+	switch f.Name {
+	case "first_value", "last_value", "nth_value":
+		return true
+	}
+	return IsAggregate(f.Name)
+}
+
+// String renders the spec for EXPLAIN.
+func (o *OverSpec) String() string {
+	var sb strings.Builder
+	for i, f := range o.Funcs {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		args := make([]string, len(f.Args))
+		for j, a := range f.Args {
+			args[j] = a.String()
+		}
+		if f.Star {
+			args = []string{"*"}
+		}
+		fmt.Fprintf(&sb, " %s(%s)", f.Name, strings.Join(args, ", "))
+	}
+	sb.WriteString(" over (")
+	sep := ""
+	if len(o.PartitionBy) > 0 {
+		sb.WriteString("partition by")
+		for _, e := range o.PartitionBy {
+			fmt.Fprintf(&sb, " %s", e)
+		}
+		sep = " "
+	}
+	if len(o.OrderBy) > 0 {
+		sb.WriteString(sep + "order by")
+		for _, k := range o.Order {
+			fmt.Fprintf(&sb, " %s", o.OrderBy[k.Col])
+			if k.Desc {
+				sb.WriteString(" DESC")
+			}
+		}
+		sep = " "
+	}
+	if o.Frame != DefaultFrame {
+		fmt.Fprintf(&sb, "%s%s between %s and %s", sep, o.Frame.Mode, o.Frame.Start, o.Frame.End)
+	}
+	sb.WriteString(")")
+	return sb.String()
+}
+
+func (b FrameBound) String() string {
+	switch b.Kind {
+	case BoundUnboundedPreceding:
+		return "unbounded preceding"
+	case BoundPreceding:
+		return fmt.Sprintf("%d preceding", b.Offset)
+	case BoundCurrentRow:
+		return "current row"
+	case BoundFollowing:
+		return fmt.Sprintf("%d following", b.Offset)
+	}
+	return "unbounded following"
+}
+
+// WindowFuncs is the bounded window operator: it holds every input row
+// (charged to Budget) and at Finish sorts them by partition and order,
+// computes each function per partition and emits the rows with the
+// results appended, partition by partition. It is a bounded-query
+// operator: continuous queries rank only through TopN.
+type WindowFuncs struct {
+	Spec    *OverSpec
+	Budget  *Budget // charged with the rows held; nil: unlimited
+	OnError RowError
+
+	part, ord []expr.Eval
+	args      [][]expr.Eval
+	aggs      []*AggFunc // per function, nil unless an aggregate
+	rows      []winRow
+	charged   int64
+	partKeys  []SortKey
+}
+
+// winRow is an input row with the values the window needs, evaluated once.
+type winRow struct {
+	row  types.Row
+	part types.Row
+	ord  types.Row
+	args []types.Row // per function
+}
+
+// NewWindowFuncs compiles a window step.
+func NewWindowFuncs(spec *OverSpec, env *expr.Env, onErr RowError, budget *Budget) (*WindowFuncs, error) {
+	w := &WindowFuncs{Spec: spec, Budget: budget, OnError: onErr}
+	var err error
+	if w.part, err = compileAll(spec.PartitionBy, env); err != nil {
+		return nil, err
+	}
+	if w.ord, err = compileAll(spec.OrderBy, env); err != nil {
+		return nil, err
+	}
+	for i := range spec.Funcs {
+		f := &spec.Funcs[i]
+		evs, err := compileAll(f.Args, env)
+		if err != nil {
+			return nil, err
+		}
+		w.args = append(w.args, evs)
+		var agg *AggFunc
+		if IsAggregate(f.Name) {
+			if agg, err = f.agg(); err != nil {
+				return nil, err
+			}
+		} else if !windowFuncs[f.Name] {
+			return nil, pgerror.New(pgerror.UndefinedFunction, "window function %s does not exist", f.Name)
+		}
+		w.aggs = append(w.aggs, agg)
+	}
+	w.partKeys = make([]SortKey, len(spec.PartitionBy))
+	for i := range w.partKeys {
+		w.partKeys[i] = SortKey{Col: i}
+	}
+	return w, nil
+}
+
+func evalAll(evs []expr.Eval, row types.Row) (types.Row, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	out := make(types.Row, len(evs))
+	for i, ev := range evs {
+		v, err := ev(row)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// Process implements Operator.
+func (w *WindowFuncs) Process(b *Batch, _ Emit) error {
+	for i, row := range b.Rows {
+		r := winRow{row: row}
+		var err error
+		if r.part, err = evalAll(w.part, row); err == nil {
+			if r.ord, err = evalAll(w.ord, row); err == nil {
+				r.args = make([]types.Row, len(w.args))
+				for j, evs := range w.args {
+					if r.args[j], err = evalAll(evs, row); err != nil {
+						break
+					}
+				}
+			}
+		}
+		if err != nil {
+			if err := w.OnError(b, i, err); err != nil {
+				return err
+			}
+			continue
+		}
+		n := RowBytes(row) + RowBytes(r.part) + RowBytes(r.ord) + 64
+		for _, a := range r.args {
+			n += RowBytes(a)
+		}
+		w.charged += n
+		if err := w.Budget.Grow(n); err != nil {
+			return err
+		}
+		w.rows = append(w.rows, r)
+	}
+	return nil
+}
+
+// Finish implements Operator.
+func (w *WindowFuncs) Finish(emit Emit) error {
+	rows := w.rows
+	w.rows = nil
+	defer func() {
+		w.Budget.Release(w.charged)
+		w.charged = 0
+	}()
+	// Sort by partition, then order; stable, so that rows without ORDER BY
+	// keep their arrival order. Once the query has ended every comparison
+	// says "equal", which ends the sort in a fast pass (as Sort does).
+	var cmps int
+	var stopped error
+	sort.SliceStable(rows, func(i, j int) bool {
+		if cmps++; cmps&(1<<14-1) == 0 && stopped == nil {
+			stopped = w.Budget.Err()
+		}
+		if stopped != nil {
+			return false
+		}
+		if c := CompareRows(w.partKeys, rows[i].part, rows[j].part); c != 0 {
+			return c < 0
+		}
+		return CompareRows(w.Spec.Order, rows[i].ord, rows[j].ord) < 0
+	})
+	if stopped != nil {
+		return stopped
+	}
+	var out []types.Row
+	for lo := 0; lo < len(rows); {
+		hi := lo + 1
+		for hi < len(rows) && CompareRows(w.partKeys, rows[lo].part, rows[hi].part) == 0 {
+			hi++
+		}
+		res, err := w.partition(rows[lo:hi])
+		if err != nil {
+			return err
+		}
+		for i := lo; i < hi; i++ {
+			r := rows[i].row
+			o := make(types.Row, len(r), len(r)+len(w.Spec.Funcs))
+			copy(o, r)
+			for j := range w.Spec.Funcs {
+				o = append(o, res[j][i-lo])
+			}
+			out = append(out, o)
+			rows[i] = winRow{} // let the input go as the output grows
+			if len(out) == 1024 {
+				if err := emit(&Batch{Rows: out}); err != nil {
+					return err
+				}
+				out = nil
+			}
+		}
+		lo = hi
+	}
+	if len(out) > 0 {
+		return emit(&Batch{Rows: out})
+	}
+	return nil
+}
+
+// peers describes a sorted partition's peer groups (rows equal in the
+// ORDER BY; all rows are peers without one).
+type peers struct {
+	group      []int // each row's peer group, from 0
+	groupStart []int // each group's first row
+	groupEnd   []int // each group's end (exclusive)
+}
+
+func (w *WindowFuncs) peersOf(rows []winRow) *peers {
+	p := &peers{group: make([]int, len(rows))}
+	for i := range rows {
+		if i == 0 || CompareRows(w.Spec.Order, rows[i-1].ord, rows[i].ord) != 0 {
+			p.groupStart = append(p.groupStart, i)
+			if i > 0 {
+				p.groupEnd = append(p.groupEnd, i)
+			}
+		}
+		p.group[i] = len(p.groupStart) - 1
+	}
+	p.groupEnd = append(p.groupEnd, len(rows))
+	return p
+}
+
+// frameOf is row i's frame [start, end) in the partition of n rows.
+func (fr *Frame) frameOf(p *peers, i, n int) (int, int) {
+	clamp := func(x int64) int {
+		return int(max(0, min(x, int64(n))))
+	}
+	// Offsets past the partition's size mean the same as its size; capping
+	// them first keeps i±offset from overflowing.
+	off := func(b FrameBound) int64 { return min(b.Offset, int64(n)+1) }
+	g := p.group[i]
+	ng := len(p.groupStart)
+	groupStart := func(k int64) int {
+		switch {
+		case k < 0:
+			return 0
+		case k >= int64(ng):
+			return n
+		}
+		return p.groupStart[k]
+	}
+	groupEnd := func(k int64) int {
+		switch {
+		case k < 0:
+			return 0
+		case k >= int64(ng):
+			return n
+		}
+		return p.groupEnd[k]
+	}
+	var s, e int
+	switch fr.Start.Kind {
+	case BoundUnboundedPreceding:
+		s = 0
+	case BoundCurrentRow:
+		s = i
+		if fr.Mode != FrameRows {
+			s = p.groupStart[g]
+		}
+	case BoundPreceding:
+		if fr.Mode == FrameGroups {
+			s = groupStart(int64(g) - off(fr.Start))
+		} else {
+			s = clamp(int64(i) - off(fr.Start))
+		}
+	case BoundFollowing:
+		if fr.Mode == FrameGroups {
+			s = groupStart(int64(g) + off(fr.Start))
+		} else {
+			s = clamp(int64(i) + off(fr.Start))
+		}
+	default:
+		s = n
+	}
+	switch fr.End.Kind {
+	case BoundUnboundedFollowing:
+		e = n
+	case BoundCurrentRow:
+		e = i + 1
+		if fr.Mode != FrameRows {
+			e = p.groupEnd[g]
+		}
+	case BoundPreceding:
+		if fr.Mode == FrameGroups {
+			e = groupEnd(int64(g) - off(fr.End))
+		} else {
+			e = clamp(int64(i) - off(fr.End) + 1)
+		}
+	case BoundFollowing:
+		if fr.Mode == FrameGroups {
+			e = groupEnd(int64(g) + off(fr.End))
+		} else {
+			e = clamp(int64(i) + off(fr.End) + 1)
+		}
+	default:
+		e = 0
+	}
+	if e < s {
+		e = s
+	}
+	return s, e
+}
+
+// partition computes every function over one sorted partition: res[f][i]
+// is function f's value for row i.
+func (w *WindowFuncs) partition(rows []winRow) ([][]types.Value, error) {
+	n := len(rows)
+	p := w.peersOf(rows)
+	fr := &w.Spec.Frame
+	res := make([][]types.Value, len(w.Spec.Funcs))
+	var frames [][2]int
+	for j := range w.Spec.Funcs {
+		f := &w.Spec.Funcs[j]
+		if f.usesFrame() && frames == nil {
+			frames = make([][2]int, n)
+			for i := range rows {
+				s, e := fr.frameOf(p, i, n)
+				frames[i] = [2]int{s, e}
+			}
+		}
+		out := make([]types.Value, n)
+		arg := func(i, k int) types.Value { return rows[i].args[j][k] }
+		switch f.Name {
+		case "row_number":
+			for i := range out {
+				out[i] = types.NewInt8(int64(i + 1))
+			}
+		case "rank":
+			for i := range out {
+				out[i] = types.NewInt8(int64(p.groupStart[p.group[i]] + 1))
+			}
+		case "dense_rank":
+			for i := range out {
+				out[i] = types.NewInt8(int64(p.group[i] + 1))
+			}
+		case "percent_rank":
+			for i := range out {
+				v := 0.0
+				if n > 1 {
+					v = float64(p.groupStart[p.group[i]]) / float64(n-1)
+				}
+				out[i] = types.NewFloat8(v)
+			}
+		case "cume_dist":
+			for i := range out {
+				out[i] = types.NewFloat8(float64(p.groupEnd[p.group[i]]) / float64(n))
+			}
+		case "ntile":
+			if err := ntile(out, arg(0, 0)); err != nil {
+				return nil, err
+			}
+		case "lag", "lead":
+			for i := range out {
+				off := int64(1)
+				if len(f.Args) > 1 {
+					v := arg(i, 1)
+					if v.K == types.Null {
+						out[i] = types.NullValue
+						continue
+					}
+					off = v.I
+				}
+				if f.Name == "lag" {
+					off = -off
+				}
+				if t := int64(i) + off; t >= 0 && t < int64(n) {
+					out[i] = arg(int(t), 0)
+				} else if len(f.Args) > 2 {
+					out[i] = arg(i, 2)
+				} else {
+					out[i] = types.NullValue
+				}
+			}
+		case "first_value", "last_value", "nth_value":
+			for i := range out {
+				s, e := frames[i][0], frames[i][1]
+				t := -1
+				switch f.Name {
+				case "first_value":
+					t = s
+				case "last_value":
+					t = e - 1
+				default:
+					k := arg(i, 1)
+					if k.K == types.Null {
+						break
+					}
+					if k.I <= 0 {
+						return nil, pgerror.New(pgerror.InvalidArgumentForNthValue, "argument of nth_value must be greater than zero")
+					}
+					if k.I <= int64(e-s) {
+						t = s + int(k.I) - 1
+					}
+				}
+				if t >= s && t < e {
+					out[i] = arg(t, 0)
+				} else {
+					out[i] = types.NullValue
+				}
+			}
+		default:
+			if err := w.aggregate(out, rows, j, frames); err != nil {
+				return nil, err
+			}
+		}
+		res[j] = out
+	}
+	return res, nil
+}
+
+// ntile deals the partition's rows into k buckets as PostgreSQL does: the
+// first n mod k buckets get one row more. k is the first row's argument.
+func ntile(out []types.Value, k types.Value) error {
+	if k.K == types.Null {
+		for i := range out {
+			out[i] = types.NullValue
+		}
+		return nil
+	}
+	if k.I <= 0 {
+		return pgerror.New(pgerror.InvalidArgumentForNtile, "argument of ntile must be greater than zero")
+	}
+	n := int64(len(out))
+	per, extra := n/k.I, n%k.I
+	bucket, left := int64(1), per
+	if extra > 0 {
+		left++
+	}
+	for i := range out {
+		if left == 0 {
+			bucket++
+			left = per
+			if bucket <= extra {
+				left++
+			}
+		}
+		out[i] = types.NewInt(types.Int4, bucket)
+		left--
+	}
+	return nil
+}
+
+// aggregate computes aggregate function j over each row's frame. A frame
+// anchored at the partition's start grows row by row, and one anchored at
+// its end shrinks, so both fold each row once; other frames are folded
+// afresh per row (reusing the previous row's value when its frame is the
+// same), which costs the frame's width per row.
+func (w *WindowFuncs) aggregate(out []types.Value, rows []winRow, j int, frames [][2]int) error {
+	agg := w.aggs[j]
+	star := w.Spec.Funcs[j].Star
+	add := func(acc Accumulator, i int) error {
+		if star {
+			return acc.Add(types.NullValue)
+		}
+		return acc.Add(rows[i].args[j][0])
+	}
+	n := len(rows)
+	work := 0
+	tick := func() error {
+		if work++; work&(1<<12-1) == 0 {
+			return w.Budget.Err()
+		}
+		return nil
+	}
+	switch {
+	case w.Spec.Frame.Start.Kind == BoundUnboundedPreceding:
+		acc, next := agg.New(), 0
+		for i := 0; i < n; i++ {
+			for ; next < frames[i][1]; next++ {
+				if err := add(acc, next); err != nil {
+					return err
+				}
+			}
+			out[i] = acc.Result()
+			if err := tick(); err != nil {
+				return err
+			}
+		}
+	case w.Spec.Frame.End.Kind == BoundUnboundedFollowing:
+		acc, next := agg.New(), n-1
+		for i := n - 1; i >= 0; i-- {
+			for ; next >= frames[i][0]; next-- {
+				if err := add(acc, next); err != nil {
+					return err
+				}
+			}
+			out[i] = acc.Result()
+			if err := tick(); err != nil {
+				return err
+			}
+		}
+	default:
+		for i := 0; i < n; i++ {
+			if i > 0 && frames[i] == frames[i-1] {
+				out[i] = out[i-1]
+				continue
+			}
+			acc := agg.New()
+			for k := frames[i][0]; k < frames[i][1]; k++ {
+				if err := add(acc, k); err != nil {
+					return err
+				}
+				if err := tick(); err != nil {
+					return err
+				}
+			}
+			out[i] = acc.Result()
+		}
+	}
+	return nil
+}

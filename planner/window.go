@@ -1,0 +1,299 @@
+package planner
+
+import (
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Window functions of a bounded SELECT. They are computed after WHERE,
+// GROUP BY and HAVING, before the select list, DISTINCT, ORDER BY and
+// LIMIT (PostgreSQL's order): one window step per distinct OVER clause,
+// each appending its functions' values to the rows, which the select
+// list and ORDER BY then read as columns. Continuous queries rank only
+// through top-N (stateful.go); a window step in one is refused at CREATE.
+
+// winCol is the column a window function call's value is appended as.
+type winCol struct {
+	col  int
+	typ  types.Type
+	name string
+}
+
+// planWindows plans the window calls of a SELECT's items and ORDER BY
+// over rows of width columns (the FROM's, or the aggregation's output),
+// whose expressions ctx builds. It returns the window steps and the
+// columns the calls resolve to, by fingerprint.
+func (b *builder) planWindows(ctx *exprCtx, width int, items []sql.SelectItem, order []sql.OrderItem) ([]operators.Step, map[string]winCol, error) {
+	var calls []*sql.FuncCall
+	seen := map[string]bool{}
+	visit := func(e sql.Expr) {
+		walkExpr(e, func(n sql.Expr) bool {
+			f, ok := n.(*sql.FuncCall)
+			if !ok || f.Over == nil {
+				return true
+			}
+			if fp := fingerprint(f); !seen[fp] {
+				seen[fp] = true
+				calls = append(calls, f)
+			}
+			return false // a window call inside one is refused when its arguments are built
+		})
+	}
+	for _, it := range items {
+		visit(it.Expr)
+	}
+	for _, o := range order {
+		visit(o.Expr)
+	}
+	if len(calls) == 0 {
+		return nil, nil, nil
+	}
+	type window struct {
+		over  *sql.WindowSpec
+		calls []*sql.FuncCall
+	}
+	var windows []*window
+	byOver := map[string]*window{}
+	for _, f := range calls {
+		fp := fingerprint(f.Over)
+		w := byOver[fp]
+		if w == nil {
+			w = &window{over: f.Over}
+			byOver[fp] = w
+			windows = append(windows, w)
+		}
+		w.calls = append(w.calls, f)
+	}
+	cols := map[string]winCol{}
+	var steps []operators.Step
+	inner := &exprCtx{scope: ctx.scope, what: "window function arguments", aggs: ctx.aggs}
+	for _, w := range windows {
+		spec, err := b.overSpec(inner, w.over)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, f := range w.calls {
+			wf, err := b.windowFunc(inner, f)
+			if err != nil {
+				return nil, nil, err
+			}
+			t, err := wf.Result()
+			if err != nil {
+				return nil, nil, err
+			}
+			spec.Funcs = append(spec.Funcs, wf)
+			cols[fingerprint(f)] = winCol{col: width, typ: t, name: f.Name}
+			width++
+		}
+		steps = append(steps, operators.Step{Op: operators.OpWindow, Over: spec})
+	}
+	return steps, cols, nil
+}
+
+// overSpec plans an OVER clause's PARTITION BY, ORDER BY and frame.
+func (b *builder) overSpec(c *exprCtx, w *sql.WindowSpec) (*operators.OverSpec, error) {
+	spec := &operators.OverSpec{Frame: operators.DefaultFrame}
+	for _, p := range w.PartitionBy {
+		x, err := b.windowExpr(c, p)
+		if err != nil {
+			return nil, err
+		}
+		spec.PartitionBy = append(spec.PartitionBy, x)
+	}
+	for i, o := range w.OrderBy {
+		x, err := b.windowExpr(c, o.Expr)
+		if err != nil {
+			return nil, err
+		}
+		spec.OrderBy = append(spec.OrderBy, x)
+		spec.Order = append(spec.Order, sortKey(i, o))
+	}
+	if w.Frame != nil {
+		fr, err := b.frame(w.Frame, len(w.OrderBy))
+		if err != nil {
+			return nil, err
+		}
+		spec.Frame = fr
+	}
+	return spec, nil
+}
+
+// windowExpr builds an expression of a window clause or argument; an
+// untyped literal or parameter becomes text, as in a select list.
+func (b *builder) windowExpr(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
+	x, err := b.build(c, e)
+	if err != nil {
+		return nil, err
+	}
+	if isUntypedParam(x) {
+		x = b.inferParam(x, types.Text)
+	}
+	if x.Type == types.Unknown || x.Type == types.Null {
+		return expr.Cast(x, types.Text)
+	}
+	return x, nil
+}
+
+var frameKinds = map[sql.FrameBoundKind]operators.BoundKind{
+	sql.FrameUnboundedPreceding: operators.BoundUnboundedPreceding,
+	sql.FramePreceding:          operators.BoundPreceding,
+	sql.FrameCurrentRow:         operators.BoundCurrentRow,
+	sql.FrameFollowing:          operators.BoundFollowing,
+	sql.FrameUnboundedFollowing: operators.BoundUnboundedFollowing,
+}
+
+// frame checks a frame clause as PostgreSQL does and evaluates its
+// offsets. RANGE with an offset is not supported (0A000).
+func (b *builder) frame(f *sql.WindowFrame, orderBy int) (operators.Frame, error) {
+	fr := operators.Frame{Mode: f.Mode}
+	werr := func(msg string) error { return pgerror.New(pgerror.WindowingError, "%s", msg) }
+	switch {
+	case f.Start.Kind == sql.FrameUnboundedFollowing:
+		return fr, werr("frame start cannot be UNBOUNDED FOLLOWING")
+	case f.End.Kind == sql.FrameUnboundedPreceding:
+		return fr, werr("frame end cannot be UNBOUNDED PRECEDING")
+	case f.Start.Kind == sql.FrameCurrentRow && f.End.Kind == sql.FramePreceding:
+		return fr, werr("frame starting from current row cannot have preceding rows")
+	case f.Start.Kind == sql.FrameFollowing && (f.End.Kind == sql.FramePreceding || f.End.Kind == sql.FrameCurrentRow):
+		return fr, werr("frame starting from following row cannot have preceding rows")
+	case f.Mode == operators.FrameGroups && orderBy == 0:
+		return fr, werr("GROUPS mode requires an ORDER BY clause")
+	}
+	for _, end := range []struct {
+		in   sql.FrameBound
+		out  *operators.FrameBound
+		what string
+	}{{f.Start, &fr.Start, "starting"}, {f.End, &fr.End, "ending"}} {
+		end.out.Kind = frameKinds[end.in.Kind]
+		if end.in.Offset == nil {
+			continue
+		}
+		if f.Mode == operators.FrameRange {
+			if orderBy != 1 {
+				return fr, werr("RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
+			}
+			return fr, pgerror.NotSupported("RANGE with offset PRECEDING/FOLLOWING (use ROWS or GROUPS)")
+		}
+		x, err := b.build(&exprCtx{scope: &scope{}, what: "window frame offset", noAggs: true}, end.in.Offset)
+		if err != nil {
+			return fr, err
+		}
+		if x.Kind != expr.KConst {
+			return fr, pgerror.NotSupported("a window frame offset that is not a constant")
+		}
+		if x.Val.K == types.Null {
+			return fr, pgerror.New(pgerror.NullValueNotAllowed, "frame %s offset must not be null", end.what)
+		}
+		v, err := types.Cast(x.Val, types.Int8)
+		if err != nil {
+			return fr, err
+		}
+		if v.I < 0 {
+			return fr, pgerror.New(pgerror.InvalidPrecedingOrFollowing, "frame %s offset must not be negative", end.what)
+		}
+		end.out.Offset = v.I
+	}
+	return fr, nil
+}
+
+// windowFunc types a window function call's arguments as PostgreSQL's
+// signatures do: ntile(integer), lag/lead(anycompatible [, integer [,
+// anycompatible]]), nth_value(anyelement, integer), first_value and
+// last_value(anyelement), and the aggregates'.
+func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (operators.WindowFunc, error) {
+	wf := operators.WindowFunc{Name: f.Name, Star: f.Star}
+	nargs := func(lo, hi int) error {
+		if len(f.Args) < lo || len(f.Args) > hi || f.Star {
+			return pgerror.New(pgerror.UndefinedFunction, "function %s with %d arguments does not exist", f.Name, len(f.Args))
+		}
+		return nil
+	}
+	if f.Distinct {
+		return wf, pgerror.NotSupported("DISTINCT is not implemented for window functions")
+	}
+	if f.Filter != nil {
+		return wf, pgerror.NotSupported("FILTER in window functions")
+	}
+	var err error
+	build := func(i int, t types.Type) (*expr.Expr, error) {
+		x, err := b.windowExpr(c, f.Args[i])
+		if err != nil || t == types.Unknown {
+			return x, err
+		}
+		return expr.Coerce(b.inferParam(x, t), t, false)
+	}
+	switch f.Name {
+	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist":
+		err = nargs(0, 0)
+	case "ntile":
+		if err = nargs(1, 1); err == nil {
+			var x *expr.Expr
+			if x, err = build(0, types.Int4); err == nil {
+				wf.Args = []*expr.Expr{x}
+			}
+		}
+	case "lag", "lead", "first_value", "last_value", "nth_value":
+		lo, hi := 1, 3
+		switch f.Name {
+		case "first_value", "last_value":
+			hi = 1
+		case "nth_value":
+			lo, hi = 2, 2
+		}
+		if err = nargs(lo, hi); err != nil {
+			break
+		}
+		for i := range f.Args {
+			t := types.Unknown
+			if i == 1 {
+				t = types.Int4
+			}
+			x, berr := build(i, t)
+			if berr != nil {
+				return wf, berr
+			}
+			wf.Args = append(wf.Args, x)
+		}
+		if len(wf.Args) == 3 {
+			// lag(anycompatible, integer, anycompatible): the value and
+			// the default take their common type.
+			t, cerr := expr.CommonType(wf.Args[0].Type, wf.Args[2].Type)
+			if cerr != nil {
+				return wf, pgerror.New(pgerror.DatatypeMismatch, "%s types %s and %s cannot be matched", f.Name, wf.Args[0].Type, wf.Args[2].Type)
+			}
+			for _, i := range []int{0, 2} {
+				if wf.Args[i], err = expr.Coerce(wf.Args[i], t, false); err != nil {
+					return wf, err
+				}
+			}
+		}
+	default:
+		if !operators.IsAggregate(f.Name) {
+			if expr.Exists(f.Name) {
+				return wf, pgerror.New(pgerror.WrongObjectType, "OVER specified, but %s is not a window function nor an aggregate function", f.Name)
+			}
+			if missingAggregates[f.Name] {
+				return wf, pgerror.NotSupported("aggregate function %s", f.Name)
+			}
+			return wf, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", f.Name)
+		}
+		if !f.Star {
+			if err = nargs(1, 1); err != nil {
+				break
+			}
+			x, berr := b.build(c, f.Args[0])
+			if berr != nil {
+				return wf, berr
+			}
+			if isUntypedParam(x) {
+				x = b.inferParam(x, types.Numeric)
+			}
+			wf.Args = []*expr.Expr{x}
+		}
+		_, err = wf.Result()
+	}
+	return wf, err
+}
