@@ -1,7 +1,8 @@
 // Package operators holds the engine's step vocabulary as batch
 // operators: the inline steps (filter, project — which covers select,
 // rename, drop and applyExpression) and the stateful ones (hash and
-// windowed aggregation, sort, top-N, limit, distinct). The same operator
+// windowed aggregation, sort, top-N, limit, distinct, and the window
+// functions of bounded queries, windowfunc.go). The same operator
 // instances serve bounded queries (input ends, Finish flushes) and
 // continuous pipelines (the engine feeds batches forever).
 //
@@ -15,7 +16,7 @@
 // encoded in a pointer-free arena (coldcache.go).
 //
 // In bounded queries the operators that hold rows (sort, hash aggregate,
-// distinct) charge them to the query's Budget (budget.go: approximate
+// distinct, window functions) charge them to the query's Budget (budget.go: approximate
 // bytes, SQLSTATE 53200 past the limit) and look at its context in their
 // long loops; a nil Budget, as in pipelines, is unlimited.
 //

@@ -19,6 +19,12 @@
 // constant name cast to regclass, regnamespace or regrole is looked up
 // while planning.
 //
+// Window functions of a bounded SELECT become window steps, one per
+// distinct OVER clause, between the aggregation and the select list
+// (window.go); a continuous query ranks only through top-N
+// (stateful.go), and any other window function in one is refused at
+// CREATE with 0A000.
+//
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table
 // qualifiers); expression typing is package expr's.
