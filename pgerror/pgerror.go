@@ -48,6 +48,7 @@ var (
 	InvalidEscapeSequence        = MakeCode("22025")
 	InvalidTextRepresentation    = MakeCode("22P02")
 	InvalidBinaryRepresentation  = MakeCode("22P03")
+	BadCopyFileFormat            = MakeCode("22P04")
 	NotNullViolation             = MakeCode("23502")
 	InvalidCursorState           = MakeCode("24000")
 	InvalidTransactionState      = MakeCode("25000")
@@ -100,7 +101,10 @@ type Error struct {
 	Detail   string
 	Hint     string
 	Position int // 1-based character position in the query; 0 when unknown
-	cause    error
+	// Where is the context the error arose in (the ErrorResponse's W
+	// field, psql's CONTEXT: "COPY s, line 3, column b: \"x\"").
+	Where string
+	cause error
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -167,6 +171,13 @@ func (e *Error) WithDetail(format string, args ...any) *Error {
 func (e *Error) WithHint(format string, args ...any) *Error {
 	c := *e
 	c.Hint = fmt.Sprintf(format, args...)
+	return &c
+}
+
+// WithWhere returns a copy of e with Where (the CONTEXT) set.
+func (e *Error) WithWhere(format string, args ...any) *Error {
+	c := *e
+	c.Where = fmt.Sprintf(format, args...)
 	return &c
 }
 

@@ -80,7 +80,10 @@ type conn struct {
 	stmts      map[string]*prepared
 	portals    map[string]*portal
 	skipToSync bool   // an extended-protocol message failed: ignore all until Sync
-	scratch    []byte // reused by COPY encoding
+	scratch    []byte // reused by COPY TO STDOUT
+	// endAfter ends the connection once the current message is handled: a
+	// protocol violation or Terminate read during COPY FROM STDIN.
+	endAfter *pgerror.Error
 
 	dlMu        sync.Mutex
 	interrupted bool // Server.Close set the deadlines: don't move them again
@@ -558,6 +561,14 @@ func (c *conn) processLoop() {
 			}
 		}
 		if stop := c.dispatchSafely(it.msg); stop {
+			return
+		}
+		if e := c.endAfter; e != nil {
+			if e != errClientGone {
+				c.log.Info("pgwire: protocol violation", "err", e.Message, "detail", e.Detail)
+				c.sendError(e, "FATAL")
+			}
+			_ = c.w.flush()
 			return
 		}
 		if c.w.failed() != nil || c.ctx.Err() != nil {

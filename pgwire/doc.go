@@ -21,8 +21,12 @@
 //   - simple.go: the simple query protocol (Query).
 //   - extended.go: the extended query protocol (Parse, Bind, Describe,
 //     Execute, Close, Sync; statements and portals).
-//   - results.go: sending results and errors (DataRow, COPY TO STDOUT,
-//     RowDescription, CommandComplete, notices, ErrorResponse).
+//   - results.go: sending results and errors (DataRow, RowDescription,
+//     CommandComplete, notices, ErrorResponse with its CONTEXT).
+//   - copy.go: the COPY sub-protocols: copy-out (CopyOutResponse,
+//     CopyData, CopyDone) and copy-in (CopyInResponse, then the client's
+//     CopyData up to CopyDone or CopyFail). The data's formats (text, CSV,
+//     binary) are the Handler's: pgwire moves payloads.
 //   - writer.go: the buffered output and its flush timer.
 //
 // # Connection lifecycle
@@ -131,11 +135,26 @@
 // statement is executed in turn with no parameters; its rows are sent in
 // text format (RowDescription when Columns() is not nil, a DataRow per row,
 // CommandComplete with Result.Tag(), NoticeResponses before it), or, for a
-// CopyOutResult whose CopyOut() is true, as CopyOutResponse, one CopyData
-// per row in COPY's text format, CopyDone and CommandComplete. The first
+// CopyOutResult, as CopyOutResponse, one CopyData per payload the Result
+// encodes, CopyDone and CommandComplete. The first
 // error is sent as ErrorResponse, Session.FailTx is called and the
 // remaining statements are skipped. Then ParameterStatus for
 // Session.ParameterChanges and ReadyForQuery(Session.TxStatus).
+//
+// # COPY FROM STDIN
+//
+// A CopyInResult (from a simple query or an Execute) gets CopyInResponse,
+// flushed, and then CopyIn reads the client's CopyData payloads from the
+// queue, in order, up to CopyDone (io.EOF). Flush and Sync are ignored
+// meanwhile, as PostgreSQL does (libpq sends Sync after Execute and again
+// after CopyDone). CopyFail is ERROR 57014 "COPY from stdin failed: …";
+// any other message is ERROR 08P01 (a Terminate also ends the connection,
+// a malformed message FATAL). A copy that ends early with an error (a bad
+// row) is answered at once; the client's remaining CopyData, CopyDone and
+// CopyFail are dropped where they arrive (outside a copy they are
+// ignored), and in the extended protocol everything up to Sync. CopyData
+// payloads are copied out of pgproto3's buffer by the reader and count
+// against the read-ahead budget, which bounds what a client sends ahead.
 //
 // # Extended query
 //

@@ -38,9 +38,8 @@ type portal struct {
 	cancel context.CancelCauseFunc
 
 	res       Result // nil until the first Execute
-	copyOut   bool
-	suspended bool // an Execute stopped at its row limit
-	done      bool // the Result reached io.EOF
+	suspended bool   // an Execute stopped at its row limit
+	done      bool   // the Result reached io.EOF
 	tag       string
 }
 
@@ -244,20 +243,29 @@ func (c *conn) runPortal(p *portal, maxRows int) (err error) {
 			return pgerror.New(pgerror.Internal, "statement returned no result")
 		}
 		p.res = res
-		if co, ok := res.(CopyOutResult); ok && co.CopyOut() {
-			p.copyOut = true
-		}
 	}
-	if p.copyOut {
+	var copyErr error
+	switch r := p.res.(type) {
+	case CopyOutResult:
 		// COPY runs to completion whatever the row limit.
-		if err := c.sendCopyOut(p.ctx, p.res, len(p.ps.cols)); err != nil {
-			return err
-		}
-		p.tag = p.res.Tag()
-		p.done = true
-		c.closePortalResult(p)
-		return nil
+		copyErr = c.sendCopyOut(p.ctx, r)
+	case CopyInResult:
+		copyErr = c.copyIn(p.ctx, r)
+	default:
+		return c.sendPortalRows(p, maxRows)
 	}
+	if copyErr != nil {
+		return copyErr
+	}
+	p.tag = p.res.Tag()
+	p.done = true
+	c.closePortalResult(p)
+	return nil
+}
+
+// sendPortalRows sends up to maxRows rows of a portal (0: all), then
+// PortalSuspended or CommandComplete.
+func (c *conn) sendPortalRows(p *portal, maxRows int) error {
 	n, eof, err := c.sendRows(p.ctx, p.res, p.ps.cols, p.fmts, maxRows)
 	if err != nil {
 		return err

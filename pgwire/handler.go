@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"context"
+	"io"
 	"net"
 
 	"github.com/fvsql/fvsql/types"
@@ -98,12 +99,40 @@ type Result interface {
 	Close()
 }
 
-// CopyOutResult is an optional ability of a Result: rows are sent as
-// COPY TO STDOUT data (CopyOutResponse, CopyData per row in text format,
-// CopyDone) instead of DataRows.
+// CopyOutResult is an optional ability of a Result: its output is COPY
+// TO STDOUT data, encoded by the Handler (pgwire knows no COPY format).
+// pgwire sends CopyOutResponse, one CopyData per NextCopyData payload
+// until io.EOF, CopyDone, then CommandComplete with Tag; Next is not
+// called. An error from NextCopyData ends the copy with ErrorResponse.
 type CopyOutResult interface {
 	Result
-	CopyOut() bool
+	// CopyOutFormat is the CopyOutResponse's overall format (0 text, 1
+	// binary) and its number of columns.
+	CopyOutFormat() (format int16, ncols int)
+	// NextCopyData appends the payload of the next CopyData message (a
+	// row, or a binary header or trailer) to buf and returns it, or
+	// returns io.EOF after the last. Cancelling ctx must make it return
+	// promptly with the context's error.
+	NextCopyData(ctx context.Context, buf []byte) ([]byte, error)
+}
+
+// CopyInResult is an optional ability of a Result: the statement is COPY
+// FROM STDIN. pgwire sends CopyInResponse and calls CopyIn, whose reader
+// yields the payloads of the client's CopyData messages back to back;
+// CommandComplete with Tag follows when CopyIn returns nil.
+type CopyInResult interface {
+	Result
+	// CopyInFormat is the CopyInResponse's overall format (0 text, 1
+	// binary) and its number of columns.
+	CopyInFormat() (format int16, ncols int)
+	// CopyIn consumes the client's data. r returns io.EOF at CopyDone;
+	// after a CopyFail it returns a 57014 error ("COPY from stdin failed:
+	// <message>"), after any other message than CopyData, CopyDone,
+	// CopyFail, Flush or Sync (the last two are ignored) an 08P01 error;
+	// its errors are meant to be returned. CopyIn may return before the
+	// end of the data (a bad row): pgwire discards the rest, as PostgreSQL
+	// does. Cancelling ctx makes r's Read fail with the context's error.
+	CopyIn(ctx context.Context, r io.Reader) error
 }
 
 // NoticeResult is an optional ability of a Result: notices to send before

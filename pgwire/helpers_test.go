@@ -212,6 +212,8 @@ func describe(m pgproto3.BackendMessage) string {
 		return fmt.Sprintf("CopyData %q", m.Data)
 	case *pgproto3.CopyOutResponse:
 		return fmt.Sprintf("CopyOutResponse %d %v", m.OverallFormat, m.ColumnFormatCodes)
+	case *pgproto3.CopyInResponse:
+		return fmt.Sprintf("CopyInResponse %d %v", m.OverallFormat, m.ColumnFormatCodes)
 	case *pgproto3.ParameterStatus:
 		return "ParameterStatus " + m.Name + "=" + m.Value
 	}

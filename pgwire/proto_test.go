@@ -572,6 +572,60 @@ func TestCopyOut(t *testing.T) {
 	})
 }
 
+// TestCopyIn is the COPY FROM STDIN message flow: CopyInResponse, the
+// client's CopyData up to CopyDone (Flush and Sync ignored meanwhile),
+// CommandComplete; CopyFail is 57014; a Handler error ends the copy at
+// once and the client's remaining copy messages are dropped; another
+// message during the copy is 08P01.
+func TestCopyIn(t *testing.T) {
+	h := newTestHandler()
+	_, addr := startServer(t, Config{}, h)
+	c := dialStarted(t, addr)
+	copied := func() []string {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return append([]string(nil), h.copied...)
+	}
+
+	c.send(&pgproto3.Query{String: "COPYIN"})
+	equalStrings(t, []string{describe(c.recv())}, []string{"CopyInResponse 0 [0]"})
+	c.send(&pgproto3.CopyData{Data: []byte("a\nb")}, &pgproto3.Flush{}, &pgproto3.CopyData{Data: []byte("\nc\n")}, &pgproto3.CopyDone{})
+	equalStrings(t, c.until(1), []string{"CommandComplete COPY 3", "ReadyForQuery I"})
+	if got := copied(); len(got) != 1 || got[0] != "a\nb\nc\n" {
+		t.Fatalf("copied %q", got)
+	}
+
+	c.send(&pgproto3.Query{String: "COPYIN"})
+	c.send(&pgproto3.CopyData{Data: []byte("a\n")}, &pgproto3.CopyFail{Message: "client gave up"})
+	equalStrings(t, c.until(1), []string{"CopyInResponse 0 [0]", "Error ERROR 57014", "ReadyForQuery I"})
+
+	// A bad row ends the copy; what the client still sends is dropped.
+	c.send(&pgproto3.Query{String: "COPYIN"})
+	c.send(&pgproto3.CopyData{Data: []byte("bad\n")}, &pgproto3.CopyDone{})
+	equalStrings(t, c.until(1), []string{"CopyInResponse 0 [0]", "Error ERROR 22P02", "ReadyForQuery I"})
+	c.send(&pgproto3.CopyData{Data: []byte("late\n")}, &pgproto3.CopyDone{}, &pgproto3.Query{String: "SELECT 1"})
+	equalStrings(t, c.until(1), []string{"RowDescription n:20:0,s:25:0", "DataRow 1|row 1", "CommandComplete SELECT 1", "ReadyForQuery I"})
+
+	// Extended protocol, as libpq runs it: Sync after Execute (ignored
+	// during the copy) and again after CopyDone.
+	c.send(&pgproto3.Parse{Query: "COPYIN"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	c.send(&pgproto3.CopyData{Data: []byte("x\n")}, &pgproto3.CopyDone{}, &pgproto3.Sync{})
+	equalStrings(t, c.until(1), []string{"ParseComplete", "BindComplete", "CopyInResponse 0 [0]", "CommandComplete COPY 1", "ReadyForQuery I"})
+
+	// An error in the extended protocol skips to Sync.
+	c.send(&pgproto3.Parse{Query: "COPYIN"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	c.send(&pgproto3.CopyData{Data: []byte("bad\n")}, &pgproto3.CopyDone{}, &pgproto3.Sync{})
+	equalStrings(t, c.until(1), []string{"ParseComplete", "BindComplete", "CopyInResponse 0 [0]", "Error ERROR 22P02", "ReadyForQuery I"})
+
+	// Another message during the copy.
+	c.send(&pgproto3.Query{String: "COPYIN"})
+	c.send(&pgproto3.Query{String: "SELECT 1"})
+	equalStrings(t, c.until(1), []string{"CopyInResponse 0 [0]", "Error ERROR 08P01", "ReadyForQuery I"})
+	if got := copied(); len(got) != 4 || got[2] != "x\n" { // the 08P01 copy never reached its end
+		t.Fatalf("copied %q", got)
+	}
+}
+
 func TestNoticesAndParameterChanges(t *testing.T) {
 	_, addr := startServer(t, Config{}, newTestHandler())
 	c := dialStarted(t, addr)

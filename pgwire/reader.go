@@ -185,8 +185,10 @@ func copyMessage(msg pgproto3.FrontendMessage) qitem {
 	case *pgproto3.Terminate:
 		return qitem{msg: &pgproto3.Terminate{}, size: overhead}
 	case *pgproto3.CopyData:
-		// Outside COPY FROM, CopyData is ignored: its payload is not kept.
-		return qitem{msg: &pgproto3.CopyData{}, size: overhead}
+		// The payload is kept for COPY FROM STDIN (copy.go); outside it
+		// the message is ignored. The queue's budget bounds what a client
+		// can send ahead either way.
+		return qitem{msg: &pgproto3.CopyData{Data: append([]byte(nil), m.Data...)}, size: overhead + len(m.Data)}
 	case *pgproto3.CopyDone:
 		return qitem{msg: &pgproto3.CopyDone{}, size: overhead}
 	case *pgproto3.CopyFail:

@@ -1,6 +1,5 @@
 // This file holds the sending of results and errors: DataRows (encoded in
-// place in the output buffer, writer.go), COPY TO STDOUT data,
-// RowDescription, CommandComplete, NoticeResponses and ErrorResponses, and
+// place in the output buffer, writer.go), RowDescription, CommandComplete, NoticeResponses and ErrorResponses, and
 // the closing of every Result exactly once.
 
 package pgwire
@@ -8,7 +7,6 @@ package pgwire
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"io"
 
 	"github.com/fvsql/fvsql/pgerror"
@@ -47,40 +45,6 @@ func (c *conn) sendRows(ctx context.Context, res Result, cols []Column, fmts []i
 		n++
 	}
 	return n, false, nil
-}
-
-// sendCopyOut sends res as COPY TO STDOUT data in text format, then
-// CommandComplete.
-func (c *conn) sendCopyOut(ctx context.Context, res Result, ncols int) error {
-	if err := c.send(&pgproto3.CopyOutResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, ncols)}); err != nil {
-		return err
-	}
-	var n int64
-	for {
-		row, err := res.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := c.w.appendTo(func(buf []byte) ([]byte, error) {
-			buf, c.scratch = appendCopyRow(buf, row, c.scratch)
-			return buf, nil
-		}); err != nil {
-			return err
-		}
-		n++
-	}
-	if err := c.send(&pgproto3.CopyDone{}); err != nil {
-		return err
-	}
-	c.sendNotices(res)
-	tag := res.Tag()
-	if tag == "" {
-		tag = fmt.Sprintf("COPY %d", n)
-	}
-	return c.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 }
 
 func (c *conn) sendNotices(res Result) {
@@ -135,54 +99,6 @@ func appendDataRow(buf []byte, row types.Row, cols []Column, fmts []int16) ([]by
 	return buf, nil
 }
 
-// appendCopyRow appends one CopyData message holding row in COPY's text
-// format: tab-separated, \N for NULL, newline-terminated, with backslash,
-// the delimiter, newline, carriage return and the other C escapes written
-// as PostgreSQL's CopyAttributeOutText does. scratch is reused for each
-// value's text form and returned.
-func appendCopyRow(buf []byte, row types.Row, scratch []byte) ([]byte, []byte) {
-	start := len(buf)
-	buf = append(buf, 'd', 0, 0, 0, 0)
-	for i, v := range row {
-		if i > 0 {
-			buf = append(buf, '\t')
-		}
-		if v.K == types.Null {
-			buf = append(buf, '\\', 'N')
-			continue
-		}
-		scratch = types.AppendText(scratch[:0], v)
-		buf = appendCopyEscaped(buf, scratch)
-	}
-	buf = append(buf, '\n')
-	binary.BigEndian.PutUint32(buf[start+1:], uint32(len(buf)-start-1))
-	return buf, scratch
-}
-
-func appendCopyEscaped(buf, s []byte) []byte {
-	for _, c := range s {
-		switch c {
-		case '\\':
-			buf = append(buf, '\\', '\\')
-		case '\t':
-			buf = append(buf, '\\', 't')
-		case '\n':
-			buf = append(buf, '\\', 'n')
-		case '\r':
-			buf = append(buf, '\\', 'r')
-		case '\b':
-			buf = append(buf, '\\', 'b')
-		case '\f':
-			buf = append(buf, '\\', 'f')
-		case '\v':
-			buf = append(buf, '\\', 'v')
-		default:
-			buf = append(buf, c)
-		}
-	}
-	return buf
-}
-
 // rowDescription describes cols with the given format codes (nil: text).
 func rowDescription(cols []Column, fmts []int16) *pgproto3.RowDescription {
 	fields := make([]pgproto3.FieldDescription, len(cols))
@@ -217,6 +133,7 @@ func errorResponse(e *pgerror.Error, severity string) *pgproto3.ErrorResponse {
 		Message:             e.Message,
 		Detail:              e.Detail,
 		Hint:                e.Hint,
+		Where:               e.Where,
 	}
 	if e.Position > 0 {
 		r.Position = int32(e.Position)

@@ -89,10 +89,13 @@ func (c *conn) execSimple(ctx context.Context, st Statement) error {
 		return pgerror.New(pgerror.Internal, "statement returned no result")
 	}
 	defer c.closeResult(res)
-	cols := st.Columns()
-	if co, ok := res.(CopyOutResult); ok && co.CopyOut() {
-		return c.sendCopyOut(ctx, res, len(cols))
+	switch r := res.(type) {
+	case CopyOutResult:
+		return c.sendCopyOut(ctx, r)
+	case CopyInResult:
+		return c.copyIn(ctx, r)
 	}
+	cols := st.Columns()
 	if cols != nil {
 		if err := c.send(rowDescription(cols, nil)); err != nil {
 			return err

@@ -28,6 +28,8 @@ import (
 //	BEGIN, COMMIT, ROLLBACK   transaction status
 //	NOTICE                    a notice, tag DO
 //	COPY n                    n rows as COPY TO STDOUT data
+//	COPYIN                    COPY FROM STDIN: the data is kept (copied),
+//	                          tag COPY <lines>; a line "bad" fails 22P02
 //	PANIC, PANICNEXT          panics in Execute / in Next after a row
 //	SET name = value          a ParameterStatus change, tag SET
 //	BENCH n                   n rows of (int8, text, float8), allocation-free
@@ -44,6 +46,7 @@ type testHandler struct {
 	mu       sync.Mutex
 	sessions []SessionParams
 	executed []string // statements executed, in order
+	copied   []string // the data of each COPYIN that reached its end
 
 	openSessions atomic.Int64
 	openResults  atomic.Int64 // Execute results not yet Closed
@@ -258,7 +261,7 @@ func (s *testSession) prepare(p stmtText, oids []uint32) (Statement, error) {
 		st.code = fields[1]
 	case "FAILNEXT", "STREAM", "PANICNEXT":
 		st.cols = genCols
-	case "SLEEP", "BEGIN", "COMMIT", "ROLLBACK", "NOTICE", "PANIC", "INSERT":
+	case "SLEEP", "BEGIN", "COMMIT", "ROLLBACK", "NOTICE", "PANIC", "INSERT", "COPYIN":
 	case "COPY":
 		if err := atoi(); err != nil {
 			return nil, err
@@ -450,11 +453,15 @@ func (st *testStmt) Execute(ctx context.Context, params []types.Value) (Result, 
 	case "NOTICE":
 		r.notices, r.tag = []string{"hello notice"}, "DO"
 	case "COPY":
-		r.copyOut = true
 		r.tag = fmt.Sprintf("COPY %d", st.n)
 		for i := 1; i <= st.n; i++ {
 			r.rows = append(r.rows, types.Row{types.NewInt8(int64(i)), types.NewText("a\tb\\c\nd\re"), types.NullValue})
 		}
+		s.h.openResults.Add(1)
+		return &testCopyOut{testResult: r, enc: types.NewCopyEncoder(types.DefaultCopyOptions(types.CopyText), nil)}, nil
+	case "COPYIN":
+		s.h.openResults.Add(1)
+		return &testCopyIn{testResult: r}, nil
 	case "PANIC":
 		panic("boom in Execute")
 	case "PANICNEXT":
@@ -512,7 +519,6 @@ type testResult struct {
 	next    func(ctx context.Context) (types.Row, error)
 	tag     string
 	notices []string
-	copyOut bool
 	closed  bool
 }
 
@@ -531,7 +537,6 @@ func (r *testResult) Next(ctx context.Context) (types.Row, error) {
 }
 
 func (r *testResult) Tag() string       { return r.tag }
-func (r *testResult) CopyOut() bool     { return r.copyOut }
 func (r *testResult) Notices() []string { return r.notices }
 
 func (r *testResult) Close() {
@@ -541,4 +546,47 @@ func (r *testResult) Close() {
 	}
 	r.closed = true
 	r.h.openResults.Add(-1)
+}
+
+// testCopyOut encodes its rows in COPY's text format.
+type testCopyOut struct {
+	*testResult
+	enc *types.CopyEncoder
+}
+
+func (r *testCopyOut) CopyOutFormat() (int16, int) { return 0, len(copyCols) }
+
+func (r *testCopyOut) NextCopyData(ctx context.Context, buf []byte) ([]byte, error) {
+	row, err := r.Next(ctx)
+	if err != nil {
+		return buf, err
+	}
+	return r.enc.AppendRow(buf, row)
+}
+
+// testCopyIn reads COPY FROM STDIN data.
+type testCopyIn struct {
+	*testResult
+	data []byte
+}
+
+func (r *testCopyIn) CopyInFormat() (int16, int) { return 0, 1 }
+
+func (r *testCopyIn) CopyIn(ctx context.Context, in io.Reader) error {
+	data, err := io.ReadAll(in)
+	r.data = data
+	if err != nil {
+		return err
+	}
+	r.h.mu.Lock()
+	r.h.copied = append(r.h.copied, string(data))
+	r.h.mu.Unlock()
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for _, l := range lines {
+		if l == "bad" {
+			return pgerror.New(pgerror.InvalidTextRepresentation, "bad line")
+		}
+	}
+	r.tag = fmt.Sprintf("COPY %d", len(lines))
+	return nil
 }

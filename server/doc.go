@@ -11,6 +11,13 @@
 // session's goroutine, except bounded scans, whose per-partition work runs
 // on the engine's goroutines.
 //
+// COPY (copy.go): TO STDOUT runs the bounded query (or the subscription)
+// and encodes its rows as they come; FROM STDIN holds the encoded rows
+// until the last is read and writes them in one Send, as INSERT … VALUES
+// does, so a bad row writes nothing; the rows held are bounded by
+// --query-memory-mb (53200 past it). Files and programs are refused
+// (42501).
+//
 // Catalog sharing: every process replays the compacted catalog topic at
 // start and then follows it (catalog_log.go); changes applied while the
 // process lists the catalog to start its pipelines are followed when it

@@ -234,6 +234,8 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 			}
 			return r, nil
 		}}, nil
+	case *sql.Copy:
+		return s.planCopy(st)
 	case *sql.DeclareCursor:
 		return s.declare(st, params)
 	case *sql.Fetch:

@@ -409,6 +409,35 @@ type Subscribe struct {
 	Query *Query
 }
 
+// Copy is COPY relation [(columns)] | (query) | (SUBSCRIBE …) TO STDOUT,
+// or COPY relation [(columns)] FROM STDIN, with its options. A file or
+// program (COPY … TO 'file', FROM PROGRAM 'cmd') parses, with Target
+// "file" or "program", so that the server can refuse it.
+type Copy struct {
+	Table     string // the relation, dotted when qualified; "" for a query
+	Columns   []string
+	Query     *Query
+	Subscribe *Subscribe
+	From      bool   // FROM (else TO)
+	Target    string // "stdin", "stdout", "file" or "program"
+	File      string // the file name or command of a file or program
+	Options   []CopyOption
+}
+
+// CopyOption is one option of a COPY, in either syntax (WITH (FORMAT csv,
+// HEADER) or the older WITH CSV HEADER): Name lower case with
+// underscores (format, header, delimiter, null, quote, escape,
+// force_quote, force_not_null, force_null, encoding, freeze, oids), Value
+// the argument's text when HasValue, Columns or Star for the FORCE_
+// options' column lists.
+type CopyOption struct {
+	Name     string
+	Value    string
+	HasValue bool
+	Columns  []string
+	Star     bool
+}
+
 // DeclareCursor is DECLARE name CURSOR FOR subscribe|query.
 type DeclareCursor struct {
 	Name      string
@@ -471,6 +500,7 @@ func (*Set) statement()           {}
 func (*Flush) statement()         {}
 func (*Subscribe) statement()     {}
 func (*DeclareCursor) statement() {}
+func (*Copy) statement()          {}
 func (*Fetch) statement()         {}
 func (*CloseCursor) statement()   {}
 func (*Explain) statement()       {}

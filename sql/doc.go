@@ -17,9 +17,10 @@
 //     recursive-descent parser handles what TiDB's grammar lacks or gets
 //     wrong: CREATE STREAM/MATERIALIZED VIEW/SINK, DROP, SHOW, SET/RESET,
 //     transactions, DISCARD/DEALLOCATE, FLUSH, SUBSCRIBE, cursors
-//     (DECLARE/FETCH/CLOSE), EXPLAIN and DESCRIBE. Statements fvsql does
-//     not run (CREATE TABLE, UPDATE, DELETE, ALTER, GRANT, COPY, …) become
-//     *Unsupported without further checking.
+//     (DECLARE/FETCH/CLOSE), EXPLAIN, DESCRIBE and COPY (both option
+//     syntaxes; a file or program parses so the server can refuse it).
+//     Statements fvsql does not run (CREATE TABLE, UPDATE, DELETE, ALTER,
+//     GRANT, …) become *Unsupported without further checking.
 //  4. Normalize (normalize.go) the queries and INSERTs: rewrite the
 //     PostgreSQL tokens into text TiDB's MySQL grammar parses with the
 //     same meaning, keeping for each output token its source offset.

@@ -113,6 +113,8 @@ func (f *formatter) stmt(s Statement) {
 		} else {
 			f.queryStmt(s.Query)
 		}
+	case *Copy:
+		f.copyStmt(s)
 	case *Fetch:
 		f.fetch(s)
 	case *CloseCursor:
@@ -843,4 +845,64 @@ func stringLiteral(s string) string {
 	}
 	b.WriteByte('\'')
 	return b.String()
+}
+
+func (f *formatter) copyStmt(s *Copy) {
+	f.w("COPY ")
+	switch {
+	case s.Query != nil:
+		f.w("(")
+		f.queryStmt(s.Query)
+		f.w(")")
+	case s.Subscribe != nil:
+		f.w("(")
+		f.subscribe(s.Subscribe)
+		f.w(")")
+	default:
+		f.w(qualified(s.Table))
+	}
+	if len(s.Columns) > 0 {
+		f.w(" (")
+		f.identList(s.Columns)
+		f.w(")")
+	}
+	if s.From {
+		f.w(" FROM ")
+	} else {
+		f.w(" TO ")
+	}
+	switch s.Target {
+	case "file":
+		f.w(stringLiteral(s.File))
+	case "program":
+		f.w("PROGRAM ", stringLiteral(s.File))
+	default:
+		f.w(strings.ToUpper(s.Target))
+	}
+	if len(s.Options) == 0 {
+		return
+	}
+	f.w(" WITH (")
+	for i, o := range s.Options {
+		f.sep(i, ", ")
+		f.w(strings.ToUpper(o.Name))
+		switch {
+		case o.Star:
+			f.w(" *")
+		case o.Columns != nil:
+			f.w(" (")
+			f.identList(o.Columns)
+			f.w(")")
+		case o.HasValue:
+			f.w(" ", stringLiteral(o.Value))
+		}
+	}
+	f.w(")")
+}
+
+func (f *formatter) identList(names []string) {
+	for i, n := range names {
+		f.sep(i, ", ")
+		f.w(Ident(n))
+	}
 }

@@ -111,7 +111,7 @@ func (p *stmtParser) unit(lo, hi int) unit {
 }
 
 // unsupportedStarts are statements fvsql recognises but does not run.
-var unsupportedStarts = setOf(`update delete alter grant revoke copy truncate vacuum analyze analyse
+var unsupportedStarts = setOf(`update delete alter grant revoke truncate vacuum analyze analyse
 listen notify unlisten prepare execute do call lock comment reindex cluster checkpoint
 security import load refresh merge reassign move`)
 
@@ -162,6 +162,7 @@ func init() {
 		"close":      (*stmtParser).closeCursor,
 		"explain":    (*stmtParser).explain,
 		"describe":   (*stmtParser).describe,
+		"copy":       (*stmtParser).copyStmt,
 		"desc":       (*stmtParser).describe,
 	}
 }
@@ -970,4 +971,239 @@ func (p *stmtParser) describe() (Statement, error) {
 		return nil, err
 	}
 	return &Describe{Name: name}, p.end()
+}
+
+// ---------------------------------------------------------------------------
+// COPY.
+
+// copyStmt parses COPY in PostgreSQL's grammar: the generic option list
+// WITH (name value, …) and the older option words (BINARY, CSV, HEADER,
+// DELIMITER [AS] 'x', FORCE QUOTE cols, …), which become the same
+// CopyOptions.
+func (p *stmtParser) copyStmt() (Statement, error) {
+	p.i++
+	c := &Copy{}
+	if p.accept("binary") {
+		c.Options = append(c.Options, CopyOption{Name: "format", Value: "binary", HasValue: true})
+	}
+	if p.peek().isOp("(") {
+		closeIdx := matchParen(p.toks, p.i)
+		if closeIdx < 0 {
+			return nil, syntaxErrorAt(p.src, p.after)
+		}
+		if p.tok(p.i + 1).is("subscribe") {
+			sub := &stmtParser{src: p.src, toks: p.toks[p.i+1 : closeIdx], after: p.toks[closeIdx]}
+			s, err := sub.subscribe()
+			if err != nil {
+				return nil, err
+			}
+			c.Subscribe = s
+		} else {
+			q, err := parseQueryUnit(p.unit(p.i+1, closeIdx))
+			if err != nil {
+				return nil, err
+			}
+			c.Query = q
+		}
+		p.i = closeIdx + 1
+	} else {
+		name, err := p.objectName()
+		if err != nil {
+			return nil, err
+		}
+		c.Table = name
+		if p.peek().isOp("(") {
+			cols, err := p.identList()
+			if err != nil {
+				return nil, err
+			}
+			c.Columns = cols
+		}
+	}
+	switch {
+	case p.accept("from"):
+		c.From = true
+		if c.Table == "" {
+			return nil, p.failAt(p.i - 1)
+		}
+	case p.accept("to"):
+	default:
+		return nil, p.fail()
+	}
+	switch t := p.peek(); {
+	case t.is("stdin"), t.is("stdout"):
+		// PostgreSQL takes either word either way: both mean the client.
+		c.Target = "stdout"
+		if c.From {
+			c.Target = "stdin"
+		}
+		p.i++
+	case t.is("program"):
+		p.i++
+		if p.peek().kind != tString {
+			return nil, p.fail()
+		}
+		c.Target, c.File = "program", p.peek().val
+		p.i++
+	case t.kind == tString:
+		c.Target, c.File = "file", t.val
+		p.i++
+	default:
+		return nil, p.fail()
+	}
+	if p.peek().is("using") && p.tok(p.i+1).is("delimiters") {
+		p.i += 2
+		v, err := p.copyString()
+		if err != nil {
+			return nil, err
+		}
+		c.Options = append(c.Options, CopyOption{Name: "delimiter", Value: v, HasValue: true})
+	}
+	p.accept("with")
+	var err error
+	if p.peek().isOp("(") {
+		err = p.copyGenericOptions(c)
+	} else {
+		err = p.copyLegacyOptions(c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.peek().is("where") {
+		return &Unsupported{What: "COPY … WHERE"}, nil
+	}
+	return c, p.end()
+}
+
+func (p *stmtParser) failAt(i int) error { return syntaxErrorAt(p.src, p.tok(i)) }
+
+// identList reads (name, name, …).
+func (p *stmtParser) identList() ([]string, error) {
+	if err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	var out []string
+	for {
+		n, err := p.name()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+		if p.acceptOp(")") {
+			return out, nil
+		}
+		if err := p.expectOp(","); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (p *stmtParser) copyString() (string, error) {
+	t := p.peek()
+	if t.kind != tString {
+		return "", p.fail()
+	}
+	p.i++
+	return t.val, nil
+}
+
+// copyGenericOptions reads ( name [value], … ): a value is a string, a
+// number, a word (csv, true, match), * or a parenthesised column list.
+func (p *stmtParser) copyGenericOptions(c *Copy) error {
+	p.i++
+	for {
+		t := p.peek()
+		if t.kind != tIdent {
+			return p.fail()
+		}
+		p.i++
+		o := CopyOption{Name: t.val}
+		switch v := p.peek(); {
+		case v.isOp("*"):
+			o.Star = true
+			p.i++
+		case v.isOp("("):
+			cols, err := p.identList()
+			if err != nil {
+				return err
+			}
+			o.Columns = cols
+		case v.kind == tString || v.kind == tNumber || v.kind == tIdent || v.kind == tQIdent:
+			o.Value, o.HasValue = v.val, true
+			p.i++
+		case v.isOp("-") && p.tok(p.i+1).kind == tNumber:
+			o.Value, o.HasValue = "-"+p.tok(p.i+1).val, true
+			p.i += 2
+		}
+		c.Options = append(c.Options, o)
+		if p.acceptOp(")") {
+			return nil
+		}
+		if err := p.expectOp(","); err != nil {
+			return err
+		}
+	}
+}
+
+// copyLegacyOptions reads the option words of PostgreSQL before 9.0, which
+// psql's \copy still sends (COPY s FROM STDIN csv header).
+func (p *stmtParser) copyLegacyOptions(c *Copy) error {
+	add := func(name, value string, has bool) {
+		c.Options = append(c.Options, CopyOption{Name: name, Value: value, HasValue: has})
+	}
+	for p.i < len(p.toks) && !p.peek().is("where") {
+		t := p.peek()
+		p.i++
+		switch {
+		case t.is("binary"):
+			add("format", "binary", true)
+		case t.is("csv"):
+			add("format", "csv", true)
+		case t.is("oids"):
+			add("oids", "", false)
+		case t.is("freeze"):
+			add("freeze", "", false)
+		case t.is("header"):
+			add("header", "", false)
+		case t.is("delimiter") || t.is("null") || t.is("quote") || t.is("escape") || t.is("encoding"):
+			p.accept("as")
+			v, err := p.copyString()
+			if err != nil {
+				return err
+			}
+			add(t.val, v, true)
+		case t.is("force"):
+			name := "force_"
+			switch {
+			case p.accept("quote"):
+				name += "quote"
+			case p.accept("not", "null"):
+				name += "not_null"
+			case p.accept("null"):
+				name += "null"
+			default:
+				return p.fail()
+			}
+			o := CopyOption{Name: name}
+			if p.acceptOp("*") {
+				o.Star = true
+			} else {
+				for {
+					n, err := p.name()
+					if err != nil {
+						return err
+					}
+					o.Columns = append(o.Columns, n)
+					if !p.acceptOp(",") {
+						break
+					}
+				}
+			}
+			c.Options = append(c.Options, o)
+		default:
+			p.i--
+			return p.fail()
+		}
+	}
+	return nil
 }
