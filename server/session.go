@@ -243,6 +243,12 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 	case *sql.CloseCursor:
 		return s.command("CLOSE", func(context.Context) (pgwire.Result, error) { return s.closeCursor(st.Name) }), nil
 	case *sql.Unsupported:
+		if st.What == "UNLISTEN" {
+			// LISTEN is refused, so no session listens to any channel:
+			// UNLISTEN of anything (asyncpg's pool reset sends UNLISTEN *)
+			// does what PostgreSQL's does for a channel not listened to.
+			return s.command("UNLISTEN", func(context.Context) (pgwire.Result, error) { return tagOnly("UNLISTEN"), nil }), nil
+		}
 		return nil, pgerror.NotSupported("%s", st.What)
 	}
 	return nil, pgerror.NotSupported("statement %T", p.Stmt)

@@ -103,6 +103,13 @@ func TestSessionFunctions(t *testing.T) {
 	if got := one(alice, "SELECT current_setting('application_name')"); got != startApp {
 		t.Errorf("application_name after RESET = %q, want the startup value %q", got, startApp)
 	}
+	// asyncpg's pool reset, as it sends it: one simple query.
+	if _, err := alice.Exec(ctx, "SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL;", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Errorf("asyncpg's reset query: %v", err)
+	}
+	if _, err := alice.Exec(ctx, "LISTEN ch"); err == nil || !strings.Contains(err.Error(), "0A000") {
+		t.Errorf("LISTEN: %v, want 0A000 (not built)", err)
+	}
 	// A varchar parameter against a name column (pgjdbc's getTables binds
 	// its patterns so).
 	if got := one(alice, "SELECT nspname::text FROM pg_namespace WHERE nspname = $1::varchar", "public"); got != "public" {
