@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -15,7 +16,7 @@ type InsertConfig struct {
 	Rows       int64    // rows per protocol (default 1,000,000)
 	Batch      int      // rows per INSERT statement (default 1000)
 	Partitions int      // of the stream (default 4)
-	Protocols  []string // "simple", "extended" (default both)
+	Protocols  []string // "simple", "extended", "copy-text", "copy-binary" (default all)
 	Key        string   // the stream's key column (default sym; "none" for no key)
 }
 
@@ -28,7 +29,7 @@ func Insert(ctx context.Context, o Options, c InsertConfig) error {
 	orDefault(&c.Rows, 1_000_000)
 	orDefault(&c.Batch, 1000)
 	orDefault(&c.Partitions, 4)
-	orDefaults(&c.Protocols, "simple", "extended")
+	orDefaults(&c.Protocols, "simple", "extended", "copy-text", "copy-binary")
 	if c.Batch*4 > 65535 {
 		return fmt.Errorf("--batch %d: the extended protocol allows at most 65535 parameters (16383 rows of 4)", c.Batch)
 	}
@@ -50,7 +51,7 @@ func Insert(ctx context.Context, o Options, c InsertConfig) error {
 		Header: []string{"protocol", "rows", "stmts", "rows/s", "p50 ms", "p99 ms", "max ms", "duration", "server cpu s", "rows/server-cpu-s", "broker cpu s", "other cpu s", "peak RSS", "peak heap", "≥100k rows/s"},
 	}
 	for _, proto := range c.Protocols {
-		name := h.name("ins_" + proto)
+		name := h.name("ins_" + strings.ReplaceAll(proto, "-", "_"))
 		if err := h.execf(ctx, "CREATE STREAM %s (sym TEXT, price DOUBLE PRECISION, qty BIGINT, ts TIMESTAMP) WITH (partitions = %d%s)", name, c.Partitions, keyOpt); err != nil {
 			return err
 		}
@@ -60,8 +61,12 @@ func Insert(ctx context.Context, o Options, c InsertConfig) error {
 			insert = simpleInserter(h.conn, name)
 		case "extended":
 			insert = extendedInserter(h.conn, name)
+		case "copy-text":
+			insert = copyTextInserter(h.conn, name)
+		case "copy-binary":
+			insert = copyBinaryInserter(h.conn, name)
 		default:
-			return fmt.Errorf("unknown protocol %q (want simple or extended)", proto)
+			return fmt.Errorf("unknown protocol %q (want simple, extended, copy-text or copy-binary)", proto)
 		}
 		lat := make([]time.Duration, 0, c.Rows/int64(c.Batch)+1)
 		ph, err := h.measure(ctx, "insert-"+proto, func() error {
@@ -100,6 +105,7 @@ func Insert(ctx context.Context, o Options, c InsertConfig) error {
 	}
 	tb.Notes = []string{
 		"simple: literal VALUES text, pgx QueryExecModeSimpleProtocol; extended: one prepared statement with 4×batch parameters ($1…), pgx QueryExecModeCacheStatement (binary float8/int8/timestamp)",
+		"copy-text: COPY … FROM STDIN of batch rows in text format (pgx PgConn.CopyFrom); copy-binary: pgx Conn.CopyFrom of batch rows (COPY … FROM STDIN (FORMAT binary)); a stmt is one COPY",
 		"rows verified with SELECT count(*) after each protocol",
 		"server cpu = CPU time of the server's process during the inserts (in-process: also the pgx client and its SQL text, and the embedded broker); broker cpu = a separate broker's (--broker-pid), or in child mode the bench process (the embedded broker it hosts and the pgx client); other cpu = the rest of the host's busy CPU (the pgx client when separate, other tenants)",
 		"peak RSS = VmHWM of the server's process during the inserts (reset before); peak heap = highest Go heap in use, sampled every 10 ms",
@@ -163,6 +169,60 @@ func extendedInserter(conn *pgx.Conn, name string) func(ctx context.Context, fro
 		}
 		if tag.RowsAffected() != n {
 			return fmt.Errorf("INSERT reported %d rows, want %d", tag.RowsAffected(), n)
+		}
+		return nil
+	}
+}
+
+// copyTextInserter sends n rows as one COPY FROM STDIN in text format.
+func copyTextInserter(conn *pgx.Conn, name string) func(ctx context.Context, from, n int64) error {
+	g := Gen{}
+	var buf []byte
+	sql := "COPY " + name + " FROM STDIN"
+	return func(ctx context.Context, from, n int64) error {
+		buf = buf[:0]
+		for i := from; i < from+n; i++ {
+			buf = append(buf, g.Sym(i)...)
+			buf = append(buf, '\t')
+			buf = strconv.AppendFloat(buf, g.Price(i), 'g', -1, 64)
+			buf = append(buf, '\t')
+			buf = strconv.AppendInt(buf, g.Qty(i), 10)
+			buf = append(buf, '\t')
+			buf = g.TS(i).AppendFormat(buf, "2006-01-02 15:04:05.000")
+			buf = append(buf, '\n')
+		}
+		tag, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(buf), sql)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != n {
+			return fmt.Errorf("COPY reported %d rows, want %d", tag.RowsAffected(), n)
+		}
+		return nil
+	}
+}
+
+// copyBinaryInserter sends n rows with pgx's CopyFrom (binary format).
+func copyBinaryInserter(conn *pgx.Conn, name string) func(ctx context.Context, from, n int64) error {
+	g := Gen{}
+	cols := []string{"sym", "price", "qty", "ts"}
+	row := make([]any, 4)
+	return func(ctx context.Context, from, n int64) error {
+		want := n
+		got, err := conn.CopyFrom(ctx, pgx.Identifier{name}, cols, pgx.CopyFromFunc(func() ([]any, error) {
+			if n == 0 {
+				return nil, nil
+			}
+			row[0], row[1], row[2], row[3] = g.Sym(from), g.Price(from), g.Qty(from), g.TS(from)
+			from++
+			n--
+			return row, nil
+		}))
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("COPY reported %d rows, want %d", got, want)
 		}
 		return nil
 	}

@@ -30,7 +30,7 @@ import (
 const usage = `usage: fvsql-bench <scenario> [flags]
 
 scenarios:
-  insert    multi-row INSERTs over one connection (simple and extended protocol)
+  insert    multi-row INSERTs over one connection (simple and extended protocol) and COPY FROM STDIN (text, binary)
   select    SELECT count(*), sum(qty) … WHERE price > X over streams of two lengths; SELECT * LIMIT 10
   pipeline  catch-up of a filter+project continuous query vs plain franz-go copies (raw, transactional)
   windows   catch-up of TUMBLE and HOP aggregations and of GROUP BY views with 1M vs 10k keys (child server)
@@ -118,7 +118,7 @@ func run(args []string) error {
 		rowsOne = fs.Int64("rows", 1_000_000, "rows inserted per protocol")
 		batchRows = fs.Int("batch", 1000, "rows per INSERT statement")
 		partitions = fs.Int("partitions", 4, "partitions of the stream")
-		protocols = fs.String("protocols", "simple,extended", "protocols: simple, extended")
+		protocols = fs.String("protocols", "simple,extended,copy-text,copy-binary", "protocols: simple, extended, copy-text, copy-binary (COPY FROM STDIN)")
 		key = fs.String("key", "sym", "the stream's key column (none: no key)")
 	case "select":
 		rows = fs.String("rows", "1000000,2000000", "stream lengths, comma-separated")
