@@ -31,12 +31,30 @@ type AggFunc struct {
 	Arg  types.Type // types.Null for count(*)
 	Ret  types.Type
 	New  func() Accumulator
+	// Delim is string_agg's delimiter (a constant of the query, set by
+	// Build before accumulators are made); nil is a NULL delimiter, which
+	// joins the values with nothing, as in PostgreSQL.
+	Delim *string
+	// Grows marks the aggregates whose state grows with their input
+	// (string_agg, array_agg): their accumulators are sizedAccs, charged
+	// to a bounded query's Budget as they grow.
+	Grows bool
+	// NoState marks the aggregates that continuous queries refuse
+	// (planner's checkContinuous): their state would be rewritten whole on
+	// every change of a group.
+	NoState bool
+}
+
+// sizedAcc is an accumulator whose state grows with its input.
+type sizedAcc interface {
+	// Size is the bytes the accumulator holds.
+	Size() int64
 }
 
 // IsAggregate reports whether name is an aggregate function.
 func IsAggregate(name string) bool {
 	switch name {
-	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every":
+	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "array_agg":
 		return true
 	}
 	return false
@@ -110,11 +128,126 @@ func ResolveAgg(name string, arg types.Type, star bool) (*AggFunc, error) {
 		f.Ret = types.Bool
 		and := name != "bool_or"
 		f.New = func() Accumulator { return &boolAcc{and: and} }
+	case "string_agg":
+		// string_agg(text, text) and string_agg(bytea, bytea); the other
+		// string types are cast to text, as PostgreSQL casts them.
+		switch {
+		case arg.IsString() || arg == types.Null:
+			f.Ret = types.Text
+		case arg == types.Bytea:
+			f.Ret = types.Bytea
+		default:
+			return nil, pgerror.New(pgerror.UndefinedFunction, "function string_agg(%s, %s) does not exist", arg, arg)
+		}
+		f.Grows, f.NoState = true, true
+		bytea := f.Ret == types.Bytea
+		f.New = func() Accumulator { return &stringAggAcc{delim: f.Delim, bytea: bytea} }
+	case "array_agg":
+		elem := arg
+		if arg == types.Unknown || arg == types.Null {
+			elem = types.Text
+		}
+		if elem.IsArray() {
+			return nil, pgerror.NotSupported("array_agg of arrays (multidimensional arrays)")
+		}
+		at := types.ArrayOf(elem)
+		if at == types.Null {
+			return nil, pgerror.New(pgerror.UndefinedObject, "could not find array type for data type %s", elem)
+		}
+		f.Ret = at
+		f.Grows, f.NoState = true, true
+		f.New = func() Accumulator { return &arrayAggAcc{t: at} }
 	default:
 		return nil, pgerror.New(pgerror.UndefinedFunction, "aggregate %s does not exist", name)
 	}
 	return f, nil
 }
+
+// maxAggValueBytes is the largest value string_agg and array_agg build:
+// expr.MaxValueBytes, the limit of every function's result, lowered by
+// tests (SetMaxAggValueBytes in export_test.go).
+var maxAggValueBytes int64 = expr.MaxValueBytes
+
+// stringAggAcc is string_agg: the non-NULL values joined by the
+// delimiter, NULL when there are none. The values keep the order they
+// were added in.
+type stringAggAcc struct {
+	delim *string
+	bytea bool
+	seen  bool
+	b     []byte
+}
+
+func (a *stringAggAcc) add(s string) error {
+	n := int64(len(a.b)) + int64(len(s))
+	if a.seen && a.delim != nil {
+		n += int64(len(*a.delim))
+	}
+	if n > maxAggValueBytes {
+		return pgerror.New(pgerror.ProgramLimitExceeded, "result of string_agg would be %d bytes, more than the maximum value size (%d bytes)", n, maxAggValueBytes)
+	}
+	if a.seen && a.delim != nil {
+		a.b = append(a.b, *a.delim...)
+	}
+	a.b = append(a.b, s...)
+	a.seen = true
+	return nil
+}
+
+func (a *stringAggAcc) Add(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	return a.add(v.S)
+}
+
+func (a *stringAggAcc) Result() types.Value {
+	if !a.seen {
+		return types.NullValue
+	}
+	if a.bytea {
+		return types.NewBytea(a.b)
+	}
+	return types.NewText(string(a.b))
+}
+
+func (a *stringAggAcc) Size() int64 { return int64(cap(a.b)) }
+
+// arrayAggAcc is array_agg: every value, NULLs included, in the order
+// added; NULL for no rows. It keeps the elements encoded as an array
+// value's S holds them (types.NewArray), without the count.
+type arrayAggAcc struct {
+	t       types.Type
+	n       int64
+	payload int64 // the elements' string and numeric bytes
+	buf     []byte
+}
+
+func (a *arrayAggAcc) Add(v types.Value) error {
+	var p int64
+	if v.N != nil {
+		p = int64(v.N.NumDigits())
+	} else {
+		p = int64(len(v.S))
+	}
+	n, payload := a.n+1, a.payload+p
+	if n*valueBytes+payload > maxAggValueBytes {
+		return pgerror.New(pgerror.ProgramLimitExceeded, "array size exceeds the maximum allowed (%d bytes)", maxAggValueBytes)
+	}
+	a.buf = types.AppendValue(a.buf, v)
+	a.n, a.payload = n, payload
+	return nil
+}
+
+func (a *arrayAggAcc) Result() types.Value {
+	if a.n == 0 {
+		return types.NullValue
+	}
+	s := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(a.buf)), uint64(a.n))
+	return types.Value{K: a.t, S: string(append(s, a.buf...))}
+}
+
+func (a *arrayAggAcc) Size() int64 { return int64(cap(a.buf)) }
 
 type countAcc struct {
 	star bool
@@ -590,4 +723,76 @@ func (a *distinctAcc) Merge(o Accumulator) error {
 		}
 	}
 	return nil
+}
+
+// string_agg's and array_agg's state is what they hold (continuous
+// queries refuse them, but the methods keep the Accumulator contract).
+func (a *stringAggAcc) AppendState(buf []byte) []byte {
+	buf = appendBool(buf, a.seen)
+	buf = binary.AppendUvarint(buf, uint64(len(a.b)))
+	return append(buf, a.b...)
+}
+
+func (a *stringAggAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	if a.seen, buf, err = readBool(buf); err != nil {
+		return buf, err
+	}
+	n, m := binary.Uvarint(buf)
+	if m <= 0 || uint64(len(buf)-m) < n {
+		return buf, errBadState
+	}
+	a.b = append(a.b[:0], buf[m:m+int(n)]...)
+	return buf[m+int(n):], nil
+}
+
+func (a *stringAggAcc) Merge(o Accumulator) error {
+	b := o.(*stringAggAcc)
+	if !b.seen {
+		return nil
+	}
+	return a.add(string(b.b))
+}
+
+func (a *arrayAggAcc) AppendState(buf []byte) []byte {
+	buf = binary.AppendVarint(buf, a.n)
+	buf = binary.AppendVarint(buf, a.payload)
+	buf = binary.AppendUvarint(buf, uint64(len(a.buf)))
+	return append(buf, a.buf...)
+}
+
+func (a *arrayAggAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	if a.n, buf, err = readVarint(buf); err != nil {
+		return buf, err
+	}
+	if a.payload, buf, err = readVarint(buf); err != nil {
+		return buf, err
+	}
+	n, m := binary.Uvarint(buf)
+	if m <= 0 || uint64(len(buf)-m) < n {
+		return buf, errBadState
+	}
+	a.buf = append(a.buf[:0], buf[m:m+int(n)]...)
+	return buf[m+int(n):], nil
+}
+
+func (a *arrayAggAcc) Merge(o Accumulator) error {
+	b := o.(*arrayAggAcc)
+	n, payload := a.n+b.n, a.payload+b.payload
+	if n*valueBytes+payload > maxAggValueBytes {
+		return pgerror.New(pgerror.ProgramLimitExceeded, "array size exceeds the maximum allowed (%d bytes)", maxAggValueBytes)
+	}
+	a.buf = append(a.buf, b.buf...)
+	a.n, a.payload = n, payload
+	return nil
+}
+
+// Size is the inner accumulator's (string_agg(DISTINCT …)); the set of
+// values seen is charged as values are added.
+func (a *distinctAcc) Size() int64 {
+	if s, ok := a.inner.(sizedAcc); ok {
+		return s.Size()
+	}
+	return 0
 }

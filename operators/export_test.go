@@ -22,3 +22,11 @@ func SetColdCache(limit int, weak bool) (restore func()) {
 	}
 	return func() { coldCacheBytes, coldHash = oldLimit, oldHash }
 }
+
+// SetMaxAggValueBytes lowers the limit on the value string_agg and
+// array_agg build; the returned function restores it.
+func SetMaxAggValueBytes(n int64) (restore func()) {
+	old := maxAggValueBytes
+	maxAggValueBytes = n
+	return func() { maxAggValueBytes = old }
+}

@@ -117,11 +117,24 @@ rows:
 					return err
 				}
 			}
+			var before int64
+			grows := h.Aggs[j].Func.Grows && h.Budget != nil
+			if grows {
+				before = grp.accs[j].(sizedAcc).Size()
+			}
 			if err := grp.accs[j].Add(v); err != nil {
 				if err := h.OnError(b, i, err); err != nil {
 					return err
 				}
 				continue rows
+			}
+			if grows { // string_agg, array_agg: charge what the value added
+				if n := grp.accs[j].(sizedAcc).Size() - before; n != 0 {
+					h.charged += n
+					if err := h.Budget.Grow(n); err != nil {
+						return err
+					}
+				}
 			}
 		}
 	}

@@ -78,6 +78,9 @@ type AggSpec struct {
 	Arg      *expr.Expr `json:"arg,omitempty"` // nil for count(*)
 	Star     bool       `json:"star,omitempty"`
 	Distinct bool       `json:"distinct,omitempty"`
+	// Delim is string_agg's delimiter: an expression of constants and
+	// parameters, evaluated once when the step is built.
+	Delim *expr.Expr `json:"delim,omitempty"`
 }
 
 // Resolve types the aggregate.
@@ -131,6 +134,19 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			f, err := a.Resolve()
 			if err != nil {
 				return nil, err
+			}
+			if a.Delim != nil {
+				d, err := expr.CompileEnv(a.Delim, env)
+				if err != nil {
+					return nil, err
+				}
+				v, err := d(nil)
+				if err != nil {
+					return nil, err
+				}
+				if v.K != types.Null {
+					f.Delim = &v.S
+				}
 			}
 			call := AggCall{Func: f, Distinct: a.Distinct}
 			if a.Arg != nil {

@@ -362,7 +362,7 @@ func (b *builder) funcScan(c *exprCtx, q sql.QueryExpr, mode string, x *expr.Exp
 // missingAggregates are PostgreSQL's aggregates fvsql does not have yet:
 // calls of them are 0A000, not 42883 (undefined function).
 var missingAggregates = map[string]bool{
-	"string_agg": true, "array_agg": true, "json_agg": true, "jsonb_agg": true, "json_object_agg": true,
+	"json_agg": true, "jsonb_agg": true, "json_object_agg": true,
 	"jsonb_object_agg": true, "bit_and": true, "bit_or": true, "bit_xor": true, "stddev": true,
 	"stddev_samp": true, "stddev_pop": true, "variance": true, "var_samp": true, "var_pop": true,
 	"percentile_cont": true, "percentile_disc": true, "mode": true, "corr": true, "covar_pop": true,

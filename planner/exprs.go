@@ -450,7 +450,11 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 			return false
 		}
 		if !f.Star {
-			if len(f.Args) != 1 {
+			nargs := 1
+			if f.Name == "string_agg" {
+				nargs = 2
+			}
+			if len(f.Args) != nargs {
 				err = pgerror.New(pgerror.UndefinedFunction, "function %s with %d arguments does not exist", f.Name, len(f.Args))
 				return false
 			}
@@ -460,9 +464,18 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 				return false
 			}
 			if isUntypedParam(arg) {
-				arg = b.inferParam(arg, types.Numeric)
+				if f.Name == "string_agg" || f.Name == "array_agg" {
+					arg = b.inferParam(arg, types.Text)
+				} else {
+					arg = b.inferParam(arg, types.Numeric)
+				}
 			}
 			spec.Arg = arg
+			if nargs == 2 {
+				if spec.Delim, err = b.aggDelim(inner, arg, f.Args[1]); err != nil {
+					return false
+				}
+			}
 		}
 		if _, err = spec.Resolve(); err != nil {
 			return false
@@ -472,6 +485,39 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 		return false
 	})
 	return err
+}
+
+// aggDelim plans string_agg's delimiter: of the value's type (text or
+// bytea), and a constant of the query (literals, parameters and
+// functions of them), evaluated once when the aggregate is built.
+func (b *builder) aggDelim(c *exprCtx, arg *expr.Expr, e sql.Expr) (*expr.Expr, error) {
+	d, err := b.build(c, e)
+	if err != nil {
+		return nil, err
+	}
+	t := types.Text
+	if arg.Type == types.Bytea {
+		t = types.Bytea
+	}
+	if isUntypedParam(d) {
+		d = b.inferParam(d, t)
+	}
+	constant := true
+	d.Walk(func(n *expr.Expr) {
+		switch n.Kind {
+		case expr.KCol, expr.KOuter, expr.KSubquery, expr.KFuncScan:
+			constant = false
+		}
+	})
+	if !constant {
+		return nil, pgerror.NotSupported("string_agg with a delimiter that is not a constant").
+			WithHint("Use a literal or a parameter as the delimiter.")
+	}
+	if d.Type != t && d.Type != types.Unknown && d.Type != types.Null && !(t == types.Text && d.Type.IsString()) {
+		return nil, pgerror.New(pgerror.UndefinedFunction, "function string_agg(%s, %s) does not exist", arg.Type, d.Type).
+			WithHint("No function matches the given name and argument types. You might need to add explicit type casts.")
+	}
+	return expr.Coerce(d, t, false)
 }
 
 // walkExpr visits AST expressions depth first; fn returns false to skip

@@ -280,6 +280,10 @@ func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (operators.WindowFunc,
 			}
 			return wf, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", f.Name)
 		}
+		if f.Name == "string_agg" || f.Name == "array_agg" {
+			return wf, pgerror.NotSupported("%s as a window function", f.Name).
+				WithHint("Aggregate with GROUP BY in a subquery and join it instead.")
+		}
 		if !f.Star {
 			if err = nargs(1, 1); err != nil {
 				break
