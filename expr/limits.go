@@ -20,8 +20,8 @@ import (
 // quarter of that: a value is copied on its way to the client (its text
 // form, the wire message), so a few such values at once must still fit in
 // a process run with a 1 GiB GOMEMLIMIT. Aggregates that build a value
-// (string_agg, array_agg, when they exist) must check their running size
-// against the same limit as values are added.
+// (string_agg, array_agg: operators' maxAggValueBytes, equal to this)
+// check their running size against the same limit as values are added.
 const MaxValueBytes = 256 << 20
 
 // maxValueBytes is the limit in force: MaxValueBytes, lowered by tests
