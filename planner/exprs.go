@@ -444,11 +444,12 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 				return false
 			}
 		}
-		spec := operators.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
 		if f.Filter != nil {
-			err = pgerror.NotSupported("aggregate FILTER")
-			return false
+			if f, err = filterAsCase(f); err != nil {
+				return false
+			}
 		}
+		spec := operators.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
 		if !f.Star {
 			nargs := 1
 			if f.Name == "string_agg" {
@@ -485,6 +486,30 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 		return false
 	})
 	return err
+}
+
+// filterAsCase rewrites agg(x) FILTER (WHERE c) as agg(CASE WHEN c THEN
+// x END), and count(*) FILTER (WHERE c) as count(CASE WHEN c THEN 1 END):
+// the same for every aggregate that skips NULL arguments, which all but
+// array_agg do. The caller keeps the original call's fingerprint, which
+// the SELECT list's reference to the aggregate is matched by.
+func filterAsCase(f *sql.FuncCall) (*sql.FuncCall, error) {
+	if f.Name == "array_agg" {
+		return nil, pgerror.NotSupported("array_agg with FILTER").
+			WithHint("Filter the rows in WHERE or a subquery.")
+	}
+	g := *f
+	g.Filter = nil
+	args := append([]sql.Expr(nil), f.Args...)
+	if f.Star {
+		g.Star = false
+		args = []sql.Expr{&sql.Literal{Value: types.NewInt(types.Int4, 1)}}
+	}
+	if len(args) > 0 {
+		args[0] = &sql.Case{Whens: []sql.When{{Cond: f.Filter, Result: args[0]}}}
+	}
+	g.Args = args
+	return &g, nil
 }
 
 // aggDelim plans string_agg's delimiter: of the value's type (text or
