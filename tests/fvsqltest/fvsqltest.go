@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,6 +141,10 @@ type Config struct {
 	// SSLMode is the sslmode of DSN (and so of Connect): default disable;
 	// require for a server started with --tls-mode require.
 	SSLMode string
+	// User and Password are the login of DSN (and so of Connect):
+	// default user fvsql, no password; set them for a server started with
+	// password authentication (--auth, --users).
+	User, Password string
 	// Env is added to the process's environment.
 	Env []string
 	// Bin is the fvsql binary to run (a path relative to the test's
@@ -269,7 +274,11 @@ func (p *Process) DSN() string {
 	if mode == "" {
 		mode = "disable"
 	}
-	return "postgres://fvsql@" + p.cfg.Listen + "/fvsql?sslmode=" + mode + "&connect_timeout=5"
+	user := url.User("fvsql")
+	if p.cfg.User != "" {
+		user = url.UserPassword(p.cfg.User, p.cfg.Password)
+	}
+	return "postgres://" + user.String() + "@" + p.cfg.Listen + "/fvsql?sslmode=" + mode + "&connect_timeout=5"
 }
 
 // KafkaBrokers is the Kafka this process uses: Config.Kafka, or its

@@ -86,3 +86,12 @@ func UniqueName(prefix string) string {
 	}
 	return string(clean) + suffix
 }
+
+// Tool returns the path in the environment variable env, a client or
+// toolchain that scripts/test.sh installs (what describes it). When the
+// variable is unset it skips the test, or fails it if the CI environment
+// variable is non-empty.
+func Tool(t testing.TB, env, what string) string {
+	t.Helper()
+	return service(t, env, what)
+}
