@@ -228,6 +228,33 @@ func compile(e *Expr, env *Env) (Eval, error) {
 		}, nil
 	case KArray:
 		return compileArray(e, args), nil
+	case KRow:
+		return func(row types.Row) (types.Value, error) {
+			fields := make([]types.Value, len(args))
+			for i, a := range args {
+				v, err := a(row)
+				if err != nil {
+					return v, err
+				}
+				fields[i] = v
+			}
+			return types.NewRecord(fields), nil
+		}, nil
+	case KField:
+		rec, i, t := args[0], e.Col, e.Type
+		return func(row types.Row) (types.Value, error) {
+			v, err := rec(row)
+			if err != nil || v.K == types.Null {
+				return types.NullValue, err
+			}
+			fs := v.Fields()
+			if i >= len(fs) || fs[i].K == types.Null {
+				return types.NullValue, nil
+			}
+			f := fs[i]
+			f.K = t
+			return f, nil
+		}, nil
 	case KSubscript:
 		return compileSubscript(args), nil
 	case KSlice:

@@ -34,6 +34,8 @@ const (
 	KAll                       // Args[0] Fn ALL (Args[1])
 	KFuncScan                  // a subquery over set function Fn of the current row, see FuncScan
 	KFail                      // fails with SQLSTATE Val and message Name when evaluated, see Fail
+	KRow                       // a record of Args (types.Record), see Row
+	KField                     // field Col of record Args[0], of type Type; Name: the field's name
 )
 
 // Expr is a typed expression tree. It is plain data: safe to share,
@@ -81,6 +83,14 @@ func Subquery(i int, mode string, t types.Type, x *Expr) *Expr {
 		e.Args = []*Expr{x}
 	}
 	return e
+}
+
+// Row returns a record of the values of args.
+func Row(args ...*Expr) *Expr { return &Expr{Kind: KRow, Type: types.Record, Args: args} }
+
+// Field returns field i (named name, of type t) of record rec.
+func Field(rec *Expr, i int, t types.Type, name string) *Expr {
+	return &Expr{Kind: KField, Type: t, Col: i, Name: name, Args: []*Expr{rec}}
 }
 
 // IsConst reports whether e is a constant.
@@ -257,6 +267,19 @@ func (e *Expr) format(sb *strings.Builder) {
 		sb.WriteString(")")
 	case KFail:
 		sb.WriteString("<error: " + e.Name + ">")
+	case KRow:
+		sb.WriteString("ROW(")
+		for i, a := range e.Args {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			a.format(sb)
+		}
+		sb.WriteString(")")
+	case KField:
+		sb.WriteString("(")
+		e.Args[0].format(sb)
+		sb.WriteString(")." + e.Name)
 	case KArray:
 		sb.WriteString("ARRAY[")
 		for i, a := range e.Args {

@@ -435,6 +435,20 @@ func init() {
 			}
 			return rows, nil
 		}},
+		// information_schema._pg_expandarray: each element with its
+		// 1-based position (pgjdbc's getPrimaryKeys, DBeaver).
+		&SetFunc{Name: "information_schema._pg_expandarray", Args: tt(AnyArray),
+			Cols: func(args []types.Type) ([]string, []types.Type) {
+				return []string{"x", "n"}, []types.Type{args[0].Elem(), i4}
+			},
+			Rows: func(a []types.Value) ([]types.Row, error) {
+				elems := a[0].Elems()
+				rows := make([]types.Row, len(elems))
+				for i, e := range elems {
+					rows[i] = types.Row{e, types.NewInt(i4, int64(i+1))}
+				}
+				return rows, nil
+			}},
 		&SetFunc{Name: "pg_options_to_table", Args: tt(types.TextArray), Rows: optionsToTable,
 			Cols: func([]types.Type) ([]string, []types.Type) {
 				return []string{"option_name", "option_value"}, []types.Type{text, text}
@@ -449,4 +463,37 @@ func (c *SetCall) String() string {
 		parts[i] = a.String()
 	}
 	return fmt.Sprintf("%s(%s)", c.Fn.Name, strings.Join(parts, ", "))
+}
+
+// SetEval evaluates a set-returning call over one input row: the
+// function's rows for that row's argument values.
+type SetEval func(row types.Row) ([]types.Row, error)
+
+// CompileSet compiles a call of the set function with overload key fn
+// (SetFunc.Key) over args, expressions of the input row: the select
+// list's set-returning functions, run per row by a projectSet step.
+func CompileSet(fn string, args []*Expr, env *Env) (SetEval, error) {
+	f := lookupSetKey(fn)
+	if f == nil {
+		return nil, pgerror.New(pgerror.UndefinedFunction, "function %s is not known to this server", fn)
+	}
+	evs := make([]Eval, len(args))
+	for i, a := range args {
+		ev, err := CompileEnv(a, env)
+		if err != nil {
+			return nil, err
+		}
+		evs[i] = ev
+	}
+	return func(row types.Row) ([]types.Row, error) {
+		vals := make([]types.Value, len(evs))
+		for i, ev := range evs {
+			v, err := ev(row)
+			if err != nil {
+				return nil, err
+			}
+			vals[i] = v
+		}
+		return callSet(f, vals, false)
+	}, nil
 }

@@ -48,6 +48,9 @@ type Step struct {
 	// window (bounded queries): the OVER clause and its functions
 	Over *OverSpec `json:"over,omitempty"`
 
+	// projectSet: the select list's set-returning functions
+	Sets []SetSpec `json:"sets,omitempty"`
+
 	// intervalJoin
 	Join *JoinSpec `json:"join,omitempty"`
 	// lookupJoin
@@ -56,13 +59,14 @@ type Step struct {
 
 // Step ops.
 const (
-	OpFilter    = "filter"
-	OpProject   = "project"
-	OpAggregate = "aggregate"
-	OpSort      = "sort"
-	OpLimit     = "limit"
-	OpDistinct  = "distinct"
-	OpWindow    = "window" // window functions of a bounded query
+	OpFilter     = "filter"
+	OpProject    = "project"
+	OpAggregate  = "aggregate"
+	OpSort       = "sort"
+	OpLimit      = "limit"
+	OpDistinct   = "distinct"
+	OpWindow     = "window" // window functions of a bounded query
+	OpProjectSet = "projectSet"
 	// Stateful steps of continuous queries.
 	OpWindowAggregate = "windowedAggregate"
 	OpGroupAggregate  = "groupAggregate"
@@ -96,7 +100,7 @@ func (a AggSpec) Resolve() (*AggFunc, error) {
 // copies of it can run on each partition in parallel.
 // A lookup join reads a view's current rows but keeps nothing itself.
 func (s *Step) Stateless() bool {
-	return s.Op == OpFilter || s.Op == OpProject || s.Op == OpLookupJoin
+	return s.Op == OpFilter || s.Op == OpProject || s.Op == OpProjectSet || s.Op == OpLookupJoin
 }
 
 // Build makes the operator a step describes; env holds the bound $n
@@ -124,6 +128,16 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			return nil, err
 		}
 		return &Project{Exprs: evs, OnError: onErr}, nil
+	case OpProjectSet:
+		ps := &ProjectSet{OnError: onErr}
+		for _, set := range s.Sets {
+			ev, err := expr.CompileSet(set.Fn, set.Args, env)
+			if err != nil {
+				return nil, err
+			}
+			ps.Sets, ps.Widths = append(ps.Sets, ev), append(ps.Widths, set.Width)
+		}
+		return ps, nil
 	case OpAggregate, OpWindowAggregate, OpGroupAggregate, OpSession:
 		groupBy, err := compileAll(s.GroupBy, env)
 		if err != nil {

@@ -152,7 +152,7 @@ func TestArrayQueryErrors(t *testing.T) {
 	}{
 		{`SELECT * FROM trades, unnest(trades.tags)`, pgerror.FeatureNotSupported},
 		{`SELECT * FROM unnest($1::int[])`, pgerror.FeatureNotSupported},
-		{`SELECT unnest(ARRAY[1])`, pgerror.FeatureNotSupported},
+		{`SELECT count(*), unnest(ARRAY[1]) FROM trades`, pgerror.FeatureNotSupported},
 		{`SELECT ARRAY[]`, pgerror.IndeterminateDatatype},
 		{`SELECT ARRAY[1, 'x'::text]`, pgerror.DatatypeMismatch},
 		{`SELECT sym[1] FROM trades`, pgerror.DatatypeMismatch},

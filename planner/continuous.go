@@ -131,6 +131,10 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*engine.Chain, 
 			return nil, nil, pgerror.NotSupported("window functions in %s", what).
 				WithHint("Use ROW_NUMBER(), RANK() or DENSE_RANK() OVER (…) <= N in a materialized view for top-N.")
 		}
+		if st.Op == operators.OpProjectSet {
+			return nil, nil, pgerror.NotSupported("set-returning functions in the select list of %s", what).
+				WithHint("Expand the rows in a bounded query, or keep the array as a column.")
+		}
 		if !st.Stateless() {
 			return nil, nil, pgerror.NotSupported("step %s in %s", st.Op, what)
 		}

@@ -23,6 +23,9 @@ type exprCtx struct {
 	// windows, when set, are the columns the SELECT's window function
 	// calls were computed into (window.go), by fingerprint.
 	windows map[string]winCol
+	// srfs, when set, are the columns the select list's set-returning
+	// calls were computed into (setlist.go), by fingerprint.
+	srfs map[string]setCols
 }
 
 // aggState tracks the GROUP BY terms and aggregate calls of a SELECT.
@@ -91,6 +94,11 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 	if f, ok := e.(*sql.FuncCall); ok && f.Over != nil && c.windows != nil {
 		if w, ok := c.windows[fingerprint(f)]; ok {
 			return expr.Col(w.col, w.typ, w.name), nil
+		}
+	}
+	if f, ok := e.(*sql.FuncCall); ok && c.srfs != nil {
+		if s, ok := c.srfs[fingerprint(f)]; ok {
+			return s.value(b), nil
 		}
 	}
 	switch e := e.(type) {
@@ -244,6 +252,8 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 		return b.buildArray(c, e)
 	case *sql.Subscript:
 		return b.buildSubscript(c, e)
+	case *sql.FieldSelect:
+		return b.buildFieldSelect(c, e)
 	case *sql.Quantified:
 		return b.buildQuantified(c, e)
 	}
@@ -603,6 +613,8 @@ func walkExpr(e sql.Expr, fn func(sql.Expr) bool) {
 		for _, x := range e.Items {
 			walkExpr(x, fn)
 		}
+	case *sql.FieldSelect:
+		walkExpr(e.X, fn)
 	case *sql.Subscript:
 		walkExpr(e.X, fn)
 		walkExpr(e.Index, fn)

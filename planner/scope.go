@@ -26,6 +26,9 @@ type scopeCol struct {
 	hidden bool // not expanded by *
 	relOID uint32
 	attnum int16
+	// fields and fieldTypes describe a record column (types.Record).
+	fields     []string
+	fieldTypes []types.Type
 }
 
 type scope struct {

@@ -29,6 +29,9 @@ type builder struct {
 	outer      *scope
 	correlated bool
 	subs       []engine.Subquery
+	// records names the fields of the record expressions built (see
+	// setlist.go).
+	records map[*expr.Expr]recordShape
 }
 
 // Query is a planned bounded query.
@@ -308,7 +311,7 @@ func (b *builder) buildTable(t sql.TableExpr) (engine.Node, *scope, error) {
 			if c.hidden {
 				continue
 			}
-			out.cols = append(out.cols, scopeCol{table: t.Alias, name: c.name, typ: c.typ})
+			out.cols = append(out.cols, scopeCol{table: t.Alias, name: c.name, typ: c.typ, fields: c.fields, fieldTypes: c.fieldTypes})
 		}
 		if len(out.cols) != len(sc.cols) {
 			node = dropHidden(node, sc)
@@ -489,6 +492,10 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	calls, err := setCalls(items)
+	if err != nil {
+		return nil, nil, err
+	}
 
 	// Aggregation.
 	cur := in
@@ -525,6 +532,18 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 	}
 	steps = append(steps, winSteps...)
 	ctx.windows = wins
+	if len(calls) > 0 {
+		if aggs != nil || len(winSteps) > 0 {
+			return nil, nil, pgerror.NotSupported("set-returning functions in the select list of a query with aggregates or window functions").
+				WithHint("Call the function in FROM, or aggregate in an enclosing query.")
+		}
+		set, cols, err := b.planSetCalls(in, calls, width)
+		if err != nil {
+			return nil, nil, err
+		}
+		steps = append(steps, set)
+		ctx.srfs = cols
+	}
 
 	// Projection: the select list, then hidden columns for ORDER BY terms
 	// that are not output columns.
@@ -552,6 +571,10 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 		if x.Kind == expr.KCol && x.Col < width {
 			src := cur.cols[x.Col]
 			col.relOID, col.attnum, col.table = src.relOID, src.attnum, src.table
+			col.fields, col.fieldTypes = src.fields, src.fieldTypes
+		}
+		if shape, ok := b.records[x]; ok {
+			col.fields, col.fieldTypes = shape.names, shape.types
 		}
 		exprs = append(exprs, x)
 		names = append(names, name)

@@ -157,6 +157,12 @@ type Subquery struct {
 // Row is a row constructor `(a, b)` / ROW(a, b).
 type RowExpr struct{ Items []Expr }
 
+// FieldSelect is `(X).Field`, a field of a composite value.
+type FieldSelect struct {
+	X     Expr
+	Field string
+}
+
 // ArrayExpr is the constructor `ARRAY[a, b, …]`.
 type ArrayExpr struct{ Items []Expr }
 
@@ -179,25 +185,26 @@ type Quantified struct {
 	Sub   QueryExpr
 }
 
-func (*ColumnRef) expr()  {}
-func (*Star) expr()       {}
-func (*Literal) expr()    {}
-func (*Param) expr()      {}
-func (*Unary) expr()      {}
-func (*Binary) expr()     {}
-func (*IsNull) expr()     {}
-func (*IsBool) expr()     {}
-func (*Between) expr()    {}
-func (*In) expr()         {}
-func (*Like) expr()       {}
-func (*FuncCall) expr()   {}
-func (*Cast) expr()       {}
-func (*Case) expr()       {}
-func (*Subquery) expr()   {}
-func (*RowExpr) expr()    {}
-func (*ArrayExpr) expr()  {}
-func (*Subscript) expr()  {}
-func (*Quantified) expr() {}
+func (*ColumnRef) expr()   {}
+func (*Star) expr()        {}
+func (*Literal) expr()     {}
+func (*Param) expr()       {}
+func (*Unary) expr()       {}
+func (*Binary) expr()      {}
+func (*IsNull) expr()      {}
+func (*IsBool) expr()      {}
+func (*Between) expr()     {}
+func (*In) expr()          {}
+func (*Like) expr()        {}
+func (*FuncCall) expr()    {}
+func (*Cast) expr()        {}
+func (*Case) expr()        {}
+func (*Subquery) expr()    {}
+func (*RowExpr) expr()     {}
+func (*ArrayExpr) expr()   {}
+func (*Subscript) expr()   {}
+func (*FieldSelect) expr() {}
+func (*Quantified) expr()  {}
 
 // ---------------------------------------------------------------------------
 // Queries.

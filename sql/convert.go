@@ -874,6 +874,12 @@ func (c *converter) funcCall(e *tast.FuncCallExpr) (Expr, error) {
 			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"ARRAY\"")
 		case fnSubscript, fnSlice:
 			return c.subscript(e)
+		case fnField:
+			if len(e.Args) == 2 {
+				x, err := c.expr(e.Args[0])
+				return &FieldSelect{X: x, Field: stringArg(e, 1)}, err
+			}
+			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \".\"")
 		case fnAny, fnAll:
 			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"%s\"", strings.ToUpper(strings.TrimPrefix(name, "__fvsql_")))
 		case tast.Concat:

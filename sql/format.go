@@ -605,6 +605,11 @@ func (f *formatter) expr(e Expr, min int) {
 		f.w("ROW(")
 		f.exprList(e.Items)
 		f.w(")")
+	case *FieldSelect:
+		f.w("(")
+		f.expr(e.X, 0)
+		f.w(").")
+		f.w(Ident(e.Field))
 	case *ArrayExpr:
 		f.w("ARRAY[")
 		f.exprList(e.Items)

@@ -34,6 +34,7 @@ const (
 	fnArraySub   = "__fvsql_array_sub" // ARRAY(subquery)
 	fnSubscript  = "__fvsql_subscript" // x[i]
 	fnSlice      = "__fvsql_slice"     // x[lo:hi]
+	fnField      = "__fvsql_field"     // (x).field
 	colOmitted   = "__fvsql_omitted"   // an omitted slice bound
 	fnAny        = "__fvsql_any"       // op ANY (array)
 	fnAll        = "__fvsql_all"       // op ALL (array)
@@ -326,6 +327,11 @@ func (n *normalizer) opStep(i, hi int) (int, error) {
 		}
 	case "::":
 		return n.typecast(i, hi)
+	case ".":
+		if next := n.at(i+1, hi); n.last().kind == oClose && (next.kind == tIdent || next.kind == tQIdent) {
+			return n.fieldSelect(i, hi)
+		}
+		n.put(".", t.pos, oOther)
 	case ",":
 		n.put(",", t.pos, oOther)
 		f := n.frame()
@@ -1329,6 +1335,21 @@ func (n *normalizer) subscript(i, hi int) (int, error) {
 	}
 	n.put(")", n.toks[closeIdx].pos, oClose)
 	return closeIdx + 1, nil
+}
+
+// fieldSelect rewrites (x).field, a field of a composite value, into
+// __fvsql_field(x, 'field'); TiDB's grammar has no such postfix.
+func (n *normalizer) fieldSelect(i, hi int) (int, error) {
+	t, name := n.toks[i], n.toks[i+1]
+	start := n.primaryStart()
+	if start < 0 {
+		return 0, syntaxErrorAt(n.src, t)
+	}
+	n.out = slices.Insert(n.out, start, otok{text: fnField, pos: t.pos, kind: oName}, otok{text: "(", pos: t.pos, kind: oOpen})
+	n.put(",", t.pos, oOther)
+	n.put(quoteString(name.val), name.pos, oValue)
+	n.put(")", name.pos, oClose)
+	return i + 2, nil
 }
 
 // filter rewrites agg(…) FILTER (WHERE cond) into

@@ -86,6 +86,14 @@ func compareSame(a, b Value) int {
 	case Interval:
 		ai, bi := a.Interval(), b.Interval()
 		return cmpInt(ai.Duration(), bi.Duration())
+	case Record: // field by field, as PostgreSQL's record comparison
+		af, bf := a.Fields(), b.Fields()
+		for i := range min(len(af), len(bf)) {
+			if c := Compare(af[i], bf[i]); c != 0 {
+				return c
+			}
+		}
+		return cmpInt(int64(len(af)), int64(len(bf)))
 	default:
 		if a.K.IsArray() {
 			return compareArrays(a, b)

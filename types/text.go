@@ -45,6 +45,8 @@ func AppendText(buf []byte, v Value) []byte {
 		return appendInterval(buf, v.Interval())
 	case Regtype:
 		return append(buf, regtypeName(uint32(v.I))...)
+	case Record:
+		return appendRecordText(buf, v)
 	default:
 		if v.K.IsArray() {
 			return appendArrayText(buf, v)

@@ -58,6 +58,9 @@ const (
 	// function signatures (anyarray, anyelement); no value has them.
 	AnyArray
 	AnyElement
+	// Record is an anonymous composite (PostgreSQL's record): a row of
+	// fields of any types, see record.go.
+	Record
 	numTypes
 )
 
@@ -98,6 +101,7 @@ var infos = [numTypes]info{
 	Regtype:     {name: "regtype", oid: 2206, arrOID: 2211, size: 4, binary: true, typcat: "N"},
 	AnyArray:    {name: "anyarray", oid: 2277, size: -1, typcat: "P", pseudo: true},
 	AnyElement:  {name: "anyelement", oid: 2283, size: 4, typcat: "P", pseudo: true},
+	Record:      {name: "record", oid: 2249, arrOID: 2287, size: -1, typcat: "P"},
 }
 
 // arrayTypes pairs each array type with its element type.

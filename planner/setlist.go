@@ -1,0 +1,164 @@
+package planner
+
+import (
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Set-returning functions in a select list (SELECT unnest(a), …) run in a
+// projectSet step under the projection, as PostgreSQL 10 and later run
+// them: the step appends each distinct call's columns to the row, and
+// the select list reads them. A call of a function of one column is that
+// column; one of several columns (information_schema._pg_expandarray's
+// x and n) is a record whose fields (f(…)).x selects, also from an
+// enclosing query (pgjdbc's getPrimaryKeys reads (result.keys).x).
+
+// setCols is where a select list's set-returning call put its columns.
+type setCols struct {
+	start int
+	names []string
+	types []types.Type
+}
+
+// value is the call's value in the select list: its column, or a record
+// of its columns.
+func (s setCols) value(b *builder) *expr.Expr {
+	if len(s.types) == 1 {
+		return expr.Col(s.start, s.types[0], s.names[0])
+	}
+	args := make([]*expr.Expr, len(s.types))
+	for i, t := range s.types {
+		args[i] = expr.Col(s.start+i, t, s.names[i])
+	}
+	row := expr.Row(args...)
+	b.rememberFields(row, s.names, s.types)
+	return row
+}
+
+// recordShape names a record expression's fields.
+type recordShape struct {
+	names []string
+	types []types.Type
+}
+
+func (b *builder) rememberFields(e *expr.Expr, names []string, ts []types.Type) {
+	if b.records == nil {
+		b.records = map[*expr.Expr]recordShape{}
+	}
+	b.records[e] = recordShape{names: names, types: ts}
+}
+
+// setCalls finds the set-returning calls of the select list, outside
+// aggregates and subqueries, by fingerprint, in order of appearance.
+func setCalls(items []sql.SelectItem) (calls []*sql.FuncCall, err error) {
+	seen := map[string]bool{}
+	for _, it := range items {
+		walkExpr(it.Expr, func(e sql.Expr) bool {
+			f, ok := e.(*sql.FuncCall)
+			if !ok || err != nil {
+				return err == nil
+			}
+			if operators.IsAggregate(f.Name) || f.Over != nil {
+				return false
+			}
+			if !expr.IsSetFunc(f.Name) {
+				return true
+			}
+			for _, a := range f.Args {
+				if hasSetCall(a) {
+					err = pgerror.NotSupported("a set-returning function in the arguments of %s", f.Name)
+					return false
+				}
+			}
+			if fp := fingerprint(f); !seen[fp] {
+				seen[fp] = true
+				calls = append(calls, f)
+			}
+			return false
+		})
+	}
+	return calls, err
+}
+
+func hasSetCall(e sql.Expr) bool {
+	found := false
+	walkExpr(e, func(n sql.Expr) bool {
+		if f, ok := n.(*sql.FuncCall); ok && expr.IsSetFunc(f.Name) && f.Over == nil {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// planSetCalls plans the calls over the input scope in, whose rows are
+// width wide: the projectSet step and where each call's columns are.
+func (b *builder) planSetCalls(in *scope, calls []*sql.FuncCall, width int) (operators.Step, map[string]setCols, error) {
+	step := operators.Step{Op: operators.OpProjectSet}
+	cols := map[string]setCols{}
+	at := width
+	for _, f := range calls {
+		if f.Distinct || f.Star || f.Filter != nil {
+			return step, nil, pgerror.New(pgerror.WrongObjectType, "%s is not an aggregate function", f.Name)
+		}
+		call, err := b.setCall(&sql.TableFunc{Name: f.Name, Args: f.Args}, in)
+		if err != nil {
+			return step, nil, err
+		}
+		step.Sets = append(step.Sets, operators.SetSpec{Fn: call.Fn.Key(), Args: call.Args, Width: len(call.Types)})
+		cols[fingerprint(f)] = setCols{start: at, names: call.Names, types: call.Types}
+		at += len(call.Types)
+	}
+	return step, cols, nil
+}
+
+// buildFieldSelect plans (x).field: a field of a set-returning call of
+// the select list, of a record column, or of a record built here.
+func (b *builder) buildFieldSelect(c *exprCtx, e *sql.FieldSelect) (*expr.Expr, error) {
+	if f, ok := e.X.(*sql.FuncCall); ok && c.srfs != nil {
+		if s, ok := c.srfs[fingerprint(f)]; ok {
+			for i, n := range s.names {
+				if n == e.Field {
+					return expr.Col(s.start+i, s.types[i], n), nil
+				}
+			}
+			return nil, noField(e.Field)
+		}
+	}
+	x, err := b.build(c, e.X)
+	if err != nil {
+		return nil, err
+	}
+	var shape recordShape
+	var known bool
+	if x.Kind == expr.KCol {
+		if col := c.scope.cols[x.Col]; col.fields != nil {
+			shape, known = recordShape{names: col.fields, types: col.fieldTypes}, true
+		}
+	} else {
+		shape, known = b.records[x]
+	}
+	if x.Type != types.Record {
+		return nil, pgerror.New(pgerror.WrongObjectType, "column notation .%s applied to type %s, which is not a composite type", e.Field, x.Type)
+	}
+	if !known {
+		return nil, pgerror.NotSupported("selecting a field of this record")
+	}
+	for i, n := range shape.names {
+		if n != e.Field {
+			continue
+		}
+		if x.Kind == expr.KRow {
+			return x.Args[i], nil
+		}
+		return expr.Field(x, i, shape.types[i], n), nil
+	}
+	return nil, noField(e.Field)
+}
+
+func noField(name string) error {
+	return pgerror.New(pgerror.UndefinedColumn, "could not identify column %q in record data type", name)
+}
