@@ -53,6 +53,8 @@ var (
 	InvalidCursorState           = MakeCode("24000")
 	InvalidTransactionState      = MakeCode("25000")
 	InFailedSQLTransaction       = MakeCode("25P02")
+	NoActiveSQLTransaction       = MakeCode("25P01")
+	InvalidSavepointSpec         = MakeCode("3B001")
 	InvalidSQLStatementName      = MakeCode("26000")
 	InvalidAuthorizationSpec     = MakeCode("28000")
 	InvalidPassword              = MakeCode("28P01")

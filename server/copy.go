@@ -480,7 +480,11 @@ func (r *copyInResult) CopyIn(ctx context.Context, in io.Reader) error {
 			return context.Cause(ctx)
 		}
 	}
-	if len(msgs) > 0 {
+	if w := r.s.writes(); w != nil && len(msgs) > 0 {
+		if err := w.hold(rel, msgs, limit); err != nil {
+			return err
+		}
+	} else if len(msgs) > 0 {
 		st, err := s.backend(ctx, rel)
 		if err != nil {
 			return err

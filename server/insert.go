@@ -28,7 +28,7 @@ func (s *session) planInsert(ins *sql.Insert, params []types.Type) (*statement, 
 		exec: func(ctx context.Context, args []types.Value) (pgwire.Result, error) {
 			ctx, stop := s.withStatementTimeout(ctx)
 			defer stop()
-			n, err := s.srv.insert(ctx, plan, args)
+			n, err := s.srv.insert(ctx, plan, args, s.writes(), s.queryLimits())
 			if err != nil {
 				return nil, err
 			}
@@ -38,8 +38,9 @@ func (s *session) planInsert(ins *sql.Insert, params []types.Type) (*statement, 
 }
 
 // insert evaluates every row first and writes only if all of them are
-// valid, so a bad value fails the statement with nothing written.
-func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []types.Value) (int64, error) {
+// valid, so a bad value fails the statement with nothing written. In a
+// transaction block (hold set) the rows are held until COMMIT instead.
+func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []types.Value, hold *txWrites, lim engine.Limits) (int64, error) {
 	rel := plan.Rel
 	st, err := s.backend(ctx, rel)
 	if err != nil {
@@ -56,20 +57,29 @@ func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []ty
 	var msgs []backends.Message
 	size := 0
 	var n int64
-	prod, err := st.Producer(ctx)
-	if err != nil {
-		return 0, err
+	var prod backends.Producer
+	if hold == nil {
+		if prod, err = st.Producer(ctx); err != nil {
+			return 0, err
+		}
+		defer prod.Close()
 	}
-	defer prod.Close()
 	flush := func() error {
 		if len(msgs) == 0 {
 			return nil
 		}
-		err := prod.Send(ctx, msgs)
-		msgs, size = msgs[:0], 0
+		var err error
+		if hold != nil {
+			err = hold.hold(plan.Rel, msgs, lim.MemoryBytes)
+			msgs = nil // held: a new slice for the next rows
+		} else {
+			err = prod.Send(ctx, msgs)
+			msgs = msgs[:0]
+		}
+		size = 0
 		return err
 	}
-	err = engine.RunBoundedLimits(ctx, plan.Source, &datasets{srv: s}, args, operators.AbortOnError, s.queryLimits(), func(b *operators.Batch) error {
+	err = engine.RunBoundedLimits(ctx, plan.Source, &datasets{srv: s, held: hold}, args, operators.AbortOnError, lim, func(b *operators.Batch) error {
 		for _, row := range b.Rows {
 			if err := checkNotNull(rel, row); err != nil {
 				return err

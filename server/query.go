@@ -33,7 +33,7 @@ func (s *session) planQuery(q *sql.Query, params []types.Type) (*statement, erro
 		params: plan.ParamTypes,
 		cols:   toWireColumns(plan.Columns),
 		exec: func(ctx context.Context, args []types.Value) (pgwire.Result, error) {
-			ds := &datasets{srv: s.srv}
+			ds := &datasets{srv: s.srv, held: s.txw}
 			lim := s.queryLimits()
 			ctx, stop := s.withStatementTimeout(ctx)
 			if point {

@@ -26,6 +26,9 @@ type session struct {
 	reset    map[string]string // the settings as the session started: what RESET restores
 	changed  map[string]bool
 	tx       byte // 'I', 'T', 'E'
+	// txw holds the writes of the transaction block until COMMIT
+	// (txwrites.go); nil outside one.
+	txw      *txWrites
 	cursors  map[string]*cursor
 	ctx      context.Context // ends when the session closes
 	cancel   context.CancelFunc
@@ -199,8 +202,8 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 			return tagOnly("SET"), s.set(st.Name, st.Value)
 		}), nil
 	case *sql.Transaction:
-		return s.command(strings.ToUpper(string(st.Kind)), func(context.Context) (pgwire.Result, error) {
-			return s.transaction(st.Kind), nil
+		return s.command(strings.ToUpper(string(st.Kind)), func(ctx context.Context) (pgwire.Result, error) {
+			return s.transaction(ctx, st)
 		}), nil
 	case *sql.Discard:
 		return s.command("DISCARD ALL", func(context.Context) (pgwire.Result, error) { return tagOnly("DISCARD ALL"), nil }), nil
@@ -259,42 +262,65 @@ func (s *session) command(_ string, run func(ctx context.Context) (pgwire.Result
 	return &statement{exec: func(ctx context.Context, _ []types.Value) (pgwire.Result, error) { return run(ctx) }}
 }
 
-func (s *session) transaction(kind sql.TxKind) pgwire.Result {
-	switch kind {
+func (s *session) transaction(ctx context.Context, st *sql.Transaction) (pgwire.Result, error) {
+	switch st.Kind {
 	case sql.TxSavepoint, sql.TxRelease:
 		if s.tx == 'I' {
-			return &rowsResult{tag: strings.ToUpper(string(kind)), notices: []string{string(kind) + " can only be used in transaction blocks"}}
+			return &rowsResult{tag: strings.ToUpper(string(st.Kind)), notices: []string{string(st.Kind) + " can only be used in transaction blocks"}}, nil
 		}
-		return tagOnly(strings.ToUpper(string(kind)))
+		if err := s.writes().savepoint(st.Kind, st.Savepoint); err != nil {
+			return nil, err
+		}
+		return tagOnly(strings.ToUpper(string(st.Kind))), nil
 	case sql.TxRollbackTo:
-		if s.tx == 'E' {
-			s.tx = 'T' // back to a usable transaction, as PostgreSQL does
+		if s.tx == 'I' {
+			return nil, pgerror.New(pgerror.NoActiveSQLTransaction, "ROLLBACK TO SAVEPOINT can only be used in transaction blocks")
 		}
-		return tagOnly("ROLLBACK")
+		if err := s.writes().savepoint(st.Kind, st.Savepoint); err != nil {
+			return nil, err
+		}
+		s.tx = 'T' // back to a usable transaction, as PostgreSQL does
+		return tagOnly("ROLLBACK"), nil
 	case sql.TxBegin:
 		if s.tx != 'I' {
-			return &rowsResult{tag: "BEGIN", notices: []string{"there is already a transaction in progress"}}
+			return &rowsResult{tag: "BEGIN", notices: []string{"there is already a transaction in progress"}}, nil
 		}
-		s.tx = 'T'
-		return tagOnly("BEGIN")
+		s.tx, s.txw = 'T', nil
+		return tagOnly("BEGIN"), nil
 	case sql.TxCommit:
-		tag := "COMMIT"
-		if s.tx == 'E' {
-			tag = "ROLLBACK"
-		}
 		if s.tx == 'I' {
-			s.tx = 'I'
-			return &rowsResult{tag: tag, notices: []string{"there is no transaction in progress"}}
+			return &rowsResult{tag: "COMMIT", notices: []string{"there is no transaction in progress"}}, nil
 		}
-		s.tx = 'I'
-		return tagOnly(tag)
+		failed, w := s.tx == 'E', s.txw
+		s.tx, s.txw = 'I', nil
+		if failed {
+			return tagOnly("ROLLBACK"), nil
+		}
+		if w != nil {
+			if err := w.commit(ctx, s.srv); err != nil {
+				return nil, err
+			}
+		}
+		return tagOnly("COMMIT"), nil
 	default:
 		if s.tx == 'I' {
-			return &rowsResult{tag: "ROLLBACK", notices: []string{"there is no transaction in progress"}}
+			return &rowsResult{tag: "ROLLBACK", notices: []string{"there is no transaction in progress"}}, nil
 		}
-		s.tx = 'I'
-		return tagOnly("ROLLBACK")
+		s.tx, s.txw = 'I', nil
+		return tagOnly("ROLLBACK"), nil
 	}
+}
+
+// writes is the transaction block's held writes (made on first use), or
+// nil outside a block, where statements write at once.
+func (s *session) writes() *txWrites {
+	if s.tx == 'I' {
+		return nil
+	}
+	if s.txw == nil {
+		s.txw = &txWrites{}
+	}
+	return s.txw
 }
 
 func textCols(names ...string) []pgwire.Column {

@@ -475,9 +475,9 @@ const (
 	TxBegin    TxKind = "begin"
 	TxCommit   TxKind = "commit"
 	TxRollback TxKind = "rollback"
-	// Savepoints are accepted inside transaction blocks and do nothing:
-	// fvsql's statements take effect one by one (clients such as
-	// SQLAlchemy and psycopg issue them around every statement).
+	// Savepoints mark the writes a transaction block holds: ROLLBACK TO
+	// drops those written since (clients such as SQLAlchemy and psycopg
+	// issue them around nested transactions).
 	TxSavepoint  TxKind = "savepoint"
 	TxRelease    TxKind = "release"
 	TxRollbackTo TxKind = "rollback to"
