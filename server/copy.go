@@ -292,7 +292,7 @@ func copyColumnSet(opt *sql.CopyOption, names []string) ([]bool, error) {
 
 // copyOutResult encodes the rows of a query's (or a subscription's)
 // result as COPY data: the header first, one CopyData per row, the binary
-// trailer last.
+// trailer last (binary: the signature in the first row's message).
 type copyOutResult struct {
 	res   pgwire.Result
 	o     types.CopyOptions
@@ -313,7 +313,13 @@ func (r *copyOutResult) NextCopyData(ctx context.Context, buf []byte) ([]byte, e
 	switch r.state {
 	case 0:
 		r.state = 1
-		if r.o.Format == types.CopyBinary || r.o.Header {
+		switch {
+		case r.o.Format == types.CopyBinary:
+			// The signature shares the first row's CopyData (or the
+			// trailer's), as PostgreSQL sends it: psycopg parses each
+			// message as one row after taking the signature off the first.
+			buf = r.enc.AppendHeader(buf, r.names)
+		case r.o.Header:
 			return r.enc.AppendHeader(buf, r.names), nil
 		}
 	case 2:
