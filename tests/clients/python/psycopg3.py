@@ -148,6 +148,21 @@ COPY_ROWS = [(BASE + 100, "plain"), (BASE + 101, "tab\there"), (BASE + 102, "new
              (BASE + 103, "back\\slash"), (BASE + 104, None), (BASE + 105, "ünïcode ✓")]
 
 
+@check.check("pipeline_mode")
+def _():
+    # Pipeline mode: several Parse/Bind/Execute sent before one Sync, the
+    # results read afterwards (executemany uses it too).
+    with connect(autocommit=True) as c:
+        with c.pipeline():
+            c1 = c.execute("SELECT name FROM items WHERE id = %s", (1,))
+            c2 = c.execute("INSERT INTO writes_psycopg (id, note) VALUES (%s, %s)", (BASE + 50, "pipelined"))
+            c3 = c.execute("SELECT count(*) FROM items WHERE qty > %s", (6,))
+        eq(c1.fetchone(), ("apple",), "first result")
+        eq(c2.rowcount, 1, "insert rowcount")
+        eq(c3.fetchone(), (2,), "third result")
+    eq(own_rows(conn, 50, 51), [(BASE + 50, "pipelined")], "pipelined insert read back")
+
+
 @check.check("copy_from_stdin")
 def _():
     cur = conn.cursor()
