@@ -52,6 +52,7 @@ public final class Pgjdbc {
         metadata(md);
         prepared();
         resultSetMetadata();
+        multiStatement();
         fetchSize();
         batches();
         copy();
@@ -267,6 +268,7 @@ public final class Pgjdbc {
                     Check.eq(ResultSetMetaData.columnNullable, m.isNullable(i), names[i - 1] + " isNullable");
                 }
                 Check.eq("", pm.getBaseTableName(6), "twice getBaseTableName");
+                Check.eq("items", m.getTableName(1), "getTableName");
                 Check.eq(Long.class.getName(), m.getColumnClassName(1), "id class name");
                 Check.eq(BigDecimal.class.getName(), m.getColumnClassName(3), "price class name");
                 int n = 0;
@@ -275,6 +277,33 @@ public final class Pgjdbc {
                 }
                 Check.eq(3, n, "rows");
             }
+        });
+    }
+
+    static void multiStatement() {
+        Check.run("multi-statement-execute", () -> {
+            try (Statement st = conn.createStatement()) {
+                Check.that(st.execute("SELECT 1 AS a; SELECT 'x' AS b, 2 AS c; SELECT name FROM items ORDER BY id"),
+                        "first result is not a result set");
+                List<Check.Row> a = Check.rows(st.getResultSet());
+                Check.eq(1, a.get(0).get("a"), "first result");
+                Check.that(st.getMoreResults(), "no second result set");
+                List<Check.Row> b = Check.rows(st.getResultSet());
+                Check.eq("x", b.get(0).str("b"), "second result");
+                Check.that(st.getMoreResults(), "no third result set");
+                Check.eq(List.of("apple", "pear", "plum"), Check.column(Check.rows(st.getResultSet()), "name"), "third result");
+                Check.that(!st.getMoreResults() && st.getUpdateCount() == -1, "results after the third");
+            }
+        });
+        Check.run("query-timeout-cancel", () -> {
+            try (Statement st = conn.createStatement()) {
+                st.setQueryTimeout(1);
+                long t0 = System.nanoTime();
+                Check.sqlState("57014", () -> st.executeQuery("SELECT pg_sleep(10)"));
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                Check.that(ms < 8000, "cancelled after " + ms + " ms");
+            }
+            Check.eq(1, Check.query(conn, "SELECT 1 AS one").get(0).get("one"), "connection usable after the cancel");
         });
     }
 
