@@ -26,10 +26,14 @@ type Step struct {
 	GroupBy []*expr.Expr `json:"group_by,omitempty"`
 	Aggs    []AggSpec    `json:"aggs,omitempty"`
 
-	// sort, limit
-	Keys   []SortKey `json:"keys,omitempty"`
-	Limit  int64     `json:"limit,omitempty"`
-	Offset int64     `json:"offset,omitempty"`
+	// sort, limit; LimitExpr and OffsetExpr, when set, are evaluated
+	// (bigint, NULL: none) when the step is built and replace Limit and
+	// Offset (a sort keeps LIMIT + OFFSET rows)
+	Keys       []SortKey  `json:"keys,omitempty"`
+	Limit      int64      `json:"limit,omitempty"`
+	Offset     int64      `json:"offset,omitempty"`
+	LimitExpr  *expr.Expr `json:"limit_expr,omitempty"`
+	OffsetExpr *expr.Expr `json:"offset_expr,omitempty"`
 
 	// windowedAggregate: the window, the input's event-time column; Changes
 	// emits an upsert per update instead of final rows at window close.
@@ -85,6 +89,48 @@ type AggSpec struct {
 	// Delim is string_agg's delimiter: an expression of constants and
 	// parameters, evaluated once when the step is built.
 	Delim *expr.Expr `json:"delim,omitempty"`
+}
+
+// limits evaluates a sort or limit step's count and offset: Limit and
+// Offset, or LimitExpr and OffsetExpr for this execution's parameters.
+// A sort without expressions has LIMIT + OFFSET in Limit already; with
+// them, Limit and Offset are as written.
+func (s *Step) limits(env *expr.Env) (limit, offset int64, err error) {
+	limit, offset = s.Limit, s.Offset
+	if s.Op == OpSort && s.LimitExpr == nil && s.OffsetExpr == nil {
+		return limit, 0, nil
+	}
+	eval := func(e *expr.Expr, what string, v *int64) error {
+		if e == nil {
+			return nil
+		}
+		ev, err := expr.CompileEnv(e, env)
+		if err != nil {
+			return err
+		}
+		x, err := ev(nil)
+		if err != nil {
+			return err
+		}
+		switch {
+		case x.K == types.Null && what == "LIMIT":
+			*v = -1
+		case x.K == types.Null:
+			*v = 0
+		case x.I < 0:
+			return pgerror.New(pgerror.InvalidRowCountInLimitClause, "%s must not be negative", what)
+		default:
+			*v = x.I
+		}
+		return nil
+	}
+	if err := eval(s.LimitExpr, "LIMIT", &limit); err != nil {
+		return 0, 0, err
+	}
+	if err := eval(s.OffsetExpr, "OFFSET", &offset); err != nil {
+		return 0, 0, err
+	}
+	return limit, offset, nil
 }
 
 // Resolve types the aggregate.
@@ -212,9 +258,20 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 		}
 		return NewIntervalJoin(*s.Join, residual, onErr), nil
 	case OpSort:
-		return &Sort{Keys: s.Keys, Limit: s.Limit, Budget: res.budget()}, nil
+		limit, offset, err := s.limits(env)
+		if err != nil {
+			return nil, err
+		}
+		if limit >= 0 {
+			limit += offset
+		}
+		return &Sort{Keys: s.Keys, Limit: limit, Budget: res.budget()}, nil
 	case OpLimit:
-		return &Limit{Offset: s.Offset, Count: s.Limit}, nil
+		limit, offset, err := s.limits(env)
+		if err != nil {
+			return nil, err
+		}
+		return &Limit{Offset: offset, Count: limit}, nil
 	case OpDistinct:
 		return &Distinct{Budget: res.budget()}, nil
 	case OpWindow:

@@ -146,7 +146,7 @@ func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
 // LIMIT/OFFSET over an output scope.
 func (b *builder) orderAndLimit(sc *scope, order []sql.OrderItem, limit, offset sql.Expr) ([]operators.Step, error) {
 	var steps []operators.Step
-	lim, off, err := b.limitOffset(limit, offset)
+	lo, err := b.limitOffset(limit, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -162,14 +162,10 @@ func (b *builder) orderAndLimit(sc *scope, order []sql.OrderItem, limit, offset 
 			}
 			keys[i] = sortKey(col, o)
 		}
-		top := int64(-1)
-		if lim >= 0 {
-			top = lim + off
-		}
-		steps = append(steps, operators.Step{Op: operators.OpSort, Keys: keys, Limit: top})
+		steps = append(steps, lo.sortStep(keys))
 	}
-	if lim >= 0 || off > 0 {
-		steps = append(steps, operators.Step{Op: operators.OpLimit, Limit: lim, Offset: off})
+	if st, ok := lo.limitStep(); ok {
+		steps = append(steps, st)
 	}
 	return steps, nil
 }
@@ -217,44 +213,84 @@ func outputRef(sc *scope, e sql.Expr) (int, error) {
 	return -1, nil
 }
 
-func (b *builder) limitOffset(limit, offset sql.Expr) (lim, off int64, err error) {
-	lim = -1
-	eval := func(e sql.Expr, what string) (int64, error) {
+// limits is a query's LIMIT and OFFSET: constants (lim -1: none), or
+// expressions of parameters evaluated when the plan runs (limX, offX).
+type limits struct {
+	lim, off   int64
+	limX, offX *expr.Expr
+}
+
+// sortStep is a sort by keys that keeps only the rows LIMIT and OFFSET
+// let through.
+func (l limits) sortStep(keys []operators.SortKey) operators.Step {
+	st := operators.Step{Op: operators.OpSort, Keys: keys, Limit: -1}
+	if l.limX != nil || l.offX != nil {
+		// known when the plan runs: Limit and Offset as written
+		st.Limit, st.Offset, st.LimitExpr, st.OffsetExpr = l.lim, l.off, l.limX, l.offX
+	} else if l.lim >= 0 {
+		st.Limit = l.lim + l.off
+	}
+	return st
+}
+
+// limitStep is the LIMIT/OFFSET step, if there is one.
+func (l limits) limitStep() (operators.Step, bool) {
+	st := operators.Step{Op: operators.OpLimit, Limit: l.lim, Offset: l.off, LimitExpr: l.limX, OffsetExpr: l.offX}
+	return st, l.lim >= 0 || l.off > 0 || l.limX != nil || l.offX != nil
+}
+
+// limitOffset plans LIMIT and OFFSET: any expression without columns,
+// as PostgreSQL's; one with parameters is evaluated when the plan runs.
+func (b *builder) limitOffset(limit, offset sql.Expr) (l limits, err error) {
+	l.lim = -1
+	eval := func(e sql.Expr, what string) (int64, *expr.Expr, error) {
 		if e == nil {
-			return -1, nil
+			return -1, nil, nil
 		}
 		x, err := b.build(&exprCtx{scope: &scope{}, what: what, noAggs: true}, e)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if isUntypedParam(x) {
 			x = b.inferParam(x, types.Int8)
 		}
 		if x.Kind == expr.KConst && x.Val.K == types.Null {
-			return -1, nil
+			return -1, nil, nil
 		}
 		if x.Kind != expr.KConst {
-			return 0, pgerror.NotSupported("%s with a parameter", what)
+			if x.HasOuter() || len(b.subs) > 0 && hasSubquery(x) {
+				return 0, nil, pgerror.NotSupported("%s with a subquery or an outer column", what)
+			}
+			c, err := expr.Cast(x, types.Int8)
+			if err != nil {
+				return 0, nil, err
+			}
+			return -1, c, nil
 		}
 		v, err := types.Cast(x.Val, types.Int8)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if v.I < 0 {
-			return 0, pgerror.New(pgerror.InvalidRowCountInLimitClause, "%s must not be negative", what)
+			return 0, nil, pgerror.New(pgerror.InvalidRowCountInLimitClause, "%s must not be negative", what)
 		}
-		return v.I, nil
+		return v.I, nil, nil
 	}
-	if lim, err = eval(limit, "LIMIT"); err != nil {
+	if l.lim, l.limX, err = eval(limit, "LIMIT"); err != nil {
 		return
 	}
-	if off, err = eval(offset, "OFFSET"); err != nil {
+	var off int64
+	if off, l.offX, err = eval(offset, "OFFSET"); err != nil {
 		return
 	}
-	if off < 0 {
-		off = 0
-	}
+	l.off = max(off, 0)
 	return
+}
+
+func hasSubquery(x *expr.Expr) bool {
+	found := false
+	x.Walk(func(n *expr.Expr) { found = found || n.Kind == expr.KSubquery })
+	return found
 }
 
 // buildFrom plans the FROM clause: one item, or several joined (a comma
@@ -619,19 +655,15 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 	if sel.Distinct {
 		steps = append(steps, operators.Step{Op: operators.OpDistinct})
 	}
-	lim, off, err := b.limitOffset(sel.Limit, sel.Offset)
+	lo, err := b.limitOffset(sel.Limit, sel.Offset)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(keys) > 0 {
-		top := int64(-1)
-		if lim >= 0 {
-			top = lim + off
-		}
-		steps = append(steps, operators.Step{Op: operators.OpSort, Keys: keys, Limit: top})
+		steps = append(steps, lo.sortStep(keys))
 	}
-	if lim >= 0 || off > 0 {
-		steps = append(steps, operators.Step{Op: operators.OpLimit, Limit: lim, Offset: off})
+	if st, ok := lo.limitStep(); ok {
+		steps = append(steps, st)
 	}
 	if len(steps) > 0 {
 		node = appendSteps(node, steps...)

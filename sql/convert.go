@@ -18,6 +18,7 @@ import (
 // undoing the normalizer's synthetic functions and markers.
 type converter struct {
 	params map[int]int // byte offset of a "?" in the normalized text -> $n
+	parsed []Expr      // expressions parsed on their own (normalized.exprs)
 	tvfs   []TableExpr // window TVFs and table functions, by the index in their synthetic name
 	ctes   []map[string]QueryExpr
 	// windows holds the WINDOW clauses of the SELECTs being converted,
@@ -483,6 +484,9 @@ func (c *converter) expr(e tast.ExprNode) (Expr, error) {
 		n, ok := c.params[e.Offset]
 		if !ok {
 			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"?\"")
+		}
+		if n < 0 && -n <= len(c.parsed) {
+			return c.parsed[-n-1], nil
 		}
 		return &Param{N: n}, nil
 	case *driver.ValueExpr:

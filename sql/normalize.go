@@ -90,7 +90,8 @@ type normalized struct {
 	emit     EmitMode
 	tvfs     []tvfSpan
 	maxParam int
-	end      int // source offset of the end of the normalized range
+	end      int    // source offset of the end of the normalized range
+	exprs    []Expr // parsed on their own; a "?" whose $n is -(i+1) stands for exprs[i]
 }
 
 type normalizer struct {
@@ -101,6 +102,7 @@ type normalizer struct {
 	frames  []frame
 	emit    EmitMode
 	tvfs    []tvfSpan
+	exprs   []Expr // see normalized.exprs
 	max     int
 	floor   int         // len(frames) when the innermost run began
 	closers map[int]int // input index of a ")" -> extra ")" to emit after it
@@ -122,7 +124,7 @@ func normalize(u unit, prefix string) (*normalized, error) {
 }
 
 func (n *normalizer) render() *normalized {
-	r := &normalized{emit: n.emit, tvfs: n.tvfs, maxParam: n.max, end: n.after.pos}
+	r := &normalized{emit: n.emit, tvfs: n.tvfs, maxParam: n.max, end: n.after.pos, exprs: n.exprs}
 	var sb strings.Builder
 	size := 0
 	for _, t := range n.out {
@@ -655,6 +657,12 @@ func readTypeName(src string, toks []token, i, hi int, after token) (string, int
 func (n *normalizer) wordStep(i, hi int) (int, error) {
 	t := n.toks[i]
 	next := n.at(i+1, hi)
+	if n.selectLabel(i, hi) {
+		// After AS in a select list any word is a column label, keywords
+		// too (PostgreSQL's ColLabel): Metabase writes `AS table`.
+		n.put(quoteIdent(t.val), t.pos, oName)
+		return i + 1, nil
+	}
 	if j, ok, err := n.tableFunction(i, hi); ok || err != nil {
 		return j, err
 	}
@@ -691,6 +699,19 @@ func (n *normalizer) wordStep(i, hi int) (int, error) {
 		n.frame().orderStart = len(n.out)
 	}
 	return i + 1, nil
+}
+
+// selectLabel reports whether word i is a select list item's label after
+// AS that TiDB would read as a keyword.
+func (n *normalizer) selectLabel(i, hi int) bool {
+	t := n.toks[i]
+	if t.kind != tIdent || i == 0 || !n.toks[i-1].is("as") || n.frame().clause != "select" {
+		return false
+	}
+	if next := n.at(i+1, hi); next.isOp("(") {
+		return false
+	}
+	return pgReserved[t.val] || syntaxWords[t.val] || tidbReserved[t.val] || typeStartWords[t.val] || sqlValueFuncs[t.val]
 }
 
 func (n *normalizer) prevIsDot(i int) bool { return i > 0 && n.toks[i-1].isOp(".") }
@@ -1067,7 +1088,7 @@ func (n *normalizer) emitLimit(pos int, count, offset [2]int, haveCount, haveOff
 	case haveCount && count[0] == count[1]:
 		n.put("1", pos, oValue) // FETCH FIRST ROW ONLY
 	case haveCount:
-		if err := n.run(count[0], count[1]); err != nil {
+		if err := n.limitCount(count); err != nil {
 			return err
 		}
 	default:
@@ -1075,8 +1096,26 @@ func (n *normalizer) emitLimit(pos int, count, offset [2]int, haveCount, haveOff
 	}
 	if haveOffset {
 		n.put("OFFSET", pos, oKeyword)
-		return n.run(offset[0], offset[1])
+		return n.limitCount(offset)
 	}
+	return nil
+}
+
+// limitCount emits a LIMIT or OFFSET count: a number or $n as it is
+// (TiDB's grammar takes nothing else there), any other expression
+// ($1::integer, (2), 10 * 2) parsed on its own and stood for by a "?".
+func (n *normalizer) limitCount(r [2]int) error {
+	if r[1]-r[0] == 1 && (n.toks[r[0]].kind == tNumber || n.toks[r[0]].kind == tParam) {
+		return n.run(r[0], r[1])
+	}
+	u := unit{src: n.src, toks: n.toks[r[0]:r[1]], after: n.at(r[1], len(n.toks))}
+	e, maxParam, err := parseExprUnit(u)
+	if err != nil {
+		return err
+	}
+	n.exprs = append(n.exprs, e)
+	n.max = max(n.max, maxParam)
+	n.out = append(n.out, otok{text: "?", pos: n.toks[r[0]].pos, kind: oValue, param: -len(n.exprs)})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package clients
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"testing"
@@ -147,5 +148,54 @@ func TestPgxParametersAndErrors(t *testing.T) {
 	// the connection still works after errors
 	if err := conn.QueryRow(ctx, `SELECT version()`).Scan(new(string)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// LIMIT and OFFSET take parameters and expressions of them, evaluated per
+// execution of one prepared statement (SQLAlchemy's psycopg dialect sends
+// LIMIT $1::INTEGER OFFSET $2::INTEGER); NULL is no limit, a negative
+// count 2201W.
+func TestPgxLimitParams(t *testing.T) {
+	p := fvsqltest.Start(t, fvsqltest.Config{})
+	conn := p.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "CREATE STREAM lp (id BIGINT)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO lp SELECT * FROM generate_series(1, 10)"); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(q string, args ...any) []int64 {
+		t.Helper()
+		rows, err := conn.Query(ctx, q, args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v", q, args, err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			t.Fatalf("%s %v: %v", q, args, err)
+		}
+		return got
+	}
+	const q = "SELECT id FROM lp ORDER BY id DESC LIMIT $1::INTEGER OFFSET $2::INTEGER"
+	for _, c := range []struct {
+		lim, off any
+		want     string
+	}{
+		{3, 0, "[10 9 8]"}, {2, 7, "[3 2]"}, {5, 8, "[2 1]"}, {nil, 8, "[2 1]"}, {0, 0, "[]"}, {4, nil, "[10 9 8 7]"},
+	} {
+		if got := fmt.Sprint(ids(q, c.lim, c.off)); got != c.want {
+			t.Errorf("LIMIT %v OFFSET %v: %s, want %s", c.lim, c.off, got, c.want)
+		}
+	}
+	// without ORDER BY: how many rows, not which
+	if got := ids("SELECT id FROM lp LIMIT $1 + 1", 2); len(got) != 3 {
+		t.Errorf("LIMIT $1 + 1 with 2: %d rows", len(got))
+	}
+	_, err := conn.Exec(ctx, q, -1, 0)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "2201W" {
+		t.Errorf("LIMIT -1: %v, want 2201W", err)
 	}
 }
