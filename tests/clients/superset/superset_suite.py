@@ -36,6 +36,8 @@ import shutil
 import sys
 import tempfile
 
+# check.py lives in ../python (another suite's directory): leave no __pycache__ there.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 import check  # noqa: E402
