@@ -548,6 +548,16 @@ func init() {
 		// jsonb
 		fn("->>", tt(types.JSONB, text), text, func(a []types.Value) (types.Value, error) { return jsonField(a[0], a[1].S, true) }),
 		fn("->", tt(types.JSONB, text), types.JSONB, func(a []types.Value) (types.Value, error) { return jsonField(a[0], a[1].S, false) }),
+		// json_build_object and jsonb_build_object both make jsonb: fvsql
+		// has no json type (SQLAlchemy's get_columns builds identity
+		// options with it).
+		{Name: "json_build_object", Args: tt(Any), Variadic: true, Ret: types.JSONB, NonStrict: true, Eval: buildObject},
+		{Name: "jsonb_build_object", Args: tt(Any), Variadic: true, Ret: types.JSONB, NonStrict: true, Eval: buildObject},
+		// pg_get_serial_sequence: fvsql has no sequences, so no column
+		// owns one.
+		{Name: "pg_get_serial_sequence", Args: tt(text, text), Ret: text, NonStrict: true, Eval: func([]types.Value) (types.Value, error) {
+			return types.NullValue, nil
+		}},
 	}
 	for _, f := range fs {
 		if f.Name == "->>" || f.Name == "->" {
@@ -555,4 +565,33 @@ func init() {
 		}
 	}
 	Register(fs...)
+}
+
+// buildObject is json_build_object(k1, v1, …): keys as text, never NULL.
+func buildObject(a []types.Value) (types.Value, error) {
+	if len(a)%2 != 0 {
+		return types.NullValue, pgerror.New(pgerror.InvalidParameterValue, "argument list must have even number of elements").
+			WithHint("The arguments of json_build_object() must consist of alternating keys and values.")
+	}
+	buf := []byte{'{'}
+	for i := 0; i < len(a); i += 2 {
+		if a[i].K == types.Null {
+			return types.NullValue, pgerror.New(pgerror.NullValueNotAllowed, "null value not allowed for object key")
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = types.AppendJSONValue(buf, types.NewText(a[i].Text()))
+		buf = append(buf, ':')
+		if a[i+1].K == types.Null {
+			buf = append(buf, "null"...)
+		} else {
+			buf = types.AppendJSONValue(buf, a[i+1])
+		}
+		if err := checkSize("json_build_object", int64(len(buf))); err != nil {
+			return types.NullValue, err
+		}
+	}
+	buf = append(buf, '}')
+	return types.Cast(types.NewText(string(buf)), types.JSONB)
 }

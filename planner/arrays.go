@@ -427,21 +427,35 @@ func outerRefs(sc *scope) []*expr.Expr {
 // the plain OID cast (a number).
 func (b *builder) regInput(typeName string, x *expr.Expr) (*expr.Expr, bool, error) {
 	t := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(typeName)), "pg_catalog.")
-	if t != "regclass" && t != "regnamespace" && t != "regrole" && t != "regproc" || x.Kind != expr.KConst || !x.Val.K.IsString() {
+	if t != "regclass" && t != "regnamespace" && t != "regrole" && t != "regproc" {
+		return nil, false, nil
+	}
+	if x.Kind != expr.KConst && (x.Type.IsString() || isUntypedParam(x)) {
+		// a column or parameter: looked up when the query runs, by the
+		// server's regclassin (…) over the session's catalog
+		if expr.Exists(t + "in") {
+			x, err := expr.Call(t+"in", b.inferParam(x, types.Text))
+			return x, true, err
+		}
+	}
+	if x.Kind != expr.KConst || !x.Val.K.IsString() {
 		return nil, false, nil
 	}
 	s := strings.TrimSpace(x.Val.S)
 	if s != "" && s[0] >= '0' && s[0] <= '9' {
 		return nil, false, nil // an OID
 	}
-	o, err := b.regOID(t, s)
+	o, err := RegOID(b.cat, t, s)
 	if err != nil {
 		return nil, true, err
 	}
 	return expr.Const(types.NewInt(types.Oid, int64(o))), true, nil
 }
 
-func (b *builder) regOID(t, s string) (uint32, error) {
+// RegOID is the OID that name s of type t (regclass, regnamespace,
+// regrole or regproc) stands for in cat, as PostgreSQL's input function
+// of t finds it, or its error (42P01, 3F000, 42704, 42883).
+func RegOID(cat Catalog, t, s string) (uint32, error) {
 	parts := splitQualified(s)
 	switch t {
 	case "regnamespace":
@@ -466,7 +480,7 @@ func (b *builder) regOID(t, s string) (uint32, error) {
 	} else if len(parts) > 2 {
 		return 0, pgerror.New(pgerror.UndefinedTable, "relation %q does not exist", s)
 	}
-	rel, err := b.cat.Lookup(schema, name)
+	rel, err := cat.Lookup(schema, name)
 	if err != nil {
 		return 0, err
 	}

@@ -199,3 +199,40 @@ func TestPgxLimitParams(t *testing.T) {
 		t.Errorf("LIMIT -1: %v, want 2201W", err)
 	}
 }
+
+// A name that is not a constant cast to regclass is looked up when the
+// query runs (SQLAlchemy sends CAST($1 AS REGCLASS), Metabase casts
+// format('%I.%I', …)); a name that names nothing is 42P01, or NULL for
+// to_regclass.
+func TestPgxRegclassParam(t *testing.T) {
+	p := fvsqltest.Start(t, fvsqltest.Config{})
+	conn := p.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "CREATE STREAM rc (id BIGINT)"); err != nil {
+		t.Fatal(err)
+	}
+	var want, got, byCol uint32
+	if err := conn.QueryRow(ctx, "SELECT oid FROM pg_class WHERE relname = 'rc'").Scan(&want); err != nil || want == 0 {
+		t.Fatalf("rc's oid: %d %v", want, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT CAST($1 AS regclass)::oid", "public.rc").Scan(&got); err != nil || got != want {
+		t.Errorf("CAST($1 AS regclass) of public.rc: %d %v, want %d", got, err, want)
+	}
+	if err := conn.QueryRow(ctx, "SELECT CAST(relname::text AS regclass)::oid FROM pg_class WHERE relname = 'rc'").Scan(&byCol); err != nil || byCol != want {
+		t.Errorf("a column cast to regclass: %d %v, want %d", byCol, err, want)
+	}
+	var pgClass uint32
+	if err := conn.QueryRow(ctx, "SELECT CAST($1 AS regclass)::oid", "pg_catalog.pg_class").Scan(&pgClass); err != nil || pgClass != 1259 {
+		t.Errorf("pg_catalog.pg_class: %d %v, want 1259", pgClass, err)
+	}
+	_, err := conn.Exec(ctx, "SELECT CAST($1 AS regclass)", "nosuch")
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42P01" {
+		t.Errorf("nosuch: %v, want 42P01", err)
+	}
+	var isNull bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NULL", "nosuch").Scan(&isNull); err != nil || !isNull {
+		t.Errorf("to_regclass(nosuch): %v %v", isNull, err)
+	}
+}
