@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -128,6 +129,8 @@ type Catalog struct {
 	mu      sync.RWMutex
 	rels    map[string]*Relation
 	dynamic map[string]*systemTable
+	users   []string                                    // SetRoles
+	setting func(ctx context.Context) map[string]string // SetSettingsSource
 }
 
 // Open loads the catalog from the store.

@@ -1,12 +1,14 @@
 package catalog
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -15,9 +17,9 @@ import (
 // program has started), and what PostgreSQL answers for objects fvsql
 // does not have (publications, sizes of data that lives in a backend).
 func init() {
-	b, oidT, text, i8 := types.Bool, types.Oid, types.Text, types.Int8
-	null := func(name string, args ...types.Type) *expr.Func {
-		return &expr.Func{Name: name, Args: args, Ret: i8, NonStrict: true, Eval: func([]types.Value) (types.Value, error) {
+	b, oidT, text := types.Bool, types.Oid, types.Text
+	nullText := func(name string, args ...types.Type) *expr.Func {
+		return &expr.Func{Name: name, Args: args, Ret: text, NonStrict: true, Eval: func([]types.Value) (types.Value, error) {
 			return types.NullValue, nil
 		}}
 	}
@@ -29,7 +31,7 @@ func init() {
 			return types.NullValue, nil
 		}}
 	}
-	// fvsql has one role, which may do everything.
+	// Every role may do everything (roles.go).
 	for _, f := range []string{"has_database_privilege", "has_schema_privilege", "has_function_privilege",
 		"has_column_privilege", "has_sequence_privilege", "has_foreign_data_wrapper_privilege",
 		"has_server_privilege", "has_tablespace_privilege", "has_type_privilege", "has_language_privilege",
@@ -75,13 +77,110 @@ func init() {
 		procText("pg_get_function_result", (*proc).result),
 		procText("pg_get_function_arguments", (*proc).arguments),
 		procText("pg_get_function_identity_arguments", (*proc).arguments),
+		// pg_get_ruledef: fvsql has no rules (pg_rewrite is empty), so
+		// NULL, as PostgreSQL's for an OID that names no rule.
+		nullText("pg_get_ruledef", oidT), nullText("pg_get_ruledef", oidT, b),
+		// pg_table_is_visible: whether the relation is in a schema of
+		// the search path (pg_catalog, public), as pg_class's rows and
+		// unqualified names find it; NULL for an OID that names no
+		// relation.
+		&expr.Func{Name: "pg_table_is_visible", Args: []types.Type{oidT}, Ret: b, Eval1: func(v types.Value) (types.Value, error) {
+			schema, ok := relationSchema(uint32(v.I))
+			if !ok {
+				return types.NullValue, nil
+			}
+			return types.NewBool(slices.Contains(expr.SearchPath(), schema)), nil
+		}},
 		// A relation's data lives in its backend (Kafka, Redis, a file):
-		// its size is not known here, so NULL, as for an unknown OID.
-		null("pg_table_size", oidT), null("pg_relation_size", oidT), null("pg_relation_size", oidT, text),
-		null("pg_total_relation_size", oidT), null("pg_indexes_size", oidT),
-		null("pg_database_size", oidT), null("pg_database_size", types.Name),
-		null("pg_tablespace_size", oidT), null("pg_tablespace_size", types.Name),
+		// its size is not known here, so 0 bytes for a relation (a view
+		// has none in PostgreSQL either), NULL for an OID that names no
+		// relation, as PostgreSQL answers.
+		relSize("pg_table_size"), relSize("pg_relation_size"), relSize("pg_relation_size", text),
+		relSize("pg_total_relation_size"), relSize("pg_indexes_size"),
+		dbSize("pg_database_size", oidT, func(v types.Value) (bool, error) {
+			if v.I != databaseOID {
+				return false, pgerror.New(pgerror.MakeCode("3D000"), "database with OID %d does not exist", v.I)
+			}
+			return true, nil
+		}),
+		dbSize("pg_database_size", types.Name, func(v types.Value) (bool, error) {
+			if v.S != "fvsql" {
+				return false, pgerror.New(pgerror.MakeCode("3D000"), "database %q does not exist", v.S)
+			}
+			return true, nil
+		}),
+		dbSize("pg_tablespace_size", oidT, func(v types.Value) (bool, error) {
+			if v.I != 1663 && v.I != 1664 {
+				return false, pgerror.New(pgerror.UndefinedObject, "tablespace with OID %d does not exist", v.I)
+			}
+			return true, nil
+		}),
+		dbSize("pg_tablespace_size", types.Name, func(v types.Value) (bool, error) {
+			if v.S != "pg_default" && v.S != "pg_global" {
+				return false, pgerror.New(pgerror.UndefinedObject, "tablespace %q does not exist", v.S)
+			}
+			return true, nil
+		}),
 	)
+}
+
+// databaseOID is pg_database.oid of the one database, fvsql.
+const databaseOID = 16383
+
+// relSize is a size function of relations: 0 for a relation, NULL for
+// an OID that names none.
+func relSize(name string, more ...types.Type) *expr.Func {
+	return &expr.Func{Name: name, Args: append([]types.Type{types.Oid}, more...), Ret: types.Int8, Eval: func(a []types.Value) (types.Value, error) {
+		if _, ok := relationSchema(uint32(a[0].I)); !ok {
+			return types.NullValue, nil
+		}
+		return types.NewInt8(0), nil
+	}}
+}
+
+// dbSize is pg_database_size or pg_tablespace_size: 0 for the database
+// and tablespaces of pg_database and pg_tablespace (the data is in the
+// backends), an error for others, as PostgreSQL answers.
+func dbSize(name string, arg types.Type, known func(types.Value) (bool, error)) *expr.Func {
+	return &expr.Func{Name: name, Args: []types.Type{arg}, Ret: types.Int8, Eval1: func(v types.Value) (types.Value, error) {
+		if ok, err := known(v); !ok {
+			return types.NullValue, err
+		}
+		return types.NewInt8(0), nil
+	}}
+}
+
+var systemByOID struct {
+	once sync.Once
+	m    map[uint32]string // OID → schema
+}
+
+// relationSchema is the schema of the relation with an OID, known
+// without a catalog instance (these functions are registered for every
+// catalog): the system relations have fixed OIDs (relOID's ranges), and
+// every OID from FirstOID is a user relation in public. (Whether such an
+// OID names a relation of this catalog is not known here: it is taken to.)
+func relationSchema(o uint32) (string, bool) {
+	systemByOID.once.Do(func() {
+		m := map[uint32]string{}
+		for full, t := range systemTables {
+			schema, _, _ := strings.Cut(full, ".")
+			m[t.rel.OID] = schema
+		}
+		for full, o := range dynamicOIDs {
+			schema, _, _ := strings.Cut(full, ".")
+			m[o] = schema
+		}
+		systemByOID.m = m
+	})
+	switch {
+	case o >= FirstOID:
+		return "public", true
+	case o >= 13800 && o < 13900:
+		return "fvsql_catalog", true // AddSystemTable's, without a fixed OID
+	}
+	s, ok := systemByOID.m[o]
+	return s, ok
 }
 
 // proc is one row of pg_proc.

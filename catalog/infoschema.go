@@ -94,6 +94,20 @@ func octetLength(t types.Type) types.Value {
 	return types.NullValue
 }
 
+// infoSchemaRelations are the relations information_schema.tables and
+// columns list: PostgreSQL's list relkind r, v, f and p, so materialized
+// views (m) are not there (clients that show them read pg_class or
+// pg_matviews).
+func (c *Catalog) infoSchemaRelations() []*Relation {
+	var out []*Relation
+	for _, r := range c.pgClassRelations() {
+		if relKind(r) != "m" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // insertable reports whether INSERT into the relation is allowed (streams).
 func insertable(r *Relation) bool { return r.Kind == Stream }
 
@@ -123,9 +137,9 @@ func init() {
 		user_defined_type_schema user_defined_type_name is_insertable_into is_typed commit_action`),
 		func(c *Catalog) []types.Row {
 			var rows []types.Row
-			for _, r := range c.pgClassRelations() {
+			for _, r := range c.infoSchemaRelations() {
 				schema, rel, _ := relNamespace(r)
-				kind := map[string]string{"r": "BASE TABLE", "f": "FOREIGN", "v": "VIEW", "m": "VIEW"}[relKind(r)]
+				kind := map[string]string{"r": "BASE TABLE", "f": "FOREIGN", "v": "VIEW"}[relKind(r)]
 				rows = append(rows, types.Row{text("fvsql"), text(schema), text(rel), text(kind),
 					types.NullValue, types.NullValue, types.NullValue, types.NullValue, types.NullValue,
 					yesNo(insertable(r)), text("NO"), types.NullValue})
@@ -143,7 +157,7 @@ func init() {
 		func(c *Catalog) []types.Row {
 			var rows []types.Row
 			null := types.NullValue
-			for _, r := range c.pgClassRelations() {
+			for _, r := range c.infoSchemaRelations() {
 				schema, rel, _ := relNamespace(r)
 				for i, cl := range r.Columns {
 					t := cl.Type
@@ -165,9 +179,8 @@ func init() {
 		func(c *Catalog) []types.Row {
 			var rows []types.Row
 			for _, r := range c.pgClassRelations() {
-				k := relKind(r)
-				if k != "v" && k != "m" {
-					continue
+				if relKind(r) != "v" {
+					continue // as PostgreSQL's, materialized views left out
 				}
 				schema, rel, _ := relNamespace(r)
 				rows = append(rows, types.Row{text("fvsql"), text(schema), text(rel), nullOr(viewDefinition(r)),

@@ -364,21 +364,7 @@ func init() {
 				{oid(1664), name("pg_global"), oid(10), types.NullValue, types.NullValue},
 			}
 		})
-	roleCols := cols(`oid oid, rolname name, rolsuper bool, rolinherit bool, rolcreaterole bool, rolcreatedb bool,
-		rolcanlogin bool, rolreplication bool, rolbypassrls bool, rolconnlimit int4, rolpassword text,
-		rolvaliduntil timestamptz, rolconfig text[]`)
-	role := func(*Catalog) []types.Row {
-		return []types.Row{{oid(10), name("fvsql"), boolean(true), boolean(true), boolean(true), boolean(true),
-			boolean(true), boolean(true), boolean(true), i4(-1), text("********"), types.NullValue, types.NullValue}}
-	}
-	registerView("pg_catalog", "pg_roles", 13505, roleCols, role)
-	registerSystem("pg_catalog", "pg_authid", 1260, roleCols, role)
-	registerView("pg_catalog", "pg_user", 13506, cols(`usename name, usesysid oid, usecreatedb bool, usesuper bool,
-		userepl bool, usebypassrls bool, passwd text, valuntil timestamptz, useconfig text[]`),
-		func(*Catalog) []types.Row {
-			return []types.Row{{name("fvsql"), oid(10), boolean(true), boolean(true), boolean(true), boolean(true),
-				text("********"), types.NullValue, types.NullValue}}
-		})
+	// pg_roles, pg_authid, pg_user: roles.go
 	registerSystem("pg_catalog", "pg_auth_members", 1261, cols("oid oid, roleid oid, member oid, grantor oid, admin_option bool"), none)
 
 	registerSystem("pg_catalog", "pg_class", 1259, cols(`oid oid, relname name, relnamespace oid, reltype oid,
@@ -578,21 +564,7 @@ func init() {
 			}
 			return rows
 		})
-	registerView("pg_catalog", "pg_settings", 13504, cols(`name text, setting text, unit text, category text,
-		short_desc text, extra_desc text, context text, vartype text, source text, min_val text, max_val text,
-		enumvals text[], boot_val text, reset_val text, sourcefile text, sourceline int4, pending_restart bool`),
-		func(*Catalog) []types.Row {
-			var rows []types.Row
-			for _, s := range [][2]string{{"DateStyle", "ISO, MDY"}, {"TimeZone", "UTC"}, {"client_encoding", "UTF8"},
-				{"server_encoding", "UTF8"}, {"server_version", "15.0"}, {"server_version_num", "150000"},
-				{"standard_conforming_strings", "on"}, {"integer_datetimes", "on"}, {"max_identifier_length", "63"}} {
-				rows = append(rows, types.Row{text(s[0]), text(s[1]), types.NullValue, text("Preset Options"),
-					types.NullValue, types.NullValue, text("internal"), text("string"), text("default"),
-					types.NullValue, types.NullValue, types.NullValue, text(s[1]), text(s[1]), types.NullValue,
-					types.NullValue, boolean(false)})
-			}
-			return rows
-		})
+	// pg_settings: settings.go
 
 	// Relations of objects fvsql does not have: empty, with the columns
 	// clients join on.
@@ -656,8 +628,6 @@ func init() {
 		{"pg_ts_dict", 3600, "oid oid, dictname name, dictnamespace oid, dictowner oid, dicttemplate oid, dictinitoption text"},
 		{"pg_ts_parser", 3601, "oid oid, prsname name, prsnamespace oid"},
 		{"pg_ts_template", 3764, "oid oid, tmplname name, tmplnamespace oid"},
-		{"pg_aggregate", 2600, `aggfnoid oid, aggkind "char", aggnumdirectargs int2, aggtransfn oid,
-			aggfinalfn oid, aggsortop oid, aggtranstype oid, agginitval text`},
 		{"pg_largeobject_metadata", 2995, "oid oid, lomowner oid, lomacl text[]"},
 		{"pg_user_mapping", 1418, "oid oid, umuser oid, umserver oid, umoptions text[]"},
 		{"pg_subscription", 6100, "oid oid, subdbid oid, subname name, subowner oid, subenabled bool"},

@@ -23,6 +23,9 @@ type systemTable struct {
 	rel  *Relation
 	rows func(c *Catalog) []types.Row
 	live func(ctx context.Context) []types.Row // AddSystemTable's, instead of rows
+	// ctxRows, instead of rows, for catalog relations whose rows depend
+	// on the query's context (pg_settings, the roles of connected users)
+	ctxRows func(ctx context.Context, c *Catalog) []types.Row
 }
 
 var systemTables = map[string]*systemTable{}
@@ -35,6 +38,13 @@ func registerSystem(schema, name string, oid uint32, cols []Column, rows func(c 
 		rel:  &Relation{OID: oid, Name: full, Kind: System, Columns: cols},
 		rows: rows,
 	}
+}
+
+// registerSystemCtx registers a system relation whose rows depend on the
+// query's context.
+func registerSystemCtx(schema, name string, oid uint32, cols []Column, rows func(ctx context.Context, c *Catalog) []types.Row) {
+	registerSystem(schema, name, oid, cols, nil)
+	systemTables[schema+"."+name].ctxRows = rows
 }
 
 // Lookup resolves a possibly schema-qualified relation name: user
@@ -95,6 +105,9 @@ func (c *Catalog) SystemRows(ctx context.Context, name string) ([]types.Row, err
 	t, ok := systemTables[name]
 	if !ok {
 		return nil, pgerror.New(pgerror.UndefinedTable, "relation %q does not exist", name)
+	}
+	if t.ctxRows != nil {
+		return t.ctxRows(ctx, c), nil
 	}
 	return t.rows(c), nil
 }

@@ -15,6 +15,11 @@ import (
 // fvsql's search_path is fixed.
 var searchPath = []string{"pg_catalog", "public"}
 
+// SearchPath is the schemas unqualified names are looked up in, in
+// order (pg_catalog's relations are visible, information_schema's are
+// not), for the catalog's pg_table_is_visible.
+func SearchPath() []string { return append([]string(nil), searchPath...) }
+
 // errNoAdvisoryLocks refuses advisory locks: a lock held by a session
 // must be released when the session ends, which functions cannot see
 // here, and fvsql processes share no lock table (Kafka is their only
