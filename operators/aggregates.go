@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"sort"
 	"math"
 
 	"encoding/binary"
@@ -454,17 +455,67 @@ func (a *boolAcc) Result() types.Value {
 	return types.NewBool(a.b)
 }
 
+// orderedAcc is an aggregate with ORDER BY (string_agg(x, ',' ORDER BY
+// y)): it keeps each row's value and sort keys (a record) and feeds the
+// values to a new inner accumulator in key order (stable: ties keep
+// their input order) when the result is asked for. Bounded queries only:
+// it has no state encoding.
+type orderedAcc struct {
+	keys  []SortKey
+	inner func() Accumulator
+	rows  []types.Row
+	size  int64
+}
+
+var errOrderedState = pgerror.NotSupported("an aggregate with ORDER BY in a continuous query")
+
+func (a *orderedAcc) Add(v types.Value) error {
+	r := v.Fields()
+	a.rows = append(a.rows, r)
+	a.size += RowBytes(r) + 24
+	return nil
+}
+
+// Size implements sizedAcc: the rows held, charged to the query.
+func (a *orderedAcc) Size() int64 { return a.size }
+
+func (a *orderedAcc) Result() types.Value {
+	sort.SliceStable(a.rows, func(i, j int) bool { return CompareRows(a.keys, a.rows[i], a.rows[j]) < 0 })
+	acc := a.inner()
+	for _, r := range a.rows {
+		if err := acc.Add(r[0]); err != nil {
+			break // the inner aggregate's own limit; it reports NULL or what it has
+		}
+	}
+	return acc.Result()
+}
+
+func (a *orderedAcc) AppendState(buf []byte) []byte        { return buf }
+func (a *orderedAcc) LoadState(buf []byte) ([]byte, error) { return buf, errOrderedState }
+func (a *orderedAcc) Merge(Accumulator) error              { return errOrderedState }
+
 // distinctAcc feeds each distinct non-null value once to the inner accumulator.
+// array_agg, which keeps NULLs, keeps one NULL among its distinct values.
 type distinctAcc struct {
-	t     types.Type // the argument's type, to decode seen values
-	inner Accumulator
-	seen  map[string]string // grouping key -> the value's lossless encoding
-	buf   []byte
+	t        types.Type // the argument's type, to decode seen values
+	inner    Accumulator
+	seen     map[string]string // grouping key -> the value's lossless encoding
+	buf      []byte
+	keepNull bool // array_agg
+	sawNull  bool
+}
+
+func newDistinctAcc(f *AggFunc) *distinctAcc {
+	return &distinctAcc{t: f.Arg, inner: f.New(), seen: map[string]string{}, keepNull: f.Name == "array_agg"}
 }
 
 func (a *distinctAcc) Add(v types.Value) error {
 	if v.K == types.Null {
-		return nil
+		if !a.keepNull || a.sawNull {
+			return nil
+		}
+		a.sawNull = true
+		return a.inner.Add(v)
 	}
 	a.buf = types.AppendKey(a.buf[:0], v)
 	if _, ok := a.seen[string(a.buf)]; ok {

@@ -11,12 +11,26 @@ type AggCall struct {
 	Func     *AggFunc
 	Arg      expr.Eval
 	Distinct bool
+	// Order, when set, is agg(x ORDER BY …): Arg gives a record of x and
+	// the sort keys, whose fields 1… Order's keys name.
+	Order []SortKey
 }
 
 func (c *AggCall) newAcc() Accumulator {
+	if c.Order != nil {
+		inner := c.Func.New
+		if c.Distinct { // the keys are the value: sorted, then deduplicated
+			inner = func() Accumulator {
+				return newDistinctAcc(c.Func)
+			}
+		}
+		return &orderedAcc{keys: c.Order, inner: inner}
+	}
 	acc := c.Func.New()
 	if c.Distinct {
-		return &distinctAcc{t: c.Func.Arg, inner: acc, seen: map[string]string{}}
+		d := newDistinctAcc(c.Func)
+		d.inner = acc
+		return d
 	}
 	return acc
 }
@@ -118,7 +132,7 @@ rows:
 				}
 			}
 			var before int64
-			grows := h.Aggs[j].Func.Grows && h.Budget != nil
+			grows := (h.Aggs[j].Func.Grows || h.Aggs[j].Order != nil) && h.Budget != nil
 			if grows {
 				before = grp.accs[j].(sizedAcc).Size()
 			}

@@ -89,6 +89,10 @@ type AggSpec struct {
 	// Delim is string_agg's delimiter: an expression of constants and
 	// parameters, evaluated once when the step is built.
 	Delim *expr.Expr `json:"delim,omitempty"`
+	// OrderBy and Order are agg(x ORDER BY …): the keys' expressions and
+	// their directions (Order[i].Col is unused), bounded queries only.
+	OrderBy []*expr.Expr `json:"order_by,omitempty"`
+	Order   []SortKey    `json:"order,omitempty"`
 }
 
 // limits evaluates a sort or limit step's count and offset: Limit and
@@ -191,6 +195,10 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 		}
 		var aggs []AggCall
 		for _, a := range s.Aggs {
+			if len(a.OrderBy) > 0 && s.Op != OpAggregate {
+				return nil, pgerror.NotSupported("%s(… ORDER BY …) in a continuous query", a.Name).
+					WithHint("Aggregate in a bounded query, or leave the order to the reader.")
+			}
 			f, err := a.Resolve()
 			if err != nil {
 				return nil, err
@@ -209,8 +217,19 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 				}
 			}
 			call := AggCall{Func: f, Distinct: a.Distinct}
-			if a.Arg != nil {
-				if call.Arg, err = expr.CompileEnv(a.Arg, env); err != nil {
+			arg := a.Arg
+			if len(a.OrderBy) > 0 {
+				if arg == nil { // count(*): any value that is not NULL
+					arg = expr.Const(types.NewBool(true))
+				}
+				arg = expr.Row(append([]*expr.Expr{arg}, a.OrderBy...)...)
+				call.Order = make([]SortKey, len(a.Order))
+				for i, k := range a.Order {
+					call.Order[i] = SortKey{Col: i + 1, Desc: k.Desc, NullsFirst: k.NullsFirst}
+				}
+			}
+			if arg != nil {
+				if call.Arg, err = expr.CompileEnv(arg, env); err != nil {
 					return nil, err
 				}
 			}

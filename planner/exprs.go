@@ -460,6 +460,14 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 			}
 		}
 		spec := operators.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
+		if len(f.OrderBy) > 0 && f.Distinct {
+			for _, o := range f.OrderBy {
+				if len(f.Args) == 0 || fingerprint(o.Expr) != fingerprint(f.Args[0]) {
+					err = pgerror.New(pgerror.InvalidColumnReference, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list")
+					return false
+				}
+			}
+		}
 		if !f.Star {
 			nargs := 1
 			if f.Name == "string_agg" {
@@ -482,6 +490,16 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 				}
 			}
 			spec.Arg = arg
+			for _, o := range f.OrderBy {
+				var k *expr.Expr
+				if k, err = b.build(inner, o.Expr); err != nil {
+					return false
+				}
+				if isUntypedParam(k) {
+					k = b.inferParam(k, types.Text)
+				}
+				spec.OrderBy, spec.Order = append(spec.OrderBy, k), append(spec.Order, sortKey(0, o))
+			}
 			if nargs == 2 {
 				if spec.Delim, err = b.aggDelim(inner, arg, f.Args[1]); err != nil {
 					return false

@@ -92,6 +92,7 @@ type FuncCall struct {
 	Args     []Expr
 	Star     bool
 	Distinct bool
+	OrderBy  []OrderItem // agg(args ORDER BY …)
 	Filter   Expr
 	Over     *WindowSpec
 }

@@ -878,6 +878,20 @@ func (c *converter) funcCall(e *tast.FuncCallExpr) (Expr, error) {
 			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"ARRAY\"")
 		case fnSubscript, fnSlice:
 			return c.subscript(e)
+		case fnAggOrder:
+			return c.aggOrder(e)
+		case fnDistinctAgg:
+			if len(e.Args) == 1 {
+				x, err := c.expr(e.Args[0])
+				if f, ok := x.(*FuncCall); ok && err == nil && f.Over == nil {
+					f.Distinct = true
+					return f, nil
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"DISTINCT\"")
 		case fnField:
 			if len(e.Args) == 2 {
 				x, err := c.expr(e.Args[0])
@@ -925,6 +939,48 @@ var funcAliases = map[string]string{
 	"curdate":      "current_date",
 	"curtime":      "current_time",
 	"substr":       "substring",
+}
+
+// aggOrder converts __fvsql_aggorder(agg(args), keys…): keys wrapped in
+// __fvsql_desc and __fvsql_nulls_first/_last, in either order.
+func (c *converter) aggOrder(e *tast.FuncCallExpr) (Expr, error) {
+	bad := pgerror.New(pgerror.SyntaxError, "syntax error at or near \"ORDER\"")
+	if len(e.Args) < 2 {
+		return nil, bad
+	}
+	x, err := c.expr(e.Args[0])
+	if err != nil {
+		return nil, err
+	}
+	f, ok := x.(*FuncCall)
+	if !ok || f.Over != nil || f.Filter != nil {
+		return nil, bad
+	}
+	for _, a := range e.Args[1:] {
+		var oi OrderItem
+		for {
+			w, ok := a.(*tast.FuncCallExpr)
+			if !ok || len(w.Args) != 1 {
+				break
+			}
+			switch w.FnName.O {
+			case fnDesc:
+				oi.Desc = true
+			case fnNullsFirst, fnNullsLast:
+				first := w.FnName.O == fnNullsFirst
+				oi.NullsFirst = &first
+			default:
+				goto done
+			}
+			a = w.Args[0]
+		}
+	done:
+		if oi.Expr, err = c.expr(a); err != nil {
+			return nil, err
+		}
+		f.OrderBy = append(f.OrderBy, oi)
+	}
+	return f, nil
 }
 
 // subscript converts __fvsql_subscript(x, i) and __fvsql_slice(x, lo, hi).

@@ -732,6 +732,10 @@ func (f *formatter) funcCall(e *FuncCall) {
 		f.w("*")
 	}
 	f.exprList(e.Args)
+	if len(e.OrderBy) > 0 {
+		f.w(" ORDER BY ")
+		f.orderItems(e.OrderBy)
+	}
 	f.w(")")
 	if e.Filter != nil {
 		f.w(" FILTER (WHERE ")

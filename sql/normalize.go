@@ -21,23 +21,26 @@ import (
 
 // Synthetic names shared by the normalizer and the converter.
 const (
-	fnCast       = "__fvsql_cast"
-	fnInterval   = "__fvsql_interval"
-	fnNum        = "__fvsql_num"
-	fnExtract    = "__fvsql_extract"
-	fnFilter     = "__fvsql_filter"
-	fnNullsFirst = "__fvsql_nulls_first"
-	fnNullsLast  = "__fvsql_nulls_last"
-	colStar      = "__fvsql_star"
-	tvfPrefix    = "__fvsql_tvf_"
-	fnArray      = "__fvsql_array"     // ARRAY[…]
-	fnArraySub   = "__fvsql_array_sub" // ARRAY(subquery)
-	fnSubscript  = "__fvsql_subscript" // x[i]
-	fnSlice      = "__fvsql_slice"     // x[lo:hi]
-	fnField      = "__fvsql_field"     // (x).field
-	colOmitted   = "__fvsql_omitted"   // an omitted slice bound
-	fnAny        = "__fvsql_any"       // op ANY (array)
-	fnAll        = "__fvsql_all"       // op ALL (array)
+	fnCast        = "__fvsql_cast"
+	fnInterval    = "__fvsql_interval"
+	fnNum         = "__fvsql_num"
+	fnExtract     = "__fvsql_extract"
+	fnFilter      = "__fvsql_filter"
+	fnNullsFirst  = "__fvsql_nulls_first"
+	fnNullsLast   = "__fvsql_nulls_last"
+	colStar       = "__fvsql_star"
+	tvfPrefix     = "__fvsql_tvf_"
+	fnArray       = "__fvsql_array"     // ARRAY[…]
+	fnArraySub    = "__fvsql_array_sub" // ARRAY(subquery)
+	fnSubscript   = "__fvsql_subscript" // x[i]
+	fnSlice       = "__fvsql_slice"     // x[lo:hi]
+	fnField       = "__fvsql_field"     // (x).field
+	fnAggOrder    = "__fvsql_aggorder"  // agg(args ORDER BY keys)
+	fnDesc        = "__fvsql_desc"      // a DESC key of fnAggOrder
+	fnDistinctAgg = "__fvsql_distinct"  // agg(DISTINCT …) of an aggregate TiDB does not know
+	colOmitted    = "__fvsql_omitted"   // an omitted slice bound
+	fnAny         = "__fvsql_any"       // op ANY (array)
+	fnAll         = "__fvsql_all"       // op ALL (array)
 	// noLimit stands for "no LIMIT" when only OFFSET was written, since
 	// TiDB needs a count before OFFSET.
 	noLimit = "18446744073709551615"
@@ -68,6 +71,8 @@ type otok struct {
 type frame struct {
 	clause     string // the last clause keyword seen at this level
 	orderStart int    // index in out where the current ORDER BY item starts, or -1
+	call       int    // for a function call's parenthesis, the index in out of its name; else -1
+	aggOrder   bool   // the call's arguments ended at ORDER BY: its sort keys follow
 }
 
 // tvfSpan is a function call found in FROM (a window TVF or a
@@ -113,7 +118,7 @@ type normalizer struct {
 // an expression) is emitted first.
 func normalize(u unit, prefix string) (*normalized, error) {
 	n := &normalizer{src: u.src, toks: u.toks, after: u.after, out: make([]otok, 0, len(u.toks)+8)}
-	n.frames = append(n.frames, frame{orderStart: -1})
+	n.frames = append(n.frames, frame{orderStart: -1, call: -1})
 	if prefix != "" {
 		n.put(prefix, n.at(0, len(u.toks)).pos, oKeyword)
 	}
@@ -190,8 +195,13 @@ func (n *normalizer) put(text string, pos int, kind okind) {
 
 // open emits a "(" whose ")" the main loop will see.
 func (n *normalizer) open(pos int) {
+	call := -1
+	if k := len(n.out) - 1; k >= 0 && n.out[k].kind == oName && !strings.EqualFold(n.out[k].text, "over") {
+		for call = k; call >= 2 && n.out[call-1].text == "." && n.out[call-2].kind == oName; call -= 2 {
+		}
+	}
 	n.put("(", pos, oOpen)
-	n.frames = append(n.frames, frame{orderStart: -1})
+	n.frames = append(n.frames, frame{orderStart: -1, call: call})
 }
 
 func (n *normalizer) run(lo, hi int) error {
@@ -316,6 +326,19 @@ func (n *normalizer) opStep(i, hi int) (int, error) {
 			return i + 3, nil
 		}
 		n.open(t.pos)
+		if f := n.frame(); f.call >= 0 && n.at(i+1, hi).is("distinct") && !tidbDistinctAggs[strings.ToLower(n.out[len(n.out)-2].text)] {
+			// f(DISTINCT …) of an aggregate TiDB's grammar does not know
+			// (string_agg, array_agg): __fvsql_distinct(f(…))
+			if closeIdx := n.match(i, hi); closeIdx > 0 {
+				n.wrapOpen(f.call, fnDistinctAgg, t.pos)
+				f.call += 2
+				if n.closers == nil {
+					n.closers = make(map[int]int)
+				}
+				n.closers[closeIdx]++
+				return i + 2, nil
+			}
+		}
 	case ")":
 		switch {
 		case len(n.frames) > n.floor:
@@ -532,6 +555,14 @@ func (n *normalizer) primaryStart() int {
 }
 
 // wrap surrounds out[start:] with name( … , extra…).
+// tidbDistinctAggs are the aggregates whose DISTINCT TiDB's grammar parses.
+var tidbDistinctAggs = setOf(`count sum avg min max group_concat bit_and bit_or bit_xor std stddev stddev_pop stddev_samp variance var_pop var_samp approx_count_distinct`)
+
+// wrapOpen inserts name( at start, to be closed later.
+func (n *normalizer) wrapOpen(start int, name string, pos int) {
+	n.out = slices.Insert(n.out, start, otok{text: name, pos: pos, kind: oName}, otok{text: "(", pos: pos, kind: oOpen})
+}
+
 func (n *normalizer) wrap(start int, name string, pos int, extra ...otok) {
 	n.out = slices.Insert(n.out, start, otok{text: name, pos: pos, kind: oName}, otok{text: "(", pos: pos, kind: oOpen})
 	for _, e := range extra {
@@ -657,6 +688,20 @@ func readTypeName(src string, toks []token, i, hi int, after token) (string, int
 func (n *normalizer) wordStep(i, hi int) (int, error) {
 	t := n.toks[i]
 	next := n.at(i+1, hi)
+	if f := n.frame(); f.call >= 0 && t.is("order") && next.is("by") && !f.aggOrder {
+		// agg(args ORDER BY keys): __fvsql_aggorder(agg(args), keys)
+		n.put(")", t.pos, oClose)
+		n.wrapOpen(f.call, fnAggOrder, t.pos)
+		n.put(",", t.pos, oOther)
+		f.aggOrder, f.orderStart = true, len(n.out)
+		return i + 2, nil
+	}
+	if f := n.frame(); f.aggOrder && (t.is("asc") || t.is("desc")) {
+		if t.is("desc") && f.orderStart < len(n.out) {
+			n.wrap(f.orderStart, fnDesc, t.pos)
+		}
+		return i + 1, nil
+	}
 	if n.selectLabel(i, hi) {
 		// After AS in a select list any word is a column label, keywords
 		// too (PostgreSQL's ColLabel): Metabase writes `AS table`.
@@ -894,7 +939,7 @@ func (n *normalizer) castCall(i, hi int) (int, bool, error) {
 	t := n.toks[i]
 	n.put(fnCast, t.pos, oName)
 	n.put("(", n.toks[i+1].pos, oOpen)
-	n.frames = append(n.frames, frame{orderStart: -1})
+	n.frames = append(n.frames, frame{orderStart: -1, call: -1})
 	if err := n.run(i+2, as); err != nil {
 		return 0, false, err
 	}
@@ -1356,7 +1401,7 @@ func (n *normalizer) subscript(i, hi int) (int, error) {
 			n.put(colOmitted, n.toks[lo-1].pos, oName)
 			return nil
 		}
-		n.frames = append(n.frames, frame{orderStart: -1})
+		n.frames = append(n.frames, frame{orderStart: -1, call: -1})
 		defer func() { n.frames = n.frames[:len(n.frames)-1] }()
 		return n.run(lo, hi)
 	}
