@@ -160,6 +160,8 @@ func (q *query) run(ctx context.Context, n Node, env *expr.Env, emit operators.E
 		return nil
 	case *Source:
 		return q.runSource(ctx, n, nil, nil, env, emit)
+	case *FuncRows:
+		return q.runFuncRows(ctx, n, env, emit)
 	case *Join:
 		return q.runJoin(ctx, n, env, emit)
 	case *UnionAll:

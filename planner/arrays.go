@@ -16,7 +16,10 @@ import (
 // subscripts, x op ANY|ALL (array or subquery), and functions in FROM.
 //
 // A function in FROM whose arguments are constants is evaluated while
-// planning into constant rows. One whose arguments read the enclosing
+// planning into constant rows; one whose arguments read no row but are
+// not constants ($1, current_setting(…)) runs per execution
+// (engine.FuncRows); a scalar function in FROM is a one-row, one-column
+// table. One whose arguments read the enclosing
 // query's row — `ARRAY(SELECT 'toast.' || x FROM unnest(tc.reloptions) x)`,
 // as psql's \d+ sends — is the only FROM item of a subquery, and that
 // subquery is evaluated in place as an expression (expr.FuncScan): the
@@ -229,8 +232,14 @@ func tableFuncScope(tf *sql.TableFunc, call *expr.SetCall) (*scope, error) {
 	return sc, nil
 }
 
-// buildTableFunc plans a function in FROM whose arguments are constants:
-// its rows, computed now. left is the scope of the FROM items before it.
+// buildTableFunc plans a function in FROM. left is the scope of the FROM
+// items before it, whose columns its arguments may not read (that would
+// make it LATERAL). A set-returning function over constants is planned as
+// its rows, computed now; one over other expressions that read no row
+// (parameters, current_setting(…), other functions of those) runs when
+// the query does, per execution (engine.FuncRows). Any other function is,
+// as in PostgreSQL, a table of one row and one column, named by the alias
+// or else by the function.
 func (b *builder) buildTableFunc(tf *sql.TableFunc, left *scope) (engine.Node, *scope, error) {
 	if left != nil && len(left.cols) > 0 {
 		// Reading the items before it would make it LATERAL.
@@ -241,27 +250,91 @@ func (b *builder) buildTableFunc(tf *sql.TableFunc, left *scope) (engine.Node, *
 			}
 		}
 	}
+	if operators.IsAggregate(tf.Name) && !expr.IsSetFunc(tf.Name) && !expr.Exists(tf.Name) {
+		return nil, nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in functions in FROM")
+	}
+	if !expr.IsSetFunc(tf.Name) && expr.Exists(tf.Name) {
+		return b.buildScalarTableFunc(tf)
+	}
 	call, err := b.setCall(tf, &scope{})
 	if err != nil {
 		return nil, nil, err
 	}
+	constant := true
 	for _, a := range call.Args {
-		if a.HasOuter() {
-			return nil, nil, pgerror.NotSupported("function %s over columns of the enclosing query, except as the only FROM item of a subquery", tf.Name)
+		if err := b.fromFuncArg(tf, a); err != nil {
+			return nil, nil, err
 		}
-		if a.Kind != expr.KConst {
-			return nil, nil, pgerror.NotSupported("function %s in FROM with arguments other than constants", tf.Name)
-		}
+		constant = constant && a.Kind == expr.KConst
 	}
 	sc, err := tableFuncScope(tf, call)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !constant {
+		return &engine.FuncRows{Set: call.Fn.Key(), Args: call.Args, Ordinality: tf.Ordinality}, sc, nil
 	}
 	rows, err := call.Rows(tf.Ordinality)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &engine.Values{Rows: rows}, sc, nil
+}
+
+// fromFuncArg refuses an argument of a function in FROM that cannot be
+// computed once per execution: one reading the enclosing query's row
+// (such a function is only supported as the only FROM item of a
+// subquery), or holding a correlated subquery. An uncorrelated subquery
+// is one of the select's (b.subs): the chain holding them runs the FROM
+// items with their values at hand.
+func (b *builder) fromFuncArg(tf *sql.TableFunc, a *expr.Expr) error {
+	if a.HasOuter() {
+		return pgerror.NotSupported("function %s over columns of the enclosing query, except as the only FROM item of a subquery", tf.Name)
+	}
+	correlated := false
+	a.Walk(func(n *expr.Expr) {
+		if n.Kind == expr.KSubquery && (n.Col >= len(b.subs) || b.subs[n.Col].Correlated) {
+			correlated = true
+		}
+	})
+	if correlated {
+		return pgerror.NotSupported("function %s in FROM over a correlated subquery", tf.Name)
+	}
+	return nil
+}
+
+// buildScalarTableFunc plans a function that returns one value, in FROM:
+// one row of one column (FROM upper('a') AS x, FROM string_to_array(…) s).
+func (b *builder) buildScalarTableFunc(tf *sql.TableFunc) (engine.Node, *scope, error) {
+	for _, a := range tf.Args {
+		if hasAggregate(a) {
+			return nil, nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in functions in FROM")
+		}
+	}
+	x, err := b.build(&exprCtx{scope: &scope{}, what: "FROM", noAggs: true}, &sql.FuncCall{Name: tf.Name, Args: tf.Args})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.fromFuncArg(tf, x); err != nil {
+		return nil, nil, err
+	}
+	if x.Type == types.Unknown || x.Type == types.Null {
+		if x, err = expr.Cast(x, types.Text); err != nil {
+			return nil, nil, err
+		}
+	}
+	sc, err := tableFuncScope(tf, &expr.SetCall{Names: []string{tf.Name}, Types: []types.Type{x.Type}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if x.Kind == expr.KConst {
+		row := types.Row{x.Val}
+		if tf.Ordinality {
+			row = append(row, types.NewInt8(1))
+		}
+		return &engine.Values{Rows: []types.Row{row}}, sc, nil
+	}
+	return &engine.FuncRows{Args: []*expr.Expr{x}, Ordinality: tf.Ordinality}, sc, nil
 }
 
 // funcScan plans a subquery whose only FROM item is a function of the

@@ -144,6 +144,41 @@ func TestArrayQueries(t *testing.T) {
 	}
 }
 
+// Functions in FROM over arguments that are not constants but read no
+// row run when the query does, per execution; a scalar function in FROM
+// is a one-row, one-column table.
+func TestFromFunctionsAtRunTime(t *testing.T) {
+	db := newTestDB(t)
+	for _, c := range []struct {
+		sql    string
+		params []types.Value
+		want   string
+	}{
+		{`SELECT s[1], s[2] FROM string_to_array('a,b', ',') s`, nil, "a | b"},
+		{`SELECT x FROM upper('a') AS x`, nil, "A"},
+		{`SELECT upper.upper, * FROM upper('a')`, nil, "A | A"},
+		{`SELECT x.* FROM upper('a') AS x(y)`, nil, "A"},
+		{`SELECT * FROM upper('a') WITH ORDINALITY`, nil, "A | 1"},
+		{`SELECT * FROM string_to_array(NULL::text, ',') s`, nil, "NULL"},
+		{`SELECT * FROM generate_series(1, NULL::int + 1) s`, nil, ""},
+		{`SELECT * FROM unnest($1::int[])`, []types.Value{types.NewText("{3,4}")}, "3\n4"},
+		{`SELECT * FROM unnest($1::int[])`, []types.Value{types.NewText("{5}")}, "5"},
+		{`SELECT g, n FROM generate_series(1, $1::int) WITH ORDINALITY AS t(g, n) WHERE g > 1`, []types.Value{types.NewText("3")}, "2 | 2\n3 | 3"},
+		{`SELECT x FROM upper($1) x`, []types.Value{types.NewText("q")}, "Q"},
+		{`SELECT i, s[i] FROM generate_series(array_lower(string_to_array($1, ','), 1), array_upper(string_to_array($1, ','), 1)) AS i, string_to_array($1, ',') s`,
+			[]types.Value{types.NewText("x,y")}, "1 | x\n2 | y"},
+		{`SELECT g FROM generate_series(1, (SELECT count(*) FROM trades)::int) g WHERE g > 2`, nil, "3"},
+		{`SELECT count(*) FROM trades, generate_series(1, length($1)) g`, []types.Value{types.NewText("ab")}, "6"},
+		{`SELECT sym FROM trades WHERE sym IN (SELECT upper(x) FROM unnest(string_to_array($1, ',')) x) ORDER BY 1`,
+			[]types.Value{types.NewText("zed,acme")}, "ACME\nZED"},
+	} {
+		got, err := db.query(t, c.sql, c.params...)
+		if err != nil || got != c.want {
+			t.Errorf("%s %v\n got: %s %v\nwant: %s", c.sql, c.params, got, err, c.want)
+		}
+	}
+}
+
 func TestArrayQueryErrors(t *testing.T) {
 	db := newTestDB(t)
 	for _, c := range []struct {
@@ -151,14 +186,18 @@ func TestArrayQueryErrors(t *testing.T) {
 		code pgerror.Code
 	}{
 		{`SELECT * FROM trades, unnest(trades.tags)`, pgerror.FeatureNotSupported},
-		{`SELECT * FROM unnest($1::int[])`, pgerror.FeatureNotSupported},
+		{`SELECT * FROM trades, generate_series(1, qty::int)`, pgerror.FeatureNotSupported},
+		{`SELECT * FROM trades, upper(sym)`, pgerror.FeatureNotSupported},
+		{`SELECT (SELECT count(*) FROM upper(t.sym) u, generate_series(1, 2) g) FROM trades t`, pgerror.FeatureNotSupported},
+		{`SELECT * FROM sum(1)`, pgerror.GroupingError},
+		{`SELECT * FROM upper('a') AS t(a, b)`, pgerror.SyntaxError},
+		{`SELECT * FROM generate_series(1, (SELECT count(*) FROM trades)::int / 0)`, pgerror.DivisionByZero},
 		{`SELECT count(*), unnest(ARRAY[1]) FROM trades`, pgerror.FeatureNotSupported},
 		{`SELECT ARRAY[]`, pgerror.IndeterminateDatatype},
 		{`SELECT ARRAY[1, 'x'::text]`, pgerror.DatatypeMismatch},
 		{`SELECT sym[1] FROM trades`, pgerror.DatatypeMismatch},
 		{`SELECT 1 = ANY (2)`, pgerror.WrongObjectType},
 		{`SELECT * FROM nosuchfunction(1)`, pgerror.UndefinedFunction},
-		{`SELECT * FROM upper('a')`, pgerror.FeatureNotSupported},
 		{`SELECT * FROM generate_series(1, 3, 0)`, pgerror.InvalidParameterValue},
 		{`SELECT 'nosuch'::regclass`, pgerror.UndefinedTable},
 		{`SELECT json_agg(sym) FROM trades`, pgerror.FeatureNotSupported},
