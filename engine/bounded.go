@@ -430,6 +430,7 @@ steps:
 			add(s.GroupBy...)
 			for _, a := range s.Aggs {
 				add(a.Arg)
+				add(a.OrderBy...)
 			}
 			if s.Window != nil {
 				cols = append(cols, s.TimeCol)

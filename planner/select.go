@@ -374,12 +374,6 @@ func (b *builder) buildJoin(j *sql.Join) (engine.Node, *scope, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	lw := len(ls.cols)
-	sc := &scope{cols: append(append([]scopeCol(nil), ls.cols...), rs.cols...)}
-	join := &engine.Join{Kind: j.Kind, Left: ln, Right: rn, LeftWidth: lw, RightWidth: len(rs.cols)}
-	if join.Kind == "" {
-		join.Kind = "inner"
-	}
 	var conds []sql.Expr
 	if j.On != nil {
 		conds = conjuncts(j.On)
@@ -387,6 +381,19 @@ func (b *builder) buildJoin(j *sql.Join) (engine.Node, *scope, error) {
 	for _, name := range j.Using {
 		conds = append(conds, &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: qualOf(ls, name), Name: name}, R: &sql.ColumnRef{Table: qualOf(rs, name), Name: name}})
 	}
+	return b.joinNode(j.Kind, ln, ls, rn, rs, conds)
+}
+
+// joinNode joins two planned inputs on conds: equalities between the two
+// sides become hash keys, the rest is checked on joined rows.
+func (b *builder) joinNode(kind string, ln engine.Node, ls *scope, rn engine.Node, rs *scope, conds []sql.Expr) (engine.Node, *scope, error) {
+	lw := len(ls.cols)
+	sc := &scope{cols: append(append([]scopeCol(nil), ls.cols...), rs.cols...)}
+	join := &engine.Join{Kind: kind, Left: ln, Right: rn, LeftWidth: lw, RightWidth: len(rs.cols)}
+	if join.Kind == "" {
+		join.Kind = "inner"
+	}
+	var err error
 	var residual []*expr.Expr
 	ctx := &exprCtx{scope: sc, what: "JOIN", noAggs: true}
 	shift := map[int]int{}
@@ -499,21 +506,22 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 	saved := b.subs
 	b.subs = nil
 	defer func() { b.subs = saved }()
-	node, in, err := b.buildFrom(sel.From)
+	where := sel.Where
+	if where != nil && hasAggregate(where) {
+		return nil, nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in WHERE")
+	}
+	node, in, where, err := b.buildFromWhere(sel.From, where)
 	if err != nil {
 		return nil, nil, err
 	}
-	if src, ok := node.(*engine.Source); ok && sel.Where != nil {
-		if err := b.keyLookup(src, sel.From[0].(*sql.TableName), in, sel.Where); err != nil {
+	if src, ok := node.(*engine.Source); ok && where != nil {
+		if err := b.keyLookup(src, sel.From[0].(*sql.TableName), in, where); err != nil {
 			return nil, nil, err
 		}
 	}
 	var steps []operators.Step
-	if sel.Where != nil {
-		if hasAggregate(sel.Where) {
-			return nil, nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in WHERE")
-		}
-		pred, err := b.build(&exprCtx{scope: in, what: "WHERE", noAggs: true}, sel.Where)
+	if where != nil {
+		pred, err := b.build(&exprCtx{scope: in, what: "WHERE", noAggs: true}, where)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -1,0 +1,203 @@
+package planner
+
+import (
+	"math/bits"
+
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// A comma-separated FROM list filtered by WHERE (the catalog queries of
+// pgjdbc, DBeaver and Metabase join six to nine relations this way) would
+// be a cross product of every item before the filter. buildFromWhere
+// plans it as joins instead, the answer unchanged:
+//
+//   - a conjunct of WHERE that reads one item only filters that item
+//     before any join;
+//   - the items are joined in FROM order, except that the next one is the
+//     first item an equality conjunct links to those already joined (a
+//     hash join on it), so that a cross product is taken only where the
+//     query has no condition at all;
+//   - the conjuncts that read only joined items become the join's
+//     condition; what is left (conjuncts with subqueries or reading no
+//     item) stays in WHERE;
+//   - a projection puts the columns back in FROM order.
+//
+// Lists with a function whose arguments read other items (LATERAL), or of
+// more than 64 items, keep the plain left-to-right cross joins.
+func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (engine.Node, *scope, sql.Expr, error) {
+	if len(from) < 2 || len(from) > 64 || where == nil || !independentItems(from) {
+		node, sc, err := b.buildFrom(from)
+		return node, sc, where, err
+	}
+	n := len(from)
+	nodes, scopes := make([]engine.Node, n), make([]*scope, n)
+	for i, t := range from {
+		var err error
+		if tf, ok := t.(*sql.TableFunc); ok {
+			nodes[i], scopes[i], err = b.buildTableFunc(tf, nil)
+		} else {
+			nodes[i], scopes[i], err = b.buildTable(t)
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	conds := conjuncts(where)
+	refs := make([]uint64, len(conds))
+	used := make([]bool, len(conds))
+	for i, c := range conds {
+		var ok bool
+		if refs[i], ok = itemsRead(c, scopes); !ok {
+			refs[i] = 0 // stays in WHERE
+		}
+	}
+	for i, c := range conds {
+		if bits.OnesCount64(refs[i]) != 1 {
+			continue
+		}
+		k := bits.TrailingZeros64(refs[i])
+		pred, err := b.build(&exprCtx{scope: scopes[k], what: "WHERE", noAggs: true}, c)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		pred = b.inferParam(pred, types.Bool)
+		if err := boolCondition(pred, "WHERE"); err != nil {
+			return nil, nil, nil, err
+		}
+		nodes[k] = appendSteps(nodes[k], operators.Step{Op: operators.OpFilter, Pred: pred})
+		used[i] = true
+	}
+	joinable := func(i int, joined uint64, k int) bool {
+		bit := uint64(1) << k
+		return !used[i] && refs[i]&bit != 0 && refs[i]&^(joined|bit) == 0
+	}
+	joined := uint64(1)
+	order := []int{0}
+	node, sc := nodes[0], scopes[0]
+	for len(order) < n {
+		next := -1
+		for k := 1; k < n && next < 0; k++ {
+			if joined&(1<<k) != 0 {
+				continue
+			}
+			for i, c := range conds {
+				if bin, ok := c.(*sql.Binary); ok && bin.Op == "=" && joinable(i, joined, k) {
+					next = k
+					break
+				}
+			}
+		}
+		for k := 1; k < n && next < 0; k++ {
+			if joined&(1<<k) == 0 {
+				next = k
+			}
+		}
+		var on []sql.Expr
+		for i, c := range conds {
+			if joinable(i, joined, next) {
+				on, used[i] = append(on, c), true
+			}
+		}
+		var err error
+		if node, sc, err = b.joinNode("cross", node, sc, nodes[next], scopes[next], on); err != nil {
+			return nil, nil, nil, err
+		}
+		order, joined = append(order, next), joined|1<<next
+	}
+	node, sc = b.fromOrder(node, sc, order, scopes)
+	var rest []sql.Expr
+	for i, c := range conds {
+		if !used[i] {
+			rest = append(rest, c)
+		}
+	}
+	return node, sc, andAll(rest), nil
+}
+
+// fromOrder projects joined rows, whose items came in order, back to the
+// FROM list's order.
+func (b *builder) fromOrder(node engine.Node, sc *scope, order []int, scopes []*scope) (engine.Node, *scope) {
+	start := make([]int, len(scopes))
+	at, inOrder := 0, true
+	for pos, k := range order {
+		start[k] = at
+		at += len(scopes[k].cols)
+		inOrder = inOrder && pos == k
+	}
+	if inOrder {
+		return node, sc
+	}
+	out := &scope{}
+	var exprs []*expr.Expr
+	var names []string
+	for k, s := range scopes {
+		for j, c := range s.cols {
+			exprs = append(exprs, expr.Col(start[k]+j, c.typ, c.name))
+			names = append(names, c.name)
+			out.cols = append(out.cols, c)
+		}
+	}
+	return appendSteps(node, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names}), out
+}
+
+// independentItems reports whether no FROM item is a function reading
+// another item's columns.
+func independentItems(from []sql.TableExpr) bool {
+	for _, t := range from {
+		if tf, ok := t.(*sql.TableFunc); ok {
+			for _, a := range tf.Args {
+				if hasColumn(a) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// itemsRead is the set of FROM items (bit i: item i) a conjunct reads; ok
+// is false when that cannot be told: a subquery (it may read any item), a
+// column no item or several items have (an outer or ambiguous reference,
+// whose error the WHERE clause reports).
+func itemsRead(e sql.Expr, scopes []*scope) (set uint64, ok bool) {
+	ok = true
+	walkExpr(e, func(n sql.Expr) bool {
+		switch n := n.(type) {
+		case *sql.Subquery:
+			ok = false
+		case *sql.ColumnRef:
+			found := -1
+			for k, s := range scopes {
+				if _, err := s.resolve(n.Table, n.Name); err == nil {
+					if found >= 0 {
+						ok = false
+					}
+					found = k
+				}
+			}
+			if found < 0 {
+				ok = false
+			} else {
+				set |= 1 << found
+			}
+		}
+		return ok
+	})
+	return set, ok
+}
+
+// andAll is the conjunction of es (nil for none).
+func andAll(es []sql.Expr) sql.Expr {
+	if len(es) == 0 {
+		return nil
+	}
+	out := es[0]
+	for _, e := range es[1:] {
+		out = &sql.Binary{Op: "and", L: out, R: e}
+	}
+	return out
+}
