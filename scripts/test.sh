@@ -3,6 +3,8 @@
 #
 #   ./scripts/test.sh                      # everything: vet, staticcheck, go test ./..., fuzz, sqllogic on real Kafka
 #   ./scripts/test.sh -run Foo ./pkg/...   # these go test arguments instead of ./...
+#   ./scripts/test.sh --clients-postgres   # only the client suites (tests/clients), against a
+#                                          # throw-away real PostgreSQL, to check the suites
 #
 # It first runs `go vet ./...` and staticcheck ./... (installing staticcheck
 # into the cache dir when it is not there at the pinned version) and stops
@@ -30,6 +32,10 @@
 #                               (tests/fvsqltest.StartKafka): the cached jars;
 #                               FVSQL_KAFKA_JAVA: the java to run them with
 #   KAFKA_HEAP_OPTS             broker heap (default -Xmx512m -Xms512m)
+#   FVSQL_CLIENTS_PYTHON, FVSQL_CLIENTS_SUPERSET, FVSQL_CLIENTS_JDBC, FVSQL_CLIENTS_NODE
+#                               exported for tests/clients: the Python venvs, the
+#                               pgjdbc jar and node_modules this script installs
+#                               (from PyPI, Maven Central, npm) into the cache dir
 #   CI                          set by CI: kept exported, makes testenv fail instead of skip
 set -euo pipefail
 
@@ -53,6 +59,7 @@ STATICCHECK_VERSION=v0.8.2
 STATICCHECK_DIR="$CACHE_DIR/bin"
 STATICCHECK="$STATICCHECK_DIR/staticcheck"
 FUZZ_TIME="${FVSQL_FUZZ_TIME:-15s}"
+PGJDBC_VERSION=42.7.14 # the pgjdbc tests/clients drives (Python and npm pins are in tests/clients)
 # The fuzz phase's targets, "package target": go test -fuzz takes one
 # package and one target per run. They check what a client meets (a
 # panic, an error without SQLSTATE, a hang, a malformed reply). The
@@ -72,6 +79,7 @@ REDIS_PID=""
 GO_PID=""
 WAITKAFKA_PID=""
 KAFKA_DIR=""
+declare -a PG_STOP=()  # the command that stops --clients-postgres's server
 declare -a PHASES=()  # "name|seconds|note", in order, for the summary
 START_US=""
 
@@ -182,6 +190,9 @@ cleanup() {
 	stop_group "go test" "$GO_PID"
 	stop_group "Kafka broker" "$KAFKA_PID"
 	stop_group "Redis" "$REDIS_PID"
+	if ((${#PG_STOP[@]})); then
+		"${PG_STOP[@]}" >/dev/null 2>&1
+	fi
 	# Safety net: no broker JVM of this run may outlive it.
 	if [[ -n "$KAFKA_DIR" ]]; then
 		local left
@@ -624,6 +635,149 @@ use_existing_redis() {
 	phase_done "redis (existing)" "$t" "$FVSQL_TEST_REDIS"
 }
 
+# ------------------------------------------------- client suite toolchains
+
+# client_cache_dir NAME KEYFILE...: prints the cache dir of a toolchain keyed
+# by the contents of KEYFILEs ($CACHE_DIR/clients/NAME-<hash>); the caller
+# installs into it when it has no .complete marker.
+client_cache_dir() {
+	local name="$1" hash
+	shift
+	hash="$(cat "$@" | sha256sum | cut -c1-12)"
+	printf '%s/clients/%s-%s' "$CACHE_DIR" "$name" "$hash"
+}
+
+# retry3 PHASE LOG CMD...: CMD up to three times (registries time out now
+# and then), its output in LOG, the last lines printed when all failed.
+retry3() {
+	local phase="$1" logf="$2" attempt
+	shift 2
+	for attempt in 1 2 3; do
+		if "$@" >"$logf" 2>&1; then
+			return 0
+		fi
+		log "$phase" "attempt $attempt of '$*' failed; last lines:"
+		tail -n 30 "$logf" >&2
+		sleep $((attempt * 5))
+	done
+	return 1
+}
+
+# install_venv NAME REQUIREMENTS VAR: a venv with REQUIREMENTS (pinned),
+# its python exported as VAR.
+install_venv() {
+	local name="$1" reqs="$2" var="$3" dir
+	dir="$(client_cache_dir "$name" "$reqs")"
+	if [[ ! -f "$dir/.complete" ]]; then
+		rm -rf -- "$dir"
+		mkdir -p "$(dirname "$dir")"
+		log clients "installing $reqs into $dir (PyPI)"
+		python3 -m venv "$dir" || die clients "python3 -m venv $dir failed (Debian: apt-get install python3-venv)"
+		retry3 clients "$WORK/pip-$name.log" "$dir/bin/pip" install --disable-pip-version-check -q -r "$reqs" ||
+			die clients "pip install -r $reqs failed"
+		touch "$dir/.complete"
+	fi
+	printf -v "$var" '%s' "$dir/bin/python"
+	export "${var?}"
+}
+
+# install_clients: what tests/clients drives (see tests/clients/README.md):
+# Python drivers, node-postgres and pgjdbc, from PyPI, npm and Maven
+# Central, cached by the hash of their pin files.
+install_clients() {
+	local t dir c="$ROOT/tests/clients"
+	t="$(now_us)"
+	mkdir -p "$CACHE_DIR/clients"
+	exec 7>"$CACHE_DIR/clients/.lock"
+	if command -v flock >/dev/null; then
+		flock -w 900 7 || die clients "could not lock $CACHE_DIR/clients/.lock within 15 min"
+	fi
+	install_venv python "$c/python/requirements.txt" FVSQL_CLIENTS_PYTHON
+	if [[ -f "$c/superset/requirements.txt" ]]; then
+		install_venv superset "$c/superset/requirements.txt" FVSQL_CLIENTS_SUPERSET
+	fi
+
+	command -v npm >/dev/null || die clients "npm not found on PATH (node-postgres's suite needs Node.js 20+ and npm)"
+	dir="$(client_cache_dir node "$c/node/package.json" "$c/node/package-lock.json")"
+	if [[ ! -f "$dir/.complete" ]]; then
+		rm -rf -- "$dir"
+		mkdir -p "$dir"
+		cp "$c/node/package.json" "$c/node/package-lock.json" "$dir/"
+		log clients "npm ci into $dir"
+		retry3 clients "$WORK/npm.log" npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error ||
+			die clients "npm ci failed"
+		touch "$dir/.complete"
+	fi
+	export FVSQL_CLIENTS_NODE="$dir/node_modules"
+
+	command -v mvn >/dev/null || die clients "mvn not found on PATH (needed to fetch pgjdbc)"
+	local pgjdbc="$PGJDBC_VERSION"
+	FVSQL_CLIENTS_JDBC="$MAVEN_REPO/org/postgresql/postgresql/$pgjdbc/postgresql-$pgjdbc.jar"
+	if [[ ! -s "$FVSQL_CLIENTS_JDBC" ]]; then
+		log clients "fetching org.postgresql:postgresql:$pgjdbc from Maven Central"
+		retry3 clients "$WORK/mvn-pgjdbc.log" mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$MAVEN_REPO" \
+			dependency:get -Dartifact="org.postgresql:postgresql:$pgjdbc" -Dtransitive=false ||
+			die clients "could not fetch pgjdbc $pgjdbc"
+	fi
+	export FVSQL_CLIENTS_JDBC
+	exec 7>&-
+	phase_done "client toolchains" "$t" "python, node, pgjdbc $pgjdbc"
+}
+
+# start_postgres: a throw-away PostgreSQL (Debian's postgresql package,
+# installed when missing) on a free loopback port with SCRAM and TLS, for
+# --clients-postgres; FVSQL_CLIENTS_POSTGRES names its superuser.
+start_postgres() {
+	local t bin port pgdir="$WORK/postgres" i
+	t="$(now_us)"
+	bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)"
+	if [[ -z "$bin" ]]; then
+		log postgres "PostgreSQL not found: installing Debian's postgresql package"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql >"$WORK/apt-pg.log" 2>&1 ||
+			{ tail -n 30 "$WORK/apt-pg.log" >&2; die postgres "apt-get install postgresql failed"; }
+		bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)"
+	fi
+	port="$(free_ports 1)"
+	mkdir -p "$pgdir"
+	local run=()
+	if [[ "$(id -u)" -eq 0 ]]; then # initdb refuses root
+		chmod 755 "$WORK"
+		chown postgres "$pgdir"
+		run=(runuser -u postgres --)
+	fi
+	echo secret >"$pgdir/pw"
+	"${run[@]}" "$bin/initdb" -D "$pgdir/data" -U fvsql --pwfile="$pgdir/pw" --auth=scram-sha-256 >"$pgdir/initdb.log" 2>&1 ||
+		{ cat "$pgdir/initdb.log" >&2; die postgres "initdb failed"; }
+	openssl req -new -x509 -days 2 -nodes -subj /CN=localhost -keyout "$pgdir/data/server.key" \
+		-out "$pgdir/data/server.crt" >/dev/null 2>&1 || die postgres "openssl could not make a certificate"
+	chmod 600 "$pgdir/data/server.key"
+	[[ -z "${run[*]}" ]] || chown postgres "$pgdir/data/server.key" "$pgdir/data/server.crt"
+	"${run[@]}" "$bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -o "-c listen_addresses=127.0.0.1 -p $port -c ssl=on -c unix_socket_directories=$pgdir" start >/dev/null ||
+		{ cat "$pgdir/log" >&2; die postgres "pg_ctl start failed"; }
+	PG_STOP=("${run[@]}" "$bin/pg_ctl" -D "$pgdir/data" -m fast stop)
+	export FVSQL_CLIENTS_POSTGRES="postgres://fvsql:secret@127.0.0.1:$port/postgres?sslmode=require"
+	phase_done "postgres start" "$t" "$("$bin/postgres" --version) at 127.0.0.1:$port"
+}
+
+# clients_postgres: --clients-postgres, the client suites against a real
+# PostgreSQL instead of fvsql, to check the suites themselves.
+clients_postgres() {
+	START_US="$(now_us)"
+	trap cleanup EXIT
+	trap 'on_signal INT 2' INT
+	trap 'on_signal TERM 15' TERM
+	preflight
+	WORK="$(mktemp -d "${TMPDIR:-/tmp}/fvsql-test.XXXXXX")"
+	install_clients
+	start_postgres
+	local t rc=0
+	t="$(now_us)"
+	log clients "go test -count=1 -v -run '^TestClientSuites\$' ./tests/clients against PostgreSQL"
+	run_bg_wait go test -count=1 -v -run '^TestClientSuites$' ./tests/clients || rc=$?
+	phase_done "client suites on postgres" "$t" "exit status $rc"
+	return "$rc"
+}
+
 # ---------------------------------------------------------------- main
 
 main() {
@@ -637,6 +791,7 @@ main() {
 	log main "repo $ROOT, cache $CACHE_DIR, temp $WORK"
 
 	lint
+	install_clients
 	if [[ -n "${FVSQL_TEST_KAFKA:-}" ]]; then
 		use_existing_kafka
 	else
@@ -685,4 +840,8 @@ main() {
 	return "$status"
 }
 
-main "$@"
+if [[ "${1:-}" == --clients-postgres ]]; then
+	clients_postgres
+else
+	main "$@"
+fi
