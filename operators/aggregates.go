@@ -1,8 +1,8 @@
 package operators
 
 import (
-	"sort"
 	"math"
+	"sort"
 
 	"encoding/binary"
 	"errors"

@@ -28,10 +28,10 @@ type session struct {
 	tx       byte // 'I', 'T', 'E'
 	// txw holds the writes of the transaction block until COMMIT
 	// (txwrites.go); nil outside one.
-	txw      *txWrites
-	cursors  map[string]*cursor
-	ctx      context.Context // ends when the session closes
-	cancel   context.CancelFunc
+	txw     *txWrites
+	cursors map[string]*cursor
+	ctx     context.Context // ends when the session closes
+	cancel  context.CancelFunc
 }
 
 func newSession(srv *Server, p pgwire.SessionParams) *session {

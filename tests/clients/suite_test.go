@@ -214,7 +214,9 @@ func runSuite(t *testing.T, tg target, suiteName string, argv []string) {
 			reported[suiteName+"/"+name] = true
 			if why, ok := known[suiteName+"/"+name]; ok && tg.kind == "fvsql" {
 				seen[suiteName+"/"+name] = true
-				t.Run(name, func(t *testing.T) { t.Skipf("known fvsql gap (known_failures.txt: %s); the client says: %s", why, reason) })
+				t.Run(name, func(t *testing.T) {
+					t.Skipf("known fvsql gap (known_failures.txt: %s); the client says: %s", why, reason)
+				})
 				continue
 			}
 			failed++
