@@ -327,6 +327,11 @@ func init() {
 			op2("*", t, t, t, intMul(t)), op2("/", t, t, t, intDiv(t)), op2("%", t, t, t, intMod(t)),
 			op1("-", t, t, func(a types.Value) (types.Value, error) { return negInt(a.K, a.I) }),
 			op1("+", t, t, func(a types.Value) (types.Value, error) { return a, nil }),
+			// bitwise (pgjdbc's getIndexInfo: indoption & 1)
+			op2("&", t, t, t, func(a, b types.Value) (types.Value, error) { return types.NewInt(a.K, a.I&b.I), nil }),
+			op2("|", t, t, t, func(a, b types.Value) (types.Value, error) { return types.NewInt(a.K, a.I|b.I), nil }),
+			op2("<<", t, i4, t, shiftOp(t, true)),
+			op2(">>", t, i4, t, shiftOp(t, false)),
 		)
 	}
 	for _, t := range []types.Type{f8, f4} {
@@ -395,3 +400,43 @@ func init() {
 // DivNumeric divides two numerics with PostgreSQL's result scale (used by
 // avg over integers and numerics).
 func DivNumeric(a, b types.Value) (types.Value, error) { return divDecimal(a, b) }
+
+// shiftOp is t << n or t >> n as PostgreSQL's: the bits shifted out of
+// t's width are lost, a right shift copies the sign, and the count is
+// taken modulo the width (as the C shift PostgreSQL uses does on x86).
+func shiftOp(t types.Type, left bool) func(a, b types.Value) (types.Value, error) {
+	bits := int64(64)
+	switch t {
+	case types.Int4:
+		bits = 32
+	case types.Int2:
+		bits = 16
+	}
+	return func(a, b types.Value) (types.Value, error) {
+		n := uint(b.I & (bits - 1))
+		if t == types.Int2 {
+			n = uint(b.I & 31) // int2 is shifted as an int
+		}
+		var v int64
+		switch t {
+		case types.Int2, types.Int4:
+			x := int32(a.I)
+			if left {
+				x <<= n
+			} else {
+				x >>= n
+			}
+			v = int64(x)
+			if t == types.Int2 {
+				v = int64(int16(x))
+			}
+		default:
+			if left {
+				v = a.I << n
+			} else {
+				v = a.I >> n
+			}
+		}
+		return types.NewInt(t, v), nil
+	}
+}

@@ -555,6 +555,9 @@ func (n *normalizer) primaryStart() int {
 }
 
 // wrap surrounds out[start:] with name( … , extra…).
+// fromSyntaxFuncs are the functions whose arguments may contain FROM.
+var fromSyntaxFuncs = setOf(`trim substring extract overlay __fvsql_extract`)
+
 // tidbDistinctAggs are the aggregates whose DISTINCT TiDB's grammar parses.
 var tidbDistinctAggs = setOf(`count sum avg min max group_concat bit_and bit_or bit_xor std stddev stddev_pop stddev_samp variance var_pop var_samp approx_count_distinct`)
 
@@ -606,15 +609,23 @@ func readTypeName(src string, toks []token, i, hi int, after token) (string, int
 	}
 	first := at(i)
 	var words []string
+	word := func(t token) string {
+		if t.kind == tQIdent && (t.val == "char" || t.val != strings.ToLower(t.val)) {
+			return quoteIdent(t.val) // "char" is pg_catalog's one-byte type
+		}
+		return t.val // "int4" names int4
+	}
 	switch first.kind {
-	case tQIdent:
-		words = append(words, quoteIdent(first.val))
+	case tQIdent, tIdent:
+		words = append(words, word(first))
 		i++
-	case tIdent:
-		words = append(words, first.val)
-		i++
-		if at(i).isOp(".") && at(i+1).kind == tIdent {
-			words[0] += "." + at(i+1).val
+		if next := at(i + 1); at(i).isOp(".") && (next.kind == tIdent || next.kind == tQIdent) {
+			if first.val == "pg_catalog" && (first.kind == tQIdent || next.kind == tQIdent) {
+				// "pg_catalog"."int4", as asyncpg writes
+				words[0] = word(next)
+			} else {
+				words[0] += "." + word(next)
+			}
 			i += 2
 		}
 	default:
@@ -767,6 +778,9 @@ func (n *normalizer) clause(t token, i int) {
 		return
 	}
 	f := n.frame()
+	if f.call >= 0 && t.val == "from" && fromSyntaxFuncs[strings.ToLower(n.out[f.call].text)] {
+		return // trim(both 'x' FROM s), substring(s FROM 2): no FROM clause
+	}
 	f.clause = t.val
 	if t.val == "join" {
 		f.clause = "from"
