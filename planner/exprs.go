@@ -131,6 +131,9 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 					}
 				}
 			}
+			if e.Pos > 0 {
+				err = pgerror.WithPosition(err, e.Pos)
+			}
 			return nil, err
 		}
 		return c.scope.ref(i), nil

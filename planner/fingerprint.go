@@ -34,7 +34,7 @@ func writeFingerprint(sb *strings.Builder, v reflect.Value) {
 		sb.WriteString(t.Name())
 		sb.WriteString("{")
 		for i := 0; i < v.NumField(); i++ {
-			if !t.Field(i).IsExported() {
+			if !t.Field(i).IsExported() || t.Field(i).Name == "Pos" {
 				continue
 			}
 			sb.WriteString(t.Field(i).Name)

@@ -17,6 +17,9 @@ type Expr interface{ expr() }
 type ColumnRef struct {
 	Table string
 	Name  string
+	// Pos is the reference's 1-based character position in the query
+	// text, for errors (0: not known); it is no part of its meaning.
+	Pos int
 }
 
 // Star is `*` or `t.*` in a select list or in count(*) (there, Table is "").

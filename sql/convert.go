@@ -3,6 +3,7 @@ package sql
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -17,9 +18,10 @@ import (
 // converter turns TiDB's AST of a normalized statement into sql's AST,
 // undoing the normalizer's synthetic functions and markers.
 type converter struct {
-	params map[int]int // byte offset of a "?" in the normalized text -> $n
-	parsed []Expr      // expressions parsed on their own (normalized.exprs)
-	tvfs   []TableExpr // window TVFs and table functions, by the index in their synthetic name
+	params map[int]int       // byte offset of a "?" in the normalized text -> $n
+	parsed []Expr            // expressions parsed on their own (normalized.exprs)
+	at     func(off int) int // a normalized text offset's 1-based character position in the source, or nil
+	tvfs   []TableExpr       // window TVFs and table functions, by the index in their synthetic name
 	ctes   []map[string]QueryExpr
 	// windows holds the WINDOW clauses of the SELECTs being converted,
 	// innermost last (a subquery's OVER w may name an outer one's window,
@@ -492,7 +494,11 @@ func (c *converter) expr(e tast.ExprNode) (Expr, error) {
 	case *driver.ValueExpr:
 		return literal(e)
 	case *tast.ColumnNameExpr:
-		return columnRef(e.Name)
+		x, err := columnRef(e.Name)
+		if ref, ok := x.(*ColumnRef); ok && c.at != nil {
+			ref.Pos = c.at(e.OriginTextPosition())
+		}
+		return x, err
 	case *tast.ParenthesesExpr:
 		return c.expr(e.Expr)
 	case *tast.BinaryOperationExpr:
@@ -939,6 +945,17 @@ var funcAliases = map[string]string{
 	"curdate":      "current_date",
 	"curtime":      "current_time",
 	"substr":       "substring",
+}
+
+// sourcePos maps offsets of nr's text back to positions in src.
+func sourcePos(src string, nr *normalized) func(int) int {
+	return func(off int) int {
+		i := sort.SearchInts(nr.outPos, off+1) - 1
+		if i < 0 || i >= len(nr.srcPos) {
+			return 0
+		}
+		return runePos(src, nr.srcPos[i])
+	}
 }
 
 // aggOrder converts __fvsql_aggorder(agg(args), keys…): keys wrapped in

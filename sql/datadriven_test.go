@@ -176,8 +176,8 @@ func dump(b *strings.Builder, v reflect.Value, depth int) {
 		b.WriteString(v.Type().Name() + "\n")
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Field(i)
-			if f.IsZero() && f.Type() != valueType {
-				continue
+			if f.IsZero() && f.Type() != valueType || v.Type().Field(i).Name == "Pos" {
+				continue // positions are for errors, not the tree
 			}
 			fmt.Fprintf(b, "%s  %s: ", pad, v.Type().Field(i).Name)
 			dump(b, f, depth+1)
