@@ -120,7 +120,7 @@ func RunBoundedLimits(ctx context.Context, n Node, r Resolver, params []types.Va
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	q := &query{r: r, onErr: onErr, budget: operators.NewBudget(ctx, lim.MemoryBytes, lim.MemoryName)}
-	err := q.run(ctx, n, &expr.Env{Params: params, Session: lim.Session}, sink)
+	err := q.run(ctx, n, &expr.Env{Params: params, Session: lim.Session, Ctx: ctx}, sink)
 	if errors.Is(err, operators.ErrDone) {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"math"
@@ -553,6 +554,8 @@ func init() {
 		// options with it).
 		{Name: "json_build_object", Args: tt(Any), Variadic: true, Ret: types.JSONB, NonStrict: true, Eval: buildObject},
 		{Name: "jsonb_build_object", Args: tt(Any), Variadic: true, Ret: types.JSONB, NonStrict: true, Eval: buildObject},
+		// pg_sleep waits, until the query is cancelled or times out.
+		{Name: "pg_sleep", Args: tt(types.Float8), Ret: types.Null, Volatile: true, EvalContext: pgSleep},
 		// pg_get_serial_sequence: fvsql has no sequences, so no column
 		// owns one.
 		{Name: "pg_get_serial_sequence", Args: tt(text, text), Ret: text, NonStrict: true, Eval: func([]types.Value) (types.Value, error) {
@@ -594,4 +597,22 @@ func buildObject(a []types.Value) (types.Value, error) {
 	}
 	buf = append(buf, '}')
 	return types.Cast(types.NewText(string(buf)), types.JSONB)
+}
+
+// pgSleep is pg_sleep(seconds): it returns NULL (void) after the time, or
+// the query's end (a cancel, statement_timeout) as its error.
+func pgSleep(ctx context.Context, a []types.Value) (types.Value, error) {
+	secs := a[0].Float()
+	if secs <= 0 || math.IsNaN(secs) {
+		return types.NullValue, nil
+	}
+	d := time.Duration(math.Min(secs, 1e9) * float64(time.Second))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return types.NullValue, nil
+	case <-ctx.Done():
+		return types.NullValue, context.Cause(ctx)
+	}
 }

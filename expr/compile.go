@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/fvsql/fvsql/pgerror"
@@ -24,6 +25,9 @@ type Env struct {
 	// Session is the host's session running the query, for functions
 	// with EvalSession; nil in pipelines.
 	Session any
+	// Ctx ends when the query does (a cancel, statement_timeout), for
+	// functions that wait (pg_sleep); nil: never.
+	Ctx context.Context
 }
 
 // Compile turns e into an Eval; params are the bound values of $1…$n.
@@ -275,6 +279,15 @@ func compile(e *Expr, env *Env) (Eval, error) {
 			bound, sess := *f, env.Session
 			bound.Eval1, bound.Eval2 = nil, nil
 			bound.Eval = func(a []types.Value) (types.Value, error) { return f.EvalSession(sess, a) }
+			f = &bound
+		}
+		if f.EvalContext != nil {
+			bound, ctx := *f, env.Ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			bound.Eval1, bound.Eval2 = nil, nil
+			bound.Eval = func(a []types.Value) (types.Value, error) { return f.EvalContext(ctx, a) }
 			f = &bound
 		}
 		return callEval(f, args), nil

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -42,6 +43,10 @@ type Func struct {
 	// Env.Session, nil outside a session (in a pipeline). Such functions
 	// must be Volatile.
 	EvalSession func(session any, args []types.Value) (types.Value, error)
+	// EvalContext, when set, replaces Eval for functions that wait: it is
+	// given Env.Ctx, which ends with the query. Such functions must be
+	// Volatile.
+	EvalContext func(ctx context.Context, args []types.Value) (types.Value, error)
 	// Eval1 and Eval2, when set, replace Eval for one and two arguments
 	// on the hot path (no argument slice).
 	Eval1 func(a types.Value) (types.Value, error)
