@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"fmt"
 	"encoding/hex"
 	"slices"
 	"sort"
@@ -1567,13 +1568,122 @@ func (n *normalizer) forLocking(i, hi int) (int, bool, error) {
 	return 0, false, nil
 }
 
-// valuesList rejects VALUES as a query inside parentheses, which TiDB
-// does not parse; INSERT … VALUES is fine.
+// valuesList rewrites a VALUES list in parentheses, which TiDB does not
+// parse as a query, into a UNION ALL of one-row SELECTs:
+// (VALUES (1, 'a'), (2, 'b')) [AS] v(x, y) becomes (SELECT 1 AS x, 'a' AS
+// y UNION ALL SELECT 2, 'b') AS v, the columns named by the alias list or
+// column1, column2… as PostgreSQL names them (psycopg2's execute_values
+// with fetch=True). INSERT … VALUES is not touched.
 func (n *normalizer) valuesList(i, hi int) (int, bool, error) {
-	if i > 0 && n.toks[i-1].isOp("(") {
-		return 0, false, notSupportedAt(n.src, n.toks[i].pos, "VALUES lists as queries")
+	if i == 0 || !n.toks[i-1].isOp("(") {
+		return 0, false, nil
 	}
-	return 0, false, nil
+	outer := n.match(i-1, hi)
+	if outer < 0 {
+		return 0, false, nil
+	}
+	var rows [][][2]int // per row, the token ranges of its values
+	for k := i + 1; k < outer; {
+		if !n.toks[k].isOp("(") {
+			return 0, false, syntaxErrorAt(n.src, n.toks[k])
+		}
+		end := n.match(k, outer)
+		if end < 0 {
+			return 0, false, syntaxErrorAt(n.src, n.toks[k])
+		}
+		var vals [][2]int
+		depth, lo := 0, k+1
+		for j := k + 1; j <= end; j++ {
+			switch t := n.toks[j]; {
+			case t.isOp("(") || t.isOp("["):
+				depth++
+			case (t.isOp(")") || t.isOp("]")) && j < end:
+				depth--
+			case depth == 0 && (t.isOp(",") || j == end):
+				if j == lo {
+					return 0, false, syntaxErrorAt(n.src, t)
+				}
+				vals = append(vals, [2]int{lo, j})
+				lo = j + 1
+			}
+		}
+		if len(rows) > 0 && len(vals) != len(rows[0]) {
+			return 0, false, pgerror.WithPosition(pgerror.New(pgerror.SyntaxError, "VALUES lists must all be the same length"), runePos(n.src, n.toks[k].pos))
+		}
+		rows = append(rows, vals)
+		k = end + 1
+		if k < outer {
+			if !n.toks[k].isOp(",") {
+				return 0, false, syntaxErrorAt(n.src, n.toks[k])
+			}
+			k++
+		}
+	}
+	if len(rows) == 0 {
+		return 0, false, syntaxErrorAt(n.src, n.at(i+1, hi))
+	}
+	// after the list: [AS] alias [(names)]
+	j := outer + 1
+	var alias token
+	var names []string
+	if n.at(j, hi).is("as") {
+		j++
+	}
+	if t := n.at(j, hi); t.kind == tQIdent || t.kind == tIdent && !pgReserved[t.val] && !syntaxWords[t.val] {
+		alias = t
+		j++
+		if n.at(j, hi).isOp("(") {
+			end := n.match(j, hi)
+			if end < 0 {
+				return 0, false, syntaxErrorAt(n.src, n.at(j, hi))
+			}
+			for k := j + 1; k < end; k++ {
+				if t := n.toks[k]; t.kind == tIdent || t.kind == tQIdent {
+					names = append(names, t.val)
+				} else if !t.isOp(",") {
+					return 0, false, syntaxErrorAt(n.src, t)
+				}
+			}
+			j = end + 1
+		}
+	}
+	if len(names) > len(rows[0]) {
+		return 0, false, pgerror.New(pgerror.InvalidColumnReference, "VALUES list %q has %d columns available but %d columns specified", alias.val, len(rows[0]), len(names))
+	}
+	pos := n.toks[i].pos
+	for r, vals := range rows {
+		if r > 0 {
+			n.put("UNION", pos, oKeyword)
+			n.put("ALL", pos, oKeyword)
+		}
+		n.put("SELECT", pos, oKeyword)
+		for c, v := range vals {
+			if c > 0 {
+				n.put(",", pos, oOther)
+			}
+			if err := n.run(v[0], v[1]); err != nil {
+				return 0, false, err
+			}
+			if r == 0 {
+				name := fmt.Sprintf("column%d", c+1)
+				if c < len(names) {
+					name = names[c]
+				}
+				n.put("AS", pos, oKeyword)
+				n.put(quoteIdent(name), pos, oName)
+			}
+		}
+	}
+	// the list's ")" and the alias, without its column list
+	if len(n.frames) > n.floor {
+		n.frames = n.frames[:len(n.frames)-1]
+	}
+	n.put(")", n.toks[outer].pos, oClose)
+	if alias.val != "" {
+		n.put("AS", alias.pos, oKeyword)
+		n.put(quoteIdent(alias.val), alias.pos, oName)
+	}
+	return j, true, nil
 }
 
 func (n *normalizer) distinctOn(i, hi int) (int, bool, error) {
