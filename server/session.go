@@ -206,7 +206,11 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 			return s.transaction(ctx, st)
 		}), nil
 	case *sql.Discard:
-		return s.command("DISCARD ALL", func(context.Context) (pgwire.Result, error) { return tagOnly("DISCARD ALL"), nil }), nil
+		tag := st.Tag
+		if tag == "" {
+			tag = "DISCARD ALL"
+		}
+		return s.command(tag, func(context.Context) (pgwire.Result, error) { return tagOnly(tag), nil }), nil
 	case *sql.Flush:
 		return s.command("FLUSH", func(ctx context.Context) (pgwire.Result, error) {
 			ctx, cancel := context.WithTimeout(ctx, flushTimeout)

@@ -118,6 +118,21 @@ func (s *session) set(name, value string) error {
 		if !strings.EqualFold(value, "on") {
 			return pgerror.New(pgerror.FeatureNotSupported, "standard_conforming_strings must be on")
 		}
+	case "default_transaction_isolation", "transaction_isolation":
+		// Recorded and shown, as clients read them back (pgjdbc's
+		// getTransactionIsolation); fvsql's reads are snapshots of each
+		// statement's start whatever the level.
+		v := strings.ToLower(strings.Join(strings.Fields(value), " "))
+		switch v {
+		case "serializable", "repeatable read", "read committed", "read uncommitted":
+		default:
+			return pgerror.New(pgerror.InvalidParameterValue, "invalid value for parameter %q: %q", name, value).
+				WithHint("Available values: serializable, repeatable read, read committed, read uncommitted.")
+		}
+		value = v
+		if name == "default_transaction_isolation" && s.tx == 'I' {
+			s.settings["transaction_isolation"] = v
+		}
 	}
 	s.settings[name] = value
 	if reported[name] {

@@ -494,8 +494,10 @@ type Transaction struct {
 	Savepoint string
 }
 
-// Discard is DISCARD ALL and friends (accepted, no effect).
-type Discard struct{}
+// Discard is DISCARD ALL and friends, and the SET forms fvsql accepts
+// without effect (SET TRANSACTION …): Tag is the command tag ("" for
+// DISCARD ALL).
+type Discard struct{ Tag string }
 
 // Unsupported is a statement that parses but fvsql does not run (CREATE
 // TABLE, UPDATE, DELETE, GRANT …); What names it for the 0A000 message.

@@ -599,8 +599,19 @@ func (p *stmtParser) set() (Statement, error) {
 	p.i++
 	s := &Set{}
 	switch {
-	case p.accept("session", "characteristics"), p.accept("transaction"):
-		return p.skipRest(&Discard{})
+	case p.accept("session", "characteristics"):
+		// SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL x:
+		// the session's default_transaction_isolation (Metabase sets it);
+		// the other modes (READ ONLY, DEFERRABLE) are accepted and ignored
+		if p.accept("as", "transaction") {
+			if lvl, ok := p.isolationLevel(); ok {
+				s.Name, s.Value = "default_transaction_isolation", lvl
+				return p.skipRest(s)
+			}
+		}
+		return p.skipRest(&Discard{Tag: "SET"})
+	case p.accept("transaction"):
+		return p.skipRest(&Discard{Tag: "SET"})
 	case p.accept("local"):
 		s.Local = true
 	default:
@@ -608,7 +619,7 @@ func (p *stmtParser) set() (Statement, error) {
 	}
 	switch {
 	case p.accept("transaction"):
-		return p.skipRest(&Discard{})
+		return p.skipRest(&Discard{Tag: "SET"})
 	case p.accept("time", "zone"):
 		s.Name = "timezone"
 		if p.accept("local") {
@@ -701,6 +712,20 @@ func (p *stmtParser) reset() (Statement, error) {
 
 // skipRest accepts the rest of a statement whose details fvsql ignores,
 // checking only that it is made of words, numbers, strings and commas.
+// isolationLevel reads ISOLATION LEVEL SERIALIZABLE | REPEATABLE READ |
+// READ COMMITTED | READ UNCOMMITTED, in lower case.
+func (p *stmtParser) isolationLevel() (string, bool) {
+	if !p.accept("isolation", "level") {
+		return "", false
+	}
+	for _, l := range [][]string{{"serializable"}, {"repeatable", "read"}, {"read", "committed"}, {"read", "uncommitted"}} {
+		if p.accept(l...) {
+			return strings.Join(l, " "), true
+		}
+	}
+	return "", false
+}
+
 func (p *stmtParser) skipRest(s Statement) (Statement, error) {
 	for ; p.i < len(p.toks); p.i++ {
 		switch p.toks[p.i].kind {
