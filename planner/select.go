@@ -326,6 +326,9 @@ func (b *builder) buildTable(t sql.TableExpr) (engine.Node, *scope, error) {
 	case *sql.TableName:
 		rel, err := b.cat.Lookup(t.Schema, t.Name)
 		if err != nil {
+			if t.Pos > 0 {
+				err = pgerror.WithPosition(err, t.Pos)
+			}
 			return nil, nil, err
 		}
 		qual, schema := t.Name, relSchema(rel)

@@ -264,6 +264,9 @@ type TableName struct {
 	Schema string
 	Name   string
 	Alias  string
+	// Pos is the name's 1-based character position in the query text,
+	// for errors (0: not known).
+	Pos int
 }
 
 // WindowTVF is TUMBLE(t, col, size), HOP(t, col, slide, size) or

@@ -18,10 +18,11 @@ import (
 // converter turns TiDB's AST of a normalized statement into sql's AST,
 // undoing the normalizer's synthetic functions and markers.
 type converter struct {
-	params map[int]int       // byte offset of a "?" in the normalized text -> $n
-	parsed []Expr            // expressions parsed on their own (normalized.exprs)
-	at     func(off int) int // a normalized text offset's 1-based character position in the source, or nil
-	tvfs   []TableExpr       // window TVFs and table functions, by the index in their synthetic name
+	params map[int]int           // byte offset of a "?" in the normalized text -> $n
+	parsed []Expr                // expressions parsed on their own (normalized.exprs)
+	at     func(off int) int     // a normalized text offset's 1-based character position in the source, or nil
+	named  func(name string) int // the 1-based character position of a name in a FROM clause, or 0
+	tvfs   []TableExpr           // window TVFs and table functions, by the index in their synthetic name
 	ctes   []map[string]QueryExpr
 	// windows holds the WINDOW clauses of the SELECTs being converted,
 	// innermost last (a subquery's OVER w may name an outer one's window,
@@ -454,7 +455,11 @@ func (c *converter) tableName(t *tast.TableName, alias string) (TableExpr, error
 			return &DerivedTable{Query: q, Alias: alias}, nil
 		}
 	}
-	return &TableName{Schema: t.Schema.O, Name: name, Alias: alias}, nil
+	tn := &TableName{Schema: t.Schema.O, Name: name, Alias: alias}
+	if c.named != nil {
+		tn.Pos = c.named(name)
+	}
+	return tn, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -955,6 +960,16 @@ func sourcePos(src string, nr *normalized) func(int) int {
 			return 0
 		}
 		return runePos(src, nr.srcPos[i])
+	}
+}
+
+// fromNamePos gives the positions of names in nr's FROM clauses.
+func fromNamePos(src string, nr *normalized) func(string) int {
+	return func(name string) int {
+		if off, ok := nr.fromNames[name]; ok {
+			return runePos(src, off)
+		}
+		return 0
 	}
 }
 

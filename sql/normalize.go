@@ -1,8 +1,8 @@
 package sql
 
 import (
-	"fmt"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -98,21 +98,26 @@ type normalized struct {
 	maxParam int
 	end      int    // source offset of the end of the normalized range
 	exprs    []Expr // parsed on their own; a "?" whose $n is -(i+1) stands for exprs[i]
+	// fromNames is the source offset of the first word of each name in a
+	// FROM clause, for the positions of errors about relations (TiDB
+	// keeps no offsets of table names).
+	fromNames map[string]int
 }
 
 type normalizer struct {
-	src     string
-	toks    []token
-	after   token // what follows toks: ";" or ")" of the statement, or EOF
-	out     []otok
-	frames  []frame
-	emit    EmitMode
-	tvfs    []tvfSpan
-	exprs   []Expr // see normalized.exprs
-	max     int
-	floor   int         // len(frames) when the innermost run began
-	closers map[int]int // input index of a ")" -> extra ")" to emit after it
-	before  map[int]int // input index -> ")" to emit before it (|| operands)
+	src       string
+	toks      []token
+	after     token // what follows toks: ";" or ")" of the statement, or EOF
+	out       []otok
+	frames    []frame
+	emit      EmitMode
+	tvfs      []tvfSpan
+	exprs     []Expr // see normalized.exprs
+	fromNames map[string]int
+	max       int
+	floor     int         // len(frames) when the innermost run began
+	closers   map[int]int // input index of a ")" -> extra ")" to emit after it
+	before    map[int]int // input index -> ")" to emit before it (|| operands)
 }
 
 // normalize rewrites the tokens of u. A non-empty prefix ("SELECT " for
@@ -130,7 +135,7 @@ func normalize(u unit, prefix string) (*normalized, error) {
 }
 
 func (n *normalizer) render() *normalized {
-	r := &normalized{emit: n.emit, tvfs: n.tvfs, maxParam: n.max, end: n.after.pos, exprs: n.exprs}
+	r := &normalized{emit: n.emit, tvfs: n.tvfs, maxParam: n.max, end: n.after.pos, exprs: n.exprs, fromNames: n.fromNames}
 	var sb strings.Builder
 	size := 0
 	for _, t := range n.out {
@@ -700,6 +705,21 @@ func readTypeName(src string, toks []token, i, hi int, after token) (string, int
 func (n *normalizer) wordStep(i, hi int) (int, error) {
 	t := n.toks[i]
 	next := n.at(i+1, hi)
+	if f := n.frame(); f.clause == "from" && (t.kind == tIdent || t.kind == tQIdent) && !n.prevIsDot(i) {
+		if n.fromNames == nil {
+			n.fromNames = map[string]int{}
+		}
+		if _, seen := n.fromNames[t.val]; !seen {
+			n.fromNames[t.val] = t.pos
+		}
+		if next.isOp(".") && i+2 < hi { // schema.table: the table's word is named too
+			if w := n.toks[i+2]; w.kind == tIdent || w.kind == tQIdent {
+				if _, seen := n.fromNames[w.val]; !seen {
+					n.fromNames[w.val] = t.pos
+				}
+			}
+		}
+	}
 	if f := n.frame(); f.call >= 0 && t.is("order") && next.is("by") && !f.aggOrder {
 		// agg(args ORDER BY keys): __fvsql_aggorder(agg(args), keys)
 		n.put(")", t.pos, oClose)
