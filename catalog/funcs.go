@@ -353,7 +353,7 @@ func (p *proc) row() types.Row {
 		oid(p.oid), name(p.name), oid(PgCatalogOID), oid(10),
 		oid(12), float4(1), float4(rows), oid(variadic), oid(0), char(kind),
 		boolean(false), boolean(false), boolean(p.strict), boolean(p.set), char(volatile),
-		char("s"), i2(len(p.args)), i2(0), oid(retOID), types.NewArray(types.OidArray, argOIDs),
+		char("s"), i2(len(p.args)), i2(0), oid(retOID), types.NewArray(types.OidVector, argOIDs),
 		types.NullValue, types.NullValue, types.NullValue, types.NullValue,
 		types.NullValue, text(p.name), types.NullValue, types.NullValue, types.NullValue, types.NullValue,
 	}

@@ -299,7 +299,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // typeInput is pg_type.typinput: array_in for arrays, none (0) for the
 // others, whose input functions are not in pg_proc.
 func typeInput(t types.Type) uint32 {
-	if t.IsArray() {
+	if t.IsArray() && !t.IsVector() { // int2vector and oidvector have input functions of their own
 		return arrayInOID
 	}
 	return 0
@@ -481,7 +481,7 @@ func init() {
 	registerSystem("pg_catalog", "pg_proc", 1255, cols(`oid oid, proname name, pronamespace oid, proowner oid,
 		prolang oid, procost float4, prorows float4, provariadic oid, prosupport oid, prokind "char",
 		prosecdef bool, proleakproof bool, proisstrict bool, proretset bool, provolatile "char",
-		proparallel "char", pronargs int2, pronargdefaults int2, prorettype oid, proargtypes oid[],
+		proparallel "char", pronargs int2, pronargdefaults int2, prorettype oid, proargtypes oidvector,
 		proallargtypes oid[], proargmodes "char"[], proargnames text[], proargdefaults text,
 		protrftypes oid[], prosrc text, probin text, prosqlbody text, proconfig text[], proacl text[]`),
 		func(*Catalog) []types.Row {
@@ -576,7 +576,7 @@ func init() {
 		{"pg_index", 2610, `indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool,
 			indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, indimmediate bool, indisclustered bool,
 			indisvalid bool, indcheckxmin bool, indisready bool, indislive bool, indisreplident bool,
-			indkey int2[], indcollation oid[], indclass oid[], indoption int2[], indexprs text, indpred text`},
+			indkey int2vector, indcollation oidvector, indclass oidvector, indoption int2vector, indexprs text, indpred text`},
 		{"pg_constraint", 2606, `oid oid, conname name, connamespace oid, contype "char", condeferrable bool,
 			condeferred bool, convalidated bool, conrelid oid, contypid oid, conindid oid, conparentid oid,
 			confrelid oid, confupdtype "char", confdeltype "char", confmatchtype "char", conislocal bool,
@@ -588,7 +588,7 @@ func init() {
 		{"pg_attrdef", 2604, "oid oid, adrelid oid, adnum int2, adbin text"},
 		{"pg_trigger", 2620, `oid oid, tgrelid oid, tgparentid oid, tgname name, tgfoid oid, tgtype int2,
 			tgenabled "char", tgisinternal bool, tgconstrrelid oid, tgconstrindid oid, tgconstraint oid,
-			tgdeferrable bool, tginitdeferred bool, tgnargs int2, tgattr int2[], tgargs bytea, tgqual text,
+			tgdeferrable bool, tginitdeferred bool, tgnargs int2, tgattr int2vector, tgargs bytea, tgqual text,
 			tgoldtable name, tgnewtable name`},
 		{"pg_policy", 3256, `oid oid, polname name, polrelid oid, polcmd "char", polpermissive bool,
 			polroles oid[], polqual text, polwithcheck text`},

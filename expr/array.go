@@ -181,10 +181,14 @@ func compileSubscript(args []Eval) Eval {
 			return types.NullValue, err
 		}
 		elems := a.Elems()
-		if i.I < 1 || i.I > int64(len(elems)) {
+		n := i.I
+		if a.K.IsVector() {
+			n++ // int2vector and oidvector count from 0, as PostgreSQL's
+		}
+		if n < 1 || n > int64(len(elems)) {
 			return types.NullValue, nil
 		}
-		return elems[i.I-1], nil
+		return elems[n-1], nil
 	}
 }
 
@@ -372,7 +376,11 @@ func dimFn(name string, f func(n int) int) *Func {
 		if d.I != 1 || n == 0 {
 			return types.NullValue, nil
 		}
-		return types.NewInt(types.Int4, int64(f(n))), nil
+		r := int64(f(n))
+		if a.K.IsVector() && name != "array_length" {
+			r-- // int2vector and oidvector count from 0
+		}
+		return types.NewInt(types.Int4, r), nil
 	}}
 }
 

@@ -288,6 +288,9 @@ func resolvePolymorphic(params, args []types.Type) error {
 				return pgerror.New(pgerror.UndefinedObject, "could not find array type for data type %s", elem)
 			}
 			params[i] = arr
+			if args[i].IsVector() && args[i].Elem() == elem {
+				params[i] = args[i] // keeps counting from 0 (array_lower, generate_subscripts)
+			}
 		case AnyElement:
 			params[i] = elem
 		}

@@ -429,8 +429,12 @@ func init() {
 		&SetFunc{Name: "generate_subscripts", Args: tt(AnyArray, i4), Cols: oneCol(i4), Rows: func(a []types.Value) ([]types.Row, error) {
 			var rows []types.Row
 			if a[1].I == 1 {
+				base := int64(1)
+				if a[0].K.IsVector() {
+					base = 0 // int2vector and oidvector count from 0
+				}
 				for i := range a[0].ArrayLen() {
-					rows = append(rows, types.Row{types.NewInt(i4, int64(i+1))})
+					rows = append(rows, types.Row{types.NewInt(i4, int64(i)+base)})
 				}
 			}
 			return rows, nil

@@ -47,6 +47,8 @@ func AppendText(buf []byte, v Value) []byte {
 		return append(buf, regtypeName(uint32(v.I))...)
 	case Record:
 		return appendRecordText(buf, v)
+	case Int2Vector, OidVector:
+		return appendVectorText(buf, v)
 	default:
 		if v.K.IsArray() {
 			return appendArrayText(buf, v)
@@ -211,6 +213,8 @@ func ParseText(t Type, s string) (Value, error) {
 		return NewJSONB(n), nil
 	case Regtype:
 		return parseRegtype(s)
+	case Int2Vector, OidVector:
+		return parseVectorText(t, s)
 	}
 	if t.IsArray() {
 		return parseArrayText(t, s)

@@ -61,6 +61,12 @@ const (
 	// Record is an anonymous composite (PostgreSQL's record): a row of
 	// fields of any types, see record.go.
 	Record
+	// Int2Vector and OidVector are pg_catalog's int2vector and oidvector
+	// (pg_index.indkey, pg_proc.proargtypes): arrays of int2 and oid whose
+	// text form is the elements separated by spaces ("25 23"), see
+	// vector.go.
+	Int2Vector
+	OidVector
 	numTypes
 )
 
@@ -102,6 +108,8 @@ var infos = [numTypes]info{
 	AnyArray:    {name: "anyarray", oid: 2277, size: -1, typcat: "P", pseudo: true},
 	AnyElement:  {name: "anyelement", oid: 2283, size: 4, typcat: "P", pseudo: true},
 	Record:      {name: "record", oid: 2249, arrOID: 2287, size: -1, typcat: "P"},
+	Int2Vector:  {name: "int2vector", oid: 22, arrOID: 1006, elem: Int2, size: -1, binary: true, typcat: "A"},
+	OidVector:   {name: "oidvector", oid: 30, arrOID: 1013, elem: Oid, size: -1, binary: true, typcat: "A"},
 }
 
 // arrayTypes pairs each array type with its element type.
@@ -154,6 +162,9 @@ func (t Type) TypName() string {
 
 // Elem is the element type of an array type, or Null for other types.
 func (t Type) Elem() Type { return infos[t].elem }
+
+// IsVector reports whether t is int2vector or oidvector.
+func (t Type) IsVector() bool { return t == Int2Vector || t == OidVector }
 
 // IsArray reports whether t is an array type.
 func (t Type) IsArray() bool { return infos[t].elem != Null }
