@@ -236,3 +236,50 @@ func TestPgxRegclassParam(t *testing.T) {
 		t.Errorf("to_regclass(nosuch): %v %v", isNull, err)
 	}
 }
+
+// pg_sleep waits, and ends with the query: at statement_timeout (57014)
+// or a cancel request (57014), the connection usable after both.
+func TestPgxPgSleep(t *testing.T) {
+	p := fvsqltest.Start(t, fvsqltest.Config{})
+	conn := p.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	if _, err := conn.Exec(ctx, "SELECT pg_sleep(0.2)"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("pg_sleep(0.2) returned after %v", d)
+	}
+	code := func(err error) string {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			return pgErr.Code
+		}
+		return fmt.Sprint(err)
+	}
+	if _, err := conn.Exec(ctx, "SET statement_timeout = '100ms'"); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	_, err := conn.Exec(ctx, "SELECT pg_sleep(30)")
+	if code(err) != "57014" || time.Since(start) > 10*time.Second {
+		t.Errorf("pg_sleep(30) past statement_timeout: %v after %v, want 57014 at once", err, time.Since(start))
+	}
+	if _, err := conn.Exec(ctx, "RESET statement_timeout"); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = conn.PgConn().CancelRequest(ctx)
+	}()
+	start = time.Now()
+	_, err = conn.Exec(ctx, "SELECT pg_sleep(30)")
+	if code(err) != "57014" || time.Since(start) > 10*time.Second {
+		t.Errorf("pg_sleep(30) cancelled: %v after %v, want 57014", err, time.Since(start))
+	}
+	var one int
+	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Errorf("after the cancel: %d %v", one, err)
+	}
+}

@@ -142,7 +142,10 @@ func TestDescribeCommands(t *testing.T) {
 		{`\d information_schema.columns`, []string{`View "information_schema.columns"`, "column_name | text"}, nil},
 		{`\dt`, []string{"public | trades | table | fvsql"}, []string{"per_sym |", "big_trades |", "pg_class"}},
 		{`\dt+`, []string{"public | trades | table | fvsql | permanent"}, nil},
-		{`\dv`, []string{"fvsql_catalog | streams | view | fvsql"}, []string{"trades"}},
+		// fvsql_catalog is not on the search path: \dv lists its views
+		// only when asked by schema, as psql does for PostgreSQL's
+		{`\dv`, nil, []string{"trades", "fvsql_catalog"}},
+		{`\dv fvsql_catalog.*`, []string{"fvsql_catalog | streams | view | fvsql"}, []string{"trades"}},
 		{`\dm`, []string{"public | per_sym | materialized view | fvsql"}, []string{"trades |"}},
 		{`\ds`, nil, nil},
 		{`\dE`, []string{"public | big_trades | foreign table | fvsql"}, nil},
