@@ -21,9 +21,6 @@ func init() {
 		constName("current_database", "fvsql"),
 		constName("current_catalog", "fvsql"),
 		constName("current_schema", "public"),
-		&expr.Func{Name: "pg_table_is_visible", Args: []types.Type{types.Oid}, Ret: types.Bool, Eval1: func(v types.Value) (types.Value, error) {
-			return types.NewBool(true), nil // every relation is on the search path
-		}},
 		&expr.Func{Name: "pg_get_userbyid", Args: []types.Type{types.Oid}, Ret: types.Name, Eval1: func(types.Value) (types.Value, error) {
 			return types.NewString(types.Name, "fvsql"), nil
 		}},

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -133,6 +134,12 @@ func run(args []string) error {
 		return err
 	}
 	defer srv.Close()
+	roles := make([]string, 0, len(userMap))
+	for name := range userMap {
+		roles = append(roles, name)
+	}
+	sort.Strings(roles)
+	srv.Catalog().SetRoles(roles) // pg_roles lists every user who may log in
 
 	wire, err := pgwire.NewServer(pgwire.Config{
 		Addr: *listen, Auth: *auth, Users: userMap, ServerVersion: server.ServerVersion, Logger: log,

@@ -125,3 +125,21 @@ func one0(t *testing.T, ctx context.Context, conn *pgx.Conn, q string) string {
 	}
 	return s
 }
+
+// pg_roles lists every user of --users, logged in or not (DBeaver's Roles
+// node, has_*_privilege lookups by name), besides the default fvsql.
+func TestRolesOfUsers(t *testing.T) {
+	p := fvsqltest.Start(t, fvsqltest.Config{User: "alice", Password: "a-secret",
+		Args: []string{"--auth", "scram-sha-256", "--users", "alice:a-secret,bob:b-secret"}})
+	conn := p.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rows, err := conn.Query(ctx, "SELECT rolname::text FROM pg_roles WHERE rolname IN ('alice', 'bob', 'carol') ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || strings.Join(names, ",") != "alice,bob" {
+		t.Errorf("pg_roles of alice, bob (not logged in) and carol (no user): %v %v", names, err)
+	}
+}
