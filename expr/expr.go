@@ -252,12 +252,7 @@ func (e *Expr) format(sb *strings.Builder) {
 		sb.WriteString("(SELECT ")
 		e.Args[e.Col+1].format(sb)
 		sb.WriteString(" FROM " + name + "(")
-		for i, a := range e.Args[:e.Col] {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			a.format(sb)
-		}
+		formatList(sb, e.Args[:e.Col])
 		sb.WriteString(")")
 		if e.HasElse {
 			sb.WriteString(" WITH ORDINALITY")
@@ -269,12 +264,7 @@ func (e *Expr) format(sb *strings.Builder) {
 		sb.WriteString("<error: " + e.Name + ">")
 	case KRow:
 		sb.WriteString("ROW(")
-		for i, a := range e.Args {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			a.format(sb)
-		}
+		formatList(sb, e.Args)
 		sb.WriteString(")")
 	case KField:
 		sb.WriteString("(")
@@ -282,12 +272,7 @@ func (e *Expr) format(sb *strings.Builder) {
 		sb.WriteString(")." + e.Name)
 	case KArray:
 		sb.WriteString("ARRAY[")
-		for i, a := range e.Args {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			a.format(sb)
-		}
+		formatList(sb, e.Args)
 		sb.WriteString("]")
 	case KSubscript, KSlice:
 		e.Args[0].format(sb)
@@ -339,12 +324,7 @@ func (e *Expr) format(sb *strings.Builder) {
 		}
 		sb.WriteString(name)
 		sb.WriteString("(")
-		for i, a := range e.Args {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			a.format(sb)
-		}
+		formatList(sb, e.Args)
 		sb.WriteString(")")
 	case KCast:
 		e.Args[0].format(sb)
@@ -392,23 +372,23 @@ func (e *Expr) format(sb *strings.Builder) {
 		sb.WriteString(" END")
 	case KCoalesce:
 		sb.WriteString("coalesce(")
-		for i, a := range e.Args {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			a.format(sb)
-		}
+		formatList(sb, e.Args)
 		sb.WriteString(")")
 	case KIn:
 		e.Args[0].format(sb)
 		sb.WriteString(" IN (")
-		for i, a := range e.Args[1:] {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			a.format(sb)
-		}
+		formatList(sb, e.Args[1:])
 		sb.WriteString(")")
+	}
+}
+
+// formatList writes args separated by ", ".
+func formatList(sb *strings.Builder, args []*Expr) {
+	for i, a := range args {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		a.format(sb)
 	}
 }
 
