@@ -15,38 +15,54 @@ import (
 
 // NewArray returns an array of type t (an array type) holding elems, which
 // must be NULL or of t's element type.
-func NewArray(t Type, elems []Value) Value {
-	buf := binary.AppendUvarint(nil, uint64(len(elems)))
-	for _, e := range elems {
-		buf = AppendValue(buf, e)
+func NewArray(t Type, elems []Value) Value { return Value{K: t, S: encodeValues(elems)} }
+
+// encodeValues is the S of an array or a record: a uvarint count, then
+// AppendValue of each value.
+func encodeValues(vals []Value) string {
+	buf := binary.AppendUvarint(nil, uint64(len(vals)))
+	for _, v := range vals {
+		buf = AppendValue(buf, v)
 	}
-	return Value{K: t, S: string(buf)}
+	return string(buf)
 }
 
-// Elems decodes the elements of an array value (nil for NULL or an empty
-// array). The slice is new; the caller may keep or change it.
-func (v Value) Elems() []Value {
-	if !v.K.IsArray() || v.S == "" {
+// decodeValues reads what encodeValues wrote (nil for ""); each value
+// keeps the type it was written with.
+func decodeValues(s string) []Value {
+	if s == "" {
 		return nil
 	}
-	buf := []byte(v.S)
+	buf := []byte(s)
 	n, k := binary.Uvarint(buf)
 	if k <= 0 {
 		return nil
 	}
 	buf = buf[k:]
 	out := make([]Value, 0, n)
-	elem := v.K.Elem()
 	for i := uint64(0); i < n; i++ {
-		e, rest, err := DecodeValue(buf)
+		v, rest, err := DecodeValue(buf)
 		if err != nil {
-			break // NewArray writes what DecodeValue reads
+			break // encodeValues writes what DecodeValue reads
 		}
-		if e.K != Null {
-			e.K = elem
-		}
-		out = append(out, e)
+		out = append(out, v)
 		buf = rest
+	}
+	return out
+}
+
+// Elems decodes the elements of an array value (nil for NULL or an empty
+// array). The slice is new; the caller may keep or change it.
+func (v Value) Elems() []Value {
+	if !v.K.IsArray() {
+		return nil
+	}
+	out := decodeValues(v.S)
+	elem := v.K.Elem()
+	for i := range out {
+		if out[i].K != Null {
+			out[i].K = elem
+		}
 	}
 	return out
 }
@@ -79,17 +95,28 @@ func appendArrayText(buf []byte, v Value) []byte {
 		if !needsQuotes(buf[start:]) {
 			continue
 		}
-		text := string(buf[start:])
-		buf = append(buf[:start], '"')
-		for j := 0; j < len(text); j++ {
-			if c := text[j]; c == '"' || c == '\\' {
-				buf = append(buf, '\\')
-			}
-			buf = append(buf, text[j])
-		}
-		buf = append(buf, '"')
+		buf = quoteFrom(buf, start, '\\')
 	}
 	return append(buf, '}')
+}
+
+// quoteFrom puts buf[start:] in double quotes, each " and \ in it escaped
+// by esc before it (array_out's \), or doubled when esc is 0
+// (record_out's "").
+func quoteFrom(buf []byte, start int, esc byte) []byte {
+	text := string(buf[start:])
+	buf = append(buf[:start], '"')
+	for j := 0; j < len(text); j++ {
+		if c := text[j]; c == '"' || c == '\\' {
+			if esc == 0 {
+				buf = append(buf, c)
+			} else {
+				buf = append(buf, esc)
+			}
+		}
+		buf = append(buf, text[j])
+	}
+	return append(buf, '"')
 }
 
 // needsQuotes reports whether an element's text must be quoted inside an

@@ -1,7 +1,5 @@
 package types
 
-import "encoding/binary"
-
 // A record (an anonymous composite, PostgreSQL's record) holds its
 // fields in S as an array holds its elements: a uvarint count, then
 // AppendValue of each field, whose own type it keeps. Field names are
@@ -11,35 +9,14 @@ import "encoding/binary"
 // cast.
 
 // NewRecord returns a record of fields.
-func NewRecord(fields []Value) Value {
-	buf := binary.AppendUvarint(nil, uint64(len(fields)))
-	for _, f := range fields {
-		buf = AppendValue(buf, f)
-	}
-	return Value{K: Record, S: string(buf)}
-}
+func NewRecord(fields []Value) Value { return Value{K: Record, S: encodeValues(fields)} }
 
 // Fields decodes a record's fields (nil for NULL or another type).
 func (v Value) Fields() []Value {
 	if v.K != Record {
 		return nil
 	}
-	buf := []byte(v.S)
-	n, k := binary.Uvarint(buf)
-	if k <= 0 {
-		return nil
-	}
-	buf = buf[k:]
-	out := make([]Value, 0, n)
-	for i := uint64(0); i < n; i++ {
-		f, rest, err := DecodeValue(buf)
-		if err != nil {
-			break // NewRecord writes what DecodeValue reads
-		}
-		out = append(out, f)
-		buf = rest
-	}
-	return out
+	return decodeValues(v.S)
 }
 
 // appendRecordText writes PostgreSQL's record_out form: (1,,"a b"),
@@ -59,15 +36,7 @@ func appendRecordText(buf []byte, v Value) []byte {
 		if !recordFieldNeedsQuotes(buf[start:]) {
 			continue
 		}
-		text := string(buf[start:])
-		buf = append(buf[:start], '"')
-		for j := 0; j < len(text); j++ {
-			if c := text[j]; c == '"' || c == '\\' {
-				buf = append(buf, c)
-			}
-			buf = append(buf, text[j])
-		}
-		buf = append(buf, '"')
+		buf = quoteFrom(buf, start, 0)
 	}
 	return append(buf, ')')
 }
