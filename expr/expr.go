@@ -176,9 +176,12 @@ func (e *Expr) MapOuter(by func(outer *Expr) *Expr) *Expr {
 }
 
 // HasOuter reports whether e reads the enclosing query's row.
-func (e *Expr) HasOuter() bool {
+func (e *Expr) HasOuter() bool { return e.Has(KOuter) }
+
+// Has reports whether e or a node below it is of kind k.
+func (e *Expr) Has(k Kind) bool {
 	found := false
-	e.Walk(func(n *Expr) { found = found || n.Kind == KOuter })
+	e.Walk(func(n *Expr) { found = found || n.Kind == k })
 	return found
 }
 

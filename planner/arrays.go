@@ -367,11 +367,7 @@ func (b *builder) funcScan(c *exprCtx, q sql.QueryExpr, mode string, x *expr.Exp
 	}
 	var where *expr.Expr = expr.Const(types.NewBool(true))
 	if sel.Where != nil {
-		if where, err = child.build(&exprCtx{scope: fsc, what: "WHERE", noAggs: true}, sel.Where); err != nil {
-			return nil, true, err
-		}
-		where = child.inferParam(where, types.Bool)
-		if err := boolCondition(where, "WHERE"); err != nil {
+		if where, err = child.wherePred(fsc, sel.Where); err != nil {
 			return nil, true, err
 		}
 	}

@@ -82,6 +82,17 @@ func boolCondition(pred *expr.Expr, what string) error {
 	return nil
 }
 
+// wherePred plans a WHERE condition over scope sc: a boolean (an untyped
+// parameter taken as one), else 42804.
+func (b *builder) wherePred(sc *scope, e sql.Expr) (*expr.Expr, error) {
+	pred, err := b.build(&exprCtx{scope: sc, what: "WHERE", noAggs: true}, e)
+	if err != nil {
+		return nil, err
+	}
+	pred = b.inferParam(pred, types.Bool)
+	return pred, boolCondition(pred, "WHERE")
+}
+
 func isUntypedParam(e *expr.Expr) bool { return e.Kind == expr.KParam && e.Type == types.Unknown }
 
 // build converts an AST expression into a typed expression.

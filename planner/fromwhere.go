@@ -7,7 +7,6 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/sql"
-	"github.com/fvsql/fvsql/types"
 )
 
 // A comma-separated FROM list filtered by WHERE (the catalog queries of
@@ -60,12 +59,8 @@ func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (engine.N
 			continue
 		}
 		k := bits.TrailingZeros64(refs[i])
-		pred, err := b.build(&exprCtx{scope: scopes[k], what: "WHERE", noAggs: true}, c)
+		pred, err := b.wherePred(scopes[k], c)
 		if err != nil {
-			return nil, nil, nil, err
-		}
-		pred = b.inferParam(pred, types.Bool)
-		if err := boolCondition(pred, "WHERE"); err != nil {
 			return nil, nil, nil, err
 		}
 		nodes[k] = appendSteps(nodes[k], operators.Step{Op: operators.OpFilter, Pred: pred})

@@ -258,7 +258,7 @@ func (b *builder) limitOffset(limit, offset sql.Expr) (l limits, err error) {
 			return -1, nil, nil
 		}
 		if x.Kind != expr.KConst {
-			if x.HasOuter() || len(b.subs) > 0 && hasSubquery(x) {
+			if x.HasOuter() || len(b.subs) > 0 && x.Has(expr.KSubquery) {
 				return 0, nil, pgerror.NotSupported("%s with a subquery or an outer column", what)
 			}
 			c, err := expr.Cast(x, types.Int8)
@@ -285,12 +285,6 @@ func (b *builder) limitOffset(limit, offset sql.Expr) (l limits, err error) {
 	}
 	l.off = max(off, 0)
 	return
-}
-
-func hasSubquery(x *expr.Expr) bool {
-	found := false
-	x.Walk(func(n *expr.Expr) { found = found || n.Kind == expr.KSubquery })
-	return found
 }
 
 // buildFrom plans the FROM clause: one item, or several joined (a comma
@@ -524,12 +518,8 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 	}
 	var steps []operators.Step
 	if where != nil {
-		pred, err := b.build(&exprCtx{scope: in, what: "WHERE", noAggs: true}, where)
+		pred, err := b.wherePred(in, where)
 		if err != nil {
-			return nil, nil, err
-		}
-		pred = b.inferParam(pred, types.Bool)
-		if err := boolCondition(pred, "WHERE"); err != nil {
 			return nil, nil, err
 		}
 		steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: pred})
