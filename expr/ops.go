@@ -401,42 +401,28 @@ func init() {
 // avg over integers and numerics).
 func DivNumeric(a, b types.Value) (types.Value, error) { return divDecimal(a, b) }
 
-// shiftOp is t << n or t >> n as PostgreSQL's: the bits shifted out of
-// t's width are lost, a right shift copies the sign, and the count is
-// taken modulo the width (as the C shift PostgreSQL uses does on x86).
+// shiftOp is t << n or t >> n as PostgreSQL's: int2 and int4 shift as
+// 32-bit ints (int2 then truncated to 16 bits), int8 as 64-bit, the bits
+// shifted out lost, a right shift copying the sign, the count taken
+// modulo the width (as the C shift PostgreSQL uses does on x86).
 func shiftOp(t types.Type, left bool) func(a, b types.Value) (types.Value, error) {
-	bits := int64(64)
-	switch t {
-	case types.Int4:
-		bits = 32
-	case types.Int2:
-		bits = 16
-	}
 	return func(a, b types.Value) (types.Value, error) {
-		n := uint(b.I & (bits - 1))
+		if t == types.Int8 {
+			n := uint(b.I & 63)
+			if left {
+				return types.NewInt(t, a.I<<n), nil
+			}
+			return types.NewInt(t, a.I>>n), nil
+		}
+		n, x := uint(b.I&31), int32(a.I)
+		if left {
+			x <<= n
+		} else {
+			x >>= n
+		}
 		if t == types.Int2 {
-			n = uint(b.I & 31) // int2 is shifted as an int
+			return types.NewInt(t, int64(int16(x))), nil
 		}
-		var v int64
-		switch t {
-		case types.Int2, types.Int4:
-			x := int32(a.I)
-			if left {
-				x <<= n
-			} else {
-				x >>= n
-			}
-			v = int64(x)
-			if t == types.Int2 {
-				v = int64(int16(x))
-			}
-		default:
-			if left {
-				v = a.I << n
-			} else {
-				v = a.I >> n
-			}
-		}
-		return types.NewInt(t, v), nil
+		return types.NewInt(t, int64(x)), nil
 	}
 }

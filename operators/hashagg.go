@@ -26,13 +26,10 @@ func (c *AggCall) newAcc() Accumulator {
 		}
 		return &orderedAcc{keys: c.Order, inner: inner}
 	}
-	acc := c.Func.New()
 	if c.Distinct {
-		d := newDistinctAcc(c.Func)
-		d.inner = acc
-		return d
+		return newDistinctAcc(c.Func)
 	}
-	return acc
+	return c.Func.New()
 }
 
 // aggAccBytes is what an accumulator costs, roughly (an interface, its

@@ -23,19 +23,13 @@ func appendVectorText(buf []byte, v Value) []byte {
 func parseVectorText(t Type, s string) (Value, error) {
 	var elems []Value
 	for _, f := range strings.Fields(s) {
-		var bits int
-		if t == Int2Vector {
-			bits = 16
-		} else {
-			bits = 32
-		}
 		var n int64
 		var err error
 		if t == Int2Vector {
-			n, err = strconv.ParseInt(f, 10, bits)
+			n, err = strconv.ParseInt(f, 10, 16)
 		} else {
 			var u uint64
-			u, err = strconv.ParseUint(f, 10, bits)
+			u, err = strconv.ParseUint(f, 10, 32)
 			n = int64(u)
 		}
 		if err != nil {
