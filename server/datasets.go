@@ -105,11 +105,7 @@ func (s *streamDataset) Scan(ctx context.Context, fn func(int32, *operators.Batc
 			row := types.Row(flat[i*width : (i+1)*width : (i+1)*width])
 			if meta {
 				m := &msgs[i]
-				var key types.Value
-				if m.Key != nil {
-					key = types.NewText(strings.ToValidUTF8(string(m.Key), "\uFFFD"))
-				}
-				row[declared] = key
+				row[declared] = keyText(m.Key)
 				row[declared+1] = types.NewInt(types.Int4, int64(m.Shard))
 				row[declared+2] = types.NewInt8(m.Sequence)
 				row[declared+3] = types.NewTimestamp(types.TimestampTZ, m.Timestamp.UnixMicro())
@@ -135,6 +131,14 @@ func (s *streamDataset) Scan(ctx context.Context, fn func(int32, *operators.Batc
 	return s.scanHeld(codec, width, fn)
 }
 
+// keyText is a record key as the _key column shows it (NULL for none).
+func keyText(k []byte) types.Value {
+	if k == nil {
+		return types.NullValue
+	}
+	return types.NewText(strings.ToValidUTF8(string(k), "\uFFFD"))
+}
+
 // scanHeld reads what this session's transaction block wrote to the
 // stream and holds until COMMIT: after the stream's own rows, as if on
 // shard 0, with no partition, offset or timestamp yet.
@@ -147,8 +151,8 @@ func (s *streamDataset) scanHeld(codec types.Codec, width int, fn func(int32, *o
 	b := &operators.Batch{Rows: make([]types.Row, 0, len(held))}
 	for i := range held {
 		row := make(types.Row, width)
-		if width > declared && held[i].Key != nil {
-			row[declared] = types.NewText(string(held[i].Key))
+		if width > declared {
+			row[declared] = keyText(held[i].Key)
 		}
 		if err := codec.Decode(held[i].Payload, row[:declared]); err != nil {
 			return err // written by this server a moment ago
