@@ -16,12 +16,7 @@ import asyncpg
 import check
 from check import acheck, eq, expect
 
-ITEMS = [
-    (1, "apple", Decimal("1.25"), 10, datetime.datetime(2026, 1, 1, 10, 0)),
-    (2, "pear", Decimal("2.50"), 5, datetime.datetime(2026, 1, 1, 11, 0)),
-    (3, "plum", Decimal("0.75"), 20, datetime.datetime(2026, 1, 2, 9, 30)),
-]
-ITEMS_SQL = "SELECT id, name, price, qty, added FROM items ORDER BY id"
+ITEMS, ITEMS_SQL = check.ITEMS, check.ITEMS_SQL
 BASE = random.randrange(1, 1 << 40) * 1000  # this run's ids in writes_asyncpg
 
 COMMAND_TIMEOUT = check.STATEMENT_TIMEOUT_MS / 1000  # asyncpg's client-side statement timeout

@@ -12,12 +12,23 @@ whether the server is fvsql or postgres.
 """
 
 import asyncio
+import datetime
 import os
 import sys
 import threading
 import traceback
+from decimal import Decimal
 
 TARGET = os.environ.get("FVSQL_CLIENT_TARGET", "fvsql")
+
+# The rows of items in fixture/fvsql.sql and fixture/postgres.sql, as the
+# drivers return them, and the query that reads them in that order.
+ITEMS = [
+    (1, "apple", Decimal("1.25"), 10, datetime.datetime(2026, 1, 1, 10, 0)),
+    (2, "pear", Decimal("2.50"), 5, datetime.datetime(2026, 1, 1, 11, 0)),
+    (3, "plum", Decimal("0.75"), 20, datetime.datetime(2026, 1, 2, 9, 30)),
+]
+ITEMS_SQL = "SELECT id, name, price, qty, added FROM items ORDER BY id"
 
 HOST = os.environ.get("PGHOST", "127.0.0.1")
 PORT = int(os.environ.get("PGPORT", "5432"))

@@ -19,7 +19,7 @@ warnings.simplefilter("default")  # warnings to stderr, never a failure
 
 BASE = random.randrange(1, 1 << 40) * 1000  # this run's ids in writes_pandas
 
-ITEMS_SQL = "SELECT id, name, price, qty, added FROM items ORDER BY id"
+ITEMS_SQL = check.ITEMS_SQL
 
 
 def check_items_frame(df, what):
