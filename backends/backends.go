@@ -77,6 +77,12 @@ type ConsumerOptions struct {
 	Member string
 	// Start applies when the group has no position yet.
 	Start StartAt
+	// StartTime, when not zero, replaces Start: a consumer without a
+	// group, or of a group with no position yet, begins at the first
+	// message whose Timestamp is at or after it (seek by time). A
+	// backend that cannot seek by time fails Consumer with SQLSTATE
+	// 0A000 (ErrCannotSeek).
+	StartTime time.Time
 	// Follow keeps reading as the stream grows (tail); false stops with
 	// ErrEndOfStream at the end present when the consumer opened.
 	Follow bool
@@ -130,6 +136,9 @@ var (
 	ErrEndOfStream = errors.New("backends: end of stream")
 	// ErrNotConnected: the backend is unreachable now; callers retry.
 	ErrNotConnected = errors.New("backends: not connected")
+	// ErrCannotSeek: the backend cannot start a consumer at a time
+	// (ConsumerOptions.StartTime); errors wrapping it carry 0A000.
+	ErrCannotSeek = errors.New("backends: this backend cannot seek by time")
 )
 
 // Factory opens a Streamer for a parsed URI.
