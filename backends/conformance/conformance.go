@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/pgerror"
 )
 
 // Caps says which parts of the contract a backend provides; the suite
@@ -67,6 +69,28 @@ type Caps struct {
 	PartialAck bool
 	// Seek: consumers implement backends.Seeker (by sequence and by time).
 	Seek bool
+	// StartTime: ConsumerOptions.StartTime is honoured: a consumer without
+	// a group, or of a group without a position, begins at the first
+	// message with Timestamp >= StartTime (whatever Start says); a group
+	// with a position resumes there and ignores it.
+	StartTime bool
+	// RefusesStartTime: the backend cannot start a consumer at a time and
+	// says so: Consumer with StartTime set fails with an error wrapping
+	// backends.ErrCannotSeek, SQLSTATE 0A000 (stdio://: nothing is
+	// stored). A backend with neither StartTime nor RefusesStartTime
+	// skips the StartTime subtest.
+	RefusesStartTime bool
+	// Realtime (reading mode "realtime"): consumers without a group each
+	// read every message of the stream. stdio:// is false: there,
+	// consumers without a group take lines in turn like the members of one
+	// group (the seed's behaviour), and only separate groups each get
+	// every line.
+	Realtime bool
+	// SharedGroups (reading mode "load-balanced"): the members of one
+	// group share the stream's messages: together they read every message
+	// exactly once. file:// is false: a group there is a remembered
+	// position with one consumer at a time.
+	SharedGroups bool
 	// Positioned: producers implement backends.PositionedProducer.
 	Positioned bool
 	// ThroughputN is the message count of the throughput subtest (100-byte
@@ -83,6 +107,9 @@ func Run(t *testing.T, open func(t *testing.T) backends.Streamer, caps Caps) {
 	if caps.CrashRedelivery && !caps.Groups {
 		t.Fatal("conformance: CrashRedelivery needs Groups")
 	}
+	if caps.StartTime && caps.RefusesStartTime {
+		t.Fatal("conformance: StartTime and RefusesStartTime exclude each other")
+	}
 	s := &suite{open: open, caps: caps}
 	t.Run("OpenClose", s.openClose)
 	t.Run("RoundTrip", s.roundTrip)
@@ -93,6 +120,11 @@ func Run(t *testing.T, open func(t *testing.T) backends.Streamer, caps Caps) {
 	t.Run("GroupResume", s.groupResume)
 	t.Run("CrashRedelivery", s.crashRedelivery)
 	t.Run("Seek", s.seek)
+	t.Run("StartTime", s.startTime)
+	t.Run("Modes", func(t *testing.T) {
+		t.Run("Realtime", s.realtime)
+		t.Run("LoadBalanced", s.loadBalanced)
+	})
 	t.Run("Positioned", s.positioned)
 	t.Run("Throughput", s.throughput)
 }
@@ -860,6 +892,344 @@ func (s *suite) seek(t *testing.T) {
 			t.Fatalf("replay after Seek: %d messages", len(got))
 		}
 	}
+}
+
+// bursts produces two bursts of messages into a fresh stream of the given
+// shards: n1 "a-…" then n2 "b-…" (keyed over 16 keys where there are
+// several shards). With Caps.Timestamps they carry explicit timestamps,
+// the second burst five minutes after the first; else the backend stamps
+// them and the bursts are 100 ms apart. mid lies between the bursts;
+// first2 is the second burst's first timestamp and last the greatest.
+type burstStream struct {
+	name              string
+	mid, first2, last time.Time
+	explicit          bool
+}
+
+func (s *suite) bursts(t *testing.T, ctx context.Context, st *handle, p backends.Producer, shards, n1, n2 int) burstStream {
+	t.Helper()
+	b := burstStream{name: s.create(t, st, shards), explicit: s.caps.Timestamps}
+	mk := func(prefix string, n int, at time.Time) []backends.Message {
+		msgs := textMsgs(b.name, prefix, 0, n)
+		for i := range msgs {
+			if shards > 1 {
+				msgs[i].Key = fmt.Appendf(nil, "k%d", i%16)
+			}
+			if b.explicit {
+				msgs[i].Timestamp = at.Add(time.Duration(i) * 10 * time.Millisecond)
+			}
+		}
+		return msgs
+	}
+	if b.explicit {
+		base := time.Now().Add(-10 * time.Minute).Truncate(time.Millisecond)
+		b.mid, b.first2 = base.Add(2*time.Minute), base.Add(5*time.Minute)
+		b.last = b.first2.Add(time.Duration(n2-1) * 10 * time.Millisecond)
+		send(t, ctx, p, mk("a", n1, base))
+		send(t, ctx, p, mk("b", n2, b.first2))
+		return b
+	}
+	send(t, ctx, p, mk("a", n1, time.Time{}))
+	time.Sleep(50 * time.Millisecond)
+	b.mid = time.Now()
+	time.Sleep(50 * time.Millisecond)
+	send(t, ctx, p, mk("b", n2, time.Time{}))
+	b.last = time.Now()
+	return b
+}
+
+// sortedPayloads returns the payloads sorted (for streams of several
+// shards, where only the order within a shard is defined).
+func sortedPayloads(msgs []backends.Message) []string {
+	out := payloads(msgs)
+	slices.Sort(out)
+	return out
+}
+
+func wantSet(t *testing.T, what string, got []backends.Message, prefix string, from, to int) {
+	t.Helper()
+	checkSequences(t, got)
+	var want []string
+	for i := from; i < to; i++ {
+		want = append(want, fmt.Sprintf("%s-%06d", prefix, i))
+	}
+	if g := sortedPayloads(got); !equalStrings(g, want) {
+		t.Fatalf("%s: got %d messages %q, want %s-%06d..%06d (%d)", what, len(g), head(g), prefix, from, to-1, to-from)
+	}
+}
+
+func (s *suite) startTime(t *testing.T) {
+	if s.caps.RefusesStartTime {
+		s.startTimeRefused(t)
+		return
+	}
+	need(t, s.caps.StartTime, "StartTime")
+	ctx := ctxFor(t, 120*time.Second)
+	st := s.openStreamer(t)
+	p := producer(t, ctx, st)
+	const n1, n2 = 30, 20
+	b := s.bursts(t, ctx, st, p, 1, n1, n2)
+	// StartTime replaces Start (Latest here): the second burst, in order.
+	c := consumer(t, ctx, st, b.name, backends.ConsumerOptions{Start: backends.Latest, StartTime: b.mid})
+	wantPayloads(t, s.readAll(t, ctx, c, n2), "b", 0, n2)
+	if b.explicit {
+		// At or after: a message stamped exactly StartTime is the first.
+		c := consumer(t, ctx, st, b.name, backends.ConsumerOptions{StartTime: b.first2})
+		wantPayloads(t, s.readAll(t, ctx, c, n2), "b", 0, n2)
+		c = consumer(t, ctx, st, b.name, backends.ConsumerOptions{StartTime: b.first2.Add(time.Millisecond)})
+		wantPayloads(t, s.readAll(t, ctx, c, n2-1), "b", 1, n2)
+	}
+	before := consumer(t, ctx, st, b.name, backends.ConsumerOptions{StartTime: b.mid.Add(-time.Hour)})
+	got := s.readAll(t, ctx, before, n1+n2)
+	wantPayloads(t, got[:n1], "a", 0, n1)
+	wantPayloads(t, got[n1:], "b", 0, n2)
+	after := b.last.Add(10 * time.Minute) // Kafka refuses timestamps over an hour ahead
+	if s.caps.Bounded {
+		c := consumer(t, ctx, st, b.name, backends.ConsumerOptions{StartTime: after})
+		if got := readToEnd(t, ctx, c, 100); len(got) != 0 {
+			t.Fatalf("StartTime after the last message: %d messages, first %q", len(got), got[0].Payload)
+		}
+	}
+
+	if s.caps.Groups {
+		// A fresh group starts at StartTime…
+		g1 := streamName(t)
+		c := consumer(t, ctx, st, b.name, backends.ConsumerOptions{Group: g1, Member: "m1", StartTime: b.mid})
+		got := s.readAll(t, ctx, c, n2)
+		wantPayloads(t, got, "b", 0, n2)
+		if err := c.Ack(ctx, got); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// …a group with a position resumes there and ignores StartTime.
+		if s.caps.Bounded {
+			c := consumer(t, ctx, st, b.name, backends.ConsumerOptions{Group: g1, Member: "m2", StartTime: b.mid.Add(-time.Hour)})
+			if got := readToEnd(t, ctx, c, 100); len(got) != 0 {
+				t.Fatalf("group with a position, StartTime before it: got %q, want nothing of the bursts", head(payloads(got)))
+			}
+			_ = c.Close()
+		}
+		g2 := streamName(t)
+		c = consumer(t, ctx, st, b.name, backends.ConsumerOptions{Group: g2, Member: "m1", Start: backends.Earliest})
+		part := readN(t, ctx, c, 5, 5)
+		wantPayloads(t, part, "a", 0, len(part))
+		if err := c.Ack(ctx, part); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		c = consumer(t, ctx, st, b.name, backends.ConsumerOptions{Group: g2, Member: "m2", StartTime: b.mid})
+		rest := readN(t, ctx, c, n1+n2-len(part), 100)
+		wantPayloads(t, rest[:n1-len(part)], "a", len(part), n1)
+		wantPayloads(t, rest[n1-len(part):n1+n2-len(part)], "b", 0, n2)
+	}
+	if b.explicit { // last: it appends to the stream
+		// Following from a time after the end: nothing old, then what
+		// arrives stamped later.
+		c := consumer(t, ctx, st, b.name, backends.ConsumerOptions{StartTime: after, Follow: true})
+		expectQuiet(t, c, 300*time.Millisecond, "following from StartTime after the last message")
+		later := textMsgs(b.name, "c", 0, 5)
+		for i := range later {
+			later[i].Timestamp = after.Add(time.Minute)
+		}
+		send(t, ctx, p, later)
+		wantPayloads(t, readN(t, ctx, c, 5, 100), "c", 0, 5)
+	}
+
+	if s.caps.Shards {
+		// Several shards: some get no message of the second burst; a
+		// bounded read still ends, with exactly the second burst.
+		b := s.bursts(t, ctx, st, p, 4, 64, 3)
+		c := consumer(t, ctx, st, b.name, backends.ConsumerOptions{StartTime: b.mid})
+		wantSet(t, "4 shards, StartTime between the bursts", s.readAll(t, ctx, c, 3), "b", 0, 3)
+		if s.caps.Bounded {
+			c := consumer(t, ctx, st, b.name, backends.ConsumerOptions{StartTime: b.last.Add(time.Hour)})
+			if got := readToEnd(t, ctx, c, 100); len(got) != 0 {
+				t.Fatalf("4 shards, StartTime after the last message: %d messages", len(got))
+			}
+		}
+	}
+}
+
+// startTimeRefused: a backend that cannot start at a time says so, with
+// or without a group.
+func (s *suite) startTimeRefused(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	st := s.openStreamer(t)
+	name := s.create(t, st, 1)
+	for _, o := range []backends.ConsumerOptions{
+		{StartTime: time.Now().Add(-time.Minute)},
+		{StartTime: time.Now(), Group: streamName(t), Member: "m1", Follow: true},
+	} {
+		c, err := st.Consumer(ctx, name, o)
+		if err == nil {
+			_ = c.Close()
+			t.Fatalf("Consumer(%+v) succeeded; want ErrCannotSeek (RefusesStartTime)", o)
+		}
+		if !errors.Is(err, backends.ErrCannotSeek) || pgerror.CodeOf(err) != pgerror.FeatureNotSupported {
+			t.Fatalf("Consumer with StartTime: %v (SQLSTATE %s); want ErrCannotSeek with 0A000", err, pgerror.CodeOf(err))
+		}
+	}
+	// Without StartTime the same consumer opens.
+	c := consumer(t, ctx, st, name, backends.ConsumerOptions{})
+	_ = c.Close()
+}
+
+// modeShards is the shard count of the reading-mode streams: a group
+// shares a stream by shards on some backends (Kafka), so there must be
+// several to share.
+func (s *suite) modeShards() int {
+	if s.caps.Shards {
+		return 4
+	}
+	return 1
+}
+
+func keyedMsgs(stream, prefix string, from, to int) []backends.Message {
+	msgs := textMsgs(stream, prefix, from, to)
+	for i := range msgs {
+		msgs[i].Key = fmt.Appendf(nil, "k%d", (from+i)%32)
+	}
+	return msgs
+}
+
+// realtime: two consumers without a group, opened before the messages
+// are produced, each read every message exactly once.
+func (s *suite) realtime(t *testing.T) {
+	need(t, s.caps.Realtime, "Realtime")
+	ctx := ctxFor(t, 60*time.Second)
+	st := s.openStreamer(t)
+	name := s.create(t, st, s.modeShards())
+	const n = 300
+	var cs []backends.Consumer
+	for range 2 {
+		cs = append(cs, consumer(t, ctx, st, name, backends.ConsumerOptions{Start: backends.Earliest, Follow: true}))
+	}
+	p := producer(t, ctx, st)
+	send(t, ctx, p, keyedMsgs(name, "rt", 0, n))
+	for i, c := range cs {
+		wantSet(t, fmt.Sprintf("consumer %d without a group", i+1), readN(t, ctx, c, n, 100), "rt", 0, n)
+	}
+	for i, c := range cs {
+		expectQuiet(t, c, 200*time.Millisecond, fmt.Sprintf("consumer %d after every message", i+1))
+	}
+}
+
+// loadBalanced: two members of one group, reading concurrently and
+// acknowledging what they read, together read every message exactly
+// once. First probe messages are sent until both members have received
+// some (the group has shared the stream: on Kafka, the rebalance that
+// gives the second member its partitions is over); then the counted ones.
+func (s *suite) loadBalanced(t *testing.T) {
+	need(t, s.caps.SharedGroups, "SharedGroups")
+	ctx := ctxFor(t, 60*time.Second)
+	st := s.openStreamer(t)
+	name := s.create(t, st, s.modeShards())
+	group := streamName(t)
+	const n = 400
+	var (
+		mu     sync.Mutex
+		probes [2]int
+		counts = map[string]int{}
+		by     [2]int
+		errs   []string
+	)
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }() // before the consumers close
+	for i := range 2 {
+		c := consumer(t, ctx, st, name, backends.ConsumerOptions{
+			Group: group, Member: fmt.Sprintf("m%d", i+1), Start: backends.Earliest, Follow: true,
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rctx.Err() == nil {
+				msgs, err := c.Read(rctx, 10)
+				if err != nil {
+					if rctx.Err() == nil {
+						mu.Lock()
+						errs = append(errs, fmt.Sprintf("member %d: Read: %v", i+1, err))
+						mu.Unlock()
+					}
+					return
+				}
+				mu.Lock()
+				for _, m := range msgs {
+					if bytes.HasPrefix(m.Payload, []byte("probe-")) {
+						probes[i]++
+					} else {
+						counts[string(m.Payload)]++
+						by[i]++
+					}
+				}
+				mu.Unlock()
+				if err := c.Ack(rctx, msgs); err != nil && rctx.Err() == nil {
+					t.Logf("member %d: Ack: %v", i+1, err) // a rebalance may refuse it; duplicates would show
+				}
+				// Processing a batch takes a moment, in which the other
+				// member's Read gets its turn (where members compete for
+				// messages, rather than own shards, a member reading in a
+				// tight loop could take them all).
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	finish := func() {
+		stop()
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatal(strings.Join(errs, "; "))
+		}
+	}
+	p := producer(t, ctx, st)
+	start := time.Now()
+	deadline := start.Add(20 * time.Second)
+	for round := 0; ; round++ {
+		mu.Lock()
+		both, failed := probes[0] > 0 && probes[1] > 0, len(errs) > 0
+		got := probes
+		mu.Unlock()
+		if both || failed {
+			break
+		}
+		if time.Now().After(deadline) {
+			finish()
+			t.Fatalf("after %s the members of one group had received %d and %d probe messages: the group does not share the stream", time.Since(start).Round(time.Millisecond), got[0], got[1])
+		}
+		send(t, ctx, p, keyedMsgs(name, fmt.Sprintf("probe-%03d", round), 0, 32))
+		time.Sleep(100 * time.Millisecond)
+	}
+	shared := time.Since(start)
+	send(t, ctx, p, keyedMsgs(name, "lb", 0, n))
+	for {
+		mu.Lock()
+		have, failed := len(counts), len(errs) > 0
+		mu.Unlock()
+		if have >= n || failed || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // room for a duplicate to show
+	finish()
+	var missing, twice []string
+	for i := range n {
+		switch k := fmt.Sprintf("lb-%06d", i); counts[k] {
+		case 0:
+			missing = append(missing, k)
+		case 1:
+		default:
+			twice = append(twice, k)
+		}
+	}
+	if len(missing) > 0 || len(twice) > 0 {
+		t.Fatalf("group of two members: %d of %d messages never read (%q), %d read more than once (%q)", len(missing), n, head(missing), len(twice), head(twice))
+	}
+	t.Logf("the group shared the stream after %s; members read %d and %d of %d messages", shared.Round(time.Millisecond), by[0], by[1], n)
 }
 
 func (s *suite) positioned(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,9 +33,9 @@ type store struct {
 }
 
 type stream struct {
-	shards    [][]backends.Message       // index = Sequence
-	groups    map[string]map[int32]int64 // group → shard → next sequence to deliver
-	positions map[string]int64           // SendAt's positions
+	shards    [][]backends.Message // index = Sequence
+	groups    map[string]*group    // consumer groups by name
+	positions map[string]int64     // SendAt's positions
 }
 
 var stores = struct {
@@ -78,7 +79,7 @@ func (s *Streamer) CreateStream(_ context.Context, spec backends.StreamSpec) err
 	if s.st.streams[spec.Name] == nil {
 		s.st.streams[spec.Name] = &stream{
 			shards:    make([][]backends.Message, max(spec.Shards, 1)),
-			groups:    map[string]map[int32]int64{},
+			groups:    map[string]*group{},
 			positions: map[string]int64{},
 		}
 	}
@@ -194,19 +195,43 @@ func (s *Streamer) Scan(ctx context.Context, name string, fn func(int32, []backe
 	return nil
 }
 
-// consumer reads every shard of one stream; pos[shard] is the sequence of
-// the next message to deliver.
-type consumer struct {
-	s     *Streamer
-	name  string
-	o     backends.ConsumerOptions
-	pos   []int64
-	end   []int64          // not following: where to stop
-	unack [][]int64        // group: delivered, not yet acknowledged, per shard (in order)
-	acked []map[int64]bool // group: acknowledged out of order
+// group is a consumer group: its members share one delivery cursor per
+// shard (so each message goes to one member: load-balanced reading), and
+// its position is, per shard, the sequence before which every message is
+// acknowledged (so a crash loses nothing: at-least-once).
+type group struct {
+	next    []int64          // per shard: the next message to hand to a member
+	done    []int64          // per shard: everything before is acknowledged
+	acked   []map[int64]bool // per shard: acknowledged at or after done
+	retry   [][]int64        // per shard: to hand out again (a member left without acknowledging them)
+	members int              // consumers open
+	has     bool             // something was acknowledged: the group has a position
 }
 
-// Consumer implements backends.Streamer.
+func newGroup(shards int) *group {
+	g := &group{next: make([]int64, shards), done: make([]int64, shards), acked: make([]map[int64]bool, shards), retry: make([][]int64, shards)}
+	for i := range g.acked {
+		g.acked[i] = map[int64]bool{}
+	}
+	return g
+}
+
+// consumer reads every shard of one stream; pos[shard] is the sequence of
+// the next message to deliver (a group's members share their group's).
+type consumer struct {
+	s      *Streamer
+	name   string
+	pos    []int64
+	end    []int64          // not following: where to stop
+	g      *group           // nil without a group
+	unack  []map[int64]bool // group: delivered to this member, not acknowledged, per shard
+	closed bool
+}
+
+// Consumer implements backends.Streamer. Without a group, or for a group
+// without a position, the consumer starts at Start — or at StartTime,
+// which replaces it: each shard's first message stamped at or after it.
+// A group with a position resumes there.
 func (s *Streamer) Consumer(_ context.Context, name string, o backends.ConsumerOptions) (backends.Consumer, error) {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
@@ -214,27 +239,53 @@ func (s *Streamer) Consumer(_ context.Context, name string, o backends.ConsumerO
 	if err != nil {
 		return nil, err
 	}
-	c := &consumer{s: s, name: name, o: o, pos: make([]int64, len(str.shards))}
-	stored := str.groups[o.Group]
+	start := make([]int64, len(str.shards))
 	for i, sh := range str.shards {
 		switch {
-		case o.Group != "" && stored != nil:
-			c.pos[i] = stored[int32(i)]
+		case !o.StartTime.IsZero():
+			start[i] = firstAt(sh, o.StartTime)
 		case o.Start == backends.Latest:
-			c.pos[i] = int64(len(sh))
+			start[i] = int64(len(sh))
 		}
-		if !o.Follow {
+	}
+	c := &consumer{s: s, name: name, pos: start}
+	if o.Group != "" {
+		g := str.groups[o.Group]
+		if g == nil {
+			g = newGroup(len(str.shards))
+			str.groups[o.Group] = g
+		}
+		if g.members == 0 { // the group (re)starts: from its position, else from start
+			if !g.has {
+				copy(g.done, start)
+			}
+			copy(g.next, g.done)
+			clear(g.retry)
+		}
+		g.members++
+		c.g, c.pos = g, g.next // the cursor is the group's
+		c.unack = make([]map[int64]bool, len(str.shards))
+		for i := range c.unack {
+			c.unack[i] = map[int64]bool{}
+		}
+	}
+	if !o.Follow {
+		for _, sh := range str.shards {
 			c.end = append(c.end, int64(len(sh)))
 		}
 	}
-	if o.Group != "" {
-		c.unack = make([][]int64, len(str.shards))
-		c.acked = make([]map[int64]bool, len(str.shards))
-		for i := range c.acked {
-			c.acked[i] = map[int64]bool{}
+	return c, nil
+}
+
+// firstAt is the sequence of a shard's first message stamped at or after
+// t (timestamps need not increase), or the shard's end.
+func firstAt(sh []backends.Message, t time.Time) int64 {
+	for j, m := range sh {
+		if !m.Timestamp.Before(t) {
+			return int64(j)
 		}
 	}
-	return c, nil
+	return int64(len(sh))
 }
 
 // Read implements backends.Consumer: round-robin over shards, copies out.
@@ -248,28 +299,25 @@ func (c *consumer) Read(ctx context.Context, max int) ([]backends.Message, error
 			return nil, err
 		}
 		var out []backends.Message
-		atEnd := true
 		for progress := true; progress && len(out) < max; {
 			progress = false
 			for i, sh := range str.shards {
+				if len(out) == max {
+					break
+				}
 				limit := int64(len(sh))
 				if c.end != nil {
 					limit = min(limit, c.end[i])
 				}
-				if c.pos[i] >= limit {
+				m, ok := c.take(i, sh, limit)
+				if !ok {
 					continue
 				}
-				atEnd = false
-				if len(out) == max {
-					break
-				}
-				m := sh[c.pos[i]]
-				c.pos[i]++
 				progress = true
 				m.Key, m.Payload = bytes.Clone(m.Key), bytes.Clone(m.Payload)
 				out = append(out, m)
-				if c.unack != nil {
-					c.unack[i] = append(c.unack[i], m.Sequence)
+				if c.g != nil {
+					c.unack[i][m.Sequence] = true
 				}
 			}
 		}
@@ -278,7 +326,7 @@ func (c *consumer) Read(ctx context.Context, max int) ([]backends.Message, error
 		if len(out) > 0 {
 			return out, nil
 		}
-		if c.end != nil && atEnd {
+		if c.end != nil { // nothing left before the end present at open
 			return nil, backends.ErrEndOfStream
 		}
 		select {
@@ -289,41 +337,89 @@ func (c *consumer) Read(ctx context.Context, max int) ([]backends.Message, error
 	}
 }
 
+// take returns shard i's next message for this consumer before limit: in
+// a group, first one a member left unacknowledged, then the cursor's
+// (skipping what the group acknowledged out of order). The store lock is
+// held.
+func (c *consumer) take(i int, sh []backends.Message, limit int64) (backends.Message, bool) {
+	g := c.g
+	if g != nil {
+		for len(g.retry[i]) > 0 && g.retry[i][0] < limit {
+			seq := g.retry[i][0]
+			g.retry[i] = g.retry[i][1:]
+			if seq >= g.done[i] && !g.acked[i][seq] {
+				return sh[seq], true
+			}
+		}
+	}
+	for c.pos[i] < limit {
+		m := sh[c.pos[i]]
+		c.pos[i]++
+		if g == nil || !g.acked[i][m.Sequence] {
+			return m, true
+		}
+	}
+	return backends.Message{}, false
+}
+
 // Ack implements backends.Consumer: a shard's group position moves past
-// every message acknowledged without a gap, so an unacknowledged message
-// is delivered again to the group's next consumer.
+// every message acknowledged without a gap (by any member), so an
+// unacknowledged message is delivered again to the group.
 func (c *consumer) Ack(_ context.Context, msgs []backends.Message) error {
-	if c.unack == nil {
+	g := c.g
+	if g == nil || len(msgs) == 0 {
 		return nil
 	}
-	st := c.s.st
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	str, err := c.s.get(c.name)
-	if err != nil {
-		return err
-	}
-	if str.groups[c.o.Group] == nil {
-		str.groups[c.o.Group] = map[int32]int64{}
-	}
+	c.s.st.mu.Lock()
+	defer c.s.st.mu.Unlock()
 	for _, m := range msgs {
-		c.acked[m.Shard][m.Sequence] = true
-	}
-	for i := range c.unack {
-		q := c.unack[i]
-		for len(q) > 0 && c.acked[i][q[0]] {
-			delete(c.acked[i], q[0])
-			str.groups[c.o.Group][int32(i)] = q[0] + 1
-			q = q[1:]
+		i := int(m.Shard)
+		if i < 0 || i >= len(g.done) {
+			continue
 		}
-		c.unack[i] = q
+		delete(c.unack[i], m.Sequence)
+		if m.Sequence >= g.done[i] {
+			g.acked[i][m.Sequence] = true
+		}
+		g.has = true
+	}
+	for i := range g.done {
+		for g.acked[i][g.done[i]] {
+			delete(g.acked[i], g.done[i])
+			g.done[i]++
+		}
 	}
 	return nil
 }
 
-func (c *consumer) Close() error { return nil }
+// Close implements backends.Consumer: what this member was handed and did
+// not acknowledge goes to the group's other members; with none left, the
+// group's next consumer starts again at its position.
+func (c *consumer) Close() error {
+	c.s.st.mu.Lock()
+	defer c.s.st.mu.Unlock()
+	if c.closed || c.g == nil {
+		c.closed = true
+		return nil
+	}
+	c.closed = true
+	g := c.g
+	g.members--
+	if g.members > 0 {
+		for i, un := range c.unack {
+			for seq := range un {
+				g.retry[i] = append(g.retry[i], seq)
+			}
+			slices.Sort(g.retry[i])
+			g.retry[i] = slices.Compact(g.retry[i])
+		}
+	}
+	c.unack = nil
+	return nil
+}
 
-// Seek implements backends.Seeker (sequences are indexes here).
+// Seek implements backends.Seeker (sequences are indexes here). In a
+// group it moves the group: its cursor and its position, for every member.
 func (c *consumer) Seek(_ context.Context, seq int64) error {
 	c.s.st.mu.Lock()
 	defer c.s.st.mu.Unlock()
@@ -344,22 +440,21 @@ func (c *consumer) SeekTime(_ context.Context, t time.Time) error {
 		return err
 	}
 	for i, sh := range str.shards {
-		c.pos[i] = int64(len(sh))
-		for j, m := range sh {
-			if !m.Timestamp.Before(t) {
-				c.pos[i] = int64(j)
-				break
-			}
-		}
+		c.pos[i] = firstAt(sh, t)
 	}
 	c.reset()
 	return nil
 }
 
-// reset forgets deliveries before a seek: they are no longer in order.
+// reset forgets deliveries before a seek: a group's position is where the
+// seek went.
 func (c *consumer) reset() {
-	for i := range c.unack {
-		c.unack[i] = nil
-		clear(c.acked[i])
+	if g := c.g; g != nil {
+		copy(g.done, g.next)
+		for i := range c.unack {
+			clear(c.unack[i])
+			clear(g.acked[i])
+			g.retry[i] = nil
+		}
 	}
 }

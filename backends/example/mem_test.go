@@ -23,6 +23,7 @@ func TestConformance(t *testing.T) {
 		Shards: true, Keys: true, BinaryPayloads: true, Timestamps: true,
 		Bounded: true, ExactEnd: true, Replay: true, Durable: true, Latest: true,
 		Groups: true, CrashRedelivery: true, PartialAck: true,
-		Seek: true, Positioned: true, ThroughputN: 100_000,
+		Seek: true, StartTime: true, Realtime: true, SharedGroups: true,
+		Positioned: true, ThroughputN: 100_000,
 	})
 }

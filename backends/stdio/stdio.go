@@ -166,10 +166,15 @@ func (p *producer) Close() error { return nil }
 // stream and Group take lines in turn (round-robin); consumers of
 // different groups each get every line. Start makes no difference: the
 // input is live, lines are read once. Follow makes none either: the input
-// ends only at EOF, where Read returns ErrEndOfStream.
+// ends only at EOF, where Read returns ErrEndOfStream. StartTime is
+// refused (0A000, backends.ErrCannotSeek): nothing is stored to seek in.
 func (s *Streamer) Consumer(_ context.Context, stream string, o backends.ConsumerOptions) (backends.Consumer, error) {
 	if s.closed.Load() {
 		return nil, pgerror.New(pgerror.ObjectNotInPrerequisiteState, "stdio: the Streamer is closed")
+	}
+	if !o.StartTime.IsZero() {
+		return nil, pgerror.Wrap(backends.ErrCannotSeek, pgerror.FeatureNotSupported,
+			"stdio: a consumer cannot start at a time (StartTime): the input is read live and nothing is stored")
 	}
 	return s.h.subscribe(stream, o.Group), nil
 }

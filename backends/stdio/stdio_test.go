@@ -74,7 +74,8 @@ func TestConformance(t *testing.T) {
 		}
 		return st
 	}, conformance.Caps{
-		Timestamps: true, Latest: true, ThroughputN: 100_000,
+		Timestamps: true, Latest: true, RefusesStartTime: true, SharedGroups: true,
+		ThroughputN: 100_000,
 	})
 }
 
