@@ -42,8 +42,12 @@ var (
 )
 
 // Consumer opens a consumer of a stream file. Without a group it starts
-// at Start; with one, where the group's side file says (else at Start).
-// A group has one consumer at a time; groups do not share messages.
+// at Start (or StartTime, which replaces it: the first message stamped at
+// or after it, found like SeekTime); with one, where the group's side
+// file says (else as without). A group has one consumer at a time; groups
+// do not share messages. Text files have no per-line times: StartTime is
+// refused there (0A000, backends.ErrCannotSeek) — by Consumer, or by the
+// first Read when the file was empty at open.
 func (s *Streamer) Consumer(_ context.Context, stream string, o backends.ConsumerOptions) (backends.Consumer, error) {
 	path, err := s.cfg.resolve(stream)
 	if err != nil {
@@ -81,15 +85,21 @@ func (c *consumer) begin(limit int64) error {
 	if err != nil || src == nil {
 		return err
 	}
-	c.src = src
 	if lr, ok := src.(*lineReader); ok {
+		if !c.o.StartTime.IsZero() {
+			return cannotSeekText(c.path) // again at every Read
+		}
 		lr.trackOffs = c.grp != nil
 	}
+	c.src = src
 	switch r := src.(type) {
 	case *logReader:
 		switch {
 		case c.grp != nil && c.grp.has:
 			return c.seekLog(limit, false, c.grp.seq, 0, filter{minSeq: c.grp.seq})
+		case !c.o.StartTime.IsZero():
+			ts := ceilMicro(c.o.StartTime)
+			return c.seekLog(limit, true, 0, ts, filter{minTs: ts, timeSet: true})
 		case c.o.Start == backends.Latest:
 			// Skip to the committed end: from the last beacon, parse and
 			// drop whole batches.
@@ -282,15 +292,30 @@ func (c *consumer) SeekTime(_ context.Context, t time.Time) error {
 		return err
 	}
 	if _, ok := c.src.(*lineReader); ok {
-		return pgerror.NotSupported("file: seeking a text file (%s) by time", c.path)
+		return cannotSeekText(c.path)
 	}
-	ts := t.UnixMicro()
+	ts := ceilMicro(t)
 	if c.src == nil {
 		c.flt = filter{minTs: ts, timeSet: true}
 		return nil
 	}
 	c.resetDelivery()
 	return c.seekLog(limit, true, 0, ts, filter{minTs: ts, timeSet: true})
+}
+
+// ceilMicro is t in unix µs, the log's precision, rounded up: the first
+// message at or after t is the first stamped at or after ceilMicro(t).
+func ceilMicro(t time.Time) int64 {
+	us := t.UnixMicro()
+	if time.UnixMicro(us).Before(t) {
+		us++
+	}
+	return us
+}
+
+func cannotSeekText(path string) error {
+	return pgerror.Wrap(backends.ErrCannotSeek, pgerror.FeatureNotSupported,
+		"file: %s is a text file: its lines have no times to seek or start at (SeekTime, StartTime)", path)
 }
 
 func (c *consumer) seekLog(limit int64, byTime bool, seq, ts int64, f filter) error {

@@ -64,9 +64,13 @@
 // # Consumers and groups
 //
 // A consumer has its own read handle and reads from the start or the end
-// (Start), to the end present at open or, following, forever: woken at
-// once by a writer of this process, else by a 50 ms poll. There is no
-// sharing of messages within a group: a group is a remembered position.
+// (Start), or from the first message stamped at or after StartTime (which
+// replaces Start; found like SeekTime, times rounded up to the log's µs),
+// to the end present at open or, following, forever: woken at once by a
+// writer of this process, else by a 50 ms poll. Consumers without a group
+// each read every message (realtime reading). There is no sharing of
+// messages within a group (no load-balanced reading): a group is a
+// remembered position, and a group with one ignores Start and StartTime.
 // Ack of a group consumer stores the position after the last message
 // acknowledged without a gap in "<path>.<group>.pos" (two checksummed
 // slots, fdatasynced), and the group's next consumer resumes there:
@@ -86,5 +90,7 @@
 // modification time). A following consumer delivers a line once its
 // newline is written; a bounded read also delivers an unterminated last
 // line. Send to a text file appends lines (payloads may not contain a
-// newline); SendAt and SeekTime are not supported there, Seek scans.
+// newline); SendAt, SeekTime and StartTime are not supported there (0A000;
+// StartTime wraps backends.ErrCannotSeek, and on a file empty at open is
+// refused by the first Read that finds lines), Seek scans.
 package file
