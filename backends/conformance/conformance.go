@@ -47,9 +47,8 @@ type Caps struct {
 	Durable bool
 	// ExactEnd: a consumer that does not Follow delivers nothing produced
 	// after it opened, whatever max its Reads ask for (Bounded promises
-	// only that it stops). kafka:// is false today: its consumer forgets a
-	// partition's end once it reaches it, and delivers the rest of that
-	// poll (see backends/README.md, known gaps).
+	// only that it stops; without ExactEnd the EndAtOpen subtest logs the
+	// extra messages as a known deviation).
 	ExactEnd bool
 	// Latest: a consumer with Start: Latest sees only messages produced
 	// after it opened.
