@@ -26,7 +26,7 @@ func TestConformance(t *testing.T) {
 		}
 		return st
 	}, conformance.Caps{
-		Shards:          false, // one stream key, one shard
+		Shards:          true, // shard keys <key>:0 … <key>:n-1
 		Keys:            true,
 		BinaryPayloads:  true,
 		Timestamps:      false, // an entry's time is its ID's, assigned by Redis
@@ -41,8 +41,11 @@ func TestConformance(t *testing.T) {
 		// (ID) times, while the suite's Seek subtest seeks to the
 		// Timestamps it produced, which only backends with Timestamps
 		// keep. TestSeek covers Seek and SeekTime here.
-		Seek:        false,
-		Positioned:  true,
-		ThroughputN: 100_000,
+		Seek:         false,
+		Positioned:   true,
+		StartTime:    true,
+		Realtime:     true,
+		SharedGroups: true,
+		ThroughputN:  100_000,
 	})
 }

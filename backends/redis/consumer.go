@@ -26,6 +26,7 @@ type consumer struct {
 	s       *Streamer
 	stream  string
 	key     string
+	shard   int32 // the shard key reads, its messages' Shard
 	group   string
 	member  string
 	follow  bool
@@ -64,27 +65,52 @@ var (
 // from "0" for Earliest or "$" for Latest; an existing group keeps its
 // position). Not following, the end is the last entry present now.
 func (s *Streamer) Consumer(ctx context.Context, stream string, o backends.ConsumerOptions) (backends.Consumer, error) {
-	key := s.Key(stream)
-	c := &consumer{s: s, stream: stream, key: key, group: o.Group, follow: o.Follow}
+	shards, err := s.shards(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	if o.Group != "" && o.Member == "" {
+		host, _ := os.Hostname()
+		o.Member = "fvsql-" + host + "-" + strconv.Itoa(os.Getpid()) + "-" + randomHex(4)
+	}
+	if shards > 1 {
+		return s.shardedConsumer(ctx, stream, shards, o)
+	}
+	return s.keyConsumer(ctx, stream, s.Key(stream), 0, o)
+}
+
+// startID is the exclusive "last seen" ID before the first entry stamped
+// at or after t (its milliseconds rounded up).
+func startID(t time.Time) streamID {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return streamID{ms: uint64(max(ms, 0))}.prev()
+}
+
+// keyConsumer opens a consumer of one shard's key.
+func (s *Streamer) keyConsumer(ctx context.Context, stream, key string, shard int32, o backends.ConsumerOptions) (*consumer, error) {
+	c := &consumer{s: s, stream: stream, key: key, shard: shard, group: o.Group, follow: o.Follow}
 	if o.Group != "" {
 		start := "0"
 		if o.Start == backends.Latest {
 			start = "$"
+		}
+		if !o.StartTime.IsZero() {
+			start = startID(o.StartTime).String()
 		}
 		err := s.rdb.XGroupCreateMkStream(ctx, key, o.Group, start).Err()
 		if err != nil && !goredis.HasErrorPrefix(err, "BUSYGROUP") {
 			return nil, s.fail(ctx, err, "create consumer group %s of %s", o.Group, key)
 		}
 		c.member = o.Member
-		if c.member == "" {
-			host, _ := os.Hostname()
-			c.member = "fvsql-" + host + "-" + strconv.Itoa(os.Getpid()) + "-" + randomHex(4)
-		}
 		c.ownPending = "0"
 		c.minIdle = max(s.cfg.ClaimIdle, 0)
 		c.every = max(s.cfg.ClaimIdle/2, 100*time.Millisecond)
 	}
-	if !o.Follow || (o.Group == "" && o.Start == backends.Latest) {
+	latest := o.Group == "" && o.Start == backends.Latest && o.StartTime.IsZero()
+	if !o.Follow || latest {
 		last, ok, err := s.lastID(ctx, key)
 		if err != nil {
 			return nil, err
@@ -92,9 +118,12 @@ func (s *Streamer) Consumer(ctx context.Context, stream string, o backends.Consu
 		if !o.Follow {
 			c.end, c.hasEnd = last, ok
 		}
-		if o.Group == "" && o.Start == backends.Latest {
+		if latest {
 			c.last = last // zero (before everything) when empty
 		}
+	}
+	if o.Group == "" && !o.StartTime.IsZero() {
+		c.last = startID(o.StartTime)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	return c, nil
@@ -163,7 +192,7 @@ func (c *consumer) fetch(ctx context.Context, max int) ([]backends.Message, erro
 			return nil, backends.ErrEndOfStream
 		}
 		c.last, _ = parseID(xs[len(xs)-1].ID)
-		return c.s.convert(c.stream, xs, nil)
+		return c.s.convert(c.stream, c.shard, xs, nil)
 	}
 	res, err := c.s.rdb.XRead(ctx, &goredis.XReadArgs{
 		Streams: []string{c.key, c.last.String()}, Count: int64(max), Block: blockFor,
@@ -179,7 +208,7 @@ func (c *consumer) fetch(ctx context.Context, max int) ([]backends.Message, erro
 		return nil, nil
 	}
 	c.last, _ = parseID(xs[len(xs)-1].ID)
-	return c.s.convert(c.stream, xs, nil)
+	return c.s.convert(c.stream, c.shard, xs, nil)
 }
 
 // fetchGroup reads in the group: first this member's own pending entries
@@ -258,7 +287,7 @@ func (c *consumer) fetchGroup(ctx context.Context, max int) ([]backends.Message,
 // the end is reached.
 func (c *consumer) deliver(ctx context.Context, xs []goredis.XMessage) ([]backends.Message, error) {
 	var deleted []string
-	msgs, err := c.s.convert(c.stream, xs, &deleted)
+	msgs, err := c.s.convert(c.stream, c.shard, xs, &deleted)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@ package redis
 
 import (
 	"context"
+	"hash/fnv"
 	"strconv"
+	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -16,7 +18,25 @@ func (s *Streamer) Producer(context.Context) (backends.Producer, error) {
 	return &producer{s: s}, nil
 }
 
-type producer struct{ s *Streamer }
+type producer struct {
+	s    *Streamer
+	next atomic.Uint32 // round-robin shard of the next message without a key
+}
+
+// shardOf routes a message of a stream with n shards: a keyed message to
+// the FNV-1a hash of its key modulo n (one key, one shard, in send
+// order), a message without a key to the next shard in turn.
+func (p *producer) shardOf(key []byte, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	if key == nil {
+		return int(p.next.Add(1) % uint32(n))
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(key)
+	return int(h.Sum32() % uint32(n))
+}
 
 var _ backends.PositionedProducer = (*producer)(nil)
 
@@ -50,7 +70,7 @@ func (p *producer) send(ctx context.Context, msgs []backends.Message, positions 
 	}
 	s := p.s
 	names := streamsOf(msgs)
-	maxLens, err := s.maxLens(ctx, names)
+	confs, err := s.confs(ctx, names)
 	if err != nil {
 		return err
 	}
@@ -62,9 +82,9 @@ func (p *producer) send(ctx context.Context, msgs []backends.Message, positions 
 		}
 	}
 	// Reused per stream name, since batches are usually of one stream.
-	keyOf := make(map[string]string, len(names))
+	keysOf := make(map[string][]string, len(names))
 	for _, n := range names {
-		keyOf[n] = s.Key(n)
+		keysOf[n] = s.shardKeys(n, confs[n].shards)
 	}
 	_, err = s.rdb.TxPipelined(ctx, func(pl goredis.Pipeliner) error {
 		for i := range msgs {
@@ -75,8 +95,9 @@ func (p *producer) send(ctx context.Context, msgs []backends.Message, positions 
 			} else {
 				vals = []any{"v", payloadArg(m.Payload)}
 			}
-			a := &goredis.XAddArgs{Stream: keyOf[m.Stream], Values: vals}
-			if n := maxLens[m.Stream]; n > 0 {
+			keys := keysOf[m.Stream]
+			a := &goredis.XAddArgs{Stream: keys[p.shardOf(m.Key, len(keys))], Values: vals}
+			if n := confs[m.Stream].maxLen; n > 0 {
 				a.MaxLen, a.Approx = n, true
 			}
 			pl.XAdd(ctx, a)

@@ -36,6 +36,11 @@ func init() {
 const (
 	DefaultAddr      = "localhost:6379"
 	DefaultClaimIdle = 30 * time.Second
+	// DefaultLeaseTTL is how long a group member's hold on a shard of a
+	// sharded stream lasts unless renewed (every third of it): the time
+	// the other members wait before taking over the shards of a member
+	// that died.
+	DefaultLeaseTTL = 10 * time.Second
 	// ConnectTimeout bounds the PING of Connect (the caller's deadline
 	// applies when it is sooner).
 	ConnectTimeout = 5 * time.Second
@@ -60,6 +65,9 @@ type Config struct {
 	// group member before a consumer claims it (XAUTOCLAIM). Zero means
 	// DefaultClaimIdle; a negative value claims at once (tests).
 	ClaimIdle time.Duration
+	// LeaseTTL is how long a member's lease on a shard lasts unless
+	// renewed (sharded streams); zero means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // ParseURL reads redis://[[user]:password@]host[:port][/db][?claim_idle=30s].
@@ -105,8 +113,14 @@ func ParseURL(u *url.URL) (Config, error) {
 				d = -1 // claim at once
 			}
 			cfg.ClaimIdle = d
+		case "lease":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 300*time.Millisecond {
+				return bad("lease %q is not a duration of at least 300ms like 10s", v)
+			}
+			cfg.LeaseTTL = d
 		default:
-			return bad("unknown option %q (known: claim_idle)", k)
+			return bad("unknown option %q (known: claim_idle, lease)", k)
 		}
 	}
 	return cfg, nil
@@ -123,6 +137,7 @@ type Streamer struct {
 
 type streamConf struct {
 	maxLen int64
+	shards int // 1: the stream is its key; more: keys <key>:0 … <key>:shards-1
 	loaded time.Time
 }
 
@@ -137,6 +152,9 @@ func Connect(ctx context.Context, cfg Config) (*Streamer, error) {
 	}
 	if cfg.ClaimIdle == 0 {
 		cfg.ClaimIdle = DefaultClaimIdle
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	rdb := goredis.NewClient(&goredis.Options{
 		Addr:                     cfg.Addr,
@@ -187,6 +205,24 @@ func (s *Streamer) PositionsKey(stream string) string { return s.Key(stream) + "
 // ConfigKey is the hash holding a stream's options (maxlen).
 func (s *Streamer) ConfigKey(stream string) string { return s.Key(stream) + ":fvsql:config" }
 
+// ShardKey is the Redis key of one shard of a stream: the stream's key
+// itself when it has one shard, else <key>:<shard> (the toolkit's naming).
+func (s *Streamer) ShardKey(stream string, shard, shards int) string {
+	if shards <= 1 {
+		return s.Key(stream)
+	}
+	return s.Key(stream) + ":" + strconv.Itoa(shard)
+}
+
+// shardKeys lists the keys of a stream's shards, in shard order.
+func (s *Streamer) shardKeys(stream string, shards int) []string {
+	out := make([]string, max(shards, 1))
+	for i := range out {
+		out[i] = s.ShardKey(stream, i, shards)
+	}
+	return out
+}
+
 // Close closes the client.
 func (s *Streamer) Close() error { return s.rdb.Close() }
 
@@ -195,6 +231,9 @@ type streamOptions struct {
 	maxLen    int64 // 0: no trimming
 	hasMaxLen bool
 }
+
+// maxShards bounds StreamSpec.Shards (one XREAD names every shard key).
+const maxShards = 1024
 
 func parseStreamOptions(opts map[string]string) (streamOptions, error) {
 	var o streamOptions
@@ -228,12 +267,33 @@ func (s *Streamer) CreateStream(ctx context.Context, spec backends.StreamSpec) e
 		return pgerror.New(pgerror.InvalidParameterValue, "redis: empty stream name")
 	}
 	key := s.Key(spec.Name)
+	shards := max(spec.Shards, 1)
+	if shards > maxShards {
+		return pgerror.New(pgerror.InvalidParameterValue, "redis: a stream has at most %d shards, not %d", maxShards, shards)
+	}
+	// A stream another process created keeps its shards: a different
+	// count would route keys to other shards than the ones holding them.
+	stored, err := s.rdb.HGet(ctx, s.ConfigKey(spec.Name), "shards").Int()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		stored = 0
+	case err != nil:
+		return s.fail(ctx, err, "read the options of %s", key)
+	}
+	if stored > 0 && stored != shards {
+		return pgerror.New(pgerror.InvalidParameterValue, "redis: stream %s exists with %d shards, not %d", key, stored, shards)
+	}
 	tmp := "fvsql-create-" + randomHex(8)
 	_, err = s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		p.XGroupCreateMkStream(ctx, key, tmp, "$")
-		p.XGroupDestroy(ctx, key, tmp)
+		for _, k := range s.shardKeys(spec.Name, shards) {
+			p.XGroupCreateMkStream(ctx, k, tmp, "$")
+			p.XGroupDestroy(ctx, k, tmp)
+		}
 		if opts.hasMaxLen {
 			p.HSet(ctx, s.ConfigKey(spec.Name), "maxlen", opts.maxLen)
+		}
+		if shards > 1 {
+			p.HSet(ctx, s.ConfigKey(spec.Name), "shards", shards)
 		}
 		return nil
 	})
@@ -247,7 +307,15 @@ func (s *Streamer) CreateStream(ctx context.Context, spec backends.StreamSpec) e
 // DropStream deletes the stream key with its positions and config hashes.
 func (s *Streamer) DropStream(ctx context.Context, name string) error {
 	key := s.Key(name)
-	err := s.rdb.Del(ctx, key, s.PositionsKey(name), s.ConfigKey(name)).Err()
+	confs, err := s.confs(ctx, []string{name})
+	if err != nil {
+		return err
+	}
+	keys := append(s.shardKeys(name, confs[name].shards), s.PositionsKey(name), s.ConfigKey(name))
+	if confs[name].shards > 1 {
+		keys = append(keys, key) // an unsharded stream of that name before
+	}
+	err = s.rdb.Del(ctx, keys...).Err()
 	s.forgetConf(key)
 	if err != nil {
 		return s.fail(ctx, err, "drop stream %s", key)
@@ -261,17 +329,18 @@ func (s *Streamer) forgetConf(key string) {
 	s.mu.Unlock()
 }
 
-// maxLens returns the MAXLEN policy of each stream name, reading the
-// config hashes not cached within confTTL in one round trip.
-func (s *Streamer) maxLens(ctx context.Context, names []string) (map[string]int64, error) {
-	out := make(map[string]int64, len(names))
+// confs returns the stored options of each stream name (its MAXLEN
+// policy and shard count), reading the config hashes not cached within
+// confTTL in one round trip.
+func (s *Streamer) confs(ctx context.Context, names []string) (map[string]streamConf, error) {
+	out := make(map[string]streamConf, len(names))
 	var stale []string
 	now := time.Now()
 	s.mu.Lock()
 	for _, n := range names {
 		c, ok := s.conf[s.Key(n)]
 		if ok && now.Sub(c.loaded) < confTTL {
-			out[n] = c.maxLen
+			out[n] = c
 		} else {
 			stale = append(stale, n)
 		}
@@ -280,10 +349,10 @@ func (s *Streamer) maxLens(ctx context.Context, names []string) (map[string]int6
 	if len(stale) == 0 {
 		return out, nil
 	}
-	cmds := make([]*goredis.StringCmd, len(stale))
+	cmds := make([]*goredis.SliceCmd, len(stale))
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, n := range stale {
-			cmds[i] = p.HGet(ctx, s.ConfigKey(n), "maxlen")
+			cmds[i] = p.HMGet(ctx, s.ConfigKey(n), "maxlen", "shards")
 		}
 		return nil
 	})
@@ -293,14 +362,33 @@ func (s *Streamer) maxLens(ctx context.Context, names []string) (map[string]int6
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, n := range stale {
-		v, err := cmds[i].Int64()
-		if err != nil {
-			v = 0 // missing or unreadable: no trimming
+		c := streamConf{shards: 1, loaded: now}
+		if vals, err := cmds[i].Result(); err == nil && len(vals) == 2 {
+			c.maxLen = confInt(vals[0]) // missing or unreadable: no trimming
+			c.shards = max(int(confInt(vals[1])), 1)
 		}
-		out[n] = v
-		s.conf[s.Key(n)] = streamConf{maxLen: v, loaded: now}
+		out[n] = c
+		s.conf[s.Key(n)] = c
 	}
 	return out, nil
+}
+
+func confInt(v any) int64 {
+	str, _ := v.(string)
+	n, err := strconv.ParseInt(str, 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// shards returns the shard count of a stream.
+func (s *Streamer) shards(ctx context.Context, stream string) (int, error) {
+	c, err := s.confs(ctx, []string{stream})
+	if err != nil {
+		return 0, err
+	}
+	return c[stream].shards, nil
 }
 
 // lastID returns the ID of the stream's last entry, or false when the
@@ -324,7 +412,20 @@ func (s *Streamer) lastID(ctx context.Context, key string) (streamID, bool, erro
 // when Scan began, in XRANGE pages of pageSize, the next page fetched
 // while fn handles the current one. A missing stream has no messages.
 func (s *Streamer) Scan(ctx context.Context, stream string, fn func(int32, []backends.Message) error) error {
-	key := s.Key(stream)
+	shards, err := s.shards(ctx, stream)
+	if err != nil {
+		return err
+	}
+	for i, key := range s.shardKeys(stream, shards) {
+		if err := s.scanShard(ctx, stream, key, int32(i), fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanShard is Scan of one shard's key.
+func (s *Streamer) scanShard(ctx context.Context, stream, key string, shard int32, fn func(int32, []backends.Message) error) error {
 	end, ok, err := s.lastID(ctx, key)
 	if err != nil || !ok {
 		return err
@@ -349,7 +450,7 @@ func (s *Streamer) Scan(ctx context.Context, stream string, fn func(int32, []bac
 			if len(xs) == 0 {
 				return
 			}
-			msgs, err := s.convert(stream, xs, nil)
+			msgs, err := s.convert(stream, shard, xs, nil)
 			if err == nil && len(msgs) > 0 {
 				select {
 				case pages <- page{msgs: msgs}:
@@ -373,7 +474,7 @@ func (s *Streamer) Scan(ctx context.Context, stream string, fn func(int32, []bac
 		if p.err != nil {
 			return p.err
 		}
-		if err := fn(0, p.msgs); err != nil {
+		if err := fn(shard, p.msgs); err != nil {
 			cancel()
 			for range pages { // let the reader stop
 			}
@@ -386,7 +487,7 @@ func (s *Streamer) Scan(ctx context.Context, stream string, fn func(int32, []bac
 // convert turns entries into messages. Entries without fields (deleted,
 // as XREADGROUP and XCLAIM report trimmed pending entries) are skipped and
 // their IDs appended to *deleted when deleted is not nil.
-func (s *Streamer) convert(stream string, xs []goredis.XMessage, deleted *[]string) ([]backends.Message, error) {
+func (s *Streamer) convert(stream string, shard int32, xs []goredis.XMessage, deleted *[]string) ([]backends.Message, error) {
 	out := make([]backends.Message, 0, len(xs))
 	for i := range xs {
 		x := &xs[i]
@@ -400,6 +501,7 @@ func (s *Streamer) convert(stream string, xs []goredis.XMessage, deleted *[]stri
 		if err != nil {
 			return nil, err
 		}
+		m.Shard = shard
 		out = append(out, m)
 	}
 	return out, nil
