@@ -191,7 +191,9 @@ func onKafka(rel *catalog.Relation) bool {
 // applyOptions fills the relation's backend settings from WITH options.
 // The backend decides what `key` means: for Kafka it names the columns
 // records are keyed (partitioned) by; for Redis it is the stream's key in
-// Redis, which is required.
+// Redis, which is required. shard_key names the key columns on every
+// backend (on Redis, the columns rows are routed to shards by), and
+// shards is partitions by the toolkit's name.
 func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 	seen := map[string]string{}
 	for _, o := range opts {
@@ -199,6 +201,10 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 			return pgerror.New(pgerror.SyntaxError, "option %q given more than once", o.Key)
 		}
 		seen[o.Key] = o.Value
+	}
+	_, partitions := seen["partitions"]
+	if _, shards := seen["shards"]; shards && partitions {
+		return pgerror.New(pgerror.SyntaxError, "partitions and shards are one option; give one of them")
 	}
 	scheme := "kafka"
 	if b, ok := seen["backend"]; ok && b != "" {
@@ -223,6 +229,10 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 				WithHint("Run the query with fvsql pipe, or use a file:// stream.")
 		}
 	}
+	_, key := seen["key"]
+	if _, shardKey := seen["shard_key"]; shardKey && key && scheme != "redis" {
+		return pgerror.New(pgerror.SyntaxError, "key and shard_key are one option for a %s stream; give one of them", scheme)
+	}
 	for _, o := range opts {
 		switch o.Key {
 		case "backend":
@@ -236,14 +246,14 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 			if !slices.Contains(types.Formats, rel.Format) {
 				return pgerror.New(pgerror.InvalidParameterValue, "unknown format %q: use one of %s", o.Value, strings.Join(types.Formats, ", "))
 			}
-		case "partitions":
+		case "partitions", "shards":
 			n, err := strconv.Atoi(o.Value)
 			if err != nil || n < 1 || n > 10000 {
-				return pgerror.New(pgerror.InvalidParameterValue, "partitions must be an integer from 1 to 10000, not %q", o.Value)
+				return pgerror.New(pgerror.InvalidParameterValue, "%s must be an integer from 1 to 10000, not %q", o.Key, o.Value)
 			}
 			rel.Partitions = n
-		case "key":
-			if scheme == "redis" {
+		case "key", "shard_key":
+			if scheme == "redis" && o.Key == "key" {
 				if o.Value == "" {
 					return pgerror.New(pgerror.InvalidParameterValue, "key (the Redis stream key) must not be empty")
 				}
@@ -272,7 +282,7 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 			return pgerror.New(pgerror.InvalidParameterValue, "a Redis stream needs WITH (key = '<redis stream key>')")
 		}
 	}
-	if scheme != "kafka" && rel.Partitions > 1 {
+	if scheme != "kafka" && scheme != "redis" && rel.Partitions > 1 {
 		return pgerror.New(pgerror.InvalidParameterValue, "%s streams have one shard; partitions must be 1", scheme)
 	}
 	if scheme == "kafka" {
@@ -282,7 +292,7 @@ func applyOptions(rel *catalog.Relation, opts []sql.Option) error {
 }
 
 // commonOptions are the WITH options of every stream, whatever its backend.
-var commonOptions = []string{"backend", "topic", "format", "partitions", "key"}
+var commonOptions = []string{"backend", "topic", "format", "partitions", "shards", "key", "shard_key"}
 
 // kafkaTopicConfigs are the Kafka topic configs a kafka:// stream passes
 // to the topic it creates (names as Kafka spells them).

@@ -1226,7 +1226,7 @@ func (s *suite) loadBalanced(t *testing.T) {
 		}
 	}
 	if len(missing) > 0 || len(twice) > 0 {
-		t.Fatalf("group of two members: %d of %d messages never read (%q), %d read more than once (%q)", len(missing), n, head(missing), len(twice), head(twice))
+		t.Fatalf("group of two members: %d of %d messages never read (%q), %d read more than once (%q) by %v after %s", len(missing), n, head(missing), len(twice), head(twice), by, shared)
 	}
 	t.Logf("the group shared the stream after %s; members read %d and %d of %d messages", shared.Round(time.Millisecond), by[0], by[1], n)
 }
