@@ -3,19 +3,28 @@
 //
 // # URI
 //
-//	redis://[[user]:password@]host[:port][/db][?claim_idle=30s]
+//	redis://[[user]:password@]host[:port][/db][?claim_idle=30s&lease=10s]
 //
 // The port defaults to 6379 and the database to 0. claim_idle is how long
 // an entry must have been pending with another member of a consumer group
-// before a consumer takes it over (default 30s; 0 claims at once). Other
+// before a consumer takes it over (default 30s; 0 claims at once); lease
+// is how long a group member's hold on a shard of a sharded stream lasts
+// unless renewed (default 10s, at least 300ms). Other
 // query options are rejected (22023). Connect checks PING within 5 s: an
 // unreachable server fails with an error wrapping backends.ErrNotConnected
 // with SQLSTATE 08001.
 //
 // # Streams and entries
 //
-// A stream is one Redis stream key, Env.TopicPrefix + the stream name;
-// there is one shard (Shard 0). Each entry has two fields: "v", the
+// A stream of one shard is one Redis stream key, Env.TopicPrefix + the
+// stream name. A stream created with StreamSpec.Shards = n > 1 is the n
+// keys <key>:0 … <key>:<n-1> (the toolkit's naming: SeaStreamer's Redis
+// backend names a shard <stream key>:<shard id>), its shard count kept in
+// the config hash (field shards) so every process routes alike; creating
+// it again with another count fails with 22023. A producer routes a
+// message with a key to shard FNV-1a(key) mod n (one key, one shard, in
+// send order) and one without a key to the shards in turn; one Send is
+// still one MULTI/EXEC over every shard it touches. Each entry has two fields: "v", the
 // payload, and "k", the key, omitted when the key is nil, so payloads and
 // keys are arbitrary bytes. Entries other writers add without "v" read as
 // an empty payload.
@@ -82,6 +91,27 @@
 // consumer does not delete the member (XGROUP DELCONSUMER would drop its
 // pending entries). A member name left empty is made unique per consumer.
 //
+// A consumer of a sharded stream reads each shard's key as above, on a
+// goroutine per shard, and merges their batches (Message.Shard says
+// which). Without a group it reads every shard. In a group each shard is
+// read by one member at a time (the toolkit's M shards to N nodes): a
+// member announces itself in the sorted set
+// <key>:fvsql:members:<group> (scored by its expiry) and holds the shards
+// it reads by leases, <key>:fvsql:lease:<group>:<shard> = member, set
+// with SET NX PX lease and renewed every lease/3. It takes free shards
+// up to its fair share, ceil(shards / live members), and hands back the
+// ones beyond it when members join; the shards of a member that died are
+// free once its leases run out. Taking a shard claims the entries
+// pending there with other members at once (the lease says nobody else
+// reads it), so what the dead member read without acknowledging is
+// delivered again: at-least-once, as without shards. Closing a consumer
+// deletes its leases and leaves the set, so the others take its shards
+// at their next renewal. Seek, SeekTime and Lag apply to every shard.
+//
+// ConsumerOptions.StartTime starts a consumer without a group, or a
+// group created by this consumer, after the entry IDs below
+// <ms of StartTime, rounded up>-0; an existing group keeps its position.
+//
 // Seek(seq) and SeekTime(t) move a consumer to the first entry with an ID
 // of at least IDOf(seq) or <t in ms>-0; in a group they move the group's
 // last-delivered ID (XGROUP SETID), for all members.
@@ -93,7 +123,8 @@
 // # Scan
 //
 // Scan reads XRANGE pages of 1000 from the first entry to the last one
-// present when it began, fetching the next page while fn handles one.
+// present when it began, fetching the next page while fn handles one;
+// shard after shard on a sharded stream.
 //
 // # Errors
 //
