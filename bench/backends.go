@@ -80,6 +80,7 @@ func Backends(ctx context.Context, o Options, c BackendsConfig) error {
 			return fmt.Errorf("unknown backend %q (want kafka, redis, file)", b)
 		}
 	}
+	parent := ctx
 	h, ctx, err := openHarness(ctx, o, false)
 	if err != nil {
 		return err
@@ -172,6 +173,10 @@ func Backends(ctx context.Context, o Options, c BackendsConfig) error {
 	}, notes...)
 	tb.Print(h.o.Out)
 	h.printProfiles()
+	if c.Redis != "" && contains(c.Backends, "redis") {
+		h.close() // one server at a time on the host
+		return redisShards(parent, o, c)
+	}
 	return nil
 }
 

@@ -125,9 +125,11 @@ func (h *harness) close() {
 	}
 	if h.broker != nil {
 		h.broker.Close()
+		h.broker = nil
 	}
 	if h.dir != "" {
 		os.RemoveAll(h.dir)
+		h.dir = ""
 	}
 	if h.cancel != nil {
 		h.cancel()

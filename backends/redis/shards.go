@@ -233,14 +233,17 @@ func (c *shardedConsumer) Ack(ctx context.Context, msgs []backends.Message) erro
 // balancer renews the member's leases and rebalances every ttl/3.
 func (c *shardedConsumer) balancer() {
 	defer close(c.balance)
-	t := time.NewTicker(c.ttl / 3)
-	defer t.Stop()
+	// The first rebalance comes soon: members of one group usually open
+	// together (every process starts a pipeline's bridges at once), and
+	// the first of them took every shard before it saw the others.
+	wait := min(500*time.Millisecond, c.ttl/3)
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
+		wait = c.ttl / 3
 		if err := c.rebalance(c.ctx); err != nil && c.ctx.Err() == nil {
 			// Redis unreachable: keep reading what we hold; a lease
 			// that ran out meanwhile is found lost at the next renewal.
