@@ -2,11 +2,16 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
+	"github.com/fvsql/fvsql/backends/stdio"
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/operators"
@@ -23,7 +28,15 @@ type PipeConfig struct {
 	// Columns declares the input's columns for json and csv
 	// ("a BIGINT, b TEXT"); text input has the one column line.
 	Columns string
+	// Errors gets a report of each input line that cannot be decoded
+	// (the first maxLineReports of them) and, at the end, how many there
+	// were; nil: os.Stderr. Such lines are skipped: the stream goes on.
+	Errors io.Writer
 }
+
+// maxLineReports bounds the per-line reports of undecodable input lines;
+// the count at the end includes every one.
+const maxLineReports = 100
 
 // Pipe runs one SELECT over lines read from in, as the stream "stdin",
 // writing result rows to out as JSON lines: fvsql as a filter in a shell
@@ -62,7 +75,11 @@ func Pipe(ctx context.Context, query string, cfg PipeConfig, in io.Reader, out i
 		return err
 	}
 	w := bufio.NewWriter(out)
-	ds := &linesDataset{in: in, codec: codec, width: len(rel.ReadColumns())}
+	errs := cfg.Errors
+	if errs == nil {
+		errs = os.Stderr
+	}
+	ds := &linesDataset{in: in, codec: codec, width: len(rel.ReadColumns()), text: rel.Format == "text", errs: errs}
 	err = engine.RunBounded(ctx, plan.Root, pipeResolver{ds}, nil, operators.AbortOnError, func(b *operators.Batch) error {
 		buf := make([]byte, 0, 256)
 		for _, row := range b.Rows {
@@ -75,6 +92,9 @@ func Pipe(ctx context.Context, query string, cfg PipeConfig, in io.Reader, out i
 	})
 	if ferr := w.Flush(); err == nil {
 		err = ferr
+	}
+	if ds.bad > 0 {
+		fmt.Fprintf(errs, "fvsql pipe: %d of %d lines could not be decoded and were skipped\n", ds.bad, ds.lines)
 	}
 	return err
 }
@@ -121,10 +141,20 @@ func (p pipeResolver) Dataset(context.Context, string) (engine.Dataset, error) {
 // linesDataset reads lines as they arrive and hands them on in batches:
 // a batch ends when no further line is immediately available, so a slow
 // trickle (tail -f) is not held back waiting for a full batch.
+//
+// A line may carry the stdio framing `[timestamp | stream_key | sequence |
+// shard] payload` (backends/stdio.ParseFrame): the payload is decoded,
+// and the frame's parts are the metadata columns _timestamp, _key,
+// _offset and _partition. A plain line's are its arrival time, NULL, its
+// line number from 0 and 0.
 type linesDataset struct {
 	in    io.Reader
 	codec types.Codec
 	width int
+	text  bool // text input: a blank line is a row (line = '')
+	errs  io.Writer
+	lines int64 // lines read, blank ones of json and csv input left out
+	bad   int64 // lines that could not be decoded
 }
 
 func (l *linesDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
@@ -172,17 +202,44 @@ func (l *linesDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch
 			}
 		}
 		b := &operators.Batch{}
+		now := time.Now()
 		for _, raw := range batch {
-			row := make(types.Row, l.width)
-			if err := l.codec.Decode(trimEOL(raw), row[:declared]); err != nil {
-				offset++
-				continue // malformed lines are skipped, as in bounded reads of streams
-			}
-			if l.width > declared {
-				row[declared+1] = types.NewInt(types.Int4, 0)
-				row[declared+2] = types.NewInt8(offset)
-			}
+			line := offset
 			offset++
+			f, payload, framed := stdio.ParseFrame(trimEOL(raw))
+			if !l.text && len(bytes.TrimSpace(payload)) == 0 {
+				continue // a blank line of json or csv input is no row
+			}
+			l.lines++
+			row := make(types.Row, l.width)
+			if err := l.codec.Decode(payload, row[:declared]); err != nil {
+				l.bad++
+				if l.bad <= maxLineReports {
+					fmt.Fprintf(l.errs, "fvsql pipe: line %d: %v\n", line+1, err)
+				}
+				continue
+			}
+			if l.width == declared+4 {
+				key, part, off, ts := types.NullValue, int32(0), line, now
+				if framed {
+					if f.Stream != "" {
+						key = types.NewText(f.Stream)
+					}
+					if f.HasShard {
+						part = f.Shard
+					}
+					if f.HasSeq {
+						off = f.Seq
+					}
+					if !f.Time.IsZero() {
+						ts = f.Time
+					}
+				}
+				row[declared] = key
+				row[declared+1] = types.NewInt(types.Int4, int64(part))
+				row[declared+2] = types.NewInt8(off)
+				row[declared+3] = types.NewTimestamp(types.TimestampTZ, ts.UnixMicro())
+			}
 			b.Rows = append(b.Rows, row)
 		}
 		if len(b.Rows) > 0 {

@@ -121,3 +121,22 @@ func parseTime(s string, out *time.Time) bool {
 	}
 	return false
 }
+
+// Frame is what a line's frame says (see parseLine): zero fields were
+// absent.
+type Frame struct {
+	Time     time.Time
+	Stream   string
+	Seq      int64
+	HasSeq   bool
+	Shard    int32
+	HasShard bool
+}
+
+// ParseFrame splits a line (newline stripped) into its frame and payload;
+// framed is false for a plain line, whose payload is the whole line. It
+// is the one reader of the framing, for fvsql pipe's standard input too.
+func ParseFrame(line []byte) (f Frame, payload []byte, framed bool) {
+	m, payload, framed := parseLine(line)
+	return Frame{Time: m.ts, Stream: m.stream, Seq: m.seq, HasSeq: m.hasSeq, Shard: m.shard, HasShard: m.hasShard}, payload, framed
+}

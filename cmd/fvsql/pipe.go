@@ -17,7 +17,12 @@ func runPipe(args []string) error {
 	format := fs.String("format", "text", "input format: text (one column, line), json or csv")
 	columns := fs.String("columns", "", "the input's columns for json and csv, e.g. 'id BIGINT, msg TEXT'")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: fvsql pipe [--format text|json|csv] [--columns '…'] "SELECT … FROM stdin …"`)
+		fmt.Fprintln(fs.Output(), `usage: fvsql pipe [--format text|json|csv] [--columns '…'] "SELECT … FROM stdin …"
+
+Lines may carry the stdio framing "[timestamp | stream_key | sequence | shard] payload":
+the payload is decoded, the frame's parts are the columns _timestamp, _key, _offset and
+_partition. A line that cannot be decoded is reported on stderr and skipped; the exit
+status stays 0.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -29,5 +34,5 @@ func runPipe(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return server.Pipe(ctx, fs.Arg(0), server.PipeConfig{Format: *format, Columns: *columns}, os.Stdin, os.Stdout)
+	return server.Pipe(ctx, fs.Arg(0), server.PipeConfig{Format: *format, Columns: *columns, Errors: os.Stderr}, os.Stdin, os.Stdout)
 }
