@@ -41,6 +41,10 @@ type Step struct {
 	TimeCol  int         `json:"time_col,omitempty"`
 	TimeType types.Type  `json:"time_type,omitempty"`
 	Changes  bool        `json:"changes,omitempty"`
+	// Having (groupAggregate, windowedAggregate with Changes) is the
+	// HAVING condition over the aggregate's output row: a group shows in
+	// the changes only while it holds, and leaves with a delete.
+	Having *expr.Expr `json:"having,omitempty"`
 
 	// topN: partition key, order (Keys), N, input width, and the ranking
 	// function ("" or "row_number", "rank", "dense_rank")
@@ -235,14 +239,26 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			}
 			aggs = append(aggs, call)
 		}
+		var having expr.Eval
+		if s.Having != nil {
+			if s.Op != OpGroupAggregate && (s.Op != OpWindowAggregate || !s.Changes) {
+				return nil, pgerror.New(pgerror.Internal, "operators: HAVING in a %s step", s.Op)
+			}
+			if having, err = expr.CompileEnv(s.Having, env); err != nil {
+				return nil, err
+			}
+		}
 		switch s.Op {
 		case OpWindowAggregate:
 			if s.Window == nil {
 				return nil, pgerror.New(pgerror.Internal, "operators: windowedAggregate without a window")
 			}
-			return NewWindowAggregate(*s.Window, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr), nil
+			w := NewWindowAggregate(*s.Window, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr)
+			w.st.having, w.st.window, w.st.timeType, w.st.onErr = having, true, s.TimeType, onErr
+			return w, nil
 		case OpGroupAggregate:
 			g := NewGroupAggregate(groupBy, aggs, onErr)
+			g.st.having, g.st.onErr = having, onErr
 			if res != nil && res.GroupCacheBytes > 0 {
 				g.st.cold.limit = res.GroupCacheBytes
 			}
@@ -366,6 +382,9 @@ func (s *Step) String() string {
 				arg = "DISTINCT " + arg
 			}
 			fmt.Fprintf(&sb, " %s(%s)", a.Name, arg)
+		}
+		if s.Having != nil {
+			fmt.Fprintf(&sb, " having %s", s.Having)
 		}
 	case OpSort:
 		for i, k := range s.Keys {

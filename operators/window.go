@@ -68,7 +68,12 @@ type aggEntry struct {
 	end     int64
 	group   types.Row
 	accs    []Accumulator
-	emitted bool // a change row for this key has been emitted before (insert vs update)
+	// emitted: the group shows in the changes (its last change row was an
+	// insert or an update, not a delete): the next one is an update.
+	emitted bool
+	// old is the row the group showed before this batch touched it, kept
+	// when a HAVING may turn its change into a delete of that row.
+	old types.Row
 	dirty   bool
 	touched bool // in aggState.touched
 	stored  bool // the KV holds a value for key (loaded from it or flushed to it)
@@ -106,6 +111,13 @@ type Sizer interface {
 // KV, and an aborted one rebuilds the operator.
 type aggState struct {
 	aggs    []AggCall
+	// having, when set, decides per change whether the group shows: a
+	// group that stops passing it is deleted, one that starts is inserted.
+	having expr.Eval
+	// window and timeType shape the rows HAVING sees (as row's arguments).
+	window   bool
+	timeType types.Type
+	onErr    RowError // where a HAVING that fails to evaluate is reported
 	ngroup  int
 	kv      KV
 	entries map[string]*aggEntry
@@ -366,6 +378,9 @@ func (s *aggState) add(e *aggEntry, row types.Row) error {
 			}
 		}
 	}
+	if s.having != nil && e.emitted && !e.touched && e.old == nil {
+		e.old = s.row(e, s.window, s.timeType)
+	}
 	for j, v := range args {
 		if err := e.accs[j].Add(v); err != nil {
 			return err
@@ -403,16 +418,42 @@ func (s *aggState) emitChanges(emit Emit, window bool, tt types.Type) error {
 	}
 	out := &Batch{}
 	for _, e := range s.touched {
+		row := s.row(e, window, tt)
+		old := e.old
+		e.old, e.dirty, e.touched = nil, true, false
+		if s.having != nil && !s.passes(row) {
+			if e.emitted {
+				e.emitted = false
+				out.Rows = append(out.Rows, old)
+				out.Ops = append(out.Ops, OpDelete)
+			}
+			continue
+		}
 		op := OpInsert
 		if e.emitted {
 			op = OpUpdate
 		}
-		e.emitted, e.dirty, e.touched = true, true, false
-		out.Rows = append(out.Rows, s.row(e, window, tt))
+		e.emitted = true
+		out.Rows = append(out.Rows, row)
 		out.Ops = append(out.Ops, op)
 	}
 	s.touched = s.touched[:0]
 	return emit(out)
+}
+
+// passes evaluates HAVING over a group's output row. A condition that
+// cannot be evaluated (a division by zero) is reported as the row's error
+// (to the pipeline's error stream, as a HAVING step after a window does)
+// and counts as false: the group does not show.
+func (s *aggState) passes(row types.Row) bool {
+	v, err := s.having(row)
+	if err != nil {
+		if s.onErr != nil {
+			_ = s.onErr(&Batch{Rows: []types.Row{row}}, 0, err)
+		}
+		return false
+	}
+	return !v.IsNull() && v.Bool()
 }
 
 // WindowAggregate is the windowedAggregate step for TUMBLE and HOP

@@ -8,6 +8,7 @@ import (
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
+	"strconv"
 )
 
 // Continuous is a planned continuous query: the relation it writes, the
@@ -54,7 +55,11 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return nil, pgerror.NotSupported("this continuous query")
 	}
 	if sel.Distinct {
-		return nil, pgerror.NotSupported("DISTINCT in continuous queries")
+		d, err := distinctAsGroups(cat, sel, ca.Kind)
+		if err != nil {
+			return nil, err
+		}
+		sel = d
 	}
 	if len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY and LIMIT make no sense on an unbounded stream").
@@ -111,6 +116,46 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	}
 	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{in}}
 	return c, bridgeInputs(c, ca.Name)
+}
+
+// distinctAsGroups plans SELECT DISTINCT in a materialized view as what it
+// is, a GROUP BY of every select-list term: each distinct row is a group,
+// and the view's key is the whole row. Over an aggregation the rows are
+// already distinct (a view selects all its group columns), so DISTINCT
+// changes nothing there.
+func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.Select, error) {
+	if kind != sql.KindMaterializedView {
+		return nil, pgerror.NotSupported("DISTINCT into a %s (every row seen would have to be remembered; use CREATE MATERIALIZED VIEW … AS SELECT DISTINCT)", kind)
+	}
+	d := *sel
+	d.Distinct = false
+	if len(sel.GroupBy) > 0 || anyAggregate(sel.Items) {
+		return &d, nil
+	}
+	t, ok := singleTable(sel)
+	if !ok {
+		return nil, pgerror.NotSupported("DISTINCT over a join, a window or a subquery in a continuous query")
+	}
+	_, sc, err := streamInput(cat, t)
+	if err != nil {
+		return nil, err
+	}
+	if d.Items, err = expandStars(sc, sel.Items); err != nil {
+		return nil, err
+	}
+	d.GroupBy = nil
+	for i := range d.Items {
+		d.GroupBy = append(d.GroupBy, &sql.Literal{Value: types.NewInt(types.Int4, int64(i+1))})
+	}
+	return &d, nil
+}
+
+func singleTable(sel *sql.Select) (*sql.TableName, bool) {
+	if len(sel.From) != 1 {
+		return nil, false
+	}
+	t, ok := sel.From[0].(*sql.TableName)
+	return t, ok
 }
 
 // statelessSelect plans a continuous query's SELECT with the bounded
@@ -264,6 +309,23 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 		stateful = append(stateful, operators.Step{Op: operators.OpFilter, Pred: q.having})
 	}
 	stateful = append(stateful, q.project)
+	// Computed group keys are appended to the rows before anything else:
+	// the rows must be re-keyed by their values. The read columns
+	// (metadata included) go along, so that the stateful stage's
+	// expressions find every column where the query's scope put it.
+	var keyed []operators.Step
+	if len(q.computed) > 0 {
+		pre := operators.Step{Op: operators.OpProject}
+		for i, c := range in.ReadColumns() {
+			pre.Exprs = append(pre.Exprs, expr.Col(i, c.Type, c.Name))
+			pre.Names = append(pre.Names, "_c"+strconv.Itoa(i))
+		}
+		for i, x := range q.computed {
+			pre.Exprs = append(pre.Exprs, x)
+			pre.Names = append(pre.Names, "_g"+strconv.Itoa(i))
+		}
+		keyed = []operators.Step{pre}
+	}
 	outputName := ca.Name
 	if q.changes {
 		outputName = ca.Name + ChangesSuffix
@@ -278,21 +340,31 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 		if q.filter != nil {
 			steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
 		}
+		steps = append(steps, keyed...)
 		out.Topology.Stages = []engine.Stage{{
 			Name: "s0", Inputs: []string{in.Name}, Output: outputName,
 			Steps: append(steps, stateful...), Watermark: q.watermark,
 		}}
 	} else {
 		internal := engine.Stream{Name: ca.Name + ".repartition", Topic: InternalTopic(ca.Name, "repartition"), Partitions: partitions, Key: q.partition, Meta: true, Format: types.InternalFormat}
-		for _, c := range in.Columns {
-			internal.Columns = append(internal.Columns, c.Name)
-			internal.Types = append(internal.Types, c.Type)
+		if len(keyed) > 0 {
+			internal.Meta = false // the input's metadata columns are carried as values
+			internal.Columns, internal.Types = keyed[0].Names, nil
+			for _, x := range keyed[0].Exprs {
+				internal.Types = append(internal.Types, x.Type)
+			}
+		} else {
+			for _, c := range in.Columns {
+				internal.Columns = append(internal.Columns, c.Name)
+				internal.Types = append(internal.Types, c.Type)
+			}
 		}
 		out.Topology.Internal = []engine.Stream{internal}
 		s0 := engine.Stage{Name: "s0", Inputs: []string{in.Name}, Output: internal.Name, Watermark: q.watermark, OutputKey: q.partition}
 		if q.filter != nil {
 			s0.Steps = []operators.Step{{Op: operators.OpFilter, Pred: q.filter}}
 		}
+		s0.Steps = append(s0.Steps, keyed...)
 		out.Topology.Stages = []engine.Stage{s0, {Name: "s1", Inputs: []string{internal.Name}, Output: outputName, Steps: stateful}}
 	}
 	last := &out.Topology.Stages[len(out.Topology.Stages)-1]

@@ -106,6 +106,7 @@ func clockCall(s *operators.Step) string {
 		})
 	}
 	visit(s.Pred)
+	visit(s.Having)
 	for _, e := range s.Exprs {
 		visit(e)
 	}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
@@ -16,7 +17,8 @@ import (
 const ChangesSuffix = "_changes"
 
 // PositionColumn is the hidden key column of a RANK() or DENSE_RANK()
-// top-N view: the row's position among its partition key's rows.
+// top-N view, or of a ROW_NUMBER() one that does not select the number:
+// the row's position among its partition key's rows.
 const PositionColumn = "_position"
 
 // rankingFuncs are the window functions a top-N query numbers rows with.
@@ -36,6 +38,10 @@ type statefulQuery struct {
 	watermark *engine.WatermarkSpec
 	changes   bool            // the step emits a changelog
 	pre       *operators.Step // a projection before the stateful step (top-N)
+	// computed are GROUP BY expressions appended to the input's read
+	// columns before the rows are re-keyed (partition and the step refer
+	// to them by their positions after the read columns).
+	computed []*expr.Expr
 }
 
 // planStateful recognises the stateful shapes of continuous queries:
@@ -105,10 +111,10 @@ func (b *builder) where(sc *scope, e sql.Expr) (*expr.Expr, error) {
 	return pred, nil
 }
 
-// errHavingChanges refuses HAVING where the result is a changelog: a group
-// crossing the condition would have to turn into an insert or a delete,
-// which needs to know whether the group passed it before.
-var errHavingChanges = pgerror.NotSupported("HAVING in a materialized view or with EMIT CHANGES (use it in a windowed CREATE STREAM, whose rows are final, or filter the view when you query it)")
+// errHavingChanges refuses HAVING where session windows emit a changelog:
+// sessions merge and split, and the aggregate does not yet track which of
+// them passed the condition (grouped and TUMBLE/HOP aggregates do).
+var errHavingChanges = pgerror.NotSupported("HAVING over SESSION windows in a materialized view or with EMIT CHANGES (use it in a CREATE STREAM, whose rows are final, or filter the view when you query it)")
 
 // having builds a HAVING condition over an aggregation's output.
 func (b *builder) having(sc *scope, a *aggState, e sql.Expr) (*expr.Expr, error) {
@@ -154,48 +160,106 @@ func watermarkFor(in *catalog.Relation, col int) *engine.WatermarkSpec {
 	return spec
 }
 
-// groupColumns resolves GROUP BY terms that must be plain input columns,
-// setting aside window_start/window_end (windowed: true allows them).
-func groupColumns(sc *scope, terms []sql.Expr, items []sql.SelectItem, windowed bool) (cols []int, sawWindow bool, err error) {
-	for _, g := range terms {
-		term := g
-		if lit, ok := g.(*sql.Literal); ok && lit.Value.K.IsInteger() {
+// groupKeys are a continuous aggregation's GROUP BY terms, resolved.
+type groupKeys struct {
+	cols []int // the group columns, in the input scope (computed ones after its read columns)
+	// computed are the GROUP BY expressions that are not plain columns
+	// (date_trunc('hour', ts), k % 10): the stage before the aggregation
+	// appends them to each row, so that the rows are re-keyed by their
+	// values; their scope columns are nameless, so nothing resolves to them
+	// by name, and fps holds the fingerprint select-list terms match them by.
+	computed  []*expr.Expr
+	fps       map[int]string
+	sawWindow bool
+}
+
+// groupColumns resolves GROUP BY terms: input columns, select-list
+// positions and aliases, and expressions over the input, which become
+// computed columns appended to sc (windowed: window_start/window_end are
+// set aside).
+func (b *builder) groupColumns(sc *scope, terms []sql.Expr, items []sql.SelectItem, windowed bool) (*groupKeys, error) {
+	g := &groupKeys{fps: map[int]string{}}
+	add := func(i int) {
+		for _, x := range g.cols {
+			if x == i {
+				return
+			}
+		}
+		g.cols = append(g.cols, i)
+	}
+	for _, t := range terms {
+		term := t
+		if lit, ok := t.(*sql.Literal); ok && lit.Value.K.IsInteger() {
 			n := int(lit.Value.I)
 			if n < 1 || n > len(items) {
-				return nil, false, pgerror.New(pgerror.InvalidColumnReference, "GROUP BY position %d is not in select list", n)
+				return nil, pgerror.New(pgerror.InvalidColumnReference, "GROUP BY position %d is not in select list", n)
 			}
 			term = items[n-1].Expr
+		} else if c, ok := t.(*sql.ColumnRef); ok && c.Table == "" {
+			if _, err := sc.resolve("", c.Name); err != nil {
+				for _, it := range items {
+					if it.Alias == c.Name {
+						term = it.Expr
+					}
+				}
+			}
 		}
-		c, ok := term.(*sql.ColumnRef)
-		if !ok {
-			return nil, false, pgerror.NotSupported("GROUP BY expressions other than columns in continuous queries")
-		}
-		if windowed && (c.Name == "window_start" || c.Name == "window_end") {
-			sawWindow = true
+		if c, ok := term.(*sql.ColumnRef); ok {
+			if windowed && (c.Name == "window_start" || c.Name == "window_end") {
+				g.sawWindow = true
+				continue
+			}
+			i, err := sc.resolve(c.Table, c.Name)
+			if err != nil {
+				return nil, err
+			}
+			add(i)
 			continue
 		}
-		i, err := sc.resolve(c.Table, c.Name)
+		if hasAggregate(term) {
+			return nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in GROUP BY")
+		}
+		x, err := b.build(&exprCtx{scope: sc, what: "GROUP BY", noAggs: true}, term)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
+		if x.Kind == expr.KCol { // (k) or a cast-free alias of a column
+			add(x.Col)
+			continue
+		}
+		fp := fingerprint(term)
 		dup := false
-		for _, x := range cols {
-			dup = dup || x == i
+		for i, f := range g.fps {
+			if f == fp {
+				add(i)
+				dup = true
+			}
 		}
-		if !dup {
-			cols = append(cols, i)
+		if dup {
+			continue
 		}
+		i := len(sc.cols)
+		sc.cols = append(sc.cols, scopeCol{typ: x.Type, hidden: true})
+		g.computed = append(g.computed, x)
+		g.fps[i] = fp
+		add(i)
 	}
-	return cols, sawWindow, nil
+	return g, nil
 }
 
 // aggregateSelect plans the select list over an aggregation whose output
 // is: the group columns, [window_start, window_end,] the aggregates.
-func (b *builder) aggregateSelect(in *scope, sel *sql.Select, groupCols []int, windowed bool, timeType types.Type, qual string) (*aggState, operators.Step, []catalog.Column, error) {
+func (b *builder) aggregateSelect(in *scope, sel *sql.Select, g *groupKeys, windowed bool, timeType types.Type, qual string) (*aggState, operators.Step, []catalog.Column, error) {
 	a := &aggState{out: &scope{}}
+	groupCols := g.cols
 	for gi, c := range groupCols {
 		src := in.cols[c]
-		a.out.cols = append(a.out.cols, scopeCol{table: src.table, name: src.name, typ: src.typ})
+		a.out.cols = append(a.out.cols, scopeCol{table: src.table, name: src.name, typ: src.typ, hidden: src.hidden})
+		if fp, ok := g.fps[c]; ok {
+			a.groupKeys = append(a.groupKeys, fp)
+			a.groupCols = append(a.groupCols, gi)
+			continue
+		}
 		for _, alt := range []*sql.ColumnRef{{Name: src.name}, {Table: src.table, Name: src.name}} {
 			a.groupKeys = append(a.groupKeys, fingerprint(alt))
 			a.groupCols = append(a.groupCols, gi)
@@ -254,24 +318,31 @@ func (b *builder) aggregateSelect(in *scope, sel *sql.Select, groupCols []int, w
 }
 
 // keyOf finds the output columns that carry the aggregation's group
-// columns (the view's key); every group column must be selected.
-func keyOf(proj operators.Step, ngroups int, names []string) ([]int, error) {
+// columns (the view's key). A group column the select list leaves out is
+// kept as a hidden column (_group1, …): the view holds one row per group,
+// as the SELECT does, however few of its keys it shows.
+func keyOf(proj *operators.Step, cols *[]catalog.Column, out *scope, ngroups int) []int {
 	var key []int
 	for g := 0; g < ngroups; g++ {
-		found := -1
-		for i, e := range proj.Exprs {
-			if e.Kind == expr.KCol && e.Col == g {
-				found = i
-				break
-			}
-		}
-		if found < 0 {
-			return nil, pgerror.New(pgerror.InvalidObjectDefinition,
-				"the select list must include GROUP BY column %q: it is part of the result's key", names[g])
-		}
-		key = append(key, found)
+		key = append(key, keyColumn(proj, cols, g, out.cols[g].typ, len(key)+1))
 	}
-	return key, nil
+	return key
+}
+
+// keyColumn returns the output column that carries the step output's
+// column col, adding it as the hidden column _group<n> when no select
+// item is that column.
+func keyColumn(proj *operators.Step, cols *[]catalog.Column, col int, typ types.Type, n int) int {
+	for i, e := range proj.Exprs {
+		if e.Kind == expr.KCol && e.Col == col {
+			return i
+		}
+	}
+	name := "_group" + strconv.Itoa(n)
+	proj.Exprs = append(proj.Exprs, expr.Col(col, typ, name))
+	proj.Names = append(proj.Names, name)
+	*cols = append(*cols, catalog.Column{Name: name, Type: typ, Hidden: true})
+	return len(proj.Exprs) - 1
 }
 
 func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.ObjectKind, emit sql.EmitMode) (*statefulQuery, error) {
@@ -323,18 +394,19 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 	if err != nil {
 		return nil, err
 	}
-	groupCols, sawWindow, err := groupColumns(sc, sel.GroupBy, sel.Items, true)
+	g, err := b.groupColumns(sc, sel.GroupBy, sel.Items, true)
 	if err != nil {
 		return nil, err
 	}
-	if !sawWindow {
+	groupCols := g.cols
+	if !g.sawWindow {
 		return nil, pgerror.New(pgerror.GroupingError, "a windowed query must GROUP BY window_start or window_end")
 	}
 	qual := tvf.Source.Name
 	if tvf.Alias != "" {
 		qual = tvf.Alias
 	}
-	a, proj, cols, err := b.aggregateSelect(sc, sel, groupCols, true, ttype, qual)
+	a, proj, cols, err := b.aggregateSelect(sc, sel, g, true, ttype, qual)
 	if err != nil {
 		return nil, err
 	}
@@ -353,21 +425,19 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 	}
 	var having *expr.Expr
 	if sel.Having != nil {
-		if changes {
+		if changes && tvf.Kind == "session" {
 			return nil, errHavingChanges
 		}
 		if having, err = b.having(sc, a, sel.Having); err != nil {
 			return nil, err
 		}
 	}
-	names := make([]string, 0, len(groupCols)+2)
 	groupBy := make([]*expr.Expr, len(groupCols))
 	for i, c := range groupCols {
 		groupBy[i] = sc.ref(c)
-		names = append(names, sc.cols[c].name)
 	}
 	q := &statefulQuery{
-		in: in, filter: filter, partition: groupCols, having: having, project: proj, out: cols, changes: changes,
+		in: in, filter: filter, partition: groupCols, computed: g.computed, having: having, project: proj, out: cols, changes: changes,
 		watermark: watermarkFor(in, tcol),
 		step: operators.Step{
 			Op: operators.OpWindowAggregate, Window: &spec, TimeCol: tcol, TimeType: ttype,
@@ -377,12 +447,13 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 	if spec.Kind == "session" {
 		q.step.Op = operators.OpSession
 	}
+	if changes && having != nil {
+		// the aggregate decides which groups show, and deletes those that stop
+		q.step.Having, q.having = having, nil
+	}
 	if changes {
 		// the key: group columns and window_start (window_end follows from it)
-		names = append(names, "window_start")
-		if q.key, err = keyOf(proj, len(groupCols)+1, names); err != nil {
-			return nil, err
-		}
+		q.key = keyOf(&q.project, &q.out, a.out, len(groupCols)+1)
 	}
 	return q, nil
 }
@@ -390,9 +461,6 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.ObjectKind) (*statefulQuery, error) {
 	if kind != sql.KindMaterializedView {
 		return nil, pgerror.NotSupported("GROUP BY without a window into a %s (its rows change forever; use CREATE MATERIALIZED VIEW, or a TUMBLE/HOP window)", kind)
-	}
-	if sel.Having != nil {
-		return nil, errHavingChanges
 	}
 	in, sc, err := streamInput(cat, t)
 	if err != nil {
@@ -403,27 +471,29 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 	if err != nil {
 		return nil, err
 	}
-	groupCols, _, err := groupColumns(sc, sel.GroupBy, sel.Items, false)
+	g, err := b.groupColumns(sc, sel.GroupBy, sel.Items, false)
 	if err != nil {
 		return nil, err
 	}
-	a, proj, cols, err := b.aggregateSelect(sc, sel, groupCols, false, types.Null, "")
+	groupCols := g.cols
+	a, proj, cols, err := b.aggregateSelect(sc, sel, g, false, types.Null, "")
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(groupCols))
 	groupBy := make([]*expr.Expr, len(groupCols))
 	for i, c := range groupCols {
 		groupBy[i] = sc.ref(c)
-		names[i] = sc.cols[c].name
 	}
-	key, err := keyOf(proj, len(groupCols), names)
-	if err != nil {
-		return nil, err
+	key := keyOf(&proj, &cols, a.out, len(groupCols))
+	var having *expr.Expr
+	if sel.Having != nil {
+		if having, err = b.having(sc, a, sel.Having); err != nil {
+			return nil, err
+		}
 	}
 	return &statefulQuery{
-		in: in, filter: filter, partition: groupCols, project: proj, out: cols, key: key, changes: true,
-		step: operators.Step{Op: operators.OpGroupAggregate, GroupBy: groupBy, Aggs: a.specs, Changes: true},
+		in: in, filter: filter, partition: groupCols, computed: g.computed, project: proj, out: cols, key: key, changes: true,
+		step: operators.Step{Op: operators.OpGroupAggregate, GroupBy: groupBy, Aggs: a.specs, Changes: true, Having: having},
 	}, nil
 }
 
@@ -580,16 +650,17 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 	// follows it, kept in the view as a hidden column.
 	var key []int
 	for _, p := range step.PartitionBy {
-		k, err := selected(proj, p.Col, p.Name)
-		if err != nil {
-			return nil, err
-		}
-		key = append(key, k)
+		key = append(key, keyColumn(&proj, &cols, p.Col, p.Type, len(key)+1))
 	}
 	if ranking == "row_number" {
 		k, err := selected(proj, width, rnName)
 		if err != nil {
-			return nil, err
+			// Not selected: the number is still the row's position, kept
+			// in the view as its hidden key column.
+			k = len(proj.Exprs)
+			proj.Exprs = append(proj.Exprs, expr.Col(width, types.Int8, PositionColumn))
+			proj.Names = append(proj.Names, PositionColumn)
+			cols = append(cols, catalog.Column{Name: PositionColumn, Type: types.Int8, Hidden: true})
 		}
 		key = append(key, k)
 	} else {

@@ -22,8 +22,13 @@ func TestOutsideProducersKeyedStream(t *testing.T) {
 	eachBroker(t, func(t *testing.T, c *cluster) {
 		srv := c.start(t, "fvsql")
 		conn := srv.Connect(t)
-		exec(t, conn, "CREATE STREAM okev (k BIGINT, v BIGINT, ts TIMESTAMP) WITH (partitions = 4, key = 'k')")
-		exec(t, conn, "CREATE STREAM okev2 (k BIGINT, w BIGINT, ts TIMESTAMP) WITH (partitions = 4, key = 'k')")
+		// Each producer below writes the whole two minutes of event time
+		// after the one before it, so every partition sees its times out of
+		// order: the watermarks allow five minutes, or the interval join
+		// would (rightly) set rows aside as late, depending on how the
+		// batches fell into epochs.
+		exec(t, conn, "CREATE STREAM okev (k BIGINT, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' MINUTE) WITH (partitions = 4, key = 'k')")
+		exec(t, conn, "CREATE STREAM okev2 (k BIGINT, w BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' MINUTE) WITH (partitions = 4, key = 'k')")
 		exec(t, conn, "CREATE MATERIALIZED VIEW okagg AS SELECT k, count(*) AS n, sum(v) AS s FROM okev GROUP BY k")
 		exec(t, conn, `CREATE MATERIALIZED VIEW oktop AS SELECT k, v, rn FROM
 			(SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM okev) t WHERE rn = 1`)
@@ -77,6 +82,10 @@ func TestOutsideProducersKeyedStream(t *testing.T) {
 			if got != want {
 				t.Errorf("%s\n got  %.300s\n want %.300s (the bounded SELECT)", q.view, got, want)
 			}
+		}
+		if got := queryStrings(t, conn, "SELECT count(*)::text FROM okjoin_errors"); got != "0" {
+			t.Errorf("okjoin_errors holds %s rows, want 0", got)
+			logErrorsStream(t, conn, "okjoin_errors")
 		}
 		if got := queryStrings(t, conn, "SELECT sum(n)::text FROM okagg"); got != strconv.Itoa(rows) {
 			t.Errorf("sum(n) = %s, want %d", got, rows)
