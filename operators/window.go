@@ -63,17 +63,17 @@ func floorDiv(a, b int64) int64 {
 // aggEntry is one group's aggregation state, loaded from the KV on first
 // touch in an epoch and written back at checkpoints.
 type aggEntry struct {
-	key     []byte
-	start   int64 // window bounds (unused by unwindowed groups)
-	end     int64
-	group   types.Row
-	accs    []Accumulator
+	key   []byte
+	start int64 // window bounds (unused by unwindowed groups)
+	end   int64
+	group types.Row
+	accs  []Accumulator
 	// emitted: the group shows in the changes (its last change row was an
 	// insert or an update, not a delete): the next one is an update.
 	emitted bool
 	// old is the row the group showed before this batch touched it, kept
 	// when a HAVING may turn its change into a delete of that row.
-	old types.Row
+	old     types.Row
 	dirty   bool
 	touched bool // in aggState.touched
 	stored  bool // the KV holds a value for key (loaded from it or flushed to it)
@@ -110,7 +110,7 @@ type Sizer interface {
 // epoch: a committed epoch leaves the entries equal to their state in the
 // KV, and an aborted one rebuilds the operator.
 type aggState struct {
-	aggs    []AggCall
+	aggs []AggCall
 	// having, when set, decides per change whether the group shows: a
 	// group that stops passing it is deleted, one that starts is inserted.
 	having expr.Eval
@@ -118,13 +118,13 @@ type aggState struct {
 	window   bool
 	timeType types.Type
 	onErr    RowError // where a HAVING that fails to evaluate is reported
-	ngroup  int
-	kv      KV
-	entries map[string]*aggEntry
-	touched []*aggEntry // in first-touch order, for change emission
-	buf     []byte
-	args    []types.Value
-	onNew   func(e *aggEntry) // called for an entry new in the cache
+	ngroup   int
+	kv       KV
+	entries  map[string]*aggEntry
+	touched  []*aggEntry // in first-touch order, for change emission
+	buf      []byte
+	args     []types.Value
+	onNew    func(e *aggEntry) // called for an entry new in the cache
 	// complete says the cache holds every key of the KV, so a key not in
 	// it is new and needs no read: true after the first bind found at
 	// most maxCachedEntries keys (and loaded them), false once the cache
