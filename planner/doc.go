@@ -25,6 +25,13 @@
 // (stateful.go), and any other window function in one is refused at
 // CREATE with 0A000.
 //
+// A continuous aggregation or top-N is recognised by its shape
+// (stateful.go: one stateful step over one stream) and cut into stages
+// (continuous.go): GROUP BY expressions are computed before the rows are
+// re-keyed, HAVING goes into the aggregate step (it decides which groups
+// show), SELECT DISTINCT becomes a GROUP BY of the whole row, and keys the
+// select list leaves out become hidden view columns.
+//
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table
 // qualifiers); expression typing is package expr's.
