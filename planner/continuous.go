@@ -61,6 +61,13 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		}
 		sel = d
 	}
+	if ca.Kind == sql.KindMaterializedView && (len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil) {
+		t, err := limitAsTopN(cat, sel)
+		if err != nil {
+			return nil, err
+		}
+		sel = t
+	}
 	if len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY and LIMIT make no sense on an unbounded stream").
 			WithHint("Use ROW_NUMBER() OVER (…) <= N in a materialized view for top-N.")
@@ -85,7 +92,11 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return c, bridgeInputs(c, ca.Name)
 	}
 	if ca.Kind == sql.KindMaterializedView {
-		return nil, pgerror.NotSupported("a materialized view without GROUP BY or top-N (use CREATE STREAM … AS)")
+		c, err := planRowView(cat, ca, sel)
+		if err != nil {
+			return nil, err
+		}
+		return c, bridgeInputs(c, ca.Name)
 	}
 	if ca.Query.Emit != sql.EmitDefault {
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
@@ -148,6 +159,71 @@ func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.S
 		d.GroupBy = append(d.GroupBy, &sql.Literal{Value: types.NewInt(types.Int4, int64(i+1))})
 	}
 	return &d, nil
+}
+
+// limitAsTopN plans SELECT … FROM s ORDER BY o LIMIT n in a materialized
+// view as the top-N it is: SELECT … FROM (SELECT *, ROW_NUMBER() OVER
+// (ORDER BY o) AS _rn FROM s) s WHERE _rn <= n, whose number is the
+// view's hidden _position.
+func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	switch {
+	case sel.Offset != nil:
+		return nil, pgerror.NotSupported("OFFSET in a materialized view")
+	case sel.Limit == nil:
+		return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY without LIMIT in a materialized view").
+			WithDetail("A view's rows have no order.").WithHint("ORDER BY when you query the view.")
+	case len(sel.OrderBy) == 0:
+		return nil, pgerror.New(pgerror.FeatureNotSupported, "LIMIT without ORDER BY in a materialized view").
+			WithDetail("Which rows it keeps would depend on the order they arrive in.")
+	case len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) || sel.Distinct:
+		return nil, pgerror.NotSupported("ORDER BY … LIMIT over an aggregation or DISTINCT in a materialized view")
+	}
+	t, ok := singleTable(sel)
+	if !ok {
+		return nil, pgerror.NotSupported("ORDER BY … LIMIT over a join, a window or a subquery in a materialized view")
+	}
+	lit, ok := sel.Limit.(*sql.Literal)
+	if !ok || !lit.Value.K.IsInteger() {
+		return nil, pgerror.New(pgerror.FeatureNotSupported, "a materialized view's LIMIT must be an integer constant")
+	}
+	const rn = "_rn"
+	_, sc, err := streamInput(cat, t)
+	if err != nil {
+		return nil, err
+	}
+	items, err := expandStars(sc, sel.Items) // the outer * must not show _rn
+	if err != nil {
+		return nil, err
+	}
+	var order []sql.OrderItem
+	for _, o := range sel.OrderBy {
+		term := o.Expr
+		if l, ok := term.(*sql.Literal); ok && l.Value.K.IsInteger() {
+			if n := int(l.Value.I); n >= 1 && n <= len(items) {
+				term = items[n-1].Expr
+			}
+		} else if c, ok := term.(*sql.ColumnRef); ok && c.Table == "" {
+			for _, it := range items {
+				if it.Alias == c.Name {
+					term = it.Expr
+				}
+			}
+		}
+		order = append(order, sql.OrderItem{Expr: term, Desc: o.Desc, NullsFirst: o.NullsFirst})
+	}
+	alias := t.Alias
+	if alias == "" {
+		alias = t.Name
+	}
+	inner := &sql.Select{
+		Items: []sql.SelectItem{{Expr: &sql.Star{}}, {Expr: &sql.FuncCall{Name: "row_number", Over: &sql.WindowSpec{OrderBy: order}}, Alias: rn}},
+		From:  sel.From, Where: sel.Where,
+	}
+	return &sql.Select{
+		Items: items,
+		From:  []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}},
+		Where: &sql.Binary{Op: "<=", L: &sql.ColumnRef{Name: rn}, R: lit},
+	}, nil
 }
 
 func singleTable(sel *sql.Select) (*sql.TableName, bool) {
@@ -369,24 +445,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	}
 	last := &out.Topology.Stages[len(out.Topology.Stages)-1]
 	if q.changes {
-		view := &catalog.Relation{Name: ca.Name, Kind: catalog.MaterializedView, Topic: ca.Name, Format: "json",
-			Partitions: partitions, Columns: q.out}
-		for _, k := range q.key {
-			view.Key = append(view.Key, q.out[k].Name)
-		}
-		if err := uniqueColumns(view.Columns); err != nil {
-			return nil, err
-		}
-		if err := applyOutputOptions(view, ca.Options); err != nil {
-			return nil, err
-		}
-		view.Partitions = partitions
-		changes := &catalog.Relation{Name: outputName, Kind: catalog.Stream, Topic: outputName, Format: "json",
-			Partitions: partitions, Options: map[string]string{"pipeline": ca.Name},
-			Columns: append([]catalog.Column{{Name: "op", Type: types.Text}}, q.out...)}
-		last.Changes = &engine.ChangesOutput{Table: view.Topic, Key: q.key}
-		out.Rel, out.Changes = view, changes
-		return out, nil
+		return out, viewOutput(ca, out, last, q.out, q.key, partitions)
 	}
 	rel := &catalog.Relation{Name: ca.Name, Kind: catalog.Stream, Topic: ca.Name, Format: "json", Partitions: in.Partitions, Columns: q.out}
 	if err := uniqueColumns(rel.Columns); err != nil {
@@ -397,6 +456,82 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	}
 	out.Rel = rel
 	return out, nil
+}
+
+// viewOutput makes a materialized view's relations, its changes stream
+// and its table, written by the topology's last stage.
+func viewOutput(ca *sql.CreateAs, out *Continuous, last *engine.Stage, cols []catalog.Column, key []int, partitions int) error {
+	view := &catalog.Relation{Name: ca.Name, Kind: catalog.MaterializedView, Topic: ca.Name, Format: "json",
+		Partitions: partitions, Columns: cols}
+	for _, k := range key {
+		view.Key = append(view.Key, cols[k].Name)
+	}
+	if err := uniqueColumns(view.Columns); err != nil {
+		return err
+	}
+	if err := applyOutputOptions(view, ca.Options); err != nil {
+		return err
+	}
+	view.Partitions = partitions
+	name := ca.Name + ChangesSuffix
+	changes := &catalog.Relation{Name: name, Kind: catalog.Stream, Topic: name, Format: "json",
+		Partitions: partitions, Options: map[string]string{"pipeline": ca.Name},
+		Columns: append([]catalog.Column{{Name: "op", Type: types.Text}}, cols...)}
+	last.Changes = &engine.ChangesOutput{Table: view.Topic, Key: key}
+	out.Rel, out.Changes = view, changes
+	return nil
+}
+
+// planRowView plans a materialized view of a stream's rows, filtered and
+// projected, without aggregation: every input row that passes is a row of
+// the view, keyed by where it came from (the hidden columns _partition
+// and _offset of its input record), so equal rows stay apart as they do
+// in the SELECT. One stage, no repartition: the rows are never combined.
+func planRowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, error) {
+	if ca.Query.Emit != sql.EmitDefault {
+		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
+	}
+	src, ok := singleTable(sel)
+	if !ok {
+		return nil, pgerror.NotSupported("a materialized view over %s", fromKind(sel.From[0]))
+	}
+	in, _, err := streamInput(cat, src)
+	if err != nil {
+		return nil, err
+	}
+	chain, sc, err := statelessSelect(cat, sel, "a materialized view")
+	if err != nil {
+		return nil, err
+	}
+	steps := chain.Steps
+	if len(steps) == 0 || steps[len(steps)-1].Op != operators.OpProject {
+		return nil, pgerror.NotSupported("this materialized view")
+	}
+	for _, st := range steps[:len(steps)-1] {
+		if st.Op != operators.OpFilter {
+			return nil, pgerror.NotSupported("step %s in a materialized view", st.Op)
+		}
+	}
+	proj := steps[len(steps)-1]
+	proj.Exprs = append([]*expr.Expr(nil), proj.Exprs...)
+	proj.Names = append([]string(nil), proj.Names...)
+	cols := columnsOf(sc)
+	n := len(in.Columns)
+	var key []int
+	for i, m := range []struct {
+		name string
+		typ  types.Type
+	}{{"_partition", types.Int4}, {"_offset", types.Int8}} {
+		key = append(key, len(proj.Exprs))
+		proj.Exprs = append(proj.Exprs, expr.Col(n+1+i, m.typ, m.name))
+		proj.Names = append(proj.Names, m.name)
+		cols = append(cols, catalog.Column{Name: m.name, Type: m.typ, Hidden: true})
+	}
+	steps = append(append([]operators.Step(nil), steps[:len(steps)-1]...), proj)
+	errs := ErrorsRelation(ca.Name)
+	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &engine.Topology{Errors: errs.Name,
+		Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
+	return out, viewOutput(ca, out, &out.Topology.Stages[0], cols, key, in.Partitions)
 }
 
 func fromKind(t sql.TableExpr) string {

@@ -471,6 +471,31 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 	if err != nil {
 		return nil, err
 	}
+	if len(sel.GroupBy) == 0 && sel.Where != nil {
+		// One global group: its SELECT has a row even when no row passes
+		// WHERE (count 0, sum NULL), so the rows WHERE drops must still
+		// reach the aggregate and make the group. WHERE becomes every
+		// aggregate's FILTER instead. (The aggregate's FuncCalls are
+		// changed in place; the condition is the same if planned again.)
+		filter = nil
+		fold := func(e sql.Expr) {
+			walkExpr(e, func(n sql.Expr) bool {
+				if f, ok := n.(*sql.FuncCall); ok && operators.IsAggregate(f.Name) && f.Over == nil {
+					if f.Filter == nil {
+						f.Filter = sel.Where
+					} else if f.Filter != sel.Where {
+						f.Filter = &sql.Binary{Op: "and", L: sel.Where, R: f.Filter}
+					}
+					return false
+				}
+				return true
+			})
+		}
+		for _, it := range sel.Items {
+			fold(it.Expr)
+		}
+		fold(sel.Having)
+	}
 	g, err := b.groupColumns(sc, sel.GroupBy, sel.Items, false)
 	if err != nil {
 		return nil, err

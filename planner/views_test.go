@@ -26,7 +26,7 @@ var viewCases = flag.Int("view-cases", 3000, "cases of TestViewDifferential")
 // stream (GROUP BY columns and expressions, by position and alias, keys
 // left out of the select list, aggregates with FILTER and DISTINCT,
 // HAVING, SELECT DISTINCT, ROW_NUMBER() top-N with and without its number
-// or partition key) are planned as the server plans them, and their
+// or partition key, ORDER BY … LIMIT, filtered rows) are planned as the server plans them, and their
 // topologies run here in memory: every stage's steps built as the engine
 // builds them, rows spread over the input partitions in random batches,
 // re-keyed between stages by the output key, state checkpointed and, at
@@ -122,7 +122,16 @@ func genView(rng *rand.Rand) string {
 	if rng.Intn(3) == 0 {
 		where = " WHERE " + pick(rng, "v > 2", "w <> 0", "k IS NOT NULL", "v IS NULL OR w > 0", "k <> 'b'")
 	}
-	switch rng.Intn(5) {
+	switch rng.Intn(7) {
+	case 2: // a view of rows, no aggregation
+		var items []string
+		for i := 1 + rng.Intn(3); i > 0; i-- {
+			items = append(items, fmt.Sprintf("%s AS r%d", pick(rng, "k", "v", "id", "w * 2", "coalesce(k, 'none') || v", "v > w"), len(items)))
+		}
+		return "SELECT " + strings.Join(items, ", ") + " FROM dv" + where
+	case 3: // ORDER BY … LIMIT
+		items := pick(rng, "*", "id, v", "k, w AS ww", "v + w AS s, id")
+		return fmt.Sprintf("SELECT %s FROM dv%s ORDER BY %s LIMIT %d", items, where, pick(rng, "v DESC, id", "w, id DESC", "id", "k NULLS FIRST, id"), 1+rng.Intn(4))
 	case 0:
 		var items []string
 		for i := 1 + rng.Intn(2); i > 0; i-- {
