@@ -484,9 +484,10 @@ func viewOutput(ca *sql.CreateAs, out *Continuous, last *engine.Stage, cols []ca
 
 // planRowView plans a materialized view of a stream's rows, filtered and
 // projected, without aggregation: every input row that passes is a row of
-// the view, keyed by where it came from (the hidden columns _partition
-// and _offset of its input record), so equal rows stay apart as they do
-// in the SELECT. One stage, no repartition: the rows are never combined.
+// the view, keyed by where it came from (the hidden columns _src_partition
+// and _src_offset: its input record's _partition and _offset, under names
+// that leave those free for the select list), so equal rows stay apart as
+// they do in the SELECT. One stage, no repartition: the rows are never combined.
 func planRowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, error) {
 	if ca.Query.Emit != sql.EmitDefault {
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
@@ -519,11 +520,11 @@ func planRowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, e
 	n := len(in.Columns)
 	var key []int
 	for i, m := range []struct {
-		name string
-		typ  types.Type
-	}{{"_partition", types.Int4}, {"_offset", types.Int8}} {
+		meta, name string
+		typ        types.Type
+	}{{"_partition", "_src_partition", types.Int4}, {"_offset", "_src_offset", types.Int8}} {
 		key = append(key, len(proj.Exprs))
-		proj.Exprs = append(proj.Exprs, expr.Col(n+1+i, m.typ, m.name))
+		proj.Exprs = append(proj.Exprs, expr.Col(n+1+i, m.typ, m.meta))
 		proj.Names = append(proj.Names, m.name)
 		cols = append(cols, catalog.Column{Name: m.name, Type: m.typ, Hidden: true})
 	}
