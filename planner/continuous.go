@@ -388,9 +388,12 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// Computed group keys are appended to the rows before anything else:
 	// the rows must be re-keyed by their values. The read columns
 	// (metadata included) go along, so that the stateful stage's
-	// expressions find every column where the query's scope put it.
+	// expressions find every column where the query's scope put it. A
+	// query that reads the metadata columns behind a repartition gets them
+	// carried the same way: read there, they would be the repartition
+	// record's (its partition and offset), not the input's.
 	var keyed []operators.Step
-	if len(q.computed) > 0 {
+	if len(q.computed) > 0 || (in.Partitions > 1 && q.readsMeta(len(in.Columns))) {
 		pre := operators.Step{Op: operators.OpProject}
 		for i, c := range in.ReadColumns() {
 			pre.Exprs = append(pre.Exprs, expr.Col(i, c.Type, c.Name))
@@ -456,6 +459,26 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	}
 	out.Rel = rel
 	return out, nil
+}
+
+// readsMeta says whether the stateful step reads an input column at or
+// after n (the metadata columns follow the declared ones).
+func (q *statefulQuery) readsMeta(n int) bool {
+	exprs := append([]*expr.Expr(nil), q.step.GroupBy...)
+	exprs = append(exprs, q.step.PartitionBy...)
+	for _, a := range q.step.Aggs {
+		exprs = append(exprs, a.Arg)
+	}
+	if q.pre != nil {
+		exprs = append(exprs, q.pre.Exprs...)
+	}
+	found := false
+	for _, e := range exprs {
+		if e != nil {
+			e.Walk(func(x *expr.Expr) { found = found || (x.Kind == expr.KCol && x.Col >= n) })
+		}
+	}
+	return found
 }
 
 // viewOutput makes a materialized view's relations, its changes stream

@@ -68,11 +68,14 @@ func TestViewDifferential(t *testing.T) {
 		p := newMemPipeline(t, c, r)
 		db.rows["dv"] = nil
 		id := int64(0)
+		offsets := make([]int64, r.Partitions)
 		for round := 0; round < 3; round++ {
-			var rows []types.Row
+			var rows []types.Row // read rows: the columns, then _key, _partition, _offset, _timestamp
 			for i := 5 + rng.Intn(25); i > 0; i-- {
 				id++
-				rows = append(rows, genViewRow(rng, id))
+				part := rng.Intn(r.Partitions)
+				offsets[part]++
+				rows = append(rows, append(genViewRow(rng, id), types.NullValue, types.NewInt(types.Int4, int64(part)), types.NewInt8(offsets[part]), types.NullValue))
 			}
 			db.rows["dv"] = append(db.rows["dv"], rows...)
 			if err := p.feed(rng, rows); err != nil {
@@ -140,9 +143,9 @@ func genView(rng *rand.Rand) string {
 		return "SELECT DISTINCT " + strings.Join(items, ", ") + " FROM dv" + where
 	case 1:
 		part := pick(rng, "", "PARTITION BY k ", "PARTITION BY w ")
-		order := pick(rng, "v DESC, id", "w, id DESC", "id")
+		order := pick(rng, "v DESC, id", "w, id DESC", "id", "_offset DESC, _partition")
 		var items []string
-		for _, c := range []string{"k", "id", "v", "w"} {
+		for _, c := range []string{"k", "id", "v", "w", "_offset"} {
 			if rng.Intn(2) == 0 {
 				items = append(items, c)
 			}
@@ -150,7 +153,7 @@ func genView(rng *rand.Rand) string {
 		if len(items) == 0 || rng.Intn(3) == 0 {
 			items = append(items, "rn")
 		}
-		return fmt.Sprintf("SELECT %s FROM (SELECT k, id, v, w, ROW_NUMBER() OVER (%sORDER BY %s) AS rn FROM dv%s) t WHERE rn <= %d",
+		return fmt.Sprintf("SELECT %s FROM (SELECT k, id, v, w, _offset, _partition, ROW_NUMBER() OVER (%sORDER BY %s) AS rn FROM dv%s) t WHERE rn <= %d",
 			strings.Join(items, ", "), part, order, where, 1+rng.Intn(3))
 	}
 	keyExprs := []string{"k", "v", "v % 3", "w > 0", "coalesce(k, 'none')", "abs(w)", "v / 4", "lower(k) || 'x'"}
@@ -179,7 +182,7 @@ func genView(rng *rand.Rand) string {
 		}
 	}
 	aggs := []string{"count(*)", "sum(v)", "min(w)", "max(v)", "count(DISTINCT v)", "count(*) FILTER (WHERE w > 0)",
-		"sum(w) FILTER (WHERE k = 'a')", "avg(w)", "max(k)", "bool_or(w > 2)"}
+		"sum(w) FILTER (WHERE k = 'a')", "avg(w)", "max(k)", "bool_or(w > 2)", "max(_offset)", "count(DISTINCT _partition)"}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
 		items = append(items, fmt.Sprintf("%s AS a%d", pick(rng, aggs...), i))
 	}
@@ -223,14 +226,13 @@ func newMemPipeline(t *testing.T, c *planner.Continuous, in *catalog.Relation) *
 	return p
 }
 
-// feed spreads rows over the input's partitions in random batches.
+// feed pushes read rows to the partitions their _partition names, in
+// random batches.
 func (p *memPipeline) feed(rng *rand.Rand, rows []types.Row) error {
 	byPart := make([][]types.Row, p.in.Partitions)
 	for _, r := range rows {
-		part := rng.Intn(p.in.Partitions)
-		p.offset++
-		read := append(append(types.Row(nil), r...), types.NullValue, types.NewInt(types.Int4, int64(part)), types.NewInt8(p.offset), types.NullValue)
-		byPart[part] = append(byPart[part], read)
+		part := r[len(p.in.Columns)+1].I
+		byPart[part] = append(byPart[part], r)
 	}
 	for {
 		live := 0
