@@ -25,6 +25,9 @@ type SessionAggregate struct {
 	Aggs     []AggCall
 	Changes  bool
 	OnError  RowError
+	// Having (with Changes) decides which sessions show: one that stops
+	// passing it leaves with a delete of the row it showed.
+	Having expr.Eval
 
 	kv      KV
 	groups  map[string]*sessionGroup
@@ -38,7 +41,8 @@ type SessionAggregate struct {
 type session struct {
 	start, last int64 // first and last event time
 	accs        []Accumulator
-	emitted     bool // a change row with this start was emitted
+	emitted     bool      // the session shows: a change row with this start was emitted, and no delete since
+	old         types.Row // with Having: the row it showed before this batch changed it
 }
 
 type sessionGroup struct {
@@ -241,6 +245,12 @@ rows:
 		for k, m := range g.removed {
 			if m.start == ns.start && m.emitted {
 				ns.emitted = true
+				if s.Having != nil {
+					ns.old = m.old
+					if ns.old == nil {
+						ns.old = s.row(g, m)
+					}
+				}
 				g.removed = append(g.removed[:k], g.removed[k+1:]...)
 				break
 			}
@@ -257,6 +267,17 @@ rows:
 		return s.emitChanges(emit)
 	}
 	return nil
+}
+
+// passes evaluates HAVING over a session's row; one that fails to
+// evaluate is reported as the row's error and counts as false.
+func (s *SessionAggregate) passes(row types.Row) bool {
+	v, err := s.Having(row)
+	if err != nil {
+		_ = s.OnError(&Batch{Rows: []types.Row{row}}, 0, err)
+		return false
+	}
+	return !v.IsNull() && v.Bool()
 }
 
 func (s *SessionAggregate) row(g *sessionGroup, ss *session) types.Row {
@@ -278,17 +299,34 @@ func (s *SessionAggregate) emitChanges(emit Emit) error {
 	out := &Batch{}
 	for _, g := range s.touched {
 		for _, m := range g.removed {
-			out.Rows = append(out.Rows, s.row(g, m))
+			row := m.old // what it showed, if this batch changed it before it merged away
+			if row == nil {
+				row = s.row(g, m)
+			}
+			out.Rows = append(out.Rows, row)
 			out.Ops = append(out.Ops, OpDelete)
 		}
 		g.removed = nil
 		for _, ss := range g.sessions {
+			row, old := s.row(g, ss), ss.old
+			ss.old = nil
+			if s.Having != nil && !s.passes(row) {
+				if ss.emitted {
+					if old == nil { // unchanged since it was shown
+						old = row
+					}
+					ss.emitted = false
+					out.Rows = append(out.Rows, old)
+					out.Ops = append(out.Ops, OpDelete)
+				}
+				continue
+			}
 			op := OpInsert
 			if ss.emitted {
 				op = OpUpdate
 			}
 			ss.emitted = true
-			out.Rows = append(out.Rows, s.row(g, ss))
+			out.Rows = append(out.Rows, row)
 			out.Ops = append(out.Ops, op)
 		}
 		g.touched = false

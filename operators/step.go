@@ -41,7 +41,7 @@ type Step struct {
 	TimeCol  int         `json:"time_col,omitempty"`
 	TimeType types.Type  `json:"time_type,omitempty"`
 	Changes  bool        `json:"changes,omitempty"`
-	// Having (groupAggregate, windowedAggregate with Changes) is the
+	// Having (groupAggregate; windowedAggregate and sessionAggregate with Changes) is the
 	// HAVING condition over the aggregate's output row: a group shows in
 	// the changes only while it holds, and leaves with a delete.
 	Having *expr.Expr `json:"having,omitempty"`
@@ -241,7 +241,7 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 		}
 		var having expr.Eval
 		if s.Having != nil {
-			if s.Op != OpGroupAggregate && (s.Op != OpWindowAggregate || !s.Changes) {
+			if s.Op != OpGroupAggregate && ((s.Op != OpWindowAggregate && s.Op != OpSession) || !s.Changes) {
 				return nil, pgerror.New(pgerror.Internal, "operators: HAVING in a %s step", s.Op)
 			}
 			if having, err = expr.CompileEnv(s.Having, env); err != nil {
@@ -267,7 +267,9 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			if s.Window == nil || s.Window.Gap <= 0 {
 				return nil, pgerror.New(pgerror.Internal, "operators: sessionAggregate without a gap")
 			}
-			return NewSessionAggregate(s.Window.Gap, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr), nil
+			sa := NewSessionAggregate(s.Window.Gap, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr)
+			sa.Having = having
+			return sa, nil
 		}
 		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr, Budget: res.budget()}, nil
 	case OpTopN:

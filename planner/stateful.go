@@ -111,11 +111,6 @@ func (b *builder) where(sc *scope, e sql.Expr) (*expr.Expr, error) {
 	return pred, nil
 }
 
-// errHavingChanges refuses HAVING where session windows emit a changelog:
-// sessions merge and split, and the aggregate does not yet track which of
-// them passed the condition (grouped and TUMBLE/HOP aggregates do).
-var errHavingChanges = pgerror.NotSupported("HAVING over SESSION windows in a materialized view or with EMIT CHANGES (use it in a CREATE STREAM, whose rows are final, or filter the view when you query it)")
-
 // having builds a HAVING condition over an aggregation's output.
 func (b *builder) having(sc *scope, a *aggState, e sql.Expr) (*expr.Expr, error) {
 	pred, err := b.build(&exprCtx{scope: sc, what: "HAVING", aggs: a}, e)
@@ -425,9 +420,6 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 	}
 	var having *expr.Expr
 	if sel.Having != nil {
-		if changes && tvf.Kind == "session" {
-			return nil, errHavingChanges
-		}
 		if having, err = b.having(sc, a, sel.Having); err != nil {
 			return nil, err
 		}
