@@ -269,16 +269,8 @@ rows:
 	return nil
 }
 
-// passes evaluates HAVING over a session's row; one that fails to
-// evaluate is reported as the row's error and counts as false.
-func (s *SessionAggregate) passes(row types.Row) bool {
-	v, err := s.Having(row)
-	if err != nil {
-		_ = s.OnError(&Batch{Rows: []types.Row{row}}, 0, err)
-		return false
-	}
-	return !v.IsNull() && v.Bool()
-}
+// passes evaluates HAVING over a session's row.
+func (s *SessionAggregate) passes(row types.Row) bool { return havingPasses(s.Having, s.OnError, row) }
 
 func (s *SessionAggregate) row(g *sessionGroup, ss *session) types.Row {
 	out := make(types.Row, 0, len(g.group)+2+len(ss.accs))

@@ -254,7 +254,7 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 				return nil, pgerror.New(pgerror.Internal, "operators: windowedAggregate without a window")
 			}
 			w := NewWindowAggregate(*s.Window, s.TimeCol, s.TimeType, groupBy, aggs, s.Changes, onErr)
-			w.st.having, w.st.window, w.st.timeType, w.st.onErr = having, true, s.TimeType, onErr
+			w.st.having, w.st.onErr = having, onErr
 			return w, nil
 		case OpGroupAggregate:
 			g := NewGroupAggregate(groupBy, aggs, onErr)

@@ -114,7 +114,8 @@ type aggState struct {
 	// having, when set, decides per change whether the group shows: a
 	// group that stops passing it is deleted, one that starts is inserted.
 	having expr.Eval
-	// window and timeType shape the rows HAVING sees (as row's arguments).
+	// window and timeType shape the rows it outputs (windowed: group
+	// values, window_start, window_end, aggregates).
 	window   bool
 	timeType types.Type
 	onErr    RowError // where a HAVING that fails to evaluate is reported
@@ -441,15 +442,18 @@ func (s *aggState) emitChanges(emit Emit, window bool, tt types.Type) error {
 	return emit(out)
 }
 
-// passes evaluates HAVING over a group's output row. A condition that
-// cannot be evaluated (a division by zero) is reported as the row's error
-// (to the pipeline's error stream, as a HAVING step after a window does)
-// and counts as false: the group does not show.
-func (s *aggState) passes(row types.Row) bool {
-	v, err := s.having(row)
+// passes evaluates HAVING over a group's output row.
+func (s *aggState) passes(row types.Row) bool { return havingPasses(s.having, s.onErr, row) }
+
+// havingPasses evaluates a HAVING condition over an aggregate's output
+// row. A condition that cannot be evaluated (a division by zero) is
+// reported as the row's error (to the pipeline's error stream, as a HAVING
+// step after a window does) and counts as false: the group does not show.
+func havingPasses(having expr.Eval, onErr RowError, row types.Row) bool {
+	v, err := having(row)
 	if err != nil {
-		if s.onErr != nil {
-			_ = s.onErr(&Batch{Rows: []types.Row{row}}, 0, err)
+		if onErr != nil {
+			_ = onErr(&Batch{Rows: []types.Row{row}}, 0, err)
 		}
 		return false
 	}
@@ -500,7 +504,7 @@ type WindowAggregate struct {
 func NewWindowAggregate(spec WindowSpec, timeCol int, timeType types.Type, groupBy []expr.Eval, aggs []AggCall, changes bool, onErr RowError) *WindowAggregate {
 	w := &WindowAggregate{Spec: spec, TimeCol: timeCol, TimeType: timeType, GroupBy: groupBy, Changes: changes, OnError: onErr, wm: math.MinInt64, minEnd: math.MinInt64}
 	w.panes = spec.Kind == "hop" && !changes && spec.Slide > 0 && spec.Size > spec.Slide && spec.Size%spec.Slide == 0
-	w.st = aggState{aggs: aggs, ngroup: len(groupBy)}
+	w.st = aggState{aggs: aggs, ngroup: len(groupBy), window: true, timeType: timeType}
 	w.st.onNew = func(e *aggEntry) {
 		w.minEnd = min(w.minEnd, e.end)
 		if w.byEnd != nil {

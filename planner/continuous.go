@@ -91,13 +91,6 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		}
 		return c, bridgeInputs(c, ca.Name)
 	}
-	if ca.Kind == sql.KindMaterializedView {
-		c, err := planRowView(cat, ca, sel)
-		if err != nil {
-			return nil, err
-		}
-		return c, bridgeInputs(c, ca.Name)
-	}
 	if ca.Query.Emit != sql.EmitDefault {
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
 	}
@@ -106,9 +99,20 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if err != nil {
 		return nil, err
 	}
-	chain, out, err := statelessSelect(cat, sel, "continuous queries")
+	what := "continuous queries"
+	if ca.Kind == sql.KindMaterializedView {
+		what = "a materialized view"
+	}
+	chain, out, err := statelessSelect(cat, sel, what)
 	if err != nil {
 		return nil, err
+	}
+	if ca.Kind == sql.KindMaterializedView {
+		c, err := planRowView(ca, in, chain, out)
+		if err != nil {
+			return nil, err
+		}
+		return c, bridgeInputs(c, ca.Name)
 	}
 	// The output keeps the input's key when the key columns pass through
 	// unchanged, so downstream stateful queries need no repartition.
@@ -511,22 +515,10 @@ func viewOutput(ca *sql.CreateAs, out *Continuous, last *engine.Stage, cols []ca
 // and _src_offset: its input record's _partition and _offset, under names
 // that leave those free for the select list), so equal rows stay apart as
 // they do in the SELECT. One stage, no repartition: the rows are never combined.
-func planRowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, error) {
-	if ca.Query.Emit != sql.EmitDefault {
-		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
-	}
-	src, ok := singleTable(sel)
-	if !ok {
-		return nil, pgerror.NotSupported("a materialized view over %s", fromKind(sel.From[0]))
-	}
-	in, _, err := streamInput(cat, src)
-	if err != nil {
-		return nil, err
-	}
-	chain, sc, err := statelessSelect(cat, sel, "a materialized view")
-	if err != nil {
-		return nil, err
-	}
+//
+// in, chain and sc are the view's input stream and its SELECT as
+// statelessSelect plans it.
+func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *engine.Chain, sc *scope) (*Continuous, error) {
 	steps := chain.Steps
 	if len(steps) == 0 || steps[len(steps)-1].Op != operators.OpProject {
 		return nil, pgerror.NotSupported("this materialized view")

@@ -65,7 +65,7 @@ func TestViewDifferential(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d (seed %d): %s\nrefused: %v", n, seed, text, err)
 		}
-		p := newMemPipeline(t, c, r)
+		p := newMemPipeline(c, r)
 		db.rows["dv"] = nil
 		id := int64(0)
 		offsets := make([]int64, r.Partitions)
@@ -202,7 +202,6 @@ func genView(rng *rand.Rand) string {
 // input partition, re-keyed between stages by the output key, a view's
 // change rows applied to its contents by key.
 type memPipeline struct {
-	t      *testing.T
 	c      *planner.Continuous
 	in     *catalog.Relation
 	chains map[string]*memChain // by stage and partition
@@ -218,8 +217,8 @@ type memChain struct {
 	kvs   []*operators.MemKV
 }
 
-func newMemPipeline(t *testing.T, c *planner.Continuous, in *catalog.Relation) *memPipeline {
-	p := &memPipeline{t: t, c: c, in: in, chains: map[string]*memChain{}, view: map[string]types.Row{}}
+func newMemPipeline(c *planner.Continuous, in *catalog.Relation) *memPipeline {
+	p := &memPipeline{c: c, in: in, chains: map[string]*memChain{}, view: map[string]types.Row{}}
 	for _, col := range c.Rel.Columns {
 		p.types = append(p.types, col.Type)
 	}
