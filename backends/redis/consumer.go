@@ -139,13 +139,7 @@ func (c *consumer) Read(ctx context.Context, max int) ([]backends.Message, error
 	}
 	for {
 		if len(c.buf) > 0 {
-			n := min(max, len(c.buf))
-			out := c.buf[:n:n]
-			c.buf = c.buf[n:]
-			if len(c.buf) == 0 {
-				c.buf = nil
-			}
-			return out, nil
+			return take(&c.buf, max), nil
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -427,3 +421,16 @@ func (c *consumer) Lag(ctx context.Context) (int64, error) {
 }
 
 var _ backends.Lagger = (*consumer)(nil)
+
+// take removes and returns up to max messages from the front of *buf
+// (capped, so appending to the result never writes into *buf), dropping
+// the buffer once it is empty.
+func take(buf *[]backends.Message, max int) []backends.Message {
+	n := min(max, len(*buf))
+	out := (*buf)[:n:n]
+	*buf = (*buf)[n:]
+	if len(*buf) == 0 {
+		*buf = nil
+	}
+	return out
+}

@@ -194,13 +194,7 @@ func (c *shardedConsumer) Read(ctx context.Context, max int) ([]backends.Message
 			return nil, ctx.Err()
 		}
 	}
-	n := min(max, len(c.buf))
-	out := c.buf[:n:n]
-	c.buf = c.buf[n:]
-	if len(c.buf) == 0 {
-		c.buf = nil
-	}
-	return out, nil
+	return take(&c.buf, max), nil
 }
 
 // Ack implements backends.Consumer: XACK per shard key.
