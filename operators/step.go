@@ -45,6 +45,15 @@ type Step struct {
 	// HAVING condition over the aggregate's output row: a group shows in
 	// the changes only while it holds, and leaves with a delete.
 	Having *expr.Expr `json:"having,omitempty"`
+	// Sign (groupAggregate), when not 0, is the input column holding each
+	// row's sign: the input is signed rows (a view's changes, from a
+	// changelog step), and rows of sign -1 are taken back out. Never 0
+	// when set: the sign follows the row's columns.
+	Sign int `json:"sign,omitempty"`
+
+	// changelog: a view's table read as signed rows; Width is the view's
+	// column count, KeyCol the column of the record key.
+	KeyCol int `json:"key_col,omitempty"`
 
 	// topN: partition key, order (Keys), N, input width, and the ranking
 	// function ("" or "row_number", "rank", "dense_rank")
@@ -82,6 +91,7 @@ const (
 	OpSession         = "sessionAggregate"
 	OpIntervalJoin    = "intervalJoin"
 	OpLookupJoin      = "lookupJoin"
+	OpChangelog       = "changelog"
 )
 
 // AggSpec is one aggregate call of an aggregate step.
@@ -257,8 +267,15 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			w.st.having, w.st.onErr = having, onErr
 			return w, nil
 		case OpGroupAggregate:
+			if s.Sign != 0 {
+				for _, a := range s.Aggs {
+					if !Retracts(a.Name, a.Distinct) {
+						return nil, pgerror.New(pgerror.Internal, "operators: %s over signed rows", a.Name)
+					}
+				}
+			}
 			g := NewGroupAggregate(groupBy, aggs, onErr)
-			g.st.having, g.st.onErr = having, onErr
+			g.st.having, g.st.onErr, g.st.sign = having, onErr, s.Sign
 			if res != nil && res.GroupCacheBytes > 0 {
 				g.st.cold.limit = res.GroupCacheBytes
 			}
@@ -272,6 +289,8 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			return sa, nil
 		}
 		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr, Budget: res.budget()}, nil
+	case OpChangelog:
+		return &Changelog{Width: s.Width, KeyCol: s.KeyCol}, nil
 	case OpTopN:
 		parts, err := compileAll(s.PartitionBy, env)
 		if err != nil {
@@ -388,6 +407,11 @@ func (s *Step) String() string {
 		if s.Having != nil {
 			fmt.Fprintf(&sb, " having %s", s.Having)
 		}
+		if s.Sign != 0 {
+			fmt.Fprintf(&sb, " signed by #%d", s.Sign)
+		}
+	case OpChangelog:
+		fmt.Fprintf(&sb, " of %d columns by #%d", s.Width, s.KeyCol)
 	case OpSort:
 		for i, k := range s.Keys {
 			if i > 0 {

@@ -68,6 +68,7 @@ type aggEntry struct {
 	end   int64
 	group types.Row
 	accs  []Accumulator
+	n     int64 // rows in the group, over signed rows (aggState.sign)
 	// emitted: the group shows in the changes (its last change row was an
 	// insert or an update, not a delete): the next one is an update.
 	emitted bool
@@ -119,6 +120,13 @@ type aggState struct {
 	window   bool
 	timeType types.Type
 	onErr    RowError // where a HAVING that fails to evaluate is reported
+	// sign, when not 0, is the input column holding each row's sign (the
+	// rows of a view's changes, Changelog): a row of sign -1 is taken back
+	// out of its group, and a group all of whose rows left is deleted
+	// (the one group of an aggregate without GROUP BY stays, as over no
+	// rows). The accumulators are signedAccs, and each entry counts its
+	// rows (n).
+	sign     int
 	ngroup   int
 	kv       KV
 	entries  map[string]*aggEntry
@@ -257,6 +265,9 @@ func (s *aggState) newAccs() []Accumulator {
 	accs := make([]Accumulator, len(s.aggs))
 	for i := range s.aggs {
 		accs[i] = s.aggs[i].newAcc()
+		if s.sign != 0 {
+			accs[i] = &signedAcc{inner: accs[i]}
+		}
 	}
 	return accs
 }
@@ -303,6 +314,9 @@ func (s *aggState) encode(e *aggEntry) []byte {
 	for _, a := range e.accs {
 		b = a.AppendState(b)
 	}
+	if s.sign != 0 {
+		b = binary.AppendVarint(b, e.n)
+	}
 	s.buf = b
 	return b
 }
@@ -327,7 +341,10 @@ func (s *aggState) decode(e *aggEntry, v []byte) error {
 			return err
 		}
 	}
-	return nil
+	if s.sign != 0 {
+		e.n, _, err = readVarint(v)
+	}
+	return err
 }
 
 // forget drops a closed window's (or pane's) entry from the cache and,
@@ -379,14 +396,25 @@ func (s *aggState) add(e *aggEntry, row types.Row) error {
 			}
 		}
 	}
-	if s.having != nil && e.emitted && !e.touched && e.old == nil {
+	if (s.having != nil || s.sign != 0) && e.emitted && !e.touched && e.old == nil {
 		e.old = s.row(e, s.window, s.timeType)
+	}
+	if s.sign != 0 && row[s.sign].I < 0 {
+		for j, v := range args {
+			if err := e.accs[j].(*signedAcc).retract(v); err != nil {
+				return err
+			}
+		}
+		e.n--
+		e.dirty = true
+		return nil
 	}
 	for j, v := range args {
 		if err := e.accs[j].Add(v); err != nil {
 			return err
 		}
 	}
+	e.n++
 	e.dirty = true
 	return nil
 }
@@ -422,6 +450,17 @@ func (s *aggState) emitChanges(emit Emit, window bool, tt types.Type) error {
 		row := s.row(e, window, tt)
 		old := e.old
 		e.old, e.dirty, e.touched = nil, true, false
+		if s.sign != 0 && e.n <= 0 && s.ngroup > 0 {
+			// every row of the group left: so does the group
+			if e.emitted {
+				out.Rows = append(out.Rows, old)
+				out.Ops = append(out.Ops, OpDelete)
+			}
+			if err := s.forget(e.key, e.stored); err != nil {
+				return err
+			}
+			continue
+		}
 		if s.having != nil && !s.passes(row) {
 			if e.emitted {
 				e.emitted = false

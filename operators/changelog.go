@@ -1,0 +1,263 @@
+package operators
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Changelog turns a materialized view's table, read as upserts and
+// tombstones by record key, into signed rows: each row it emits carries
+// one more column, its sign (+1: the row enters the result, -1: it
+// leaves). An upsert of a key it holds a row for emits that row with -1,
+// then the new row with +1; a tombstone emits the held row with -1 (a
+// tombstone for a key it holds nothing for emits nothing). So operators
+// downstream can retract what they folded in, whatever kind of change
+// the view made.
+//
+// Input rows are Width declared columns followed by the read's metadata
+// columns, the record key (a bytea) at KeyCol; Batch.Ops says which rows
+// are tombstones (OpDelete). State per record key: the declared columns
+// of the row the view holds under it.
+type Changelog struct {
+	Width  int
+	KeyCol int
+
+	kv  KV
+	buf []byte
+}
+
+// Bind implements Stateful. The state is read and written through the
+// KV as rows come (nothing is cached across epochs).
+func (c *Changelog) Bind(kv KV) { c.kv = kv }
+
+// Process implements Operator.
+func (c *Changelog) Process(b *Batch, emit Emit) error {
+	if c.kv == nil {
+		c.Bind(NewMemKV())
+	}
+	out := &Batch{Rows: make([]types.Row, 0, 2*len(b.Rows))}
+	withSource := b.Source != nil
+	push := func(row types.Row, sign int64, i int) {
+		r := make(types.Row, len(row)+1)
+		copy(r, row)
+		r[len(row)] = types.NewInt8(sign)
+		out.Rows = append(out.Rows, r)
+		if withSource {
+			out.Source = append(out.Source, b.Source[i])
+		}
+	}
+	for i, row := range b.Rows {
+		key := row[c.KeyCol]
+		if key.IsNull() {
+			continue // a table record always has a key
+		}
+		k := []byte(key.S)
+		old, held, err := c.kv.Get(k)
+		if err != nil {
+			return err
+		}
+		if held {
+			vals, _, err := types.DecodeValues(old, c.Width)
+			if err != nil {
+				return err
+			}
+			prev := make(types.Row, len(row))
+			copy(prev, vals)
+			for j := c.Width; j < len(prev); j++ {
+				prev[j] = types.NullValue
+			}
+			prev[c.KeyCol] = key
+			push(prev, -1, i)
+		}
+		if b.Ops != nil && b.Ops[i] == OpDelete {
+			if held {
+				if err := c.kv.Delete(k); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		c.buf = types.AppendValues(c.buf[:0], row[:c.Width])
+		if err := c.kv.Set(k, c.buf); err != nil {
+			return err
+		}
+		push(row, 1, i)
+	}
+	if len(out.Rows) == 0 {
+		return nil
+	}
+	return emit(out)
+}
+
+// OnWatermark implements Stateful (a view's rows never expire).
+func (c *Changelog) OnWatermark(int64, Emit) error { return nil }
+
+// OnCheckpoint implements Stateful: every change is already in the KV.
+func (c *Changelog) OnCheckpoint() error { return nil }
+
+// Finish implements Operator.
+func (c *Changelog) Finish(Emit) error { return nil }
+
+// Retracts says whether an aggregate can take rows back out of its state
+// (an aggregate over signed rows): count, sum and avg can; min, max and
+// the others would need every row of the group kept.
+func Retracts(name string, distinct bool) bool {
+	switch name {
+	case "count", "sum", "avg":
+		return !distinct
+	}
+	return false
+}
+
+// signedAcc is an aggregate over signed rows (count, sum or avg, as
+// Retracts allows): Add folds a row in, retract takes one out. It counts
+// the non-NULL values it holds, so that a sum all of whose values left is
+// NULL again, as over no rows. A numeric sum shows as many decimal
+// places as the most precise value it holds (as PostgreSQL's does, over
+// the rows that are left): it counts the values of each scale. State:
+// that count, the counts per scale, then the inner state.
+type signedAcc struct {
+	inner  Accumulator
+	n      int64
+	scales []int64 // numeric values held, by their scale
+}
+
+func (a *signedAcc) Add(v types.Value) error {
+	if v.K != types.Null {
+		a.n++
+		a.count(v, 1)
+	}
+	return a.inner.Add(v)
+}
+
+func (a *signedAcc) count(v types.Value, d int64) {
+	if v.K != types.Numeric {
+		return
+	}
+	scale := max(0, -int(v.N.Exponent))
+	for len(a.scales) <= scale {
+		a.scales = append(a.scales, 0)
+	}
+	a.scales[scale] += d
+}
+
+// scale is the largest scale of the numeric values held.
+func (a *signedAcc) scale() int32 {
+	for i := len(a.scales) - 1; i > 0; i-- {
+		if a.scales[i] > 0 {
+			return int32(i)
+		}
+	}
+	return 0
+}
+
+// retract takes a value folded in before back out.
+func (a *signedAcc) retract(v types.Value) error {
+	if v.K == types.Null {
+		if c, ok := a.inner.(*countAcc); ok && c.star {
+			c.n--
+		}
+		return nil
+	}
+	a.n--
+	a.count(v, -1)
+	switch in := a.inner.(type) {
+	case *countAcc:
+		in.n--
+	case *sumIntAcc:
+		return in.Add(negate(v))
+	case *sumFloatAcc:
+		in.f -= types.AsFloat(v)
+	case *sumIntervalAcc:
+		x := v.Interval()
+		in.iv.Months -= x.Months
+		in.iv.Days -= x.Days
+		in.iv.Micros -= x.Micros
+	case *avgAcc:
+		in.n--
+		if in.float {
+			in.fsum.f -= types.AsFloat(v)
+			return nil
+		}
+		return in.sum.Add(negate(v))
+	default:
+		return pgerror.New(pgerror.Internal, "operators: this aggregate cannot retract")
+	}
+	return nil
+}
+
+// negate is -v for an integer or numeric value (the most negative bigint
+// becomes a numeric, which sums take as such).
+func negate(v types.Value) types.Value {
+	if v.K == types.Numeric {
+		return types.NewNumeric(new(apd.Decimal).Neg(v.N))
+	}
+	if v.I == math.MinInt64 {
+		d := apd.New(math.MinInt64, 0)
+		return types.NewNumeric(d.Neg(d))
+	}
+	return types.NewInt(v.K, -v.I)
+}
+
+func (a *signedAcc) Result() types.Value {
+	switch in := a.inner.(type) {
+	case *sumIntAcc:
+		if a.n == 0 {
+			return types.NullValue
+		}
+		a.rescale(in)
+	case *avgAcc:
+		a.rescale(&in.sum)
+	case *sumFloatAcc, *sumIntervalAcc:
+		if a.n == 0 {
+			return types.NullValue
+		}
+	}
+	return a.inner.Result()
+}
+
+// rescale gives a numeric sum the scale of the values it holds: values
+// that left may have had more decimal places. The exact sum of what is
+// held has no more than that, so this rounds nothing.
+func (a *signedAcc) rescale(s *sumIntAcc) {
+	if s.d != nil {
+		_, _ = types.DecimalContext.Quantize(s.d, s.d, -a.scale())
+	}
+}
+
+func (a *signedAcc) AppendState(buf []byte) []byte {
+	buf = binary.AppendVarint(buf, a.n)
+	buf = binary.AppendUvarint(buf, uint64(len(a.scales)))
+	for _, c := range a.scales {
+		buf = binary.AppendVarint(buf, c)
+	}
+	return a.inner.AppendState(buf)
+}
+
+func (a *signedAcc) LoadState(buf []byte) ([]byte, error) {
+	var err error
+	if a.n, buf, err = readVarint(buf); err != nil {
+		return buf, err
+	}
+	k, w := binary.Uvarint(buf)
+	if w <= 0 || k > 1000 {
+		return buf, errBadState
+	}
+	buf = buf[w:]
+	a.scales = make([]int64, k)
+	for i := range a.scales {
+		if a.scales[i], buf, err = readVarint(buf); err != nil {
+			return buf, err
+		}
+	}
+	return a.inner.LoadState(buf)
+}
+
+func (a *signedAcc) Merge(Accumulator) error {
+	return pgerror.New(pgerror.Internal, "operators: signed aggregates do not merge")
+}
