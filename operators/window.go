@@ -126,14 +126,14 @@ type aggState struct {
 	// (the one group of an aggregate without GROUP BY stays, as over no
 	// rows). The accumulators are signedAccs, and each entry counts its
 	// rows (n).
-	sign     int
-	ngroup   int
-	kv       KV
-	entries  map[string]*aggEntry
-	touched  []*aggEntry // in first-touch order, for change emission
-	buf      []byte
-	args     []types.Value
-	onNew    func(e *aggEntry) // called for an entry new in the cache
+	sign    int
+	ngroup  int
+	kv      KV
+	entries map[string]*aggEntry
+	touched []*aggEntry // in first-touch order, for change emission
+	buf     []byte
+	args    []types.Value
+	onNew   func(e *aggEntry) // called for an entry new in the cache
 	// complete says the cache holds every key of the KV, so a key not in
 	// it is new and needs no read: true after the first bind found at
 	// most maxCachedEntries keys (and loaded them), false once the cache
