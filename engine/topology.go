@@ -76,6 +76,10 @@ type WatermarkSpec struct {
 type ChangesOutput struct {
 	Table string `json:"table"` // the view's compacted topic (stream key, before the topic prefix)
 	Key   []int  `json:"key"`   // columns of the stage's output rows forming the view's key
+	// Sign, when not 0, is the column of the stage's output rows holding
+	// their sign (signed rows, from a changelog step upstream): +1 rows are
+	// inserts, -1 rows deletes. Else the batch's ops say.
+	Sign int `json:"sign,omitempty"`
 }
 
 // Stream is a topic and the schema of its JSON records.
@@ -90,6 +94,12 @@ type Stream struct {
 	// Meta: reads of the stream append the record's metadata columns
 	// (_key, _partition, _offset, _timestamp) after Columns.
 	Meta bool `json:"meta,omitempty"`
+	// Upsert: the topic is a materialized view's table, the latest row per
+	// record key (a record without a value deletes its key). Reads carry
+	// the metadata columns, _key as the record key's bytes (a bytea), and
+	// mark the deletes (Batch.Ops), whose declared columns are NULL; a
+	// changelog step makes signed rows of them.
+	Upsert bool `json:"upsert,omitempty"`
 }
 
 // MetaWidth is the number of metadata columns of a read.

@@ -32,6 +32,7 @@ type worker struct {
 
 	in         map[string]types.Codec // by physical topic
 	inMeta     map[string]bool        // the input's reads carry metadata columns
+	inUpsert   map[string]bool        // the input is a view's table (Stream.Upsert)
 	out        types.Codec            // output stream (changes: with the op column first)
 	view       *types.JSONCodec       // a view's rows, for its table topic
 	viewTypes  []types.Type           // their column types
@@ -260,6 +261,7 @@ func (w *worker) setup() error {
 	e := w.p.e
 	w.in = map[string]types.Codec{}
 	w.inMeta = map[string]bool{}
+	w.inUpsert = map[string]bool{}
 	var extra []int
 	if wm := w.stage.def.Watermark; wm != nil {
 		extra = append(extra, wm.Col)
@@ -281,6 +283,7 @@ func (w *worker) setup() error {
 		}
 		w.in[e.topic(d.Topic)] = c
 		w.inMeta[e.topic(d.Topic)] = d.Meta && (need == nil || len(need) > len(d.Columns))
+		w.inUpsert[e.topic(d.Topic)] = d.Upsert
 	}
 	o := w.stage.output
 	var err error
@@ -646,6 +649,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 	ep := w.ep
 	codec := w.in[fp.Topic]
 	meta := w.inMeta[fp.Topic]
+	upsert := w.inUpsert[fp.Topic]
 	width := codec.Width()
 	if meta {
 		width += MetaWidth
@@ -671,12 +675,28 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 		}
 		ep.consumed++
 		row := types.Row(flat[n*width : (n+1)*width : (n+1)*width])
-		if err := codec.Decode(r.Value, row[:codec.Width()]); err != nil {
+		if upsert && r.Value == nil {
+			for j := range codec.Width() {
+				row[j] = types.NullValue
+			}
+		} else if err := codec.Decode(r.Value, row[:codec.Width()]); err != nil {
 			w.poison(r, "decode", err)
 			continue
 		}
 		if meta {
 			fillMeta(row, r.Key, r.Partition, r.Offset, r.Timestamp.UnixMicro())
+		}
+		if upsert {
+			// a view's table: the key is bytes, and no value deletes it
+			row[codec.Width()] = types.Value{K: types.Bytea, S: string(r.Key)}
+			if b.Ops == nil {
+				b.Ops = make([]operators.Op, 0, len(fp.Records))
+			}
+			op := operators.OpInsert
+			if r.Value == nil {
+				op = operators.OpDelete
+			}
+			b.Ops = append(b.Ops, op)
 		}
 		if wmSpec != nil {
 			if t := row[wmSpec.Col]; !t.IsNull() && t.I > pt.maxEvent {
@@ -769,6 +789,9 @@ func (w *worker) emit(b *operators.Batch) error {
 		op := operators.OpInsert
 		if b.Ops != nil {
 			op = b.Ops[i]
+		}
+		if ch.Sign != 0 && row[ch.Sign].I < 0 {
+			op = operators.OpDelete
 		}
 		// The changes stream: the op column, then the row.
 		w.full = append(append(w.full[:0], types.NewText(op.String())), row...)

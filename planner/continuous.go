@@ -95,7 +95,11 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
 	}
 	src := sel.From[0].(*sql.TableName)
-	in, _, err := streamInput(cat, src)
+	input := streamInput
+	if ca.Kind == sql.KindMaterializedView {
+		input = changelogInput
+	}
+	in, _, err := input(cat, src)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +155,7 @@ func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.S
 	if !ok {
 		return nil, pgerror.NotSupported("DISTINCT over a join, a window or a subquery in a continuous query")
 	}
-	_, sc, err := streamInput(cat, t)
+	_, sc, err := changelogInput(cat, t)
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +384,15 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	if len(q.partition) == 0 {
 		partitions = 1 // one global group: one instance holds it
 	}
+	// A view read by this query comes as its table's changes, made into
+	// signed rows by a changelog step before anything else; the sign goes
+	// along to the aggregate after the read columns and computed keys.
+	view := in.Kind == catalog.MaterializedView
+	var changelog []operators.Step
+	if view {
+		changelog = []operators.Step{changelogStep(in)}
+		q.step.Sign = len(in.ReadColumns()) + len(q.computed)
+	}
 	var stateful []operators.Step
 	if q.pre != nil {
 		stateful = append(stateful, *q.pre)
@@ -397,7 +410,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// carried the same way: read there, they would be the repartition
 	// record's (its partition and offset), not the input's.
 	var keyed []operators.Step
-	if len(q.computed) > 0 || (in.Partitions > 1 && q.readsMeta(len(in.Columns))) {
+	if len(q.computed) > 0 || view || (in.Partitions > 1 && q.readsMeta(len(in.Columns))) {
 		pre := operators.Step{Op: operators.OpProject}
 		for i, c := range in.ReadColumns() {
 			pre.Exprs = append(pre.Exprs, expr.Col(i, c.Type, c.Name))
@@ -406,6 +419,10 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 		for i, x := range q.computed {
 			pre.Exprs = append(pre.Exprs, x)
 			pre.Names = append(pre.Names, "_g"+strconv.Itoa(i))
+		}
+		if view {
+			pre.Exprs = append(pre.Exprs, signColumn(in))
+			pre.Names = append(pre.Names, "_sign")
 		}
 		keyed = []operators.Step{pre}
 	}
@@ -418,7 +435,9 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// it did not write: a stream declared with a key can be written by any
 	// Kafka client (unkeyed, keyed by other bytes, or hashed with
 	// librdkafka's CRC32), so a multi-partition input is always re-keyed.
-	if in.Partitions == 1 {
+	// A view's changes are always: its changelog step is a stage's one
+	// stateful step.
+	if in.Partitions == 1 && !view {
 		var steps []operators.Step
 		if q.filter != nil {
 			steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
@@ -444,8 +463,9 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 		}
 		out.Topology.Internal = []engine.Stream{internal}
 		s0 := engine.Stage{Name: "s0", Inputs: []string{in.Name}, Output: internal.Name, Watermark: q.watermark, OutputKey: q.partition}
+		s0.Steps = changelog
 		if q.filter != nil {
-			s0.Steps = []operators.Step{{Op: operators.OpFilter, Pred: q.filter}}
+			s0.Steps = append(s0.Steps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
 		}
 		s0.Steps = append(s0.Steps, keyed...)
 		out.Topology.Stages = []engine.Stage{s0, {Name: "s1", Inputs: []string{internal.Name}, Output: outputName, Steps: stateful}}
@@ -463,6 +483,17 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	}
 	out.Rel = rel
 	return out, nil
+}
+
+// changelogStep reads a materialized view's table as signed rows.
+func changelogStep(view *catalog.Relation) operators.Step {
+	return operators.Step{Op: operators.OpChangelog, Width: len(view.Columns), KeyCol: len(view.Columns)}
+}
+
+// signColumn is the sign a changelog step appends to a view's rows
+// (after its columns and the read's metadata columns).
+func signColumn(view *catalog.Relation) *expr.Expr {
+	return expr.Col(len(view.Columns)+engine.MetaWidth, types.Int8, "_sign")
 }
 
 // readsMeta says whether the stateful step reads an input column at or
@@ -533,6 +564,25 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *engine.Chain, sc
 	proj.Names = append([]string(nil), proj.Names...)
 	cols := columnsOf(sc)
 	n := len(in.Columns)
+	errs := ErrorsRelation(ca.Name)
+	if in.Kind == catalog.MaterializedView {
+		// A view of another view's rows: keyed by the record key of the
+		// row it came from (the hidden _src_key), its changes signed by
+		// a changelog step; a row that leaves the input leaves this view.
+		key := []int{len(proj.Exprs)}
+		proj.Exprs = append(proj.Exprs, expr.Col(n, types.Bytea, "_key"), signColumn(in))
+		proj.Names = append(proj.Names, "_src_key", "_sign")
+		cols = append(cols, catalog.Column{Name: "_src_key", Type: types.Bytea, Hidden: true})
+		steps = append(append([]operators.Step{changelogStep(in)}, steps[:len(steps)-1]...), proj)
+		out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &engine.Topology{Errors: errs.Name,
+			Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
+		last := &out.Topology.Stages[0]
+		if err := viewOutput(ca, out, last, cols, key, in.Partitions); err != nil {
+			return nil, err
+		}
+		last.Changes.Sign = len(cols)
+		return out, nil
+	}
 	var key []int
 	for i, m := range []struct {
 		meta, name string
@@ -544,7 +594,6 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *engine.Chain, sc
 		cols = append(cols, catalog.Column{Name: m.name, Type: m.typ, Hidden: true})
 	}
 	steps = append(append([]operators.Step(nil), steps[:len(steps)-1]...), proj)
-	errs := ErrorsRelation(ca.Name)
 	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &engine.Topology{Errors: errs.Name,
 		Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
 	return out, viewOutput(ca, out, &out.Topology.Stages[0], cols, key, in.Partitions)
@@ -616,6 +665,9 @@ func ErrorsRelation(pipeline string) *catalog.Relation {
 // StreamOf converts a relation to the engine's view of it.
 func StreamOf(rel *catalog.Relation) *engine.Stream {
 	s := &engine.Stream{Name: rel.Name, Topic: rel.Topic, Partitions: rel.Partitions, Meta: rel.HasMeta(), Format: rel.Format}
+	if rel.Kind == catalog.MaterializedView {
+		s.Meta, s.Upsert = true, true // read as its table's upserts (a changelog step follows)
+	}
 	for _, c := range rel.Columns {
 		s.Columns = append(s.Columns, c.Name)
 		s.Types = append(s.Types, c.Type)

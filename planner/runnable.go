@@ -59,7 +59,7 @@ func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
 			if isChangesStream(in) {
 				return pgerror.New(pgerror.FeatureNotSupported, "aggregating, ranking or joining the changes stream %q is not supported yet", in.Name).
 					WithDetail("Its rows are inserts, updates and deletes of a view; an update carries no old row, so it cannot be retracted from a result built on it.").
-					WithHint("Read the view itself with a pull query, or build the result from the view's input stream.")
+					WithHint("Read the view itself (FROM %s): a materialized view over a view takes its changes back out.", strings.TrimSuffix(in.Name, ChangesSuffix))
 			}
 		}
 	}

@@ -76,11 +76,28 @@ func anyAggregate(items []sql.SelectItem) bool {
 
 // streamInput resolves a continuous query's input stream and its scope.
 func streamInput(cat Catalog, t *sql.TableName) (*catalog.Relation, *scope, error) {
+	return inputOf(cat, t, false)
+}
+
+// changelogInput is streamInput for the queries that can also read a
+// materialized view, as its changes (a changelog step makes signed rows
+// of its table): grouped aggregates of count, sum and avg, and views of
+// its rows.
+func changelogInput(cat Catalog, t *sql.TableName) (*catalog.Relation, *scope, error) {
+	return inputOf(cat, t, true)
+}
+
+func inputOf(cat Catalog, t *sql.TableName, views bool) (*catalog.Relation, *scope, error) {
 	in, err := cat.Lookup(t.Schema, t.Name)
 	if err != nil {
 		return nil, nil, err
 	}
-	if in.Kind != catalog.Stream {
+	if in.Kind == catalog.MaterializedView && !views {
+		return nil, nil, pgerror.New(pgerror.FeatureNotSupported, "this continuous query over the materialized view %q is not supported yet", in.Name).
+			WithDetail("A view's rows change; so far only a materialized view can read another, to filter and project its rows or to aggregate them with count, sum and avg.").
+			WithHint("Build it from the view's input stream instead.")
+	}
+	if in.Kind != catalog.Stream && in.Kind != catalog.MaterializedView {
 		return nil, nil, pgerror.New(pgerror.WrongObjectType, "%q is a %s; continuous queries read streams", in.Name, in.Kind)
 	}
 	qual, schema := t.Name, relSchema(in)
@@ -454,7 +471,7 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 	if kind != sql.KindMaterializedView {
 		return nil, pgerror.NotSupported("GROUP BY without a window into a %s (its rows change forever; use CREATE MATERIALIZED VIEW, or a TUMBLE/HOP window)", kind)
 	}
-	in, sc, err := streamInput(cat, t)
+	in, sc, err := changelogInput(cat, t)
 	if err != nil {
 		return nil, err
 	}
@@ -506,6 +523,19 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 	if sel.Having != nil {
 		if having, err = b.having(sc, a, sel.Having); err != nil {
 			return nil, err
+		}
+	}
+	if in.Kind == catalog.MaterializedView {
+		for _, s := range a.specs {
+			if !operators.Retracts(s.Name, s.Distinct) {
+				what := s.Name
+				if s.Distinct {
+					what += "(DISTINCT …)"
+				}
+				return nil, pgerror.New(pgerror.FeatureNotSupported, "%s over the materialized view %q is not supported yet", what, in.Name).
+					WithDetail("A view's rows change: an aggregate over them must take a row back out when it leaves. count, sum and avg can; %s would need every row of the group kept.", what).
+					WithHint("Aggregate the view's input stream instead, or read the view with a pull query.")
+			}
 		}
 	}
 	return &statefulQuery{
