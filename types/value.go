@@ -70,7 +70,14 @@ func NewString(t Type, s string) Value { return Value{K: t, S: s} }
 func NewBytea(b []byte) Value { return Value{K: Bytea, S: string(b)} }
 
 // NewNumeric returns a numeric value; d must not be modified afterwards.
-func NewNumeric(d *apd.Decimal) Value { return Value{K: Numeric, N: d} }
+// A negative zero (-3 % 3, -(0)) becomes zero: numeric has no signed
+// zero in PostgreSQL, and the two would print and group apart.
+func NewNumeric(d *apd.Decimal) Value {
+	if d != nil && d.Negative && d.IsZero() {
+		d.Negative = false
+	}
+	return Value{K: Numeric, N: d}
+}
 
 // NewTimestamp returns a timestamp value of type t from Unix microseconds.
 func NewTimestamp(t Type, micros int64) Value { return Value{K: t, I: micros} }
