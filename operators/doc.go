@@ -20,6 +20,12 @@
 // bytes, SQLSTATE 53200 past the limit) and look at its context in their
 // long loops; a nil Budget, as in pipelines, is unlimited.
 //
+// A view read by another view arrives as upserts and tombstones by record
+// key; the changelog step (changelog.go) keeps each key's row and emits
+// signed rows, -1 for the row a key had and +1 for its new one, and a
+// group aggregate given a sign column takes -1 rows back out of count, sum
+// and avg (signedAcc) and deletes a group all of whose rows left.
+//
 // Per-row evaluation errors go to the chain's RowError policy: bounded
 // queries abort with the error (PostgreSQL semantics), pipelines count the
 // row as poison and go on.

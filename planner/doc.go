@@ -30,7 +30,12 @@
 // (continuous.go): GROUP BY expressions are computed before the rows are
 // re-keyed, HAVING goes into the aggregate step (it decides which groups
 // show), SELECT DISTINCT becomes a GROUP BY of the whole row, and keys the
-// select list leaves out become hidden view columns.
+// select list leaves out become hidden view columns. A view over another
+// view reads that view's table as a changelog (inputOf: changelogInput),
+// starting with a changelog step that makes its upserts into signed rows;
+// only views of rows and retracting aggregates (count, sum, avg) accept
+// one, and every other continuous query over a view is refused with 0A000
+// (streamInput).
 //
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table
