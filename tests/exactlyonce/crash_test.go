@@ -31,12 +31,12 @@ var crashPipelines = func() []string {
 	if v := os.Getenv(pipelinesEnv); v != "" {
 		return strings.Split(v, ",")
 	}
-	return []string{"s1", "w1", "w2", "t3"}
+	return []string{"s1", "w1", "w2", "t3", "v4"} // v4 reads t3
 }()
 
 // TestCrashRestart: the pipelines s1 (stateless), w1 (windowed
 // aggregate, no repartition), w2 (windowed aggregate behind a
-// repartition stage) and t3 (top-3 view) run over an 8-partition input
+// repartition stage), t3 (top-3 view) and v4 (a view over t3) run over an 8-partition input
 // that a plain Kafka producer fills, while the process doing the work is
 // killed with SIGKILL at seeded random moments (at least 20 times) and
 // restarted on the same data directory. The read_committed output must
@@ -173,7 +173,7 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 
 // stagesOf is how many stages each crash pipeline has: the stateful ones
 // re-key ev (8 partitions) into an internal topic first.
-var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2}
+var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2, "v4": 2}
 
 // ownsAll waits until the process owns every partition of every stage of
 // the crash pipelines; when it does not, it describes the consumer groups

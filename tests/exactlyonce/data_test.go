@@ -19,10 +19,10 @@ import (
 )
 
 // The input stream and the continuous queries of the tests. ev has the
-// columns of the issue plus g = v % 7, precomputed by the producer:
-// continuous queries do not take computed GROUP BY keys yet (0A000), and
-// grouping by a column other than the input's key is what forces the
-// repartition stage of w2.
+// columns of the issue plus g = v % 7, precomputed by the producer (a
+// column, as it was before continuous queries took computed GROUP BY
+// keys): grouping by a column other than the input's key is what forces
+// the repartition stage of w2.
 const (
 	inputStream = "ev"
 	inputDDL    = "CREATE STREAM ev (k BIGINT, v BIGINT, g BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (partitions = 8, key = 'k')"
@@ -32,12 +32,17 @@ const (
 	w1DDL = "CREATE STREAM w1 AS SELECT k, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS m FROM TUMBLE(ev, ts, INTERVAL '10' SECOND) GROUP BY k, window_start, window_end"
 	w2DDL = "CREATE STREAM w2 AS SELECT g, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS m FROM TUMBLE(ev, ts, INTERVAL '10' SECOND) GROUP BY g, window_start, window_end"
 	t3DDL = "CREATE MATERIALIZED VIEW t3 AS SELECT * FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM ev) t WHERE rn <= 3"
+	// v4 is a view over the view t3 (created after it): every change of
+	// a top-3 row takes the old row back out of its bucket's count and
+	// sum and puts the new one in.
+	v4DDL     = "CREATE MATERIALIZED VIEW v4 AS SELECT k % 16 AS b, count(*) AS n, sum(v) AS s FROM t3 GROUP BY 1"
+	v4Buckets = 16
 
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -167,6 +172,18 @@ func (d *dataset) expectTop3() map[[2]int64]topRow {
 		for i := 0; i < len(rs) && i < 3; i++ {
 			out[[2]int64{k, int64(i + 1)}] = topRow{rs[i].v, rs[i].ts}
 		}
+	}
+	return out
+}
+
+// expectV4 is the view v4: per bucket k % 16 of t3's rows, their count
+// and the sum of their v.
+func (d *dataset) expectV4() map[int64][2]int64 {
+	out := map[int64][2]int64{}
+	for k, r := range d.expectTop3() {
+		b := k[0] % v4Buckets
+		a := out[b]
+		out[b] = [2]int64{a[0] + 1, a[1] + r.v}
 	}
 	return out
 }
@@ -450,6 +467,96 @@ func checkTop3(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn) bool {
 	return ok && q.ok()
 }
 
+// checkV4 compares the view v4 with its expected buckets, from its
+// compacted topic folded by key and from SELECT.
+func checkV4(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn) bool {
+	t.Helper()
+	want := d.expectV4()
+	recs := c.readCommitted(t, c.topic("v4"))
+	table := map[string]*kgo.Record{}
+	for _, r := range recs {
+		if r.Value == nil {
+			delete(table, string(r.Key))
+		} else {
+			table[string(r.Key)] = r
+		}
+	}
+	p := newProblems(t, "v4 (compacted topic)")
+	got := map[int64][2]int64{}
+	for _, r := range table {
+		m, err := jsonRow(r.Value)
+		var b, n, s int64
+		if err == nil {
+			b, err = intField(m, "b")
+		}
+		if err == nil {
+			n, err = intField(m, "n")
+		}
+		if err == nil {
+			s, err = intField(m, "s")
+		}
+		if err != nil {
+			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
+			continue
+		}
+		if _, dup := got[b]; dup {
+			p.add("two records for one bucket", "%s key %s: %s", where(r), r.Key, r.Value)
+		}
+		got[b] = [2]int64{n, s}
+	}
+	compareBuckets(p, got, want)
+	t.Logf("v4 table topic: %d committed records, %d keys, %d expected rows: %s", len(recs), len(table), len(want), p.summary())
+	ok := p.ok()
+
+	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+	defer cancel()
+	rows, err := conn.Query(ctx, "SELECT b, n, s FROM v4")
+	if err != nil {
+		t.Errorf("SELECT FROM v4: %v", err)
+		return false
+	}
+	q := newProblems(t, "v4 (SELECT)")
+	sel := map[int64][2]int64{}
+	for rows.Next() {
+		var b, n, s int64
+		if err := rows.Scan(&b, &n, &s); err != nil {
+			t.Errorf("SELECT FROM v4: %v", err)
+			return false
+		}
+		if _, dup := sel[b]; dup {
+			q.add("two rows for one bucket", "b=%d", b)
+		}
+		sel[b] = [2]int64{n, s}
+	}
+	if err := rows.Err(); err != nil {
+		t.Errorf("SELECT FROM v4: %v", err)
+		return false
+	}
+	compareBuckets(q, sel, want)
+	t.Logf("SELECT * FROM v4: %d rows: %s", len(sel), q.summary())
+	return ok && q.ok()
+}
+
+func compareBuckets(p *problems, got, want map[int64][2]int64) {
+	for b := int64(0); b < v4Buckets; b++ {
+		g, gok := got[b]
+		w, wok := want[b]
+		switch {
+		case gok && !wok:
+			p.add("unexpected row", "b=%d n=%d s=%d", b, g[0], g[1])
+		case wok && !gok:
+			p.add("missing row", "b=%d, want n=%d s=%d", b, w[0], w[1])
+		case g != w:
+			p.add("wrong row", "b=%d: n=%d s=%d, want n=%d s=%d", b, g[0], g[1], w[0], w[1])
+		}
+	}
+	for b := range got {
+		if b < 0 || b >= v4Buckets {
+			p.add("unexpected row", "b=%d", b)
+		}
+	}
+}
+
 func compareTop(p *problems, got, want map[[2]int64]topRow) {
 	keys := make([][2]int64, 0, len(want))
 	for k := range want {
@@ -521,6 +628,8 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 			results[p] = checkWindows(t, c, d, "w2", "g", func(r evRow) int64 { return r.g })
 		case "t3":
 			results[p] = checkTop3(t, c, d, conn)
+		case "v4":
+			results[p] = checkV4(t, c, d, conn)
 		}
 	}
 	results["errors streams empty"] = checkNoErrors(t, c, pipelines...)

@@ -12,13 +12,14 @@
 //	ev (k BIGINT, v BIGINT, g BIGINT, ts TIMESTAMP,
 //	    WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (partitions = 8, key = 'k')
 //
-// where g = v % 7 is precomputed by the producer (continuous queries do
-// not take computed GROUP BY keys yet), and the continuous queries
+// where g = v % 7 is precomputed by the producer (w2 groups by a column
+// that is not the input's key), and the continuous queries
 //
 //	s1  stateless: SELECT k, v * 2 AS v2, ts FROM ev WHERE v % 3 <> 0
 //	w1  tumbling 10 s windows GROUP BY k (the input's key: one stage)
 //	w2  tumbling 10 s windows GROUP BY g (a repartition stage first)
 //	t3  materialized top-3 view: ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) <= 3
+//	v4  a view over the view t3: SELECT k % 16 AS b, count(*) AS n, sum(v) AS s FROM t3 GROUP BY 1
 //
 // Row i has event time 2026-01-01 + i ms (monotonic in every partition);
 // v is a seeded permutation of 1..N (no ties in the top-N); the first 8
@@ -30,7 +31,8 @@
 // a multiset (nothing lost, nothing duplicated, every value right); w1
 // and w2 hold every expected window exactly once with the right count,
 // sum and max; t3's compacted topic (folded by key) and SELECT * FROM t3
-// equal the expected top 3 per key; the pipelines' _errors streams are
+// equal the expected top 3 per key; v4's compacted topic and SELECT equal
+// the count and sum per bucket of those rows; the pipelines' _errors streams are
 // empty (no poison, no late rows).
 //
 // The tests:
