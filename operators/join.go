@@ -96,27 +96,26 @@ func (j *IntervalJoin) ensureKV() error {
 	if j.seq >= 0 {
 		return nil
 	}
-	v, ok, err := j.kv.Get([]byte{joinSeqNo})
-	if err != nil {
-		return err
-	}
-	j.seq = 0
-	if ok {
-		n, m := binary.Uvarint(v)
-		if m <= 0 {
-			return errBadState
-		}
-		j.seq = int64(n)
-	}
-	return nil
+	seq, err := loadSeq(j.kv)
+	j.seq = seq
+	return err
 }
 
-// side returns the columns of one side of an input row.
-func (j *IntervalJoin) side(row types.Row, s int) types.Row {
-	if s == 0 {
-		return row[1 : 1+j.Spec.LeftWidth]
+// sideOf returns the columns of side s (0 left, 1 right) of a join's
+// input row.
+func (s *JoinSpec) sideOf(row types.Row, side int) types.Row {
+	if side == 0 {
+		return row[1 : 1+s.LeftWidth]
 	}
-	return row[1+j.Spec.LeftWidth : 1+j.Spec.LeftWidth+j.Spec.RightWidth]
+	return row[1+s.LeftWidth : 1+s.LeftWidth+s.RightWidth]
+}
+
+// widthOf is side s's column count.
+func (s *JoinSpec) widthOf(side int) int {
+	if side == 0 {
+		return s.LeftWidth
+	}
+	return s.RightWidth
 }
 
 // pair makes an output row from a left and a right side (nil: NULLs).
@@ -175,7 +174,7 @@ rows:
 			}
 			continue
 		}
-		mine := j.side(row, s)
+		mine := j.Spec.sideOf(row, s)
 		key := j.key[:0]
 		for _, c := range keyCols {
 			if row[c].IsNull() { // NULL = anything is not true: no match ever
@@ -209,7 +208,7 @@ rows:
 			if len(v) < 1 {
 				return errBadState
 			}
-			other, _, err := types.DecodeValues(v[1:], j.width(o))
+			other, _, err := types.DecodeValues(v[1:], j.Spec.widthOf(o))
 			if err != nil {
 				return err
 			}
@@ -275,13 +274,6 @@ rows:
 type residualError struct{ err error }
 
 func (e *residualError) Error() string { return e.err.Error() }
-
-func (j *IntervalJoin) width(s int) int {
-	if s == 0 {
-		return j.Spec.LeftWidth
-	}
-	return j.Spec.RightWidth
-}
 
 // orphan is an output row of one side with NULLs for the other.
 func (j *IntervalJoin) orphan(s int, row types.Row) types.Row {
@@ -366,7 +358,7 @@ func (j *IntervalJoin) OnWatermark(wm int64, emit Emit) error {
 					return err
 				}
 				if ok && len(v) > 0 && v[0] == 0 {
-					row, _, err := types.DecodeValues(v[1:], j.width(s))
+					row, _, err := types.DecodeValues(v[1:], j.Spec.widthOf(s))
 					if err != nil {
 						return err
 					}

@@ -68,7 +68,7 @@ type Step struct {
 	// projectSet: the select list's set-returning functions
 	Sets []SetSpec `json:"sets,omitempty"`
 
-	// intervalJoin
+	// intervalJoin, hashJoin
 	Join *JoinSpec `json:"join,omitempty"`
 	// lookupJoin
 	Lookup *LookupSpec `json:"lookup,omitempty"`
@@ -90,6 +90,7 @@ const (
 	OpTopN            = "topN"
 	OpSession         = "sessionAggregate"
 	OpIntervalJoin    = "intervalJoin"
+	OpHashJoin        = "hashJoin"
 	OpLookupJoin      = "lookupJoin"
 	OpChangelog       = "changelog"
 )
@@ -301,9 +302,9 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			return nil, err
 		}
 		return &TopN{PartitionBy: parts, Keys: s.Keys, N: s.N, Width: s.Width, Ranking: rank, OnError: onErr}, nil
-	case OpIntervalJoin:
+	case OpIntervalJoin, OpHashJoin:
 		if s.Join == nil {
-			return nil, pgerror.New(pgerror.Internal, "operators: intervalJoin without a spec")
+			return nil, pgerror.New(pgerror.Internal, "operators: %s without a spec", s.Op)
 		}
 		var residual expr.Eval
 		if s.Join.Residual != nil {
@@ -311,6 +312,9 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			if residual, err = expr.CompileEnv(s.Join.Residual, env); err != nil {
 				return nil, err
 			}
+		}
+		if s.Op == OpHashJoin {
+			return NewHashJoin(*s.Join, residual, onErr), nil
 		}
 		return NewIntervalJoin(*s.Join, residual, onErr), nil
 	case OpSort:
@@ -355,6 +359,9 @@ func compileAll(es []*expr.Expr, env *expr.Env) ([]expr.Eval, error) {
 func (s *Step) String() string {
 	if s.Op == OpIntervalJoin && s.Join != nil {
 		return s.Join.String()
+	}
+	if s.Op == OpHashJoin && s.Join != nil {
+		return s.Join.hashJoinString()
 	}
 	if s.Op == OpLookupJoin && s.Lookup != nil {
 		return s.Lookup.String()

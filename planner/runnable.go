@@ -138,7 +138,7 @@ func stepClause(s *operators.Step) string {
 		return "WHERE or HAVING"
 	case operators.OpProject:
 		return "select list"
-	case operators.OpIntervalJoin, operators.OpLookupJoin:
+	case operators.OpIntervalJoin, operators.OpHashJoin, operators.OpLookupJoin:
 		return "join condition"
 	}
 	return "aggregation"

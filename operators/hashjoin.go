@@ -1,0 +1,228 @@
+package operators
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// HashJoin is the regular join of two streams into a view: every row is
+// kept, in the state of its side under its join key, for as long as the
+// view lives, so that each row meets every partner that ever arrives, as
+// in the join's bounded SELECT. Its input is the interval join's ([side,
+// left columns…, right columns…, key columns…]; Spec's time fields are
+// unused) and its output is signed rows [left columns…, right columns…,
+// sign]: a pair comes out with sign +1 when its second row arrives. An
+// outer side's row without a partner comes out at once with NULLs for the
+// other side, and is taken back (sign -1) when its first partner arrives,
+// in the same batch as the pair.
+//
+// State per row: a data entry keyed (side, key, seq) holding the count of
+// partners the row has met (kept for outer sides only; 0 for the others)
+// and its values.
+type HashJoin struct {
+	Spec     JoinSpec
+	Residual expr.Eval // nil: none
+	OnError  RowError
+
+	kv   KV
+	seq  int64 // next row sequence number; -1 until loaded
+	keep [2]bool
+	key  []byte
+	buf  []byte
+	out  []types.Row
+}
+
+// NewHashJoin builds the operator.
+func NewHashJoin(spec JoinSpec, residual expr.Eval, onErr RowError) *HashJoin {
+	j := &HashJoin{Spec: spec, Residual: residual, OnError: onErr, seq: -1}
+	j.keep[0] = spec.Type == "left" || spec.Type == "full"
+	j.keep[1] = spec.Type == "right" || spec.Type == "full"
+	return j
+}
+
+// hashJoinString renders a hash join for EXPLAIN.
+func (s *JoinSpec) hashJoinString() string {
+	out := fmt.Sprintf("hashJoin(%s, key %d=%d", s.Type, len(s.LeftKey), len(s.RightKey))
+	if s.Residual != nil {
+		out += ", on " + s.Residual.String()
+	}
+	return out + ") signed"
+}
+
+// Bind implements Stateful.
+func (j *HashJoin) Bind(kv KV) {
+	j.kv = kv
+	j.seq = -1
+}
+
+// OnCheckpoint implements Stateful: everything is written as it happens.
+func (j *HashJoin) OnCheckpoint() error { return nil }
+
+// OnWatermark implements Stateful: a regular join's rows never expire.
+func (j *HashJoin) OnWatermark(int64, Emit) error { return nil }
+
+// Finish implements Operator.
+func (j *HashJoin) Finish(Emit) error { return nil }
+
+func (j *HashJoin) ensureKV() error {
+	if j.kv == nil {
+		j.Bind(NewMemKV())
+	}
+	if j.seq >= 0 {
+		return nil
+	}
+	seq, err := loadSeq(j.kv)
+	j.seq = seq
+	return err
+}
+
+// loadSeq reads a join's next row sequence number (0 when none is stored).
+func loadSeq(kv KV) (int64, error) {
+	v, ok, err := kv.Get([]byte{joinSeqNo})
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, m := binary.Uvarint(v)
+	if m <= 0 {
+		return 0, errBadState
+	}
+	return int64(n), nil
+}
+
+// signed makes an output row from a left and a right side (nil: NULLs)
+// and a sign.
+func (j *HashJoin) signed(left, right types.Row, sign int64) types.Row {
+	lw, rw := j.Spec.LeftWidth, j.Spec.RightWidth
+	out := make(types.Row, lw+rw+1)
+	copy(out, left)
+	copy(out[lw:], right)
+	out[lw+rw] = types.NewInt(types.Int8, sign)
+	return out
+}
+
+// orphan is side s's row with NULLs for the other side.
+func (j *HashJoin) orphan(s int, row types.Row, sign int64) types.Row {
+	if s == 0 {
+		return j.signed(row, nil, sign)
+	}
+	return j.signed(nil, row, sign)
+}
+
+// Process implements Operator.
+func (j *HashJoin) Process(b *Batch, emit Emit) error {
+	if err := j.ensureKV(); err != nil {
+		return err
+	}
+	j.out = j.out[:0]
+	type recount struct {
+		k, v []byte
+	}
+	var counts []recount
+rows:
+	for i, row := range b.Rows {
+		sv := row[0]
+		if sv.IsNull() || sv.I < 0 || sv.I > 1 {
+			return pgerror.New(pgerror.Internal, "operators: hash join input without a side")
+		}
+		s := int(sv.I)
+		keyCols := j.Spec.LeftKey
+		if s == 1 {
+			keyCols = j.Spec.RightKey
+		}
+		mine := types.CloneRow(j.Spec.sideOf(row, s))
+		key := j.key[:0]
+		for _, c := range keyCols {
+			if row[c].IsNull() { // NULL = anything is not true: no partner ever
+				if j.keep[s] {
+					j.out = append(j.out, j.orphan(s, mine, 1))
+				}
+				continue rows
+			}
+			key = types.AppendKey(key, row[c])
+		}
+		j.key = key
+		o := 1 - s
+		prefix := append([]byte{joinData, byte(o)}, key...)
+		emitted, matched := len(j.out), 0
+		counts = counts[:0]
+		err := j.kv.Scan(prefix, prefixEnd(prefix), func(k, v []byte) error {
+			n, m := binary.Uvarint(v)
+			if m <= 0 {
+				return errBadState
+			}
+			other, _, err := types.DecodeValues(v[m:], j.Spec.widthOf(o))
+			if err != nil {
+				return err
+			}
+			left, right := mine, other
+			if s == 1 {
+				left, right = other, mine
+			}
+			pair := j.signed(left, right, 1)
+			if j.Residual != nil {
+				ok, err := j.Residual(pair[:len(pair)-1])
+				if err != nil {
+					return &residualError{err}
+				}
+				if ok.K != types.Bool || ok.I == 0 {
+					return nil
+				}
+			}
+			matched++
+			if j.keep[o] {
+				if n == 0 {
+					j.out = append(j.out, j.orphan(o, other, -1))
+				}
+				nv := binary.AppendUvarint(nil, n+1)
+				counts = append(counts, recount{append([]byte(nil), k...), append(nv, v[m:]...)})
+			}
+			j.out = append(j.out, pair)
+			return nil
+		})
+		if err != nil {
+			if re, ok := err.(*residualError); ok {
+				j.out = j.out[:emitted] // the row is set aside whole
+				if err := j.OnError(b, i, re.err); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
+		}
+		for _, c := range counts {
+			if err := j.kv.Set(c.k, c.v); err != nil {
+				return err
+			}
+		}
+		if j.keep[s] && matched == 0 {
+			j.out = append(j.out, j.orphan(s, mine, 1))
+		}
+		if !j.keep[s] {
+			matched = 0 // counts are kept for outer sides only
+		}
+		if err := j.store(s, key, mine, matched); err != nil {
+			return err
+		}
+	}
+	if len(j.out) == 0 {
+		return nil
+	}
+	return emit(&Batch{Rows: j.out})
+}
+
+// store keeps a row of side s, with the count of partners it has met.
+func (j *HashJoin) store(s int, key []byte, row types.Row, matched int) error {
+	seq := j.seq
+	j.seq++
+	var seqb [binary.MaxVarintLen64]byte
+	if err := j.kv.Set([]byte{joinSeqNo}, seqb[:binary.PutUvarint(seqb[:], uint64(j.seq))]); err != nil {
+		return err
+	}
+	dk := be64(append([]byte{joinData, byte(s)}, key...), seq)
+	j.buf = types.AppendValues(binary.AppendUvarint(j.buf[:0], uint64(matched)), row)
+	return j.kv.Set(dk, j.buf)
+}
