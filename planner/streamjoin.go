@@ -22,8 +22,10 @@ import (
 // the join stage keeps each row until the watermarks (the minimum of both
 // sides') make a match impossible. The select list and WHERE apply to the
 // joined rows, exactly as the bounded planner would apply them.
+//
+// A materialized view over a join of two streams is planJoinView's.
 func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (*Continuous, error) {
-	if ca.Kind != sql.KindStream {
+	if ca.Kind != sql.KindStream && ca.Kind != sql.KindMaterializedView {
 		return nil, pgerror.NotSupported("a join into a %s (write the join to a stream, then aggregate that stream)", ca.Kind)
 	}
 	if ca.Query.Emit != sql.EmitDefault {
@@ -34,9 +36,66 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	if !lok || !rok {
 		return nil, pgerror.NotSupported("stream joins of more than two streams, or of subqueries or windows")
 	}
-	if rel, err := cat.Lookup(rt.Schema, rt.Name); err == nil && rel.Kind == catalog.MaterializedView {
+	if rel, err := cat.Lookup(rt.Schema, rt.Name); err == nil && rel.Kind == catalog.MaterializedView && ca.Kind == sql.KindStream {
 		return planLookupJoin(cat, ca, sel, j, rel)
 	}
+	if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
+		return nil, pgerror.NotSupported("aggregating a join in one query (write the join to a stream, then aggregate that stream)")
+	}
+	jp, err := planJoinSides(cat, ca, sel, lt, rt)
+	if err != nil {
+		return nil, err
+	}
+	if ca.Kind == sql.KindMaterializedView {
+		return planJoinView(ca, jp)
+	}
+	bj, lw := jp.join, len(jp.ls.cols)
+	lcol, rcol, lo, hi, ok := timeBounds(bj.On, lw, bj.LeftKeys, bj.RightKeys)
+	if !ok {
+		return nil, pgerror.NotSupported("a stream join without a time bound on both sides (its state would grow forever)").
+			WithHint("Bound the join in time: ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' MINUTE; or join into a materialized view, which keeps every row.")
+	}
+	if lo > hi {
+		return nil, pgerror.New(pgerror.InvalidParameterValue, "the join's time bounds admit no pair: right.ts - left.ts would be between %s and %s",
+			types.NewInterval(types.IntervalValue{Micros: lo}).Text(), types.NewInterval(types.IntervalValue{Micros: hi}).Text())
+	}
+	spec := jp.spec()
+	spec.LeftTime, spec.RightTime, spec.Lo, spec.Hi, spec.TimeType = 1+lcol, 1+lw+rcol, lo, hi, jp.ls.cols[lcol].typ
+	joinSteps := append([]operators.Step{{Op: operators.OpIntervalJoin, Join: spec}}, jp.chain.Steps...)
+
+	rel, err := outputStream(ca, columnsOf(jp.out), jp.internal.Partitions, nil)
+	if err != nil {
+		return nil, err
+	}
+	errs := ErrorsRelation(ca.Name)
+	topo := &engine.Topology{
+		Stages: []engine.Stage{
+			jp.sideStage("left", 0, watermarkFor(jp.left, lcol)),
+			jp.sideStage("right", 1, watermarkFor(jp.right, rcol)),
+			{Name: "join", Inputs: []string{jp.internal.Name}, Output: rel.Name, Steps: joinSteps},
+		},
+		Internal: []engine.Stream{jp.internal},
+		Errors:   errs.Name,
+	}
+	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{jp.left, jp.right}}
+	return c, bridgeInputs(c, ca.Name)
+}
+
+// joinPlan is a continuous join of two streams before its join step is
+// chosen: its inputs, the joined SELECT as the bounded planner plans it
+// (the join node, then the steps over joined rows), and the internal
+// topic both sides write, keyed by the join key.
+type joinPlan struct {
+	left, right *catalog.Relation
+	ls, rs      *scope
+	join        *engine.Join
+	chain       *engine.Chain // chain.Steps: WHERE and the select list over joined rows
+	out         *scope
+	internal    engine.Stream // [side, left…, right…, keys…]
+	keyCols     []int         // the key columns of internal
+}
+
+func planJoinSides(cat Catalog, ca *sql.CreateAs, sel *sql.Select, lt, rt *sql.TableName) (*joinPlan, error) {
 	left, ls, err := streamInput(cat, lt)
 	if err != nil {
 		return nil, joinInputError(err)
@@ -45,10 +104,11 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	if err != nil {
 		return nil, joinInputError(err)
 	}
-	if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
-		return nil, pgerror.NotSupported("aggregating a stream join in one query (write the join to a stream, then aggregate that stream)")
+	what := "a stream join"
+	if ca.Kind == sql.KindMaterializedView {
+		what = "a materialized view over a join"
 	}
-	chain, out, err := statelessSelect(cat, sel, "a stream join")
+	chain, out, err := statelessSelect(cat, sel, what)
 	if err != nil {
 		return nil, err
 	}
@@ -67,19 +127,7 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 		return nil, pgerror.NotSupported("a stream join without an equality between the two sides").
 			WithHint("Join on a key: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts.")
 	}
-	lcol, rcol, lo, hi, ok := timeBounds(bj.On, lw, bj.LeftKeys, bj.RightKeys)
-	if !ok {
-		return nil, pgerror.NotSupported("a stream join without a time bound on both sides (its state would grow forever)").
-			WithHint("Bound the join in time: ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' MINUTE.")
-	}
-	if lo > hi {
-		return nil, pgerror.New(pgerror.InvalidParameterValue, "the join's time bounds admit no pair: right.ts - left.ts would be between %s and %s",
-			types.NewInterval(types.IntervalValue{Micros: lo}).Text(), types.NewInterval(types.IntervalValue{Micros: hi}).Text())
-	}
-	ttype := ls.cols[lcol].typ
-
-	// The internal topic both sides write: [side, left…, right…, keys…].
-	nk := len(bj.LeftKeys)
+	jp := &joinPlan{left: left, right: right, ls: ls, rs: rs, join: bj, chain: chain, out: out}
 	name := ca.Name
 	internal := engine.Stream{Name: name + ".join", Topic: InternalTopic(name, "join"), Partitions: max(left.Partitions, right.Partitions, 1), Format: types.InternalFormat}
 	internal.Columns = append(internal.Columns, "side")
@@ -92,60 +140,127 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 		internal.Columns = append(internal.Columns, "r"+strconv.Itoa(i))
 		internal.Types = append(internal.Types, c.typ)
 	}
-	keyCols := make([]int, nk)
 	for i, k := range bj.LeftKeys {
-		keyCols[i] = 1 + lw + rw + i
+		jp.keyCols = append(jp.keyCols, 1+lw+rw+i)
 		internal.Columns = append(internal.Columns, "k"+strconv.Itoa(i))
 		internal.Types = append(internal.Types, k.Type)
 	}
-	internal.Key = keyCols
-	sideStage := func(stage string, sideNo int, in *catalog.Relation, sc *scope, keys []*expr.Expr, tcol int) engine.Stage {
-		exprs := []*expr.Expr{expr.Const(types.NewInt(types.Int4, int64(sideNo)))}
-		for i, c := range ls.cols {
-			if sideNo == 0 {
-				exprs = append(exprs, sc.ref(i))
-			} else {
-				exprs = append(exprs, expr.TypedNull(c.typ))
-			}
-		}
-		for i, c := range rs.cols {
-			if sideNo == 1 {
-				exprs = append(exprs, sc.ref(i))
-			} else {
-				exprs = append(exprs, expr.TypedNull(c.typ))
-			}
-		}
-		exprs = append(exprs, keys...)
-		return engine.Stage{
-			Name: stage, Inputs: []string{in.Name}, Output: internal.Name,
-			Steps:      []operators.Step{{Op: operators.OpProject, Exprs: exprs, Names: internal.Columns}},
-			Watermark:  watermarkFor(in, tcol),
-			OutputKey:  keyCols,
-			SourceBase: int32(sideNo) << 16,
-		}
-	}
-	spec := &operators.JoinSpec{
-		Type: bj.Kind, LeftWidth: lw, RightWidth: rw, LeftKey: keyCols, RightKey: keyCols,
-		LeftTime: 1 + lcol, RightTime: 1 + lw + rcol, Lo: lo, Hi: hi, Residual: bj.On, TimeType: ttype,
-	}
-	joinSteps := append([]operators.Step{{Op: operators.OpIntervalJoin, Join: spec}}, chain.Steps...)
+	internal.Key = jp.keyCols
+	jp.internal = internal
+	return jp, nil
+}
 
-	rel, err := outputStream(ca, columnsOf(out), internal.Partitions, nil)
-	if err != nil {
+// sideStage is the stage that writes one side's rows (sideNo 0 left, 1
+// right) into the internal topic, keyed by the join key.
+func (jp *joinPlan) sideStage(stage string, sideNo int, wm *engine.WatermarkSpec) engine.Stage {
+	in, sc, keys := jp.left, jp.ls, jp.join.LeftKeys
+	if sideNo == 1 {
+		in, sc, keys = jp.right, jp.rs, jp.join.RightKeys
+	}
+	exprs := []*expr.Expr{expr.Const(types.NewInt(types.Int4, int64(sideNo)))}
+	for i, c := range jp.ls.cols {
+		if sideNo == 0 {
+			exprs = append(exprs, sc.ref(i))
+		} else {
+			exprs = append(exprs, expr.TypedNull(c.typ))
+		}
+	}
+	for i, c := range jp.rs.cols {
+		if sideNo == 1 {
+			exprs = append(exprs, sc.ref(i))
+		} else {
+			exprs = append(exprs, expr.TypedNull(c.typ))
+		}
+	}
+	exprs = append(exprs, keys...)
+	return engine.Stage{
+		Name: stage, Inputs: []string{in.Name}, Output: jp.internal.Name,
+		Steps:      []operators.Step{{Op: operators.OpProject, Exprs: exprs, Names: jp.internal.Columns}},
+		Watermark:  wm,
+		OutputKey:  jp.keyCols,
+		SourceBase: int32(sideNo) << 16,
+	}
+}
+
+// spec is the join step's spec over the internal topic's rows, without
+// time bounds.
+func (jp *joinPlan) spec() *operators.JoinSpec {
+	return &operators.JoinSpec{
+		Type: jp.join.Kind, LeftWidth: len(jp.ls.cols), RightWidth: len(jp.rs.cols),
+		LeftKey: jp.keyCols, RightKey: jp.keyCols, Residual: jp.join.On,
+	}
+}
+
+// Hidden key columns of a view over a join: where each side's row came
+// from (NULL for the side an outer join pads).
+var joinViewKey = []struct {
+	side       int
+	meta, name string
+	typ        types.Type
+}{
+	{0, "_partition", "_left_partition", types.Int4}, {0, "_offset", "_left_offset", types.Int8},
+	{1, "_partition", "_right_partition", types.Int4}, {1, "_offset", "_right_offset", types.Int8},
+}
+
+// planJoinView plans a materialized view over a join of two streams, of
+// any join type and with or without a time bound: a regular join that
+// keeps every row (operators.HashJoin), so that the view holds what its
+// SELECT returns over the same input. Its rows are keyed by the records
+// each side's row came from (hidden _left_partition, _left_offset,
+// _right_partition, _right_offset), so equal rows stay apart; an outer
+// row's NULL-padded row leaves the view when its first partner comes.
+func planJoinView(ca *sql.CreateAs, jp *joinPlan) (*Continuous, error) {
+	steps := jp.chain.Steps
+	if len(steps) == 0 || steps[len(steps)-1].Op != operators.OpProject {
+		return nil, pgerror.NotSupported("this materialized view over a join")
+	}
+	for _, st := range steps[:len(steps)-1] {
+		if st.Op != operators.OpFilter {
+			return nil, pgerror.NotSupported("step %s in a materialized view over a join", st.Op)
+		}
+	}
+	proj := steps[len(steps)-1]
+	proj.Exprs = append([]*expr.Expr(nil), proj.Exprs...)
+	proj.Names = append([]string(nil), proj.Names...)
+	cols := columnsOf(jp.out)
+	lw, rw := len(jp.ls.cols), len(jp.rs.cols)
+	var key []int
+	for _, m := range joinViewKey {
+		in, base := jp.left, 0
+		if m.side == 1 {
+			in, base = jp.right, lw
+		}
+		col := base + len(in.Columns)
+		if m.meta == "_offset" {
+			col += 2
+		} else {
+			col++
+		}
+		key = append(key, len(proj.Exprs))
+		proj.Exprs = append(proj.Exprs, expr.Col(col, m.typ, m.meta))
+		proj.Names = append(proj.Names, m.name)
+		cols = append(cols, catalog.Column{Name: m.name, Type: m.typ, Hidden: true})
+	}
+	proj.Exprs = append(proj.Exprs, expr.Col(lw+rw, types.Int8, "_sign"))
+	proj.Names = append(proj.Names, "_sign")
+	joinSteps := append([]operators.Step{{Op: operators.OpHashJoin, Join: jp.spec()}}, steps[:len(steps)-1]...)
+	joinSteps = append(joinSteps, proj)
+	errs := ErrorsRelation(ca.Name)
+	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{jp.left, jp.right}, Topology: &engine.Topology{
+		Stages: []engine.Stage{
+			jp.sideStage("left", 0, nil),
+			jp.sideStage("right", 1, nil),
+			{Name: "join", Inputs: []string{jp.internal.Name}, Output: ca.Name + ChangesSuffix, Steps: joinSteps},
+		},
+		Internal: []engine.Stream{jp.internal},
+		Errors:   errs.Name,
+	}}
+	last := &out.Topology.Stages[2]
+	if err := viewOutput(ca, out, last, cols, key, jp.internal.Partitions); err != nil {
 		return nil, err
 	}
-	errs := ErrorsRelation(name)
-	topo := &engine.Topology{
-		Stages: []engine.Stage{
-			sideStage("left", 0, left, ls, bj.LeftKeys, lcol),
-			sideStage("right", 1, right, rs, bj.RightKeys, rcol),
-			{Name: "join", Inputs: []string{internal.Name}, Output: rel.Name, Steps: joinSteps},
-		},
-		Internal: []engine.Stream{internal},
-		Errors:   errs.Name,
-	}
-	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{left, right}}
-	return c, bridgeInputs(c, name)
+	last.Changes.Sign = len(cols)
+	return out, bridgeInputs(out, ca.Name)
 }
 
 // joinInputError explains what a stream may join.
