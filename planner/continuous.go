@@ -151,14 +151,32 @@ func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.S
 	if len(sel.GroupBy) > 0 || anyAggregate(sel.Items) {
 		return &d, nil
 	}
-	t, ok := singleTable(sel)
-	if !ok {
-		return nil, pgerror.NotSupported("DISTINCT over a join, a window or a subquery in a continuous query")
+	var sc *scope
+	if t, ok := singleTable(sel); ok {
+		var err error
+		if _, sc, err = changelogInput(cat, t); err != nil {
+			return nil, err
+		}
+	} else if j, ok := sel.From[0].(*sql.Join); ok && len(sel.From) == 1 {
+		// over a join of two streams: a GROUP BY of the joined rows
+		lt, lok := j.Left.(*sql.TableName)
+		rt, rok := j.Right.(*sql.TableName)
+		if !lok || !rok {
+			return nil, pgerror.NotSupported("DISTINCT over a join of more than two streams")
+		}
+		_, ls, err := streamInput(cat, lt)
+		if err != nil {
+			return nil, joinInputError(err)
+		}
+		_, rs, err := streamInput(cat, rt)
+		if err != nil {
+			return nil, joinInputError(err)
+		}
+		sc = &scope{cols: append(append([]scopeCol(nil), ls.cols...), rs.cols...)}
+	} else {
+		return nil, pgerror.NotSupported("DISTINCT over a window or a subquery in a continuous query")
 	}
-	_, sc, err := changelogInput(cat, t)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	if d.Items, err = expandStars(sc, sel.Items); err != nil {
 		return nil, err
 	}
@@ -393,15 +411,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 		changelog = []operators.Step{changelogStep(in)}
 		q.step.Sign = len(in.ReadColumns()) + len(q.computed)
 	}
-	var stateful []operators.Step
-	if q.pre != nil {
-		stateful = append(stateful, *q.pre)
-	}
-	stateful = append(stateful, q.step)
-	if q.having != nil {
-		stateful = append(stateful, operators.Step{Op: operators.OpFilter, Pred: q.having})
-	}
-	stateful = append(stateful, q.project)
+	stateful := q.statefulSteps()
 	// Computed group keys are appended to the rows before anything else:
 	// the rows must be re-keyed by their values. The read columns
 	// (metadata included) go along, so that the stateful stage's
@@ -411,20 +421,15 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// record's (its partition and offset), not the input's.
 	var keyed []operators.Step
 	if len(q.computed) > 0 || view || (in.Partitions > 1 && q.readsMeta(len(in.Columns))) {
-		pre := operators.Step{Op: operators.OpProject}
+		var read []*expr.Expr
 		for i, c := range in.ReadColumns() {
-			pre.Exprs = append(pre.Exprs, expr.Col(i, c.Type, c.Name))
-			pre.Names = append(pre.Names, "_c"+strconv.Itoa(i))
+			read = append(read, expr.Col(i, c.Type, c.Name))
 		}
-		for i, x := range q.computed {
-			pre.Exprs = append(pre.Exprs, x)
-			pre.Names = append(pre.Names, "_g"+strconv.Itoa(i))
-		}
+		var sign *expr.Expr
 		if view {
-			pre.Exprs = append(pre.Exprs, signColumn(in))
-			pre.Names = append(pre.Names, "_sign")
+			sign = signColumn(in)
 		}
-		keyed = []operators.Step{pre}
+		keyed = []operators.Step{keyedProjection(read, q.computed, sign)}
 	}
 	outputName := ca.Name
 	if q.changes {
@@ -448,14 +453,11 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 			Steps: append(steps, stateful...), Watermark: q.watermark,
 		}}
 	} else {
-		internal := engine.Stream{Name: ca.Name + ".repartition", Topic: InternalTopic(ca.Name, "repartition"), Partitions: partitions, Key: q.partition, Meta: true, Format: types.InternalFormat}
+		var internal engine.Stream
 		if len(keyed) > 0 {
-			internal.Meta = false // the input's metadata columns are carried as values
-			internal.Columns, internal.Types = keyed[0].Names, nil
-			for _, x := range keyed[0].Exprs {
-				internal.Types = append(internal.Types, x.Type)
-			}
+			internal = repartitionStream(ca.Name, partitions, q.partition, keyed[0])
 		} else {
+			internal = engine.Stream{Name: ca.Name + ".repartition", Topic: InternalTopic(ca.Name, "repartition"), Partitions: partitions, Key: q.partition, Meta: true, Format: types.InternalFormat}
 			for _, c := range in.Columns {
 				internal.Columns = append(internal.Columns, c.Name)
 				internal.Types = append(internal.Types, c.Type)
@@ -483,6 +485,53 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	}
 	out.Rel = rel
 	return out, nil
+}
+
+// statefulSteps are the steps of the stage that holds the stateful step:
+// a projection before it (top-N), the step, HAVING over final rows, and
+// the select list.
+func (q *statefulQuery) statefulSteps() []operators.Step {
+	var steps []operators.Step
+	if q.pre != nil {
+		steps = append(steps, *q.pre)
+	}
+	steps = append(steps, q.step)
+	if q.having != nil {
+		steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: q.having})
+	}
+	return append(steps, q.project)
+}
+
+// keyedProjection is the projection before a repartition that carries the
+// read columns as values, then the computed group keys, then the sign of
+// signed rows (when sign is not nil), so that the stage after it finds
+// every column where the query's scope put it.
+func keyedProjection(read, computed []*expr.Expr, sign *expr.Expr) operators.Step {
+	pre := operators.Step{Op: operators.OpProject}
+	for i, x := range read {
+		pre.Exprs = append(pre.Exprs, x)
+		pre.Names = append(pre.Names, "_c"+strconv.Itoa(i))
+	}
+	for i, x := range computed {
+		pre.Exprs = append(pre.Exprs, x)
+		pre.Names = append(pre.Names, "_g"+strconv.Itoa(i))
+	}
+	if sign != nil {
+		pre.Exprs = append(pre.Exprs, sign)
+		pre.Names = append(pre.Names, "_sign")
+	}
+	return pre
+}
+
+// repartitionStream is the internal topic a keyed projection's rows are
+// re-keyed into, by the columns key.
+func repartitionStream(pipeline string, partitions int, key []int, keyed operators.Step) engine.Stream {
+	s := engine.Stream{Name: pipeline + ".repartition", Topic: InternalTopic(pipeline, "repartition"), Partitions: partitions, Key: key, Format: types.InternalFormat,
+		Columns: keyed.Names}
+	for _, x := range keyed.Exprs {
+		s.Types = append(s.Types, x.Type)
+	}
+	return s
 }
 
 // changelogStep reads a materialized view's table as signed rows.

@@ -475,6 +475,23 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 	if err != nil {
 		return nil, err
 	}
+	over := ""
+	if in.Kind == catalog.MaterializedView {
+		over = "the materialized view " + strconv.Quote(in.Name)
+	}
+	q, err := groupedQuery(cat, sel, sc, over)
+	if err != nil {
+		return nil, err
+	}
+	q.in = in
+	return q, nil
+}
+
+// groupedQuery plans an unwindowed aggregation of the rows of scope sc.
+// over, when not "", names the input whose rows change (a view, an outer
+// join): its rows come signed, and only aggregates that can take a row
+// back out are allowed.
+func groupedQuery(cat Catalog, sel *sql.Select, sc *scope, over string) (*statefulQuery, error) {
 	b := &builder{cat: cat}
 	filter, err := b.where(sc, sel.Where)
 	if err != nil {
@@ -525,21 +542,21 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 			return nil, err
 		}
 	}
-	if in.Kind == catalog.MaterializedView {
+	if over != "" {
 		for _, s := range a.specs {
 			if !operators.Retracts(s.Name, s.Distinct) {
 				what := s.Name
 				if s.Distinct {
 					what += "(DISTINCT …)"
 				}
-				return nil, pgerror.New(pgerror.FeatureNotSupported, "%s over the materialized view %q is not supported yet", what, in.Name).
-					WithDetail("A view's rows change: an aggregate over them must take a row back out when it leaves. count, sum and avg can; %s would need every row of the group kept.", what).
-					WithHint("Aggregate the view's input stream instead, or read the view with a pull query.")
+				return nil, pgerror.New(pgerror.FeatureNotSupported, "%s over %s is not supported yet", what, over).
+					WithDetail("Its rows change: an aggregate over them must take a row back out when it leaves. count, sum and avg can; %s would need every row of the group kept.", what).
+					WithHint("Aggregate the input stream instead, or compute it with a bounded query.")
 			}
 		}
 	}
 	return &statefulQuery{
-		in: in, filter: filter, partition: groupCols, computed: g.computed, project: proj, out: cols, key: key, changes: true,
+		filter: filter, partition: groupCols, computed: g.computed, project: proj, out: cols, key: key, changes: true,
 		step: operators.Step{Op: operators.OpGroupAggregate, GroupBy: groupBy, Aggs: a.specs, Changes: true, Having: having},
 	}, nil
 }

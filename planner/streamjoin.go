@@ -40,7 +40,10 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 		return planLookupJoin(cat, ca, sel, j, rel)
 	}
 	if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
-		return nil, pgerror.NotSupported("aggregating a join in one query (write the join to a stream, then aggregate that stream)")
+		if ca.Kind == sql.KindMaterializedView {
+			return planJoinAggregate(cat, ca, sel, j, lt, rt)
+		}
+		return nil, pgerror.NotSupported("aggregating a stream join in one query (write the join to a stream, then aggregate that stream; or aggregate it in a materialized view)")
 	}
 	jp, err := planJoinSides(cat, ca, sel, lt, rt)
 	if err != nil {
@@ -116,6 +119,17 @@ func planJoinSides(cat Catalog, ca *sql.CreateAs, sel *sql.Select, lt, rt *sql.T
 	if !ok {
 		return nil, pgerror.NotSupported("this stream join")
 	}
+	jp, err := newJoinPlan(ca.Name, left, right, ls, rs, bj)
+	if err != nil {
+		return nil, err
+	}
+	jp.chain, jp.out = chain, out
+	return jp, nil
+}
+
+// newJoinPlan makes the internal topic of a join of left and right, as
+// the bounded planner planned it (bj), for the pipeline name.
+func newJoinPlan(name string, left, right *catalog.Relation, ls, rs *scope, bj *engine.Join) (*joinPlan, error) {
 	lw, rw := len(ls.cols), len(rs.cols)
 	if bj.Kind == "cross" {
 		bj.Kind = "inner"
@@ -127,8 +141,7 @@ func planJoinSides(cat Catalog, ca *sql.CreateAs, sel *sql.Select, lt, rt *sql.T
 		return nil, pgerror.NotSupported("a stream join without an equality between the two sides").
 			WithHint("Join on a key: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts.")
 	}
-	jp := &joinPlan{left: left, right: right, ls: ls, rs: rs, join: bj, chain: chain, out: out}
-	name := ca.Name
+	jp := &joinPlan{left: left, right: right, ls: ls, rs: rs, join: bj}
 	internal := engine.Stream{Name: name + ".join", Topic: InternalTopic(name, "join"), Partitions: max(left.Partitions, right.Partitions, 1), Format: types.InternalFormat}
 	internal.Columns = append(internal.Columns, "side")
 	internal.Types = append(internal.Types, types.Int4)
@@ -505,4 +518,80 @@ func timeTerm(e *expr.Expr) (col int, off int64, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// planJoinAggregate plans a materialized view that aggregates a join of
+// two streams: the join stage (a hash join, as planJoinView's) computes
+// the GROUP BY expressions and re-keys the joined rows by the group key
+// into a repartition topic, and the aggregate stage groups them. Over an
+// inner join of streams the joined rows only ever come in, so every
+// aggregate works; an outer join takes back a NULL-padded row when its
+// first partner comes, so over one the rows are signed and only count,
+// sum and avg (which can take a row back out) are allowed.
+func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join, lt, rt *sql.TableName) (*Continuous, error) {
+	left, ls, err := streamInput(cat, lt)
+	if err != nil {
+		return nil, joinInputError(err)
+	}
+	right, rs, err := streamInput(cat, rt)
+	if err != nil {
+		return nil, joinInputError(err)
+	}
+	b := &builder{cat: cat}
+	node, sc, err := b.buildJoin(j)
+	if err != nil {
+		return nil, err
+	}
+	bj, ok := node.(*engine.Join)
+	if !ok {
+		return nil, pgerror.NotSupported("this join in a materialized view")
+	}
+	jp, err := newJoinPlan(ca.Name, left, right, ls, rs, bj)
+	if err != nil {
+		return nil, err
+	}
+	over := ""
+	if bj.Kind != "inner" {
+		over = "a " + strings.ToUpper(bj.Kind) + " JOIN"
+	}
+	q, err := groupedQuery(cat, sel, sc, over)
+	if err != nil {
+		return nil, err
+	}
+	lw, rw := len(ls.cols), len(rs.cols)
+	var sign *expr.Expr
+	if over != "" {
+		sign = expr.Col(lw+rw, types.Int8, "_sign")
+		q.step.Sign = lw + rw + len(q.computed)
+	}
+	partitions := jp.internal.Partitions
+	if len(q.partition) == 0 {
+		partitions = 1 // one global group: one instance holds it
+	}
+	var read []*expr.Expr
+	for i, c := range sc.cols[:lw+rw] {
+		read = append(read, expr.Col(i, c.typ, c.name))
+	}
+	keyed := keyedProjection(read, q.computed, sign)
+	internal := repartitionStream(ca.Name, partitions, q.partition, keyed)
+	joinSteps := []operators.Step{{Op: operators.OpHashJoin, Join: jp.spec()}}
+	if q.filter != nil {
+		joinSteps = append(joinSteps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
+	}
+	joinSteps = append(joinSteps, keyed)
+	errs := ErrorsRelation(ca.Name)
+	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{left, right}, Topology: &engine.Topology{
+		Stages: []engine.Stage{
+			jp.sideStage("left", 0, nil),
+			jp.sideStage("right", 1, nil),
+			{Name: "join", Inputs: []string{jp.internal.Name}, Output: internal.Name, Steps: joinSteps, OutputKey: q.partition},
+			{Name: "aggregate", Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()},
+		},
+		Internal: []engine.Stream{jp.internal, internal},
+		Errors:   errs.Name,
+	}}
+	if err := viewOutput(ca, out, &out.Topology.Stages[3], q.out, q.key, partitions); err != nil {
+		return nil, err
+	}
+	return out, bridgeInputs(out, ca.Name)
 }

@@ -650,8 +650,10 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 
 // TestJoinViewDifferential: random materialized views over a join of two
 // streams (inner, LEFT, RIGHT and FULL, on one or two equalities, with or
-// without a further condition in ON, a WHERE over the joined rows, any
-// select list) run in memory as the server plans them, both streams' rows
+// without a further condition in ON, a WHERE over the joined rows; their
+// rows, DISTINCT rows, or an aggregation with GROUP BY expressions,
+// FILTER and HAVING: any aggregate over an inner join, count, sum and avg
+// over an outer one) run in memory as the server plans them, both streams' rows
 // arriving interleaved in random batches over their partitions, state
 // checkpointed and at random rebuilt. After each of three rounds the view
 // must equal its SELECT run bounded over both streams' rows.
@@ -678,7 +680,7 @@ func TestJoinViewDifferential(t *testing.T) {
 	for n := 0; n < cases; n++ {
 		seed := *viewSeed*3_000_017 + int64(n)
 		rng := rand.New(rand.NewSource(seed))
-		q := genJoinView(rng)
+		q, global := genJoinView(rng)
 		text := "CREATE MATERIALIZED VIEW vj AS " + q
 		stmts, err := sql.Parse(text)
 		if err != nil {
@@ -726,7 +728,13 @@ func TestJoinViewDifferential(t *testing.T) {
 			if err != nil {
 				t.Fatalf("case %d (seed %d): bounded %s: %v", n, seed, q, err)
 			}
-			if got := p.contents(); sortedLines(got) != sortedLines(want) {
+			got := p.contents()
+			if got == "" && !strings.Contains(want, "\n") && global {
+				// Not yet: an aggregate without GROUP BY shows its row
+				// once its first input row comes (README).
+				continue
+			}
+			if sortedLines(got) != sortedLines(want) {
 				t.Fatalf("case %d (seed %d), round %d:\n%s\nview:\n%s\nbounded SELECT:\n%s\nja (k, id, v):\n%sjb (k, id, v):\n%s",
 					n, seed, round, text, got, sortedLines(want), rowLines(db.rows["ja"]), rowLines(db.rows["jb"]))
 			}
@@ -734,8 +742,9 @@ func TestJoinViewDifferential(t *testing.T) {
 	}
 }
 
-// genJoinView makes the SELECT of a view over a join of ja and jb.
-func genJoinView(rng *rand.Rand) string {
+// genJoinView makes the SELECT of a view over a join of ja and jb, and
+// says whether it is an aggregation without GROUP BY.
+func genJoinView(rng *rand.Rand) (q string, global bool) {
 	kind := pick(rng, "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "INNER JOIN")
 	on := "a.k = b.k"
 	switch rng.Intn(5) {
@@ -761,5 +770,37 @@ func genJoinView(rng *rand.Rand) string {
 	case 2:
 		where = " WHERE a.id % 3 <> 0"
 	}
-	return "SELECT " + list + " FROM ja a " + kind + " jb b ON " + on + where
+	from := " FROM ja a " + kind + " jb b ON " + on + where
+	switch rng.Intn(3) {
+	case 0:
+		return "SELECT " + list + from, false
+	case 1:
+		return "SELECT DISTINCT " + list + from, false
+	}
+	// An aggregation: over an inner join any aggregate, over an outer one
+	// those that take a row back out.
+	aggs := []string{"count(*) AS n", "count(b.id) AS nb", "sum(a.v) AS sa", "avg(b.v) AS ab", "sum(a.v * b.v) AS p",
+		"count(*) FILTER (WHERE b.v > 1) AS f", "sum(coalesce(b.v, 10)) AS sc"}
+	if !strings.Contains(kind, " ") || kind == "INNER JOIN" {
+		aggs = append(aggs, "min(b.v) AS mn", "max(a.id) AS mx", "count(DISTINCT b.v) AS dv", "bool_or(a.v = b.v) AS bo")
+	}
+	rng.Shuffle(len(aggs), func(i, j int) { aggs[i], aggs[j] = aggs[j], aggs[i] })
+	sel := aggs[:1+rng.Intn(3)]
+	groups := []string{"a.k", "b.v", "a.v % 2", "coalesce(b.k, -1)", "b.id IS NULL"}
+	rng.Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
+	var keys []string
+	for i, g := range groups[:rng.Intn(3)] {
+		keys = append(keys, g)
+		if rng.Intn(3) > 0 {
+			sel = append([]string{g + " AS g" + fmt.Sprint(i)}, sel...)
+		}
+	}
+	q = "SELECT " + strings.Join(sel, ", ") + from
+	if len(keys) > 0 {
+		q += " GROUP BY " + strings.Join(keys, ", ")
+	}
+	if rng.Intn(4) == 0 {
+		q += " HAVING count(*) > 1"
+	}
+	return q, len(keys) == 0
 }
