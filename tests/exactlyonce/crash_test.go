@@ -31,12 +31,14 @@ var crashPipelines = func() []string {
 	if v := os.Getenv(pipelinesEnv); v != "" {
 		return strings.Split(v, ",")
 	}
-	return []string{"s1", "w1", "w2", "t3", "v4"} // v4 reads t3
+	return []string{"s1", "w1", "w2", "t3", "v4", "j5", "j6"} // v4 reads t3
 }()
 
 // TestCrashRestart: the pipelines s1 (stateless), w1 (windowed
 // aggregate, no repartition), w2 (windowed aggregate behind a
-// repartition stage), t3 (top-3 view) and v4 (a view over t3) run over an 8-partition input
+// repartition stage), t3 (top-3 view), v4 (a view over t3), j5 (an
+// aggregate over a LEFT JOIN of ev with a second input, dim, whose rows
+// for half the keys come halfway) and j6 (a view of an inner join's rows) run over an 8-partition input
 // that a plain Kafka producer fills, while the process doing the work is
 // killed with SIGKILL at seeded random moments (at least 20 times) and
 // restarted on the same data directory. The read_committed output must
@@ -101,6 +103,9 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 	prod := startProducer(t, c, c.topic(inputStream), d.recs)
 	prod.release(d.warm)
 	prod.wait(t, 60*time.Second)
+	dimProd := startProducer(t, c, c.topic(dimStream), d.dimRecs)
+	dimProd.release(len(d.dimRecs) / 2) // the even keys
+	dimProd.wait(t, 60*time.Second)
 	flush(t, ctl, 2)
 
 	chunk := (d.data - d.warm) / kills
@@ -114,6 +119,9 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 			upto = d.data
 		}
 		prod.release(upto)
+		if i == kills/2+1 {
+			dimProd.release(len(d.dimRecs)) // the odd keys: their NULL-padded rows leave j5
+		}
 		mode := "working"
 		switch r := rng.Float64(); {
 		case r < 0.3:
@@ -150,6 +158,8 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 	killPhase := time.Since(killStart)
 	prod.release(len(d.recs))
 	prod.wait(t, 5*time.Minute)
+	dimProd.release(len(d.dimRecs))
+	dimProd.wait(t, time.Minute)
 	t.Logf("all %d records produced; %d kills (%v), %d wipes in %s", len(d.recs), kills, modes, wipes, killPhase.Round(time.Second))
 
 	conn = connect(t, victim)
@@ -173,7 +183,10 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 
 // stagesOf is how many stages each crash pipeline has: the stateful ones
 // re-key ev (8 partitions) into an internal topic first.
-var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2, "v4": 2}
+var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2, "v4": 2, "j5": 4, "j6": 3}
+
+// joinStages names the stages of the join pipelines (the others' are s0, s1).
+var joinStages = map[string][]string{"j5": {"left", "right", "join", "aggregate"}, "j6": {"left", "right", "join"}}
 
 // ownsAll waits until the process owns every partition of every stage of
 // the crash pipelines; when it does not, it describes the consumer groups
@@ -248,6 +261,12 @@ func stalled(t *testing.T, c *cluster, victim, ctl *fvsqltest.Process, waited ti
 func crashGroups(c *cluster) []string {
 	var groups []string
 	for _, name := range crashPipelines {
+		if stages, ok := joinStages[name]; ok {
+			for _, s := range stages {
+				groups = append(groups, fmt.Sprintf("%sfvsql.%s.%s", c.prefix, name, s))
+			}
+			continue
+		}
 		for s := int32(0); s < stagesOf[name]; s++ {
 			groups = append(groups, fmt.Sprintf("%sfvsql.%s.s%d", c.prefix, name, s))
 		}

@@ -37,12 +37,22 @@ const (
 	// sum and puts the new one in.
 	v4DDL     = "CREATE MATERIALIZED VIEW v4 AS SELECT k % 16 AS b, count(*) AS n, sum(v) AS s FROM t3 GROUP BY 1"
 	v4Buckets = 16
+	// dim is a second input, one row per key (d = k % 5), produced apart
+	// from ev: the even keys first, the odd ones halfway through the
+	// kills, so that j5's rows of odd keys are NULL-padded first and
+	// taken back out when their dim row comes.
+	dimStream = "dim"
+	dimDDL    = "CREATE STREAM dim (k BIGINT, d BIGINT) WITH (partitions = 8, key = 'k')"
+	// j5 aggregates a LEFT JOIN of ev with dim; j6 is a view of the rows
+	// of an inner join of the two.
+	j5DDL = "CREATE MATERIALIZED VIEW j5 AS SELECT m.d, count(*) AS n, count(m.k) AS matched, sum(e.v) AS s FROM ev e LEFT JOIN dim m ON e.k = m.k GROUP BY m.d"
+	j6DDL = "CREATE MATERIALIZED VIEW j6 AS SELECT e.k, e.v, m.d FROM ev e JOIN dim m ON e.k = m.k WHERE e.v % 100 = 0"
 
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -59,6 +69,10 @@ type dataset struct {
 	data int     // rows[:data] are data rows
 	recs []*kgo.Record
 	warm int // rows[:warm]: one row per partition at the very start
+	// dimRecs are dim's records, k = 0..dimKeys-1: the even keys, then
+	// the odd ones.
+	dimRecs []*kgo.Record
+	dimKeys int64
 }
 
 // genData builds n data rows over keys keys: the first rows, one per
@@ -105,8 +119,38 @@ func genData(seed uint64, n, keys int) *dataset {
 	for i, r := range d.rows {
 		val := fmt.Appendf(nil, `{"k":%d,"v":%d,"g":%d,"ts":"%s"}`, r.k, r.v, r.g, tsText(r.ts))
 		d.recs[i] = &kgo.Record{Key: []byte(strconv.FormatInt(r.k, 10)), Value: val}
+		d.dimKeys = max(d.dimKeys, r.k+1)
+	}
+	for odd := int64(0); odd < 2; odd++ {
+		for k := odd; k < d.dimKeys; k += 2 {
+			val := fmt.Appendf(nil, `{"k":%d,"d":%d}`, k, k%5)
+			d.dimRecs = append(d.dimRecs, &kgo.Record{Key: []byte(strconv.FormatInt(k, 10)), Value: val})
+		}
 	}
 	return d
+}
+
+// expectJ5 is the view j5 once every dim row is in: per d, the count
+// and the sum of v of the rows of ev whose k has it (every row matched).
+func (d *dataset) expectJ5() map[int64][3]int64 {
+	out := map[int64][3]int64{}
+	for _, r := range d.rows {
+		a := out[r.k%5]
+		out[r.k%5] = [3]int64{a[0] + 1, a[1] + 1, a[2] + r.v}
+	}
+	return out
+}
+
+// expectJ6 is the view j6: the rows of ev with v % 100 = 0, by v, with
+// their k and its d.
+func (d *dataset) expectJ6() map[int64][2]int64 {
+	out := map[int64][2]int64{}
+	for _, r := range d.rows {
+		if r.v%100 == 0 {
+			out[r.v] = [2]int64{r.k, r.k % 5}
+		}
+	}
+	return out
 }
 
 func tsText(us int64) string {
@@ -557,6 +601,94 @@ func compareBuckets(p *problems, got, want map[int64][2]int64) {
 	}
 }
 
+// checkJoins compares the join views j5 and j6 with their expected rows,
+// by SELECT (their table topics are folded the same way as t3's and v4's
+// by the view copy SELECT reads).
+func checkJoins(t *testing.T, d *dataset, conn *pgx.Conn, name string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+	defer cancel()
+	p := newProblems(t, name+" (SELECT)")
+	var rows pgx.Rows
+	var err error
+	if name == "j5" {
+		rows, err = conn.Query(ctx, "SELECT d, n, matched, s FROM j5")
+	} else {
+		rows, err = conn.Query(ctx, "SELECT v, k, d FROM j6")
+	}
+	if err != nil {
+		t.Errorf("SELECT FROM %s: %v", name, err)
+		return false
+	}
+	got5, got6 := map[int64][3]int64{}, map[int64][2]int64{}
+	n := 0
+	for rows.Next() {
+		n++
+		if name == "j5" {
+			var dv *int64
+			var a [3]int64
+			if err := rows.Scan(&dv, &a[0], &a[1], &a[2]); err != nil {
+				t.Errorf("SELECT FROM j5: %v", err)
+				return false
+			}
+			if dv == nil {
+				p.add("a group of rows without a dim row", "n=%d matched=%d s=%d", a[0], a[1], a[2])
+				continue
+			}
+			if _, dup := got5[*dv]; dup {
+				p.add("two rows for one d", "d=%d", *dv)
+			}
+			got5[*dv] = a
+			continue
+		}
+		var v int64
+		var a [2]int64
+		if err := rows.Scan(&v, &a[0], &a[1]); err != nil {
+			t.Errorf("SELECT FROM j6: %v", err)
+			return false
+		}
+		if _, dup := got6[v]; dup {
+			p.add("two rows for one v", "v=%d", v)
+		}
+		got6[v] = a
+	}
+	if err := rows.Err(); err != nil {
+		t.Errorf("SELECT FROM %s: %v", name, err)
+		return false
+	}
+	if name == "j5" {
+		want := d.expectJ5()
+		for k, w := range want {
+			if g, ok := got5[k]; !ok {
+				p.add("missing row", "d=%d, want %v", k, w)
+			} else if g != w {
+				p.add("wrong row", "d=%d: n, matched, s = %v, want %v", k, g, w)
+			}
+		}
+		for k, g := range got5 {
+			if _, ok := want[k]; !ok {
+				p.add("unexpected row", "d=%d %v", k, g)
+			}
+		}
+	} else {
+		want := d.expectJ6()
+		for v, w := range want {
+			if g, ok := got6[v]; !ok {
+				p.add("missing row", "v=%d, want k, d = %v", v, w)
+			} else if g != w {
+				p.add("wrong row", "v=%d: k, d = %v, want %v", v, g, w)
+			}
+		}
+		for v, g := range got6 {
+			if _, ok := want[v]; !ok {
+				p.add("unexpected row", "v=%d %v", v, g)
+			}
+		}
+	}
+	t.Logf("SELECT * FROM %s: %d rows: %s", name, n, p.summary())
+	return p.ok()
+}
+
 func compareTop(p *problems, got, want map[[2]int64]topRow) {
 	keys := make([][2]int64, 0, len(want))
 	for k := range want {
@@ -630,6 +762,8 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 			results[p] = checkTop3(t, c, d, conn)
 		case "v4":
 			results[p] = checkV4(t, c, d, conn)
+		case "j5", "j6":
+			results[p] = checkJoins(t, d, conn, p)
 		}
 	}
 	results["errors streams empty"] = checkNoErrors(t, c, pipelines...)
@@ -720,6 +854,7 @@ func diagnoseTransactions(t *testing.T, c *cluster, adm *kadm.Client, streams []
 func createPipelines(t *testing.T, conn *pgx.Conn, pipelines ...string) {
 	t.Helper()
 	exec(t, conn, inputDDL)
+	exec(t, conn, dimDDL)
 	for _, p := range pipelines {
 		exec(t, conn, ddlOf[p])
 	}

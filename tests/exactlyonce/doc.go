@@ -20,6 +20,14 @@
 //	w2  tumbling 10 s windows GROUP BY g (a repartition stage first)
 //	t3  materialized top-3 view: ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) <= 3
 //	v4  a view over the view t3: SELECT k % 16 AS b, count(*) AS n, sum(v) AS s FROM t3 GROUP BY 1
+//	j5  an aggregate over a join: SELECT m.d, count(*), count(m.k), sum(e.v)
+//	    FROM ev e LEFT JOIN dim m ON e.k = m.k GROUP BY m.d
+//	j6  a view of a join's rows: SELECT e.k, e.v, m.d FROM ev e JOIN dim m ON e.k = m.k WHERE e.v % 100 = 0
+//
+// over a second stream dim (k, d = k % 5), one row per key, produced apart
+// from ev: the even keys before the data, the odd ones halfway through the
+// kills, so that j5 first counts the odd keys' rows NULL-padded and takes
+// them back out when their dim rows come.
 //
 // Row i has event time 2026-01-01 + i ms (monotonic in every partition);
 // v is a seeded permutation of 1..N (no ties in the top-N); the first 8
@@ -32,7 +40,9 @@
 // and w2 hold every expected window exactly once with the right count,
 // sum and max; t3's compacted topic (folded by key) and SELECT * FROM t3
 // equal the expected top 3 per key; v4's compacted topic and SELECT equal
-// the count and sum per bucket of those rows; the pipelines' _errors streams are
+// the count and sum per bucket of those rows; SELECT * FROM j5 has one row
+// per d with every row matched (no NULL group left) and j6 every row of
+// ev with v % 100 = 0 once; the pipelines' _errors streams are
 // empty (no poison, no late rows).
 //
 // The tests:
