@@ -24,7 +24,9 @@
 // key; the changelog step (changelog.go) keeps each key's row and emits
 // signed rows, -1 for the row a key had and +1 for its new one, and a
 // group aggregate given a sign column takes -1 rows back out of count, sum
-// and avg (signedAcc) and deletes a group all of whose rows left.
+// and avg (signedAcc) and deletes a group all of whose rows left. The
+// hash join of views (hashjoin.go) emits signed rows too: pairs, and an
+// outer row's NULL-padded row until its first partner takes it back.
 //
 // Per-row evaluation errors go to the chain's RowError policy: bounded
 // queries abort with the error (PostgreSQL semantics), pipelines count the
