@@ -68,7 +68,7 @@ type ServerConfig struct {
 // use a child process.
 func DefaultMode(scenario string) string {
 	switch scenario {
-	case "windows", "pull", "eos", "recovery", "backends":
+	case "windows", "joins", "pull", "eos", "recovery", "backends":
 		return "child"
 	}
 	return "inproc"

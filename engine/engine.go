@@ -311,7 +311,7 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	var stages []*stageRun
 	for i := range topo.Stages {
 		s := &topo.Stages[i]
-		sr := &stageRun{def: s, first: i == 0, last: i == len(topo.Stages)-1}
+		sr := &stageRun{def: s, first: true, last: i == len(topo.Stages)-1}
 		for _, in := range s.Inputs {
 			d, err := resolve(in)
 			if err != nil {
@@ -329,6 +329,7 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 			if up == sr || !slices.ContainsFunc(sr.inputs, func(d *Stream) bool { return d.Name == up.def.Output }) {
 				continue
 			}
+			sr.first = false // reads another stage's output, not the pipeline's input
 			parts := 0
 			for _, d := range up.inputs {
 				parts = max(parts, d.Partitions)

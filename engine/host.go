@@ -54,7 +54,7 @@ type Record struct {
 	Error    string // the last error, while RETRYING or FAILED
 	// Counters count committed work only (what a read_committed reader
 	// can see), on this node since it started the pipeline.
-	Consumed int64 // input records read by the first stage
+	Consumed int64 // input records read by the stages that read the pipeline's inputs
 	Emitted  int64 // rows written by the last stage
 	Filtered int64 // rows removed by filters
 	Dropped  int64 // poison rows reported to the errors stream

@@ -55,6 +55,9 @@ type stageRun struct {
 	def         *Stage
 	inputs      []*Stream
 	output      *Stream
+	// first: the stage reads the pipeline's inputs (no other stage
+	// writes them), so its records count as consumed; a join has two.
+	// last: its output is the pipeline's.
 	first, last bool
 	// sources is how many upstream partitions write watermarks into
 	// this stage's internal input (0: the input is not internal): a

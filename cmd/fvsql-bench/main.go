@@ -34,6 +34,7 @@ scenarios:
   select    SELECT count(*), sum(qty) … WHERE price > X over streams of two lengths; SELECT * LIMIT 10
   pipeline  catch-up of a filter+project continuous query vs plain franz-go copies (raw, transactional)
   windows   catch-up of TUMBLE and HOP aggregations and of GROUP BY views with 1M vs 10k keys (child server)
+  joins     views over joins: a join view (Nexmark q3), an aggregate over an inner and a LEFT join (q4 shape)
   pull      SELECT * FROM view WHERE key = $1 from 16 connections over a 1M-key view (extended and simple protocol)
   eos       exactly-once vs at-least-once: TUMBLE catch-up at 100ms/1s/10s checkpoints; produce-to-visible latency
   recovery  kill -9 of a server with 1M keys of state; restart with the data dir kept and wiped, time to ready
@@ -139,6 +140,13 @@ func run(args []string) error {
 		bidders = fs.Int64("bidders", 1_000_000, "distinct bidders (the high-cardinality view's key)")
 		variants = fs.String("variants", "tumble,tumble-keyed,hop,hc,hc-spill,lc", "tumble, tumble-keyed (over a stream keyed by auction: no repartition), hop, hc (GROUP BY bidder view), hc-spill (hc on a second server with --state-cache-mb 8 --group-cache-mb 1; runs last), lc (GROUP BY auction view)")
 		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one variant's catch-up")
+	case "joins":
+		rowsOne = fs.Int64("rows", 2_000_000, "rows of the bids stream (q4)")
+		auctions = fs.Int64("auctions", 1_900_000, "rows of the auctions stream (q3)")
+		keys = fs.Int64("persons", 100_000, "rows of the persons stream, also the bids' distinct bidders")
+		partitions = fs.Int("partitions", 4, "partitions of every stream")
+		variants = fs.String("variants", "q3,q4,q4-left", "q3 (join view), q4 (aggregate over a join), q4-left (over a LEFT JOIN)")
+		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one variant's catch-up")
 	case "pull":
 		rowsOne = fs.Int64("rows", 1_000_000, "rows of the input stream")
 		keys = fs.Int64("keys", 1_000_000, "distinct auctions: the view's rows")
@@ -227,6 +235,9 @@ func run(args []string) error {
 		return bench.Select(ctx, o, bench.SelectConfig{Rows: ns, Runs: *runs, LimitRuns: *limitRuns, Partitions: *partitions, PriceOver: *priceOver})
 	case "windows":
 		return bench.Windows(ctx, o, bench.WindowsConfig{Rows: *rowsOne, Partitions: *partitions, Auctions: *auctions, Bidders: *bidders,
+			Variants: splitList(*variants), CatchupTimeout: *catchup})
+	case "joins":
+		return bench.Joins(ctx, o, bench.JoinsConfig{Rows: *rowsOne, Auctions: *auctions, Persons: *keys, Partitions: *partitions,
 			Variants: splitList(*variants), CatchupTimeout: *catchup})
 	case "pull":
 		return bench.Pull(ctx, o, bench.PullConfig{Rows: *rowsOne, Keys: *keys, Partitions: *partitions, Clients: *clients,
