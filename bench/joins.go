@@ -55,7 +55,9 @@ func (g PersonGen) AppendJSON(b []byte, i int64) []byte {
 type AuctionGen struct{ N, Persons int64 }
 
 // Seller and Category are auction i's.
-func (g AuctionGen) Seller(i int64) int64 { return int64(mix(uint64(i)^0x1b873593) % uint64(g.Persons)) }
+func (g AuctionGen) Seller(i int64) int64 {
+	return int64(mix(uint64(i)^0x1b873593) % uint64(g.Persons))
+}
 
 func (g AuctionGen) Category(i int64) int64 { return int64(mix(uint64(i)^0xcc9e2d51) % 20) }
 

@@ -52,9 +52,9 @@ type pipeline struct {
 
 // stageRun is a stage with its datasets resolved.
 type stageRun struct {
-	def         *Stage
-	inputs      []*Stream
-	output      *Stream
+	def    *Stage
+	inputs []*Stream
+	output *Stream
 	// first: the stage reads the pipeline's inputs (no other stage
 	// writes them), so its records count as consumed; a join has two.
 	// last: its output is the pipeline's.
