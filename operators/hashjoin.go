@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -19,6 +20,13 @@ import (
 // outer side's row without a partner comes out at once with NULLs for the
 // other side, and is taken back (sign -1) when its first partner arrives,
 // in the same batch as the pair.
+//
+// With Spec.SignCol set, an input row may also go (sign -1), as the
+// signed rows of another join do: the join forgets one stored row of
+// equal values, takes back each pair it made, and gives a partner left
+// with none its NULL-padded row back (and takes back the going row's own
+// NULL-padded row, if it had no partner). A row going that the join does
+// not hold (it was set aside when it came) is ignored.
 //
 // State per row: a data entry keyed (side, key, seq) holding the count of
 // partners the row has met (kept for outer sides only; 0 for the others)
@@ -49,6 +57,9 @@ func (s *JoinSpec) hashJoinString() string {
 	out := fmt.Sprintf("hashJoin(%s, key %d=%d", s.Type, len(s.LeftKey), len(s.RightKey))
 	if s.Residual != nil {
 		out += ", on " + s.Residual.String()
+	}
+	if s.SignCol > 0 {
+		out += ", signed input"
 	}
 	return out + ") signed"
 }
@@ -133,18 +144,31 @@ rows:
 		if s == 1 {
 			keyCols = j.Spec.RightKey
 		}
+		sign := int64(1)
+		if c := j.Spec.SignCol; c > 0 {
+			if row[c].IsNull() || (row[c].I != 1 && row[c].I != -1) {
+				return pgerror.New(pgerror.Internal, "operators: hash join input sign %s", row[c].Text())
+			}
+			sign = row[c].I
+		}
 		mine := types.CloneRow(j.Spec.sideOf(row, s))
 		key := j.key[:0]
 		for _, c := range keyCols {
 			if row[c].IsNull() { // NULL = anything is not true: no partner ever
 				if j.keep[s] {
-					j.out = append(j.out, j.orphan(s, mine, 1))
+					j.out = append(j.out, j.orphan(s, mine, sign))
 				}
 				continue rows
 			}
 			key = types.AppendKey(key, row[c])
 		}
 		j.key = key
+		if sign < 0 {
+			if err := j.retract(b, i, s, key, mine); err != nil {
+				return err
+			}
+			continue
+		}
 		o := 1 - s
 		prefix := append([]byte{joinData, byte(o)}, key...)
 		emitted, matched := len(j.out), 0
@@ -212,6 +236,87 @@ rows:
 		return nil
 	}
 	return emit(&Batch{Rows: j.out})
+}
+
+// retract takes back row i of b, side s's row mine under key: it forgets
+// one stored row of equal values, takes back the pairs that row made and,
+// for an outer side, gives each partner it leaves alone its NULL-padded
+// row back, or takes back its own when it had no partner.
+func (j *HashJoin) retract(b *Batch, i, s int, key []byte, mine types.Row) error {
+	want := types.AppendValues(nil, mine)
+	mineKey := append([]byte{joinData, byte(s)}, key...)
+	var held []byte // the stored row's state key; nil: the join does not hold it
+	var partners uint64
+	err := j.kv.Scan(mineKey, prefixEnd(mineKey), func(k, v []byte) error {
+		n, m := binary.Uvarint(v)
+		if m <= 0 {
+			return errBadState
+		}
+		if held == nil && bytes.Equal(v[m:], want) {
+			held, partners = append([]byte(nil), k...), n
+		}
+		return nil
+	})
+	if err != nil || held == nil {
+		return err // a row set aside when it came is not held
+	}
+	o := 1 - s
+	prefix := append([]byte{joinData, byte(o)}, key...)
+	emitted := len(j.out)
+	type recount struct{ k, v []byte }
+	var counts []recount
+	err = j.kv.Scan(prefix, prefixEnd(prefix), func(k, v []byte) error {
+		n, m := binary.Uvarint(v)
+		if m <= 0 {
+			return errBadState
+		}
+		other, _, err := types.DecodeValues(v[m:], j.Spec.widthOf(o))
+		if err != nil {
+			return err
+		}
+		left, right := mine, other
+		if s == 1 {
+			left, right = other, mine
+		}
+		pair := j.signed(left, right, -1)
+		if j.Residual != nil {
+			ok, err := j.Residual(pair[:len(pair)-1])
+			if err != nil {
+				return &residualError{err}
+			}
+			if ok.K != types.Bool || ok.I == 0 {
+				return nil
+			}
+		}
+		j.out = append(j.out, pair)
+		if j.keep[o] {
+			if n == 0 {
+				return errBadState // a partner always counts the rows it met
+			}
+			if n == 1 {
+				j.out = append(j.out, j.orphan(o, other, 1))
+			}
+			nv := binary.AppendUvarint(nil, n-1)
+			counts = append(counts, recount{append([]byte(nil), k...), append(nv, v[m:]...)})
+		}
+		return nil
+	})
+	if err != nil {
+		if re, ok := err.(*residualError); ok {
+			j.out = j.out[:emitted] // the row is set aside whole, its state kept
+			return j.OnError(b, i, re.err)
+		}
+		return err
+	}
+	for _, c := range counts {
+		if err := j.kv.Set(c.k, c.v); err != nil {
+			return err
+		}
+	}
+	if j.keep[s] && partners == 0 {
+		j.out = append(j.out, j.orphan(s, mine, -1))
+	}
+	return j.kv.Delete(held)
 }
 
 // store keeps a row of side s, with the count of partners it has met.

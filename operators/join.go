@@ -28,6 +28,10 @@ type JoinSpec struct {
 	Hi         int64      `json:"hi"`
 	Residual   *expr.Expr `json:"residual,omitempty"` // the rest of ON, over output rows
 	TimeType   types.Type `json:"time_type"`
+	// SignCol is the input column of a hash join's row sign (+1 a row
+	// comes, -1 it goes), when a side is itself a changelog (the signed
+	// output of a join); 0: every input row comes.
+	SignCol int `json:"sign_col,omitempty"`
 }
 
 // String renders the join for EXPLAIN.

@@ -208,10 +208,11 @@ func nestedJoin(rows []joinRow, typ string, match func(l, r joinRow) bool) []str
 }
 
 // TestHashJoinOracle feeds random interleaved rows of two sides (any
-// times: a regular join has no time bound) through the hash join, in
-// random batches, rebinding it to its state at random as a new epoch or
-// a restart does, and checks after every batch that its signed output,
-// summed per pair, is exactly the nested-loop join of the rows so far:
+// times: a regular join has no time bound; in signed cases, rows already
+// in also go, with sign -1) through the hash join, in random batches,
+// rebinding it to its state at random as a new epoch or a restart does,
+// and checks after every batch that its signed output, summed per pair,
+// is exactly the nested-loop join of the rows live so far:
 // every pair once, an outer row with NULLs once while it has no partner
 // and not at all once it has one, and nothing ever below 0 or above 1.
 func TestHashJoinOracle(t *testing.T) {
@@ -226,9 +227,13 @@ func TestHashJoinOracle(t *testing.T) {
 		residual := c%3 == 0 // l.id % 2 = r.id % 2
 		keys := 1 + rng.IntN(5)
 		n := 10 + rng.IntN(150)
-		desc := fmt.Sprintf("seed %d: %s hash join, keys %d, residual %v, %d rows", seed, typ, keys, residual, n)
+		signed := c%5 >= 2 // rows also go, as another join's signed rows do
+		desc := fmt.Sprintf("seed %d: %s hash join, keys %d, residual %v, signed %v, %d rows", seed, typ, keys, residual, signed, n)
 
 		spec := JoinSpec{Type: typ, LeftWidth: 3, RightWidth: 3, LeftKey: []int{1}, RightKey: []int{4}}
+		if signed {
+			spec.SignCol = 7
+		}
 		var res expr.Eval
 		if residual {
 			res = func(row types.Row) (types.Value, error) {
@@ -260,13 +265,24 @@ func TestHashJoinOracle(t *testing.T) {
 		for i := 0; i < n; {
 			batch := &Batch{}
 			for k := 1 + rng.IntN(6); k > 0 && i < n; k-- {
+				if signed && len(rows) > 0 && rng.IntN(3) == 0 { // a live row goes
+					g := rng.IntN(len(rows))
+					batch.Rows = append(batch.Rows, append(rows[g].input(), types.NewInt(types.Int8, -1)))
+					rows = slices.Delete(rows, g, g+1)
+					i++
+					continue
+				}
 				r := joinRow{side: rng.IntN(2), ts: int64(rng.IntN(1000)), id: int64(i)}
 				if rng.IntN(12) > 0 {
 					k := int64(rng.IntN(keys))
 					r.key = &k
 				}
 				rows = append(rows, r)
-				batch.Rows = append(batch.Rows, r.input())
+				in := r.input()
+				if signed {
+					in = append(in, types.NewInt(types.Int8, 1))
+				}
+				batch.Rows = append(batch.Rows, in)
 				i++
 			}
 			if err := j.Process(batch, emit); err != nil {
