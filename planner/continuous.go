@@ -158,21 +158,12 @@ func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.S
 			return nil, err
 		}
 	} else if j, ok := sel.From[0].(*sql.Join); ok && len(sel.From) == 1 {
-		// over a join of two streams: a GROUP BY of the joined rows
-		lt, lok := j.Left.(*sql.TableName)
-		rt, rok := j.Right.(*sql.TableName)
-		if !lok || !rok {
-			return nil, pgerror.NotSupported("DISTINCT over a join of more than two streams")
-		}
-		_, ls, err := streamInput(cat, lt)
+		// over a join of streams: a GROUP BY of the joined rows
+		_, jsc, err := (&builder{cat: cat}).buildJoin(j)
 		if err != nil {
-			return nil, joinInputError(err)
+			return nil, err
 		}
-		_, rs, err := streamInput(cat, rt)
-		if err != nil {
-			return nil, joinInputError(err)
-		}
-		sc = &scope{cols: append(append([]scopeCol(nil), ls.cols...), rs.cols...)}
+		sc = jsc
 	} else {
 		return nil, pgerror.NotSupported("DISTINCT over a window or a subquery in a continuous query")
 	}

@@ -31,26 +31,27 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	if ca.Query.Emit != sql.EmitDefault {
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
 	}
+	if ca.Kind == sql.KindMaterializedView {
+		if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
+			return planJoinAggregate(cat, ca, sel, j)
+		}
+		return planJoinView(cat, ca, sel, j)
+	}
 	lt, lok := j.Left.(*sql.TableName)
 	rt, rok := j.Right.(*sql.TableName)
 	if !lok || !rok {
-		return nil, pgerror.NotSupported("stream joins of more than two streams, or of subqueries or windows")
+		return nil, pgerror.NotSupported("stream joins of more than two streams, or of subqueries or windows").
+			WithHint("Join three or more streams in a materialized view, which keeps every row.")
 	}
-	if rel, err := cat.Lookup(rt.Schema, rt.Name); err == nil && rel.Kind == catalog.MaterializedView && ca.Kind == sql.KindStream {
+	if rel, err := cat.Lookup(rt.Schema, rt.Name); err == nil && rel.Kind == catalog.MaterializedView {
 		return planLookupJoin(cat, ca, sel, j, rel)
 	}
 	if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
-		if ca.Kind == sql.KindMaterializedView {
-			return planJoinAggregate(cat, ca, sel, j, lt, rt)
-		}
 		return nil, pgerror.NotSupported("aggregating a stream join in one query (write the join to a stream, then aggregate that stream; or aggregate it in a materialized view)")
 	}
-	jp, err := planJoinSides(cat, ca, sel, lt, rt)
+	jp, err := planJoinSides(cat, ca.Name, sel, lt, rt)
 	if err != nil {
 		return nil, err
-	}
-	if ca.Kind == sql.KindMaterializedView {
-		return planJoinView(ca, jp)
 	}
 	bj, lw := jp.join, len(jp.ls.cols)
 	lcol, rcol, lo, hi, ok := timeBounds(bj.On, lw, bj.LeftKeys, bj.RightKeys)
@@ -98,7 +99,7 @@ type joinPlan struct {
 	keyCols     []int         // the key columns of internal
 }
 
-func planJoinSides(cat Catalog, ca *sql.CreateAs, sel *sql.Select, lt, rt *sql.TableName) (*joinPlan, error) {
+func planJoinSides(cat Catalog, name string, sel *sql.Select, lt, rt *sql.TableName) (*joinPlan, error) {
 	left, ls, err := streamInput(cat, lt)
 	if err != nil {
 		return nil, joinInputError(err)
@@ -107,11 +108,7 @@ func planJoinSides(cat Catalog, ca *sql.CreateAs, sel *sql.Select, lt, rt *sql.T
 	if err != nil {
 		return nil, joinInputError(err)
 	}
-	what := "a stream join"
-	if ca.Kind == sql.KindMaterializedView {
-		what = "a materialized view over a join"
-	}
-	chain, out, err := statelessSelect(cat, sel, what)
+	chain, out, err := statelessSelect(cat, sel, "a stream join")
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +116,7 @@ func planJoinSides(cat Catalog, ca *sql.CreateAs, sel *sql.Select, lt, rt *sql.T
 	if !ok {
 		return nil, pgerror.NotSupported("this stream join")
 	}
-	jp, err := newJoinPlan(ca.Name, left, right, ls, rs, bj)
+	jp, err := newJoinPlan(name, left, right, ls, rs, bj)
 	if err != nil {
 		return nil, err
 	}
@@ -166,26 +163,11 @@ func newJoinPlan(name string, left, right *catalog.Relation, ls, rs *scope, bj *
 // sideStage is the stage that writes one side's rows (sideNo 0 left, 1
 // right) into the internal topic, keyed by the join key.
 func (jp *joinPlan) sideStage(stage string, sideNo int, wm *engine.WatermarkSpec) engine.Stage {
-	in, sc, keys := jp.left, jp.ls, jp.join.LeftKeys
+	in, keys := jp.left, jp.join.LeftKeys
 	if sideNo == 1 {
-		in, sc, keys = jp.right, jp.rs, jp.join.RightKeys
+		in, keys = jp.right, jp.join.RightKeys
 	}
-	exprs := []*expr.Expr{expr.Const(types.NewInt(types.Int4, int64(sideNo)))}
-	for i, c := range jp.ls.cols {
-		if sideNo == 0 {
-			exprs = append(exprs, sc.ref(i))
-		} else {
-			exprs = append(exprs, expr.TypedNull(c.typ))
-		}
-	}
-	for i, c := range jp.rs.cols {
-		if sideNo == 1 {
-			exprs = append(exprs, sc.ref(i))
-		} else {
-			exprs = append(exprs, expr.TypedNull(c.typ))
-		}
-	}
-	exprs = append(exprs, keys...)
+	exprs := sideRow(sideNo, jp.ls.cols, jp.rs.cols, keys)
 	return engine.Stage{
 		Name: stage, Inputs: []string{in.Name}, Output: jp.internal.Name,
 		Steps:      []operators.Step{{Op: operators.OpProject, Exprs: exprs, Names: jp.internal.Columns}},
@@ -204,26 +186,27 @@ func (jp *joinPlan) spec() *operators.JoinSpec {
 	}
 }
 
-// Hidden key columns of a view over a join: where each side's row came
-// from (NULL for the side an outer join pads).
-var joinViewKey = []struct {
-	side       int
-	meta, name string
-	typ        types.Type
-}{
-	{0, "_partition", "_left_partition", types.Int4}, {0, "_offset", "_left_offset", types.Int8},
-	{1, "_partition", "_right_partition", types.Int4}, {1, "_offset", "_right_offset", types.Int8},
-}
-
-// planJoinView plans a materialized view over a join of two streams, of
-// any join type and with or without a time bound: a regular join that
-// keeps every row (operators.HashJoin), so that the view holds what its
-// SELECT returns over the same input. Its rows are keyed by the records
-// each side's row came from (hidden _left_partition, _left_offset,
-// _right_partition, _right_offset), so equal rows stay apart; an outer
-// row's NULL-padded row leaves the view when its first partner comes.
-func planJoinView(ca *sql.CreateAs, jp *joinPlan) (*Continuous, error) {
-	steps := jp.chain.Steps
+// planJoinView plans a materialized view over a join of two or more
+// streams, of any join types and with or without time bounds: regular
+// joins that keep every row (operators.HashJoin, see joinTree), so that
+// the view holds what its SELECT returns over the same input. Its rows
+// are keyed by the records each stream's row came from (see
+// joinTree.viewKey), so equal rows stay apart; an outer row's
+// NULL-padded row leaves the view when its first partner comes.
+func planJoinView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (*Continuous, error) {
+	chain, sc, err := statelessSelect(cat, sel, "a materialized view over a join")
+	if err != nil {
+		return nil, err
+	}
+	bj, ok := chain.Input.(*engine.Join)
+	if !ok {
+		return nil, pgerror.NotSupported("this materialized view over a join")
+	}
+	t, err := planJoinTree(cat, ca.Name, j, bj)
+	if err != nil {
+		return nil, err
+	}
+	steps := chain.Steps
 	if len(steps) == 0 || steps[len(steps)-1].Op != operators.OpProject {
 		return nil, pgerror.NotSupported("this materialized view over a join")
 	}
@@ -235,41 +218,28 @@ func planJoinView(ca *sql.CreateAs, jp *joinPlan) (*Continuous, error) {
 	proj := steps[len(steps)-1]
 	proj.Exprs = append([]*expr.Expr(nil), proj.Exprs...)
 	proj.Names = append([]string(nil), proj.Names...)
-	cols := columnsOf(jp.out)
-	lw, rw := len(jp.ls.cols), len(jp.rs.cols)
+	cols := columnsOf(sc)
+	keyCols, keyExprs := t.viewKey()
 	var key []int
-	for _, m := range joinViewKey {
-		in, base := jp.left, 0
-		if m.side == 1 {
-			in, base = jp.right, lw
-		}
-		col := base + len(in.Columns)
-		if m.meta == "_offset" {
-			col += 2
-		} else {
-			col++
-		}
+	for i, c := range keyCols {
 		key = append(key, len(proj.Exprs))
-		proj.Exprs = append(proj.Exprs, expr.Col(col, m.typ, m.meta))
-		proj.Names = append(proj.Names, m.name)
-		cols = append(cols, catalog.Column{Name: m.name, Type: m.typ, Hidden: true})
+		proj.Exprs = append(proj.Exprs, keyExprs[i])
+		proj.Names = append(proj.Names, c.Name)
+		cols = append(cols, c)
 	}
-	proj.Exprs = append(proj.Exprs, expr.Col(lw+rw, types.Int8, "_sign"))
+	proj.Exprs = append(proj.Exprs, expr.Col(len(t.cols), types.Int8, "_sign"))
 	proj.Names = append(proj.Names, "_sign")
-	joinSteps := append([]operators.Step{{Op: operators.OpHashJoin, Join: jp.spec()}}, steps[:len(steps)-1]...)
+	joinSteps := append(append([]operators.Step(nil), t.top.steps...), steps[:len(steps)-1]...)
 	joinSteps = append(joinSteps, proj)
 	errs := ErrorsRelation(ca.Name)
-	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{jp.left, jp.right}, Topology: &engine.Topology{
-		Stages: []engine.Stage{
-			jp.sideStage("left", 0, nil),
-			jp.sideStage("right", 1, nil),
-			{Name: "join", Inputs: []string{jp.internal.Name}, Output: ca.Name + ChangesSuffix, Steps: joinSteps},
-		},
-		Internal: []engine.Stream{jp.internal},
+	out := &Continuous{Errors: errs, Inputs: t.leaves, Topology: &engine.Topology{
+		Stages: append(t.stages,
+			engine.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: ca.Name + ChangesSuffix, Steps: joinSteps}),
+		Internal: t.internal,
 		Errors:   errs.Name,
 	}}
-	last := &out.Topology.Stages[2]
-	if err := viewOutput(ca, out, last, cols, key, jp.internal.Partitions); err != nil {
+	last := &out.Topology.Stages[len(out.Topology.Stages)-1]
+	if err := viewOutput(ca, out, last, cols, key, t.top.partitions); err != nil {
 		return nil, err
 	}
 	last.Changes.Sign = len(cols)
@@ -521,22 +491,15 @@ func timeTerm(e *expr.Expr) (col int, off int64, ok bool) {
 }
 
 // planJoinAggregate plans a materialized view that aggregates a join of
-// two streams: the join stage (a hash join, as planJoinView's) computes
-// the GROUP BY expressions and re-keys the joined rows by the group key
-// into a repartition topic, and the aggregate stage groups them. Over an
-// inner join of streams the joined rows only ever come in, so every
-// aggregate works; an outer join takes back a NULL-padded row when its
-// first partner comes, so over one the rows are signed and only count,
-// sum and avg (which can take a row back out) are allowed.
-func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join, lt, rt *sql.TableName) (*Continuous, error) {
-	left, ls, err := streamInput(cat, lt)
-	if err != nil {
-		return nil, joinInputError(err)
-	}
-	right, rs, err := streamInput(cat, rt)
-	if err != nil {
-		return nil, joinInputError(err)
-	}
+// two or more streams: the top join's stage (a hash join, as
+// planJoinView's) computes the GROUP BY expressions and re-keys the
+// joined rows by the group key into a repartition topic, and the
+// aggregate stage groups them. Over inner joins of streams the joined
+// rows only ever come in, so every aggregate works; an outer join takes
+// back a NULL-padded row when its first partner comes, so over one the
+// rows are signed and only count, sum and avg (which can take a row back
+// out) are allowed.
+func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (*Continuous, error) {
 	b := &builder{cat: cat}
 	node, sc, err := b.buildJoin(j)
 	if err != nil {
@@ -546,51 +509,48 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 	if !ok {
 		return nil, pgerror.NotSupported("this join in a materialized view")
 	}
-	jp, err := newJoinPlan(ca.Name, left, right, ls, rs, bj)
+	t, err := planJoinTree(cat, ca.Name, j, bj)
 	if err != nil {
 		return nil, err
 	}
 	over := ""
-	if bj.Kind != "inner" {
-		over = "a " + strings.ToUpper(bj.Kind) + " JOIN"
+	if t.outer != "" {
+		over = "a " + t.outer
 	}
 	q, err := groupedQuery(cat, sel, sc, over)
 	if err != nil {
 		return nil, err
 	}
-	lw, rw := len(ls.cols), len(rs.cols)
+	width := len(t.cols)
 	var sign *expr.Expr
 	if over != "" {
-		sign = expr.Col(lw+rw, types.Int8, "_sign")
-		q.step.Sign = lw + rw + len(q.computed)
+		sign = expr.Col(width, types.Int8, "_sign")
+		q.step.Sign = width + len(q.computed)
 	}
-	partitions := jp.internal.Partitions
+	partitions := t.top.partitions
 	if len(q.partition) == 0 {
 		partitions = 1 // one global group: one instance holds it
 	}
 	var read []*expr.Expr
-	for i, c := range sc.cols[:lw+rw] {
+	for i, c := range sc.cols[:width] {
 		read = append(read, expr.Col(i, c.typ, c.name))
 	}
 	keyed := keyedProjection(read, q.computed, sign)
 	internal := repartitionStream(ca.Name, partitions, q.partition, keyed)
-	joinSteps := []operators.Step{{Op: operators.OpHashJoin, Join: jp.spec()}}
+	joinSteps := append([]operators.Step(nil), t.top.steps...)
 	if q.filter != nil {
 		joinSteps = append(joinSteps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
 	}
 	joinSteps = append(joinSteps, keyed)
 	errs := ErrorsRelation(ca.Name)
-	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{left, right}, Topology: &engine.Topology{
-		Stages: []engine.Stage{
-			jp.sideStage("left", 0, nil),
-			jp.sideStage("right", 1, nil),
-			{Name: "join", Inputs: []string{jp.internal.Name}, Output: internal.Name, Steps: joinSteps, OutputKey: q.partition},
-			{Name: "aggregate", Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()},
-		},
-		Internal: []engine.Stream{jp.internal, internal},
+	out := &Continuous{Errors: errs, Inputs: t.leaves, Topology: &engine.Topology{
+		Stages: append(t.stages,
+			engine.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: internal.Name, Steps: joinSteps, OutputKey: q.partition},
+			engine.Stage{Name: "aggregate", Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()}),
+		Internal: append(t.internal, internal),
 		Errors:   errs.Name,
 	}}
-	if err := viewOutput(ca, out, &out.Topology.Stages[3], q.out, q.key, partitions); err != nil {
+	if err := viewOutput(ca, out, &out.Topology.Stages[len(out.Topology.Stages)-1], q.out, q.key, partitions); err != nil {
 		return nil, err
 	}
 	return out, bridgeInputs(out, ca.Name)

@@ -668,7 +668,8 @@ func TestJoinViewDifferential(t *testing.T) {
 	cols := []catalog.Column{{Name: "k", Type: types.Int8}, {Name: "id", Type: types.Int8}, {Name: "v", Type: types.Int8}}
 	ja := &catalog.Relation{Name: "ja", Kind: catalog.Stream, Topic: "ja", Format: "json", Partitions: 3, Columns: cols}
 	jb := &catalog.Relation{Name: "jb", Kind: catalog.Stream, Topic: "jb", Format: "json", Partitions: 2, Columns: cols}
-	for i, r := range []*catalog.Relation{ja, jb} {
+	jc := &catalog.Relation{Name: "jc", Kind: catalog.Stream, Topic: "jc", Format: "json", Partitions: 2, Columns: cols}
+	for i, r := range []*catalog.Relation{ja, jb, jc} {
 		b, err := catalog.Encode(r)
 		if err != nil {
 			t.Fatal(err)
@@ -691,15 +692,16 @@ func TestJoinViewDifferential(t *testing.T) {
 			t.Fatalf("case %d (seed %d): %s\nrefused: %v", n, seed, text, err)
 		}
 		p := newMemPipeline(c, ja)
-		db.rows["ja"], db.rows["jb"] = nil, nil
+		db.rows["ja"], db.rows["jb"], db.rows["jc"] = nil, nil, nil
 		id := int64(0)
-		offsets := map[string][]int64{"ja": make([]int64, ja.Partitions), "jb": make([]int64, jb.Partitions)}
+		offsets := map[string][]int64{"ja": make([]int64, ja.Partitions), "jb": make([]int64, jb.Partitions), "jc": make([]int64, jc.Partitions)}
+		inputs := []*catalog.Relation{ja, jb}
+		if strings.Contains(q, " jc ") {
+			inputs = append(inputs, jc)
+		}
 		for round := 0; round < 3; round++ {
 			for i := 2 + rng.Intn(8); i > 0; i-- {
-				in := ja
-				if rng.Intn(2) == 0 {
-					in = jb
-				}
+				in := inputs[rng.Intn(len(inputs))]
 				var rows []types.Row
 				for j := 1 + rng.Intn(4); j > 0; j-- {
 					id++
@@ -735,8 +737,8 @@ func TestJoinViewDifferential(t *testing.T) {
 				continue
 			}
 			if sortedLines(got) != sortedLines(want) {
-				t.Fatalf("case %d (seed %d), round %d:\n%s\nview:\n%s\nbounded SELECT:\n%s\nja (k, id, v):\n%sjb (k, id, v):\n%s",
-					n, seed, round, text, got, sortedLines(want), rowLines(db.rows["ja"]), rowLines(db.rows["jb"]))
+				t.Fatalf("case %d (seed %d), round %d:\n%s\nview:\n%s\nbounded SELECT:\n%s\nja (k, id, v):\n%sjb (k, id, v):\n%sjc (k, id, v):\n%s",
+					n, seed, round, text, got, sortedLines(want), rowLines(db.rows["ja"]), rowLines(db.rows["jb"]), rowLines(db.rows["jc"]))
 			}
 		}
 	}
@@ -761,6 +763,7 @@ func genJoinView(rng *rand.Rand) (q string, global bool) {
 	if rng.Intn(8) == 0 {
 		list = "a.*, b.id AS bid"
 	}
+	var groups3 []string
 	where := ""
 	switch rng.Intn(6) {
 	case 0:
@@ -770,7 +773,24 @@ func genJoinView(rng *rand.Rand) (q string, global bool) {
 	case 2:
 		where = " WHERE a.id % 3 <> 0"
 	}
-	from := " FROM ja a " + kind + " jb b ON " + on + where
+	from := " FROM ja a " + kind + " jb b ON " + on
+	if rng.Intn(3) == 0 { // a third stream, joined to the first two or nested with the second
+		kind3 := pick(rng, "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN")
+		on3 := pick(rng, "c.k = a.k", "c.k = b.k", "c.v = b.v AND c.k = a.k", "c.k = b.v AND c.id % 2 = a.id % 2")
+		if rng.Intn(3) == 0 {
+			from = " FROM ja a " + kind + " (jb b " + kind3 + " jc c ON c.k = b.k) ON " + on
+		} else {
+			from += " " + kind3 + " jc c ON " + on3
+		}
+		items = append(items, "c.id AS cid", "c.v AS cvv", "b.v + c.v AS bc")
+		rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+		list = strings.Join(items[:1+rng.Intn(4)], ", ")
+		if strings.Contains(kind+kind3, " ") {
+			kind = "LEFT JOIN" // outer somewhere: only aggregates that take a row back
+		}
+		groups3 = []string{"c.k", "c.id IS NULL"}
+	}
+	from += where
 	switch rng.Intn(3) {
 	case 0:
 		return "SELECT " + list + from, false
@@ -786,7 +806,7 @@ func genJoinView(rng *rand.Rand) (q string, global bool) {
 	}
 	rng.Shuffle(len(aggs), func(i, j int) { aggs[i], aggs[j] = aggs[j], aggs[i] })
 	sel := aggs[:1+rng.Intn(3)]
-	groups := []string{"a.k", "b.v", "a.v % 2", "coalesce(b.k, -1)", "b.id IS NULL"}
+	groups := append([]string{"a.k", "b.v", "a.v % 2", "coalesce(b.k, -1)", "b.id IS NULL"}, groups3...)
 	rng.Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
 	var keys []string
 	for i, g := range groups[:rng.Intn(3)] {

@@ -1,0 +1,225 @@
+package planner
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// joinTree is a regular join of two or more streams for a materialized
+// view, as the bounded planner planned it (a tree of engine.Join nodes
+// over stream scans), laid out as stages. Each join of the tree is a hash
+// join reading one internal topic, keyed by its join key, that its two
+// inputs write: a stream's rows through a side stage, another join's
+// signed rows straight from that join's stage (its hash join, then the
+// projection into this join's layout). The top join's stage is the
+// caller's: it runs top, then whatever the view does with joined rows.
+//
+// For a join of two streams the stages are named left, right and join,
+// as they always were; deeper joins' stages are named by their path from
+// the top (left_right, join_left, …).
+type joinTree struct {
+	name     string
+	leaves   []*catalog.Relation // the streams, in the joined row's column order
+	bases    []int               // each leaf's first column in the joined row
+	cols     []scopeCol          // the joined row's columns
+	outer    string              // the kind of the first outer join met ("" none): then rows can be taken back
+	stages   []engine.Stage      // every stage but the top join's
+	internal []engine.Stream
+	top      joinInput // the top join: read its internal topic with its steps
+}
+
+// joinInput is one input of a join in the tree: a stream, or a join's
+// output ([its left columns…, right columns…, sign]) as its stage makes
+// it from its own internal topic.
+type joinInput struct {
+	read       string            // the stream its stage reads
+	stage      string            // that stage's name
+	cols       []scopeCol        // its columns (without the sign)
+	steps      []operators.Step  // a join's hash join; none for a stream
+	leaf       *catalog.Relation // the stream, or nil for a join
+	partitions int
+}
+
+// planJoinTree lays out the join j (bj as the bounded planner planned
+// it) for the pipeline name.
+func planJoinTree(cat Catalog, name string, j *sql.Join, bj *engine.Join) (*joinTree, error) {
+	t := &joinTree{name: name}
+	top, err := t.join(cat, j, bj, "")
+	if err != nil {
+		return nil, err
+	}
+	t.top = top
+	return t, nil
+}
+
+// join lays out the join at path ("" the top) and returns it as an input.
+func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) (joinInput, error) {
+	if bj.Kind == "cross" {
+		bj.Kind = "inner"
+	}
+	if len(bj.LeftKeys) == 0 {
+		return joinInput{}, pgerror.NotSupported("a join in a materialized view without an equality between its two sides").
+			WithHint("Join on a key: ON a.k = b.k.")
+	}
+	if bj.Kind != "inner" && t.outer == "" {
+		t.outer = strings.ToUpper(bj.Kind) + " JOIN"
+	}
+	var ins [2]joinInput
+	for side, sub := range [2]sql.TableExpr{j.Left, j.Right} {
+		en, width := bj.Left, bj.LeftWidth
+		if side == 1 {
+			en, width = bj.Right, bj.RightWidth
+		}
+		in, err := t.input(cat, sub, en, childPath(path, side))
+		if err != nil {
+			return joinInput{}, err
+		}
+		if len(in.cols) != width {
+			return joinInput{}, pgerror.New(pgerror.Internal, "planner: join input of %d columns, planned %d", len(in.cols), width)
+		}
+		ins[side] = in
+	}
+	suffix := ""
+	if path != "" {
+		suffix = "_" + path
+	}
+	internal := engine.Stream{Name: t.name + ".join" + suffix, Topic: InternalTopic(t.name, "join"+suffix),
+		Partitions: max(ins[0].partitions, ins[1].partitions, 1), Format: types.InternalFormat}
+	internal.Columns = append(internal.Columns, "side")
+	internal.Types = append(internal.Types, types.Int4)
+	for side, in := range ins {
+		for i, c := range in.cols {
+			internal.Columns = append(internal.Columns, "lr"[side:side+1]+strconv.Itoa(i))
+			internal.Types = append(internal.Types, c.typ)
+		}
+	}
+	lw, rw := len(ins[0].cols), len(ins[1].cols)
+	var keyCols []int
+	for i, k := range bj.LeftKeys {
+		keyCols = append(keyCols, 1+lw+rw+i)
+		internal.Columns = append(internal.Columns, "k"+strconv.Itoa(i))
+		internal.Types = append(internal.Types, k.Type)
+	}
+	internal.Key = keyCols
+	signed := ins[0].leaf == nil || ins[1].leaf == nil
+	spec := &operators.JoinSpec{Type: bj.Kind, LeftWidth: lw, RightWidth: rw, LeftKey: keyCols, RightKey: keyCols, Residual: bj.On}
+	if signed {
+		spec.SignCol = len(internal.Columns)
+		internal.Columns = append(internal.Columns, "sign")
+		internal.Types = append(internal.Types, types.Int8)
+	}
+	for side, in := range ins {
+		keys := bj.LeftKeys
+		if side == 1 {
+			keys = bj.RightKeys
+		}
+		exprs := sideRow(side, ins[0].cols, ins[1].cols, keys)
+		if signed {
+			if in.leaf == nil {
+				exprs = append(exprs, expr.Col(len(in.cols), types.Int8, "_sign"))
+			} else {
+				exprs = append(exprs, expr.Const(types.NewInt(types.Int8, 1)))
+			}
+		}
+		t.stages = append(t.stages, engine.Stage{
+			Name: in.stage, Inputs: []string{in.read}, Output: internal.Name,
+			Steps:      append(in.steps, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: internal.Columns}),
+			OutputKey:  keyCols,
+			SourceBase: int32(side) << 16,
+		})
+	}
+	t.internal = append(t.internal, internal)
+	stage := "join" + suffix
+	var cols []scopeCol
+	cols = append(append(cols, ins[0].cols...), ins[1].cols...)
+	if path == "" {
+		t.cols = cols
+	}
+	return joinInput{read: internal.Name, stage: stage, cols: cols, partitions: internal.Partitions,
+		steps: []operators.Step{{Op: operators.OpHashJoin, Join: spec}}}, nil
+}
+
+// input lays out one input of a join: a stream, or a join below it.
+func (t *joinTree) input(cat Catalog, te sql.TableExpr, en engine.Node, path string) (joinInput, error) {
+	switch te := te.(type) {
+	case *sql.TableName:
+		rel, sc, err := streamInput(cat, te)
+		if err != nil {
+			return joinInput{}, joinInputError(err)
+		}
+		base := 0
+		if n := len(t.leaves); n > 0 {
+			base = t.bases[n-1] + len(t.leaves[n-1].ReadColumns())
+		}
+		t.leaves, t.bases = append(t.leaves, rel), append(t.bases, base)
+		return joinInput{read: rel.Name, stage: path, cols: sc.cols, leaf: rel, partitions: rel.Partitions}, nil
+	case *sql.Join:
+		bj, ok := en.(*engine.Join)
+		if !ok {
+			return joinInput{}, pgerror.NotSupported("this join in a materialized view")
+		}
+		return t.join(cat, te, bj, path)
+	}
+	return joinInput{}, pgerror.NotSupported("joins of subqueries or windows in a materialized view").
+		WithHint("Join streams; a view can read another view's rows, not join them yet.")
+}
+
+// childPath names the input side (0 left, 1 right) of the join at path.
+func childPath(path string, side int) string {
+	s := "left"
+	if side == 1 {
+		s = "right"
+	}
+	if path == "" {
+		return s
+	}
+	return path + "_" + s
+}
+
+// sideRow is the projection of one side's row (side 0 left, 1 right) into
+// a join's internal topic: [side, left columns…, right columns…, key
+// columns…], the other side's columns NULL.
+func sideRow(side int, lcols, rcols []scopeCol, keys []*expr.Expr) []*expr.Expr {
+	exprs := []*expr.Expr{expr.Const(types.NewInt(types.Int4, int64(side)))}
+	for s, cols := range [2][]scopeCol{lcols, rcols} {
+		for i, c := range cols {
+			if s == side {
+				exprs = append(exprs, expr.Col(i, c.typ, c.name))
+			} else {
+				exprs = append(exprs, expr.TypedNull(c.typ))
+			}
+		}
+	}
+	return append(exprs, keys...)
+}
+
+// viewKey is the hidden key of a view over the tree: where each stream's
+// row came from (its _partition and _offset, NULL where an outer join
+// pads), named _left_partition, _left_offset, _right_partition,
+// _right_offset for a join of two streams and _partition_<n>,
+// _offset_<n> (n = 1 for the first stream in the FROM clause) for more.
+func (t *joinTree) viewKey() (cols []catalog.Column, exprs []*expr.Expr) {
+	for n, leaf := range t.leaves {
+		for _, m := range []struct {
+			meta string
+			at   int // after the stream's columns
+			typ  types.Type
+		}{{"_partition", 1, types.Int4}, {"_offset", 2, types.Int8}} {
+			name := m.meta + "_" + strconv.Itoa(n+1)
+			if len(t.leaves) == 2 {
+				name = "_" + [2]string{"left", "right"}[n] + m.meta
+			}
+			exprs = append(exprs, expr.Col(t.bases[n]+len(leaf.Columns)+m.at, m.typ, m.meta))
+			cols = append(cols, catalog.Column{Name: name, Type: m.typ, Hidden: true})
+		}
+	}
+	return cols, exprs
+}
