@@ -30,7 +30,7 @@ type joinTree struct {
 	leaves   []*catalog.Relation // the streams, in the joined row's column order
 	bases    []int               // each leaf's first column in the joined row
 	cols     []scopeCol          // the joined row's columns
-	outer    string              // the kind of the first outer join met ("" none): then rows can be taken back
+	outer    string              // why joined rows can be taken back ("a LEFT JOIN", "a join with a view"; "" they cannot)
 	stages   []engine.Stage      // every stage but the top join's
 	internal []engine.Stream
 	top      joinInput // the top join: read its internal topic with its steps
@@ -70,7 +70,7 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 			WithHint("Join on a key: ON a.k = b.k.")
 	}
 	if bj.Kind != "inner" && t.outer == "" {
-		t.outer = strings.ToUpper(bj.Kind) + " JOIN"
+		t.outer = "a " + strings.ToUpper(bj.Kind) + " JOIN"
 	}
 	var ins [2]joinInput
 	for side, sub := range [2]sql.TableExpr{j.Left, j.Right} {
@@ -109,7 +109,7 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 		internal.Types = append(internal.Types, k.Type)
 	}
 	internal.Key = keyCols
-	signed := ins[0].leaf == nil || ins[1].leaf == nil
+	signed := ins[0].signed() || ins[1].signed()
 	spec := &operators.JoinSpec{Type: bj.Kind, LeftWidth: lw, RightWidth: rw, LeftKey: keyCols, RightKey: keyCols, Residual: bj.On}
 	if signed {
 		spec.SignCol = len(internal.Columns)
@@ -123,9 +123,12 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 		}
 		exprs := sideRow(side, ins[0].cols, ins[1].cols, keys)
 		if signed {
-			if in.leaf == nil {
+			switch {
+			case in.leaf == nil: // a join's rows: [columns…, sign]
 				exprs = append(exprs, expr.Col(len(in.cols), types.Int8, "_sign"))
-			} else {
+			case in.signed(): // a view's, after its changelog step
+				exprs = append(exprs, signColumn(in.leaf))
+			default:
 				exprs = append(exprs, expr.Const(types.NewInt(types.Int8, 1)))
 			}
 		}
@@ -147,11 +150,18 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 		steps: []operators.Step{{Op: operators.OpHashJoin, Join: spec}}}, nil
 }
 
-// input lays out one input of a join: a stream, or a join below it.
+// signed says whether the input's rows can go as well as come: a join's
+// (its rows carry their sign) or a view's (its changelog step signs them).
+func (in joinInput) signed() bool {
+	return in.leaf == nil || in.leaf.Kind == catalog.MaterializedView
+}
+
+// input lays out one input of a join: a stream or a view, or a join below
+// it.
 func (t *joinTree) input(cat Catalog, te sql.TableExpr, en engine.Node, path string) (joinInput, error) {
 	switch te := te.(type) {
 	case *sql.TableName:
-		rel, sc, err := streamInput(cat, te)
+		rel, sc, err := changelogInput(cat, te)
 		if err != nil {
 			return joinInput{}, joinInputError(err)
 		}
@@ -160,7 +170,15 @@ func (t *joinTree) input(cat Catalog, te sql.TableExpr, en engine.Node, path str
 			base = t.bases[n-1] + len(t.leaves[n-1].ReadColumns())
 		}
 		t.leaves, t.bases = append(t.leaves, rel), append(t.bases, base)
-		return joinInput{read: rel.Name, stage: path, cols: sc.cols, leaf: rel, partitions: rel.Partitions}, nil
+		in := joinInput{read: rel.Name, stage: path, cols: sc.cols, leaf: rel, partitions: rel.Partitions}
+		if rel.Kind == catalog.MaterializedView {
+			// its table's changes, as signed rows [columns…, metadata…, sign]
+			in.steps = []operators.Step{changelogStep(rel)}
+			if t.outer == "" {
+				t.outer = "a join with a view"
+			}
+		}
+		return in, nil
 	case *sql.Join:
 		bj, ok := en.(*engine.Join)
 		if !ok {
@@ -201,25 +219,36 @@ func sideRow(side int, lcols, rcols []scopeCol, keys []*expr.Expr) []*expr.Expr 
 	return append(exprs, keys...)
 }
 
-// viewKey is the hidden key of a view over the tree: where each stream's
-// row came from (its _partition and _offset, NULL where an outer join
-// pads), named _left_partition, _left_offset, _right_partition,
-// _right_offset for a join of two streams and _partition_<n>,
-// _offset_<n> (n = 1 for the first stream in the FROM clause) for more.
+// viewKey is the hidden key of a view over the tree: where each input's
+// row came from (NULL where an outer join pads). A stream's row is its
+// record, by _partition and _offset, named _left_partition, _left_offset,
+// _right_partition, _right_offset for a join of two inputs and
+// _partition_<n>, _offset_<n> (n = 1 for the first input in the FROM
+// clause) for more. A view's row is all of its columns, named
+// _left_<column> or _<column>_<n> alike: not its key, which the two
+// versions of an updated row share, since each version goes its own way
+// through the joins (its join key may differ) and the one leaving may
+// reach the view after the one coming.
 func (t *joinTree) viewKey() (cols []catalog.Column, exprs []*expr.Expr) {
-	for n, leaf := range t.leaves {
-		for _, m := range []struct {
-			meta string
-			at   int // after the stream's columns
-			typ  types.Type
-		}{{"_partition", 1, types.Int4}, {"_offset", 2, types.Int8}} {
-			name := m.meta + "_" + strconv.Itoa(n+1)
-			if len(t.leaves) == 2 {
-				name = "_" + [2]string{"left", "right"}[n] + m.meta
-			}
-			exprs = append(exprs, expr.Col(t.bases[n]+len(leaf.Columns)+m.at, m.typ, m.meta))
-			cols = append(cols, catalog.Column{Name: name, Type: m.typ, Hidden: true})
+	add := func(n int, src string, col int, typ types.Type) {
+		name := "_" + strings.TrimLeft(src, "_")
+		if len(t.leaves) == 2 {
+			name = "_" + [2]string{"left", "right"}[n] + name
+		} else {
+			name += "_" + strconv.Itoa(n+1)
 		}
+		exprs = append(exprs, expr.Col(t.bases[n]+col, typ, src))
+		cols = append(cols, catalog.Column{Name: name, Type: typ, Hidden: true})
+	}
+	for n, leaf := range t.leaves {
+		if leaf.Kind == catalog.MaterializedView {
+			for i, c := range leaf.Columns {
+				add(n, c.Name, i, c.Type)
+			}
+			continue
+		}
+		add(n, "_partition", len(leaf.Columns)+1, types.Int4)
+		add(n, "_offset", len(leaf.Columns)+2, types.Int8)
 	}
 	return cols, exprs
 }

@@ -513,10 +513,7 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 	if err != nil {
 		return nil, err
 	}
-	over := ""
-	if t.outer != "" {
-		over = "a " + t.outer
-	}
+	over := t.outer
 	q, err := groupedQuery(cat, sel, sc, over)
 	if err != nil {
 		return nil, err
