@@ -26,7 +26,9 @@
 // group aggregate given a sign column takes -1 rows back out of count, sum
 // and avg (signedAcc) and deletes a group all of whose rows left. The
 // hash join of views (hashjoin.go) emits signed rows too: pairs, and an
-// outer row's NULL-padded row until its first partner takes it back.
+// outer row's NULL-padded row until its first partner takes it back; it
+// also takes signed input (another join's rows, a view's changes) and
+// takes back the pairs of a row that goes.
 //
 // Per-row evaluation errors go to the chain's RowError policy: bounded
 // queries abort with the error (PostgreSQL semantics), pipelines count the
