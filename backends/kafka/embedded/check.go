@@ -37,9 +37,11 @@ import (
 //     they increase; a topic that is not compacted has no gaps, within
 //     and across segments), and one valid 15-byte .idx entry per batch.
 //     A torn tail is only in the partition's last segment and is at most
-//     one batch: a partial batch, or a whole batch whose .idx entry was
-//     not written (kfake writes the batch, then its entry, then
-//     acknowledges it; such a batch was never acknowledged).
+//     one batch: a partial batch (none of its bytes left, even, while
+//     its .idx entry is there: the order in which two files' pages reach
+//     the disk is not known), or a whole batch whose .idx entry was not
+//     written (kfake writes the batch, then its entry, then acknowledges
+//     it; such a batch was never acknowledged).
 //   - groups.log, pids.log: kfake's framed entries (length, CRC32C,
 //     version); a torn tail is a partial last entry after which no whole
 //     entry follows.
@@ -484,6 +486,15 @@ func checkSegment(pdir string, base, prevEnd int64, compacted, last bool, log *s
 	}
 	whole := len(idx) / idxEntrySize
 	if pos == len(raw) {
+		if last && whole == n+1 {
+			// The last batch's bytes all gone but its .idx entry there:
+			// the partial batch below with none of its bytes left.
+			if err := os.Truncate(idxPath, int64(n*idxEntrySize)); err != nil {
+				return -1, false, fmt.Errorf("embedded: repair %s: %w", idxPath, err)
+			}
+			warnRepaired(log, segPath, int64(pos), 0, "an entry in "+filepath.Base(idxPath)+" for a last batch none of whose bytes are there")
+			return end, true, nil
+		}
 		if whole > n {
 			return -1, false, &DamageError{File: segPath, Offset: int64(pos),
 				Reason: fmt.Sprintf("%s lists %d batches but only %d are there: acknowledged batches are missing at its end", filepath.Base(idxPath), whole, n)}
@@ -535,9 +546,15 @@ func truncateTail(path string, pos, n int64, what string, log *slog.Logger) erro
 	if err := os.Truncate(path, pos); err != nil {
 		return fmt.Errorf("embedded: repair %s: %w", path, err)
 	}
+	warnRepaired(log, path, pos, n, what)
+	return nil
+}
+
+// warnRepaired says that a torn tail of path was cut at pos, n bytes
+// dropped.
+func warnRepaired(log *slog.Logger, path string, pos, n int64, what string) {
 	log.Warn("embedded: repaired a torn tail (the trace of a stop in the middle of a write): what was written last, unacknowledged or not synced, is gone",
 		"file", path, "at", pos, "bytes_dropped", n, "found", what)
-	return nil
 }
 
 // clampCommits lowers the group commits beyond the new end of a partition
