@@ -12,7 +12,9 @@ import (
 // values followed by the right row's. Equi-join keys (LeftKeys[i] =
 // RightKeys[i]) are matched through a hash table of the right input;
 // On, when set, is evaluated over the joined row. Kind is "inner",
-// "left", "right", "full" or "cross".
+// "left", "right", "full" or "cross", or "semi" and "anti", whose rows
+// are the left rows alone that have a partner (EXISTS), or have none
+// (NOT EXISTS).
 type Join struct {
 	Kind        string
 	Left, Right Node
@@ -162,8 +164,19 @@ func (q *query) runJoin(ctx context.Context, j *Join, env *expr.Env, emit operat
 					}
 				}
 				matched = true
+				if j.Kind == "semi" || j.Kind == "anti" {
+					break // the left row alone, or not at all
+				}
 				matchedRight[ri] = true
 				out.Rows = append(out.Rows, row)
+				if len(out.Rows) >= joinBatch {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			if (j.Kind == "semi" && matched) || (j.Kind == "anti" && !matched) {
+				out.Rows = append(out.Rows, append(types.Row(nil), l...))
 				if len(out.Rows) >= joinBatch {
 					if err := flush(); err != nil {
 						return err

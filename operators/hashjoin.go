@@ -28,6 +28,12 @@ import (
 // NULL-padded row, if it had no partner). A row going that the join does
 // not hold (it was set aside when it came) is ignored.
 //
+// A semi join (Type "semi", EXISTS) and an anti join ("anti", NOT
+// EXISTS) put out left rows only, as [left columns…, NULLs…, sign]: a
+// semi join a left row while it has a partner (it comes with its first
+// and goes with its last), an anti join one while it has none (the NULL-
+// padded row of a LEFT JOIN, without the pairs).
+//
 // State per row: a data entry keyed (side, key, seq) holding the count of
 // partners the row has met (kept for outer sides only; 0 for the others)
 // and its values.
@@ -36,19 +42,23 @@ type HashJoin struct {
 	Residual expr.Eval // nil: none
 	OnError  RowError
 
-	kv   KV
-	seq  int64 // next row sequence number; -1 until loaded
-	keep [2]bool
-	key  []byte
-	buf  []byte
-	out  []types.Row
+	kv    KV
+	seq   int64   // next row sequence number; -1 until loaded
+	keep  [2]bool // a side's rows without a partner come out alone (NULL-padded), or come with the first (semi)
+	semi  bool    // a left row comes out alone while it has a partner, not while it has none
+	pairs bool    // pairs come out (not in a semi or anti join)
+	key   []byte
+	buf   []byte
+	out   []types.Row
 }
 
 // NewHashJoin builds the operator.
 func NewHashJoin(spec JoinSpec, residual expr.Eval, onErr RowError) *HashJoin {
 	j := &HashJoin{Spec: spec, Residual: residual, OnError: onErr, seq: -1}
-	j.keep[0] = spec.Type == "left" || spec.Type == "full"
+	j.keep[0] = spec.Type == "left" || spec.Type == "full" || spec.Type == "semi" || spec.Type == "anti"
 	j.keep[1] = spec.Type == "right" || spec.Type == "full"
+	j.semi = spec.Type == "semi"
+	j.pairs = spec.Type != "semi" && spec.Type != "anti"
 	return j
 }
 
@@ -123,6 +133,15 @@ func (j *HashJoin) orphan(s int, row types.Row, sign int64) types.Row {
 	return j.signed(nil, row, sign)
 }
 
+// alone is the sign of a row put out alone as its partners change: sign
+// for an outer row's padded one, -sign for a semi join's row.
+func (j *HashJoin) alone(sign int64) int64 {
+	if j.semi {
+		return -sign
+	}
+	return sign
+}
+
 // Process implements Operator.
 func (j *HashJoin) Process(b *Batch, emit Emit) error {
 	if err := j.ensureKV(); err != nil {
@@ -155,7 +174,7 @@ rows:
 		key := j.key[:0]
 		for _, c := range keyCols {
 			if row[c].IsNull() { // NULL = anything is not true: no partner ever
-				if j.keep[s] {
+				if j.keep[s] && !j.semi {
 					j.out = append(j.out, j.orphan(s, mine, sign))
 				}
 				continue rows
@@ -198,13 +217,15 @@ rows:
 			}
 			matched++
 			if j.keep[o] {
-				if n == 0 {
-					j.out = append(j.out, j.orphan(o, other, -1))
+				if n == 0 { // its first partner: a semi join's row comes, an outer one's padded row goes
+					j.out = append(j.out, j.orphan(o, other, j.alone(-1)))
 				}
 				nv := binary.AppendUvarint(nil, n+1)
 				counts = append(counts, recount{append([]byte(nil), k...), append(nv, v[m:]...)})
 			}
-			j.out = append(j.out, pair)
+			if j.pairs {
+				j.out = append(j.out, pair)
+			}
 			return nil
 		})
 		if err != nil {
@@ -222,7 +243,7 @@ rows:
 				return err
 			}
 		}
-		if j.keep[s] && matched == 0 {
+		if j.keep[s] && (matched > 0) == j.semi {
 			j.out = append(j.out, j.orphan(s, mine, 1))
 		}
 		if !j.keep[s] {
@@ -288,13 +309,15 @@ func (j *HashJoin) retract(b *Batch, i, s int, key []byte, mine types.Row) error
 				return nil
 			}
 		}
-		j.out = append(j.out, pair)
+		if j.pairs {
+			j.out = append(j.out, pair)
+		}
 		if j.keep[o] {
 			if n == 0 {
 				return errBadState // a partner always counts the rows it met
 			}
-			if n == 1 {
-				j.out = append(j.out, j.orphan(o, other, 1))
+			if n == 1 { // its last partner: a semi join's row goes, an outer one's padded row comes back
+				j.out = append(j.out, j.orphan(o, other, j.alone(1)))
 			}
 			nv := binary.AppendUvarint(nil, n-1)
 			counts = append(counts, recount{append([]byte(nil), k...), append(nv, v[m:]...)})
@@ -313,7 +336,7 @@ func (j *HashJoin) retract(b *Batch, i, s int, key []byte, mine types.Row) error
 			return err
 		}
 	}
-	if j.keep[s] && partners == 0 {
+	if j.keep[s] && (partners > 0) == j.semi {
 		j.out = append(j.out, j.orphan(s, mine, -1))
 	}
 	return j.kv.Delete(held)

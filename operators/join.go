@@ -17,7 +17,7 @@ import (
 // right columns…] with side 0 (left) or 1 (right) and the other side's
 // columns NULL. Output rows are [left columns…, right columns…].
 type JoinSpec struct {
-	Type       string     `json:"type"` // "inner", "left", "right", "full"
+	Type       string     `json:"type"` // "inner", "left", "right", "full"; a hash join's also "semi", "anti"
 	LeftWidth  int        `json:"left_width"`
 	RightWidth int        `json:"right_width"`
 	LeftKey    []int      `json:"left_key"`  // input columns of the left key

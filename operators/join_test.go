@@ -179,17 +179,26 @@ func nestedJoin(rows []joinRow, typ string, match func(l, r joinRow) bool) []str
 			right = append(right, r)
 		}
 	}
-	var want []string
+	var want, pairs []string
 	lm, rm := map[int64]bool{}, map[int64]bool{}
 	for _, l := range left {
 		for _, r := range right {
 			if l.key == nil || r.key == nil || *l.key != *r.key || !match(l, r) {
 				continue
 			}
-			want = append(want, fmt.Sprintf("%d|%d", l.id, r.id))
+			pairs = append(pairs, fmt.Sprintf("%d|%d", l.id, r.id))
 			lm[l.id], rm[r.id] = true, true
 		}
 	}
+	if typ == "semi" || typ == "anti" { // left rows alone: with a partner, or without
+		for _, l := range left {
+			if lm[l.id] == (typ == "semi") {
+				want = append(want, fmt.Sprintf("%d|-", l.id))
+			}
+		}
+		return want
+	}
+	want = pairs
 	if typ == "left" || typ == "full" {
 		for _, l := range left {
 			if !lm[l.id] {
@@ -214,7 +223,9 @@ func nestedJoin(rows []joinRow, typ string, match func(l, r joinRow) bool) []str
 // and checks after every batch that its signed output, summed per pair,
 // is exactly the nested-loop join of the rows live so far:
 // every pair once, an outer row with NULLs once while it has no partner
-// and not at all once it has one, and nothing ever below 0 or above 1.
+// and not at all once it has one (a semi join's left row only while it
+// has one, an anti join's only while it has none), and nothing ever below
+// 0 or above 1.
 func TestHashJoinOracle(t *testing.T) {
 	cases := 600
 	if testing.Short() {
@@ -223,7 +234,7 @@ func TestHashJoinOracle(t *testing.T) {
 	for c := 0; c < cases; c++ {
 		seed := uint64(20261202 + c)
 		rng := rand.New(rand.NewPCG(seed, 11))
-		typ := []string{"inner", "left", "right", "full"}[c%4]
+		typ := []string{"inner", "left", "right", "full", "semi", "anti"}[c/2%6]
 		residual := c%3 == 0 // l.id % 2 = r.id % 2
 		keys := 1 + rng.IntN(5)
 		n := 10 + rng.IntN(150)

@@ -54,6 +54,15 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if !ok {
 		return nil, pgerror.NotSupported("this continuous query")
 	}
+	if ca.Kind == sql.KindMaterializedView {
+		var err error
+		if sel, _, err = existsAsJoins(cat, sel); err != nil {
+			return nil, err
+		}
+	} else if hasProbe(sel) {
+		return nil, pgerror.NotSupported("EXISTS or IN (SELECT …) in a %s (a row's answer changes as the subquery's input grows, and a stream's rows do not change)", ca.Kind).
+			WithHint("Use CREATE MATERIALIZED VIEW, which keeps both inputs and puts a row in or takes it out as the answer changes.")
+	}
 	if sel.Distinct {
 		d, err := distinctAsGroups(cat, sel, ca.Kind)
 		if err != nil {

@@ -29,6 +29,7 @@ type joinTree struct {
 	name     string
 	leaves   []*catalog.Relation // the streams, in the joined row's column order
 	bases    []int               // each leaf's first column in the joined row
+	probes   []*catalog.Relation // the inputs of semi and anti joins' right sides, whose columns are not in the joined row
 	cols     []scopeCol          // the joined row's columns
 	outer    string              // why joined rows can be taken back ("a LEFT JOIN", "a join with a view"; "" they cannot)
 	stages   []engine.Stage      // every stage but the top join's
@@ -65,11 +66,20 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 	if bj.Kind == "cross" {
 		bj.Kind = "inner"
 	}
+	if len(bj.LeftKeys) == 0 && (bj.Kind == "semi" || bj.Kind == "anti") {
+		return joinInput{}, pgerror.NotSupported("EXISTS or IN (SELECT …) in a materialized view without an equality between the subquery's row and the outer one").
+			WithHint("Correlate it on a key: WHERE r.k = outer.k.")
+	}
 	if len(bj.LeftKeys) == 0 {
 		return joinInput{}, pgerror.NotSupported("a join in a materialized view without an equality between its two sides").
 			WithHint("Join on a key: ON a.k = b.k.")
 	}
-	if bj.Kind != "inner" && t.outer == "" {
+	probe := bj.Kind == "semi" || bj.Kind == "anti" // EXISTS, NOT EXISTS: a semi join's rows go only when signed rows do
+	switch {
+	case t.outer != "" || bj.Kind == "inner" || bj.Kind == "semi":
+	case bj.Kind == "anti":
+		t.outer = "NOT EXISTS"
+	default:
 		t.outer = "a " + strings.ToUpper(bj.Kind) + " JOIN"
 	}
 	var ins [2]joinInput
@@ -78,9 +88,14 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 		if side == 1 {
 			en, width = bj.Right, bj.RightWidth
 		}
+		leaves := len(t.leaves)
 		in, err := t.input(cat, sub, en, childPath(path, side))
 		if err != nil {
 			return joinInput{}, err
+		}
+		if probe && side == 1 { // only the left side's columns go on
+			t.probes = append(t.probes, t.leaves[leaves:]...)
+			t.leaves, t.bases = t.leaves[:leaves], t.bases[:leaves]
 		}
 		if len(in.cols) != width {
 			return joinInput{}, pgerror.New(pgerror.Internal, "planner: join input of %d columns, planned %d", len(in.cols), width)
@@ -143,11 +158,26 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 	stage := "join" + suffix
 	var cols []scopeCol
 	cols = append(append(cols, ins[0].cols...), ins[1].cols...)
+	steps := []operators.Step{{Op: operators.OpHashJoin, Join: spec}}
+	if probe { // [left columns…, sign]
+		cols = ins[0].cols
+		var exprs []*expr.Expr
+		var names []string
+		for i, c := range cols {
+			exprs, names = append(exprs, expr.Col(i, c.typ, c.name)), append(names, c.name)
+		}
+		exprs, names = append(exprs, expr.Col(lw+rw, types.Int8, "_sign")), append(names, "_sign")
+		steps = append(steps, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names})
+	}
 	if path == "" {
 		t.cols = cols
 	}
-	return joinInput{read: internal.Name, stage: stage, cols: cols, partitions: internal.Partitions,
-		steps: []operators.Step{{Op: operators.OpHashJoin, Join: spec}}}, nil
+	return joinInput{read: internal.Name, stage: stage, cols: cols, partitions: internal.Partitions, steps: steps}, nil
+}
+
+// inputs are every relation the tree reads.
+func (t *joinTree) inputs() []*catalog.Relation {
+	return append(append([]*catalog.Relation(nil), t.leaves...), t.probes...)
 }
 
 // signed says whether the input's rows can go as well as come: a join's

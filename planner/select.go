@@ -437,6 +437,9 @@ func (b *builder) joinNode(kind string, ln engine.Node, ls *scope, rn engine.Nod
 	if join.Kind == "cross" && (len(join.LeftKeys) > 0 || join.On != nil) {
 		join.Kind = "inner"
 	}
+	if join.Kind == "semi" || join.Kind == "anti" { // EXISTS, NOT EXISTS: the left rows alone
+		return join, &scope{cols: ls.cols}, nil
+	}
 	return join, sc, nil
 }
 

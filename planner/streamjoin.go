@@ -232,7 +232,7 @@ func planJoinView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (
 	joinSteps := append(append([]operators.Step(nil), t.top.steps...), steps[:len(steps)-1]...)
 	joinSteps = append(joinSteps, proj)
 	errs := ErrorsRelation(ca.Name)
-	out := &Continuous{Errors: errs, Inputs: t.leaves, Topology: &engine.Topology{
+	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &engine.Topology{
 		Stages: append(t.stages,
 			engine.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: ca.Name + ChangesSuffix, Steps: joinSteps}),
 		Internal: t.internal,
@@ -540,7 +540,7 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 	}
 	joinSteps = append(joinSteps, keyed)
 	errs := ErrorsRelation(ca.Name)
-	out := &Continuous{Errors: errs, Inputs: t.leaves, Topology: &engine.Topology{
+	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &engine.Topology{
 		Stages: append(t.stages,
 			engine.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: internal.Name, Steps: joinSteps, OutputKey: q.partition},
 			engine.Stage{Name: "aggregate", Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()}),

@@ -868,6 +868,23 @@ func genJoinView(rng *rand.Rand) (q string, global bool) {
 		}
 		groups3 = []string{"c.k", "c.id IS NULL"}
 	}
+	if rng.Intn(4) == 0 { // a semi or anti join: [NOT] EXISTS, IN (SELECT …)
+		probe := pick(rng, "EXISTS (SELECT 1 FROM jc p WHERE p.k = a.k)",
+			"NOT EXISTS (SELECT 1 FROM jc p WHERE p.k = b.k AND p.v > a.v)",
+			"a.v IN (SELECT v FROM jc p WHERE p.id % 2 = 0)",
+			"NOT EXISTS (SELECT 1 FROM ja WHERE ja.k = b.k AND ja.v = b.v)",
+			"EXISTS (SELECT 1 FROM jc p WHERE k = a.v AND v IS NOT NULL)",
+			"EXISTS (SELECT 1 FROM jb p WHERE p.k = a.k AND p.id <> a.id)",
+			"NOT EXISTS (SELECT 1 FROM ja p WHERE p.k = b.k AND p.id > b.id)")
+		if where == "" {
+			where = " WHERE " + probe
+		} else {
+			where = " WHERE (" + where[len(" WHERE "):] + ") AND " + probe
+		}
+		if strings.HasPrefix(probe, "NOT") {
+			kind = "LEFT JOIN" // rows leave: only aggregates that take a row back
+		}
+	}
 	from += where
 	switch rng.Intn(3) {
 	case 0:
