@@ -34,7 +34,7 @@ scenarios:
   select    SELECT count(*), sum(qty) … WHERE price > X over streams of two lengths; SELECT * LIMIT 10
   pipeline  catch-up of a filter+project continuous query vs plain franz-go copies (raw, transactional)
   windows   catch-up of TUMBLE and HOP aggregations and of GROUP BY views with 1M vs 10k keys (child server)
-  joins     views over joins: a join view (Nexmark q3), an aggregate over an inner and a LEFT join (q4 shape)
+  joins     views over joins: a join view (Nexmark q3), an aggregate over an inner and a LEFT join (q4 shape) and over a three-way join
   pull      SELECT * FROM view WHERE key = $1 from 16 connections over a 1M-key view (extended and simple protocol)
   eos       exactly-once vs at-least-once: TUMBLE catch-up at 100ms/1s/10s checkpoints; produce-to-visible latency
   recovery  kill -9 of a server with 1M keys of state; restart with the data dir kept and wiped, time to ready
@@ -145,7 +145,7 @@ func run(args []string) error {
 		auctions = fs.Int64("auctions", 1_900_000, "rows of the auctions stream (q3)")
 		keys = fs.Int64("persons", 100_000, "rows of the persons stream, also the bids' distinct bidders")
 		partitions = fs.Int("partitions", 4, "partitions of every stream")
-		variants = fs.String("variants", "q3,q4,q4-left", "q3 (join view), q4 (aggregate over a join), q4-left (over a LEFT JOIN)")
+		variants = fs.String("variants", "q3,q4,q4-left,3-way", "q3 (join view), q4 (aggregate over a join), q4-left (over a LEFT JOIN), 3-way (aggregate over bids, auctions and persons)")
 		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one variant's catch-up")
 	case "pull":
 		rowsOne = fs.Int64("rows", 1_000_000, "rows of the input stream")
