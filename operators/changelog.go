@@ -1,8 +1,11 @@
 package operators
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
+	"sort"
 
 	"github.com/cockroachdb/apd/v3"
 
@@ -103,15 +106,126 @@ func (c *Changelog) OnCheckpoint() error { return nil }
 // Finish implements Operator.
 func (c *Changelog) Finish(Emit) error { return nil }
 
-// Retracts says whether an aggregate can take rows back out of its state
-// (an aggregate over signed rows): count, sum and avg can; min, max and
-// the others would need every row of the group kept.
+// Retracts says whether an aggregate can run over signed rows, taking a
+// row back out when it leaves: count, sum and avg fold it out of their
+// running result (signedAcc); min, max, bool_and, bool_or, every and the
+// DISTINCT forms of those and of count, sum and avg keep the group's
+// values with their counts (bagAcc). string_agg and array_agg, whose
+// results depend on the rows' order, cannot.
 func Retracts(name string, distinct bool) bool {
+	return (!distinct && (name == "count" || name == "sum" || name == "avg")) || bagged(name, distinct)
+}
+
+// retractor is an accumulator over signed rows: signedAcc, bagAcc.
+type retractor interface {
+	retract(v types.Value) error
+}
+
+// bagged says whether an aggregate over signed rows is a bagAcc.
+func bagged(name string, distinct bool) bool {
 	switch name {
+	case "min", "max", "bool_and", "bool_or", "every":
+		return true
 	case "count", "sum", "avg":
-		return !distinct
+		return distinct
 	}
 	return false
+}
+
+// bagAcc is an aggregate over signed rows whose result a leaving row
+// cannot be folded out of (min, max, the boolean ones, the DISTINCT
+// ones; see Retracts): it keeps the group's distinct non-NULL values,
+// each with the count of rows holding it, in key order, and computes its
+// result from them, each value once (which is all these aggregates need
+// of a value). State: the values and their counts. It is as large as the
+// group's distinct values, and each result reads them all.
+type bagAcc struct {
+	f    *AggFunc
+	vals []bagVal
+	buf  []byte
+}
+
+type bagVal struct {
+	key []byte
+	v   types.Value // the first of the values of this key that came
+	n   int64
+}
+
+func (a *bagAcc) find(v types.Value) (int, bool) {
+	a.buf = types.AppendKey(a.buf[:0], v)
+	return sort.Find(len(a.vals), func(i int) int { return bytes.Compare(a.buf, a.vals[i].key) })
+}
+
+func (a *bagAcc) Add(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	i, ok := a.find(v)
+	if ok {
+		a.vals[i].n++
+		return nil
+	}
+	a.vals = slices.Insert(a.vals, i, bagVal{key: append([]byte(nil), a.buf...), v: v, n: 1})
+	return nil
+}
+
+// retract takes one row's value back out; a value it does not hold (its
+// row was set aside when it came) changes nothing.
+func (a *bagAcc) retract(v types.Value) error {
+	if v.K == types.Null {
+		return nil
+	}
+	if i, ok := a.find(v); ok {
+		if a.vals[i].n--; a.vals[i].n == 0 {
+			a.vals = slices.Delete(a.vals, i, i+1)
+		}
+	}
+	return nil
+}
+
+func (a *bagAcc) Result() types.Value {
+	acc := a.f.New()
+	for _, b := range a.vals {
+		if err := acc.Add(b.v); err != nil {
+			return types.NullValue // not reached: each value was added once before
+		}
+	}
+	return acc.Result()
+}
+
+func (a *bagAcc) AppendState(buf []byte) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(a.vals)))
+	for _, b := range a.vals {
+		buf = binary.AppendVarint(buf, b.n)
+		buf = types.AppendValue(buf, b.v)
+	}
+	return buf
+}
+
+func (a *bagAcc) LoadState(buf []byte) ([]byte, error) {
+	n, m := binary.Uvarint(buf)
+	if m <= 0 {
+		return nil, errBadState
+	}
+	buf = buf[m:]
+	a.vals = make([]bagVal, 0, n)
+	for range n {
+		c, m := binary.Varint(buf)
+		if m <= 0 {
+			return nil, errBadState
+		}
+		v, rest, err := types.DecodeValue(buf[m:])
+		if err != nil {
+			return nil, err
+		}
+		buf = rest
+		a.vals = append(a.vals, bagVal{key: types.AppendKey(nil, v), v: v, n: c})
+	}
+	return buf, nil
+}
+
+func (a *bagAcc) Merge(Accumulator) error {
+	return pgerror.New(pgerror.Internal, "operators: merge of aggregates over signed rows")
 }
 
 // signedAcc is an aggregate over signed rows (count, sum or avg, as

@@ -264,9 +264,13 @@ func (s *aggState) load() error {
 func (s *aggState) newAccs() []Accumulator {
 	accs := make([]Accumulator, len(s.aggs))
 	for i := range s.aggs {
-		accs[i] = s.aggs[i].newAcc()
-		if s.sign != 0 {
-			accs[i] = &signedAcc{inner: accs[i]}
+		switch c := &s.aggs[i]; {
+		case s.sign != 0 && bagged(c.Func.Name, c.Distinct):
+			accs[i] = &bagAcc{f: c.Func}
+		case s.sign != 0:
+			accs[i] = &signedAcc{inner: c.newAcc()}
+		default:
+			accs[i] = c.newAcc()
 		}
 	}
 	return accs
@@ -401,7 +405,7 @@ func (s *aggState) add(e *aggEntry, row types.Row) error {
 	}
 	if s.sign != 0 && row[s.sign].I < 0 {
 		for j, v := range args {
-			if err := e.accs[j].(*signedAcc).retract(v); err != nil {
+			if err := e.accs[j].(retractor).retract(v); err != nil {
 				return err
 			}
 		}

@@ -81,8 +81,8 @@ func streamInput(cat Catalog, t *sql.TableName) (*catalog.Relation, *scope, erro
 
 // changelogInput is streamInput for the queries that can also read a
 // materialized view, as its changes (a changelog step makes signed rows
-// of its table): grouped aggregates of count, sum and avg, and views of
-// its rows.
+// of its table): grouped aggregates that take a row back out
+// (operators.Retracts), and views of its rows.
 func changelogInput(cat Catalog, t *sql.TableName) (*catalog.Relation, *scope, error) {
 	return inputOf(cat, t, true)
 }
@@ -94,7 +94,7 @@ func inputOf(cat Catalog, t *sql.TableName, views bool) (*catalog.Relation, *sco
 	}
 	if in.Kind == catalog.MaterializedView && !views {
 		return nil, nil, pgerror.New(pgerror.FeatureNotSupported, "this continuous query over the materialized view %q is not supported yet", in.Name).
-			WithDetail("A view's rows change; so far only a materialized view can read another, to filter and project its rows or to aggregate them with count, sum and avg.").
+			WithDetail("A view's rows change; so far only a materialized view can read another, to filter and project its rows, join them or aggregate them.").
 			WithHint("Build it from the view's input stream instead.")
 	}
 	if in.Kind != catalog.Stream && in.Kind != catalog.MaterializedView {
@@ -544,13 +544,16 @@ func groupedQuery(cat Catalog, sel *sql.Select, sc *scope, over string) (*statef
 	}
 	if over != "" {
 		for _, s := range a.specs {
-			if !operators.Retracts(s.Name, s.Distinct) {
+			if !operators.Retracts(s.Name, s.Distinct) || len(s.OrderBy) > 0 {
 				what := s.Name
-				if s.Distinct {
+				switch {
+				case s.Distinct:
 					what += "(DISTINCT …)"
+				case len(s.OrderBy) > 0:
+					what += "(… ORDER BY …)"
 				}
 				return nil, pgerror.New(pgerror.FeatureNotSupported, "%s over %s is not supported yet", what, over).
-					WithDetail("Its rows change: an aggregate over them must take a row back out when it leaves. count, sum and avg can; %s would need every row of the group kept.", what).
+					WithDetail("Its rows change: an aggregate over them must take a row back out when it leaves. count, sum, avg, min, max, bool_and, bool_or and their DISTINCT forms can; %s depends on the order of the rows it keeps.", what).
 					WithHint("Aggregate the input stream instead, or compute it with a bounded query.")
 			}
 		}
