@@ -24,11 +24,14 @@
 // key; the changelog step (changelog.go) keeps each key's row and emits
 // signed rows, -1 for the row a key had and +1 for its new one, and a
 // group aggregate given a sign column takes -1 rows back out of count, sum
-// and avg (signedAcc) and deletes a group all of whose rows left. The
-// hash join of views (hashjoin.go) emits signed rows too: pairs, and an
-// outer row's NULL-padded row until its first partner takes it back; it
-// also takes signed input (another join's rows, a view's changes) and
-// takes back the pairs of a row that goes.
+// and avg (signedAcc), of min, max and the DISTINCT aggregates through
+// the group's distinct values and their counts (bagAcc), and deletes a
+// group all of whose rows left. The hash join of views (hashjoin.go)
+// emits signed rows too: pairs, and an outer row's NULL-padded row until
+// its first partner takes it back (a semi join's left row while it has
+// a partner, an anti join's while it has none); it also takes signed
+// input (another join's rows, a view's changes) and takes back the pairs
+// of a row that goes.
 //
 // Per-row evaluation errors go to the chain's RowError policy: bounded
 // queries abort with the error (PostgreSQL semantics), pipelines count the

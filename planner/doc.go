@@ -33,14 +33,15 @@
 // select list leaves out become hidden view columns. A view over another
 // view reads that view's table as a changelog (inputOf: changelogInput),
 // starting with a changelog step that makes its upserts into signed rows;
-// only views of rows and retracting aggregates (count, sum, avg) accept
-// one, and every other continuous query over a view is refused with 0A000
-// (streamInput). A view over a join (streamjoin.go, jointree.go) is a
+// only views of rows, joins and aggregates that can take a row back out
+// (operators.Retracts) accept one, and every other continuous query over
+// a view is refused with 0A000 (streamInput). A view over a join (streamjoin.go, jointree.go) is a
 // tree of regular hash joins that keep every row, with signed output, so
 // that outer joins' NULL-padded rows can leave; its inputs are streams
 // or views (read as their changes), and a join below another feeds it
 // signed rows; an aggregate over it re-keys the joined rows from the top
-// join's stage.
+// join's stage. A view's EXISTS, NOT EXISTS and IN (SELECT …) conjuncts
+// become semi and anti joins in that tree (semijoin.go).
 //
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table
