@@ -47,12 +47,16 @@ const (
 	// of an inner join of the two.
 	j5DDL = "CREATE MATERIALIZED VIEW j5 AS SELECT m.d, count(*) AS n, count(m.k) AS matched, sum(e.v) AS s FROM ev e LEFT JOIN dim m ON e.k = m.k GROUP BY m.d"
 	j6DDL = "CREATE MATERIALIZED VIEW j6 AS SELECT e.k, e.v, m.d FROM ev e JOIN dim m ON e.k = m.k WHERE e.v % 100 = 0"
+	// j7 is an anti join: the rows of ev with v % 100 = 1 whose key has
+	// no dim row of d < 3; an odd key's rows are in until its dim row
+	// comes, and then leave if its d is below 3.
+	j7DDL = "CREATE MATERIALIZED VIEW j7 AS SELECT e.k, e.v, e.k % 5 AS d FROM ev e WHERE e.v % 100 = 1 AND NOT EXISTS (SELECT 1 FROM dim m WHERE m.k = e.k AND m.d < 3)"
 
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -147,6 +151,18 @@ func (d *dataset) expectJ6() map[int64][2]int64 {
 	out := map[int64][2]int64{}
 	for _, r := range d.rows {
 		if r.v%100 == 0 {
+			out[r.v] = [2]int64{r.k, r.k % 5}
+		}
+	}
+	return out
+}
+
+// expectJ7 is the view j7 once every dim row is in: the rows of ev with
+// v % 100 = 1 and k % 5 (their d) at least 3, by v, with their k and d.
+func (d *dataset) expectJ7() map[int64][2]int64 {
+	out := map[int64][2]int64{}
+	for _, r := range d.rows {
+		if r.v%100 == 1 && r.k%5 >= 3 {
 			out[r.v] = [2]int64{r.k, r.k % 5}
 		}
 	}
@@ -601,7 +617,7 @@ func compareBuckets(p *problems, got, want map[int64][2]int64) {
 	}
 }
 
-// checkJoins compares the join views j5 and j6 with their expected rows,
+// checkJoins compares the join views j5, j6 and j7 with their expected rows,
 // by SELECT (their table topics are folded the same way as t3's and v4's
 // by the view copy SELECT reads).
 func checkJoins(t *testing.T, d *dataset, conn *pgx.Conn, name string) bool {
@@ -614,7 +630,7 @@ func checkJoins(t *testing.T, d *dataset, conn *pgx.Conn, name string) bool {
 	if name == "j5" {
 		rows, err = conn.Query(ctx, "SELECT d, n, matched, s FROM j5")
 	} else {
-		rows, err = conn.Query(ctx, "SELECT v, k, d FROM j6")
+		rows, err = conn.Query(ctx, "SELECT v, k, d FROM "+name)
 	}
 	if err != nil {
 		t.Errorf("SELECT FROM %s: %v", name, err)
@@ -644,7 +660,7 @@ func checkJoins(t *testing.T, d *dataset, conn *pgx.Conn, name string) bool {
 		var v int64
 		var a [2]int64
 		if err := rows.Scan(&v, &a[0], &a[1]); err != nil {
-			t.Errorf("SELECT FROM j6: %v", err)
+			t.Errorf("SELECT FROM %s: %v", name, err)
 			return false
 		}
 		if _, dup := got6[v]; dup {
@@ -672,6 +688,9 @@ func checkJoins(t *testing.T, d *dataset, conn *pgx.Conn, name string) bool {
 		}
 	} else {
 		want := d.expectJ6()
+		if name == "j7" {
+			want = d.expectJ7()
+		}
 		for v, w := range want {
 			if g, ok := got6[v]; !ok {
 				p.add("missing row", "v=%d, want k, d = %v", v, w)
@@ -762,7 +781,7 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 			results[p] = checkTop3(t, c, d, conn)
 		case "v4":
 			results[p] = checkV4(t, c, d, conn)
-		case "j5", "j6":
+		case "j5", "j6", "j7":
 			results[p] = checkJoins(t, d, conn, p)
 		}
 	}

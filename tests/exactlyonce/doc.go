@@ -23,11 +23,14 @@
 //	j5  an aggregate over a join: SELECT m.d, count(*), count(m.k), sum(e.v)
 //	    FROM ev e LEFT JOIN dim m ON e.k = m.k GROUP BY m.d
 //	j6  a view of a join's rows: SELECT e.k, e.v, m.d FROM ev e JOIN dim m ON e.k = m.k WHERE e.v % 100 = 0
+//	j7  an anti join: SELECT e.k, e.v, e.k % 5 AS d FROM ev e WHERE e.v % 100 = 1
+//	    AND NOT EXISTS (SELECT 1 FROM dim m WHERE m.k = e.k AND m.d < 3)
 //
 // over a second stream dim (k, d = k % 5), one row per key, produced apart
 // from ev: the even keys before the data, the odd ones halfway through the
 // kills, so that j5 first counts the odd keys' rows NULL-padded and takes
-// them back out when their dim rows come.
+// them back out when their dim rows come, and j7 holds the odd keys' rows
+// until then.
 //
 // Row i has event time 2026-01-01 + i ms (monotonic in every partition);
 // v is a seeded permutation of 1..N (no ties in the top-N); the first 8
