@@ -45,7 +45,7 @@ type Step struct {
 	// HAVING condition over the aggregate's output row: a group shows in
 	// the changes only while it holds, and leaves with a delete.
 	Having *expr.Expr `json:"having,omitempty"`
-	// Sign (groupAggregate), when not 0, is the input column holding each
+	// Sign (groupAggregate, topN), when not 0, is the input column holding each
 	// row's sign: the input is signed rows (a view's changes, from a
 	// changelog step), and rows of sign -1 are taken back out. Never 0
 	// when set: the sign follows the row's columns.
@@ -301,7 +301,10 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 		if err != nil {
 			return nil, err
 		}
-		return &TopN{PartitionBy: parts, Keys: s.Keys, N: s.N, Width: s.Width, Ranking: rank, OnError: onErr}, nil
+		if s.Sign != 0 && s.Sign != s.Width {
+			return nil, pgerror.New(pgerror.Internal, "operators: top-N sign in column %d of rows of %d", s.Sign, s.Width)
+		}
+		return &TopN{PartitionBy: parts, Keys: s.Keys, N: s.N, Width: s.Width, Ranking: rank, OnError: onErr, Sign: s.Sign}, nil
 	case OpIntervalJoin, OpHashJoin:
 		if s.Join == nil {
 			return nil, pgerror.New(pgerror.Internal, "operators: %s without a spec", s.Op)
@@ -446,6 +449,9 @@ func (s *Step) String() string {
 			if k.Desc {
 				sb.WriteString(" DESC")
 			}
+		}
+		if s.Sign != 0 {
+			fmt.Fprintf(&sb, " signed by #%d", s.Sign)
 		}
 	case OpWindow:
 		if s.Over != nil {

@@ -1,7 +1,9 @@
 package operators
 
 import (
+	"bytes"
 	"encoding/binary"
+	"slices"
 	"sort"
 
 	"github.com/fvsql/fvsql/expr"
@@ -44,13 +46,22 @@ func rankingOf(name string) (Ranking, error) {
 // DENSE_RANK a delete for each position left empty when a better row
 // pushed a group of ties past N (the deleted row is the one shown there
 // before). Ties keep arrival order. State per partition key: its rows.
+//
+// With Sign set (the signed rows of a view's changes, Changelog), the
+// sign follows the Width columns of each input row, and a row may also
+// go: the operator forgets one row of equal values, and the rows after it
+// move up. Since any shown row may go, every row is kept, not only the
+// first N, and each change is the difference between the rows shown
+// before and after, position by position (an upsert where the row or its
+// number changed, a delete of each position left empty).
 type TopN struct {
 	PartitionBy []expr.Eval
 	Keys        []SortKey
 	N           int64
-	Width       int // input row width
+	Width       int // input row width (without the sign)
 	Ranking     Ranking
 	OnError     RowError
+	Sign        int // input column of each row's sign (= Width); 0: every row comes
 
 	kv      KV
 	lists   map[string]*topList
@@ -66,6 +77,7 @@ type topList struct {
 	emitted int      // positions shown before (an insert beyond, an update within)
 	lo      int      // first position changed since the last emission (-1: none)
 	dirty   bool
+	shown   []topRow // signed: the rows shown, by position, as last emitted
 }
 
 type topRow struct {
@@ -104,10 +116,14 @@ func (t *TopN) list(key []byte) (*topList, error) {
 			}
 			l.rows = append(l.rows, topRow{row: row})
 		}
-		// A checkpoint follows an emission: every kept row is shown.
+		// A checkpoint follows an emission: every kept row is shown (of
+		// a signed one's, those numbered at most N).
 		t.renumber(l, 0)
 		for i := range l.rows {
 			l.rows[i].shown = l.rows[i].rank
+		}
+		if t.Sign > 0 {
+			l.shown = append(l.shown[:0], l.rows[:t.visible(l)]...)
 		}
 	}
 	t.lists[string(l.key)] = l
@@ -135,7 +151,7 @@ func (t *TopN) renumber(l *topList, from int) {
 	for p := from; p < len(l.rows); p++ {
 		r := &l.rows[p]
 		r.rank = t.numberAt(l, p, r.row)
-		if r.rank > t.N {
+		if r.rank > t.N && t.Sign == 0 {
 			// Cut rows sort before the earlier cut ones: prepend them.
 			var cut []topRow
 			for _, c := range l.rows[p:] {
@@ -174,24 +190,103 @@ rows:
 		if err != nil {
 			return err
 		}
+		if t.Sign > 0 {
+			sign := row[t.Sign]
+			if sign.IsNull() || (sign.I != 1 && sign.I != -1) {
+				return pgerror.New(pgerror.Internal, "operators: top-N input sign %s", sign.Text())
+			}
+			row = row[:t.Width]
+			if sign.I < 0 {
+				t.forget(l, row)
+				continue
+			}
+		}
 		// insert after every row that sorts before or equal (ties: arrival order)
 		pos := sort.Search(len(l.rows), func(j int) bool { return CompareRows(t.Keys, row, l.rows[j].row) < 0 })
-		if t.numberAt(l, pos, row) > t.N {
+		if t.Sign == 0 && t.numberAt(l, pos, row) > t.N {
 			continue
 		}
 		l.rows = append(l.rows, topRow{})
 		copy(l.rows[pos+1:], l.rows[pos:])
 		l.rows[pos] = topRow{row: types.CloneRow(row)} // kept across batches: own its bytes
 		t.renumber(l, pos)
-		if l.lo < 0 {
-			t.touched = append(t.touched, l)
-			l.lo = pos
-		} else if pos < l.lo {
-			l.lo = pos
-		}
-		l.dirty = true
+		t.changed(l, pos)
+	}
+	if t.Sign > 0 {
+		return t.emitSigned(emit)
 	}
 	return t.emitChanges(emit)
+}
+
+// changed notes that the rows of l changed from position pos on.
+func (t *TopN) changed(l *topList, pos int) {
+	if l.lo < 0 {
+		t.touched = append(t.touched, l)
+		l.lo = pos
+	} else if pos < l.lo {
+		l.lo = pos
+	}
+	l.dirty = true
+}
+
+// forget drops one row of l equal to row (a signed row going); a row it
+// does not hold (set aside when it came) changes nothing.
+func (t *TopN) forget(l *topList, row types.Row) {
+	want := types.AppendValues(t.buf[:0], row)
+	t.buf = want
+	for p := sort.Search(len(l.rows), func(j int) bool { return CompareRows(t.Keys, row, l.rows[j].row) <= 0 }); p < len(l.rows); p++ {
+		if CompareRows(t.Keys, row, l.rows[p].row) != 0 {
+			return
+		}
+		if bytes.Equal(types.AppendValues(nil, l.rows[p].row), want) {
+			l.rows = slices.Delete(l.rows, p, p+1)
+			t.renumber(l, p)
+			t.changed(l, p)
+			return
+		}
+	}
+}
+
+// visible is how many of l's rows are shown: those numbered at most N.
+func (t *TopN) visible(l *topList) int {
+	return sort.Search(len(l.rows), func(p int) bool { return l.rows[p].rank > t.N })
+}
+
+// emitSigned emits a signed top-N's changes: per touched list, from its
+// first changed position, an upsert where the row shown or its number
+// changed and a delete of each position no longer shown.
+func (t *TopN) emitSigned(emit Emit) error {
+	if len(t.touched) == 0 {
+		return nil
+	}
+	out := &Batch{}
+	for _, l := range t.touched {
+		vis := t.visible(l)
+		for p := l.lo; p < max(vis, len(l.shown)); p++ {
+			switch {
+			case p >= vis:
+				old := l.shown[p]
+				out.Rows, out.Ops = append(out.Rows, t.output(old.row, old.rank, p)), append(out.Ops, OpDelete)
+			case p >= len(l.shown):
+				r := l.rows[p]
+				out.Rows, out.Ops = append(out.Rows, t.output(r.row, r.rank, p)), append(out.Ops, OpInsert)
+			default:
+				r, old := l.rows[p], l.shown[p]
+				if r.rank == old.rank && CompareRows(t.Keys, r.row, old.row) == 0 && bytes.Equal(types.AppendValues(nil, r.row), types.AppendValues(nil, old.row)) {
+					continue
+				}
+				out.Rows, out.Ops = append(out.Rows, t.output(r.row, r.rank, p)), append(out.Ops, OpUpdate)
+			}
+		}
+		l.shown = append(l.shown[:0], l.rows[:vis]...)
+		l.emitted = vis
+		l.lo = -1
+	}
+	t.touched = t.touched[:0]
+	if len(out.Rows) == 0 {
+		return nil
+	}
+	return emit(out)
 }
 
 // output is a row as the operator emits it.
