@@ -213,7 +213,7 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "a materialized view's LIMIT must be an integer constant")
 	}
 	const rn = "_rn"
-	_, sc, err := streamInput(cat, t)
+	_, sc, err := changelogInput(cat, t)
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +409,15 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	var changelog []operators.Step
 	if view {
 		changelog = []operators.Step{changelogStep(in)}
-		q.step.Sign = len(in.ReadColumns()) + len(q.computed)
+		sign := len(in.ReadColumns()) + len(q.computed)
+		if q.pre != nil { // a top-N: its projection carries the sign after its columns
+			pre := *q.pre
+			pre.Exprs = append(append([]*expr.Expr(nil), pre.Exprs...), expr.Col(sign, types.Int8, "_sign"))
+			pre.Names = append(append([]string(nil), pre.Names...), "_sign")
+			q.pre = &pre
+			sign = q.step.Width
+		}
+		q.step.Sign = sign
 	}
 	stateful := q.statefulSteps()
 	// Computed group keys are appended to the rows before anything else:

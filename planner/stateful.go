@@ -582,7 +582,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 	if kind != sql.KindMaterializedView {
 		return nil, pgerror.NotSupported("top-N into a %s (its rows change; use CREATE MATERIALIZED VIEW)", kind)
 	}
-	in, sc, err := streamInput(cat, t)
+	in, sc, err := changelogInput(cat, t) // a view's rows come signed: see planStatefulTopology
 	if err != nil {
 		return nil, err
 	}

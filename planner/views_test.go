@@ -609,6 +609,26 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 		}
 		where = " WHERE " + pick(rng, conds...)
 	}
+	numeric := false
+	for _, c := range cols {
+		numeric = numeric || (!c.Hidden && c.Type == types.Numeric)
+	}
+	if !numeric && rng.Intn(5) == 0 {
+		// A top-N, ordered by every column so that only equal rows tie
+		// (numerics equal in value but not in scale would tie unseen).
+		order := append([]string(nil), all...)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for i := range order {
+			order[i] += pick(rng, "", " DESC", " NULLS FIRST", " DESC NULLS LAST")
+		}
+		n := 1 + rng.Intn(4)
+		if rng.Intn(2) == 0 || len(all) < 2 {
+			return fmt.Sprintf("SELECT %s FROM vd%s ORDER BY %s LIMIT %d", strings.Join(all[:1+rng.Intn(len(all))], ", "), where, strings.Join(order, ", "), n)
+		}
+		part := order[0][:strings.IndexByte(order[0]+" ", ' ')]
+		return fmt.Sprintf("SELECT * FROM (SELECT %s, %s() OVER (PARTITION BY %s ORDER BY %s) AS rnk FROM vd%s) t WHERE rnk <= %d",
+			strings.Join(all, ", "), pick(rng, "ROW_NUMBER", "RANK", "DENSE_RANK"), part, strings.Join(order[1:], ", "), where, n)
+	}
 	switch rng.Intn(4) {
 	case 0: // its rows
 		var items []string
