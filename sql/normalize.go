@@ -359,7 +359,7 @@ func (n *normalizer) opStep(i, hi int) (int, error) {
 	case "::":
 		return n.typecast(i, hi)
 	case ".":
-		if next := n.at(i+1, hi); n.last().kind == oClose && (next.kind == tIdent || next.kind == tQIdent) {
+		if next := n.at(i+1, hi); i+1 < hi && n.last().kind == oClose && (next.kind == tIdent || next.kind == tQIdent) {
 			return n.fieldSelect(i, hi)
 		}
 		n.put(".", t.pos, oOther)
