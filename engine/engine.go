@@ -349,6 +349,15 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	if _, ok := e.pipelines[name]; ok {
 		return nil
 	}
+	// A catalog follow-up may start a pipeline that DROP has taken out of
+	// the catalog and stopped meanwhile: it must not come back and read
+	// topics that are being deleted. DROP takes the relation out of the
+	// catalog before it stops the pipeline, so this check, under e.mu
+	// with the insertion, leaves the pipeline to Stop or does not start it.
+	if e.host.Heartbeat(ctx, name) == Stop {
+		e.cfg.Logger.Info("pipeline not started: it was dropped", "pipeline", name)
+		return nil
+	}
 	p := newPipeline(e, name, topo, stages, errs)
 	e.pipelines[name] = p
 	e.order = append(e.order, name)
@@ -443,17 +452,22 @@ func (e *Engine) Running(name string) bool {
 func (e *Engine) Stop(name string) {
 	e.mu.Lock()
 	p := e.pipelines[name]
-	delete(e.pipelines, name)
-	for i, n := range e.order {
-		if n == name {
-			e.order = append(e.order[:i], e.order[i+1:]...)
-			break
-		}
-	}
 	e.mu.Unlock()
 	if p != nil {
-		p.stop()
+		e.remove(p)
 	}
+}
+
+// remove takes p out of the running pipelines (unless a new pipeline of
+// the same name has replaced it) and stops it.
+func (e *Engine) remove(p *pipeline) {
+	e.mu.Lock()
+	if e.pipelines[p.name] == p {
+		delete(e.pipelines, p.name)
+		e.order = slices.DeleteFunc(e.order, func(n string) bool { return n == p.name })
+	}
+	e.mu.Unlock()
+	p.stop()
 }
 
 // Drop stops a pipeline and deletes its consumer groups and internal topics.
@@ -573,6 +587,9 @@ func (e *Engine) Flush(ctx context.Context) (warnings []string, err error) {
 	}
 	e.mu.Unlock()
 	for _, p := range ps {
+		if e.host.Heartbeat(ctx, p.name) == Stop {
+			continue // dropped: its topics may be gone, and it stops at its next heartbeat
+		}
 		err := e.flushPipeline(ctx, p)
 		var st *stuckError
 		if errors.As(err, &st) {

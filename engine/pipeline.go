@@ -265,7 +265,10 @@ func (p *pipeline) stop() {
 func (p *pipeline) heartbeat() {
 	p.every(p.e.cfg.RecordInterval, func() bool {
 		if p.e.host.Heartbeat(p.ctx, p.name) == Stop {
-			p.cancel()
+			// dropped elsewhere: leave the running set too, or FLUSH
+			// would wait on it and a new pipeline of its name would not
+			// start (remove waits for this goroutine, so not inline)
+			go p.e.remove(p)
 			return false
 		}
 		p.e.host.PutRecord(p.record())
