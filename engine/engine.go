@@ -198,6 +198,9 @@ type Engine struct {
 	mu        sync.Mutex
 	pipelines map[string]*pipeline
 	order     []string // start order: a pipeline only reads what existed before it
+	// removals are the pipelines a heartbeat found dropped, being
+	// stopped off their heartbeat's goroutine; Close waits for them.
+	removals sync.WaitGroup
 }
 
 // New makes an engine.
@@ -228,6 +231,7 @@ func (e *Engine) Close() {
 		go func() { defer wg.Done(); p.stop() }()
 	}
 	wg.Wait()
+	e.removals.Wait()
 	e.cl.Close()
 }
 

@@ -268,7 +268,11 @@ func (p *pipeline) heartbeat() {
 			// dropped elsewhere: leave the running set too, or FLUSH
 			// would wait on it and a new pipeline of its name would not
 			// start (remove waits for this goroutine, so not inline)
-			go p.e.remove(p)
+			p.e.removals.Add(1)
+			go func() {
+				defer p.e.removals.Done()
+				p.e.remove(p)
+			}()
 			return false
 		}
 		p.e.host.PutRecord(p.record())
