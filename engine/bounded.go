@@ -206,13 +206,18 @@ func (q *query) run(ctx context.Context, n Node, env *expr.Env, emit operators.E
 		} else {
 			err = q.run(ctx, n.Input, env, push)
 		}
-		if err != nil {
+		// ErrDone (a limit reached, here or above) stops the input, and
+		// the chain still flushes: an aggregate over a LIMIT must
+		// emit its rows.
+		if err != nil && !errors.Is(err, operators.ErrDone) {
 			return err
 		}
 		if len(ops) > 0 {
-			return chain.Finish()
+			if ferr := chain.Finish(); ferr != nil {
+				return ferr
+			}
 		}
-		return nil
+		return err
 	}
 	return errors.New("engine: unknown plan node")
 }

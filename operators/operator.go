@@ -89,12 +89,18 @@ func (c *Chain) Push(b *Batch) error {
 }
 
 // Finish ends the input: each operator in turn flushes into the rest of
-// the chain.
+// the chain. An ErrDone from below (a limit reached) ends one operator's
+// flush, not the others': the operators after the limit (an aggregate
+// over a LIMIT subquery) still flush what they hold. It is returned at
+// the end.
 func (c *Chain) Finish() error {
+	var done error
 	for i, op := range c.ops {
-		if err := op.Finish(c.emits[i]); err != nil {
+		if err := op.Finish(c.emits[i]); errors.Is(err, ErrDone) {
+			done = err
+		} else if err != nil {
 			return err
 		}
 	}
-	return nil
+	return done
 }
