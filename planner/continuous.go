@@ -44,6 +44,15 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if ca.Kind == sql.KindSink {
 		return planSink(cat, ca)
 	}
+	if err := checkHiddenName(cat, ca.Name); err != nil {
+		return nil, err
+	}
+	return planQuery(cat, ca)
+}
+
+// planQuery plans a continuous query whose name is checked: a pipeline's,
+// or a hidden view's inside one (see nester).
+func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if ca.Query.NumParams > 0 {
 		return nil, pgerror.New(pgerror.UndefinedParameter, "continuous queries cannot have parameters")
 	}
@@ -54,6 +63,34 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if !ok {
 		return nil, pgerror.NotSupported("this continuous query")
 	}
+	if ca.Kind == sql.KindMaterializedView {
+		var err error
+		if sel, err = limitOverGroups(sel); err != nil {
+			return nil, err
+		}
+		ns := &nester{cat: &overlay{Catalog: cat, views: map[string]*catalog.Relation{}}, name: ca.Name}
+		nested := *sel
+		if nested.From, err = ns.from(sel.From); err != nil {
+			return nil, err
+		}
+		if len(ns.subs) > 0 {
+			c, err := planSelect(ns.cat, ca, &nested)
+			if err != nil {
+				return nil, err
+			}
+			ns.embed(c)
+			return c, nil
+		}
+	} else if hasSubquery(sel.From) {
+		return nil, pgerror.NotSupported("a subquery in the FROM clause of a %s", ca.Kind).
+			WithHint("Use CREATE MATERIALIZED VIEW, where a subquery runs as a view the query reads (a subquery's rows change as its input grows).")
+	}
+	return planSelect(cat, ca, sel)
+}
+
+// planSelect plans a continuous SELECT whose FROM clause holds no
+// subqueries to nest.
+func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, error) {
 	if ca.Kind == sql.KindMaterializedView {
 		var err error
 		if sel, _, err = existsAsJoins(cat, sel); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -316,6 +317,9 @@ func (p *memPipeline) chainOf(st *engine.Stage, part int32) (*memChain, error) {
 // emit takes a stage's output: into the next stage, re-keyed, or into
 // the view.
 func (p *memPipeline) emit(st *engine.Stage, b *operators.Batch) error {
+	if ch := st.Changes; ch != nil && ch.Table != p.c.Rel.Topic {
+		return p.emitTable(st, b)
+	}
 	if ch := st.Changes; ch != nil {
 		for i, row := range b.Rows {
 			key := string(engine.TableKey(nil, row, ch.Key, p.types))
@@ -374,6 +378,56 @@ func (p *memPipeline) emit(st *engine.Stage, b *operators.Batch) error {
 	}
 	for part, rows := range byPart {
 		if err := p.push(out.Name, part, &operators.Batch{Rows: rows}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitTable takes the changes of a hidden view (a subquery's) into its
+// internal table: upserts and tombstones spread over the table's
+// partitions by key, to the stages reading it.
+func (p *memPipeline) emitTable(st *engine.Stage, b *operators.Batch) error {
+	ch := st.Changes
+	var out *engine.Stream
+	for i := range p.c.Topology.Internal {
+		if d := &p.c.Topology.Internal[i]; d.Topic == ch.Table && d.Upsert {
+			out = d
+		}
+	}
+	if out == nil {
+		return fmt.Errorf("stage %s writes the table %s, neither the view's nor an internal one", st.Name, ch.Table)
+	}
+	byPart := map[int32]*operators.Batch{}
+	var parts []int32
+	for i, row := range b.Rows {
+		key := engine.TableKey(nil, row, ch.Key, out.Types)
+		op := operators.OpInsert
+		if b.Ops != nil && b.Ops[i] == operators.OpDelete || ch.Sign != 0 && row[ch.Sign].I < 0 {
+			op = operators.OpDelete
+		}
+		h := fnv.New32a()
+		h.Write(key)
+		part := int32(h.Sum32() % uint32(out.Partitions))
+		p.offset++
+		rec := make(types.Row, 0, len(out.Columns)+engine.MetaWidth)
+		for j := range out.Columns {
+			v := types.NullValue
+			if op != operators.OpDelete {
+				v = row[j]
+			}
+			rec = append(rec, v)
+		}
+		rec = append(rec, types.Value{K: types.Bytea, S: string(key)}, types.NewInt(types.Int4, int64(part)), types.NewInt8(p.offset), types.NullValue)
+		if byPart[part] == nil {
+			byPart[part] = &operators.Batch{}
+			parts = append(parts, part)
+		}
+		byPart[part].Rows = append(byPart[part].Rows, rec)
+		byPart[part].Ops = append(byPart[part].Ops, op)
+	}
+	for _, part := range parts {
+		if err := p.push(out.Name, part, byPart[part]); err != nil {
 			return err
 		}
 	}
@@ -739,6 +793,11 @@ func TestJoinViewDifferential(t *testing.T) {
 				"SELECT k, max(id) AS id, min(v) AS v FROM jc GROUP BY k",
 				"SELECT k, id, v FROM jc WHERE v IS NULL OR v > 0",
 				"SELECT v AS k, count(*) AS id, sum(k) AS v FROM jc GROUP BY v")
+			if !strings.Contains(q, " jv p ") && rng.Intn(2) == 0 {
+				// the view's query inlined, a subquery in the join
+				q = joinedView.ReplaceAllString(q, " ("+iq+") $1 ")
+				goto planned
+			}
 			stmts, err := sql.Parse("CREATE MATERIALIZED VIEW jv AS " + iq)
 			if err != nil {
 				t.Fatal(err)
@@ -757,6 +816,7 @@ func TestJoinViewDifferential(t *testing.T) {
 			}
 			q = "/* jv: " + iq + " */ " + q
 		}
+	planned:
 		text := "CREATE MATERIALIZED VIEW vj AS " + q
 		stmts, err := sql.Parse(text)
 		if err != nil {
@@ -849,6 +909,9 @@ func TestJoinViewDifferential(t *testing.T) {
 	}
 }
 
+// joinedView finds the view jv (and its alias) in a join.
+var joinedView = regexp.MustCompile(` jv ([a-z]) `)
+
 // genJoinView makes the SELECT of a view over a join of ja and jb, and
 // says whether it is an aggregation without GROUP BY.
 func genJoinView(rng *rand.Rand) (q string, global bool) {
@@ -937,4 +1000,112 @@ func genJoinView(rng *rand.Rand) (q string, global bool) {
 		q += " HAVING count(*) > 1"
 	}
 	return q, len(keys) == 0
+}
+
+// TestSubqueryViewDifferential: a random view whose FROM clause is a
+// subquery, the SELECT of a view over a view as TestViewOverViewDifferential
+// makes them with the first view's query inlined (FROM (q1) vd), or a
+// grouped or DISTINCT view with ORDER BY … LIMIT. The subquery runs as a
+// hidden view inside the one topology, which runs in memory over the
+// stream's rows; after each round the view must equal its SELECT run bounded.
+//
+//	go test ./planner -run TestSubqueryViewDifferential -view-seed 19 -view-cases 3000
+func TestSubqueryViewDifferential(t *testing.T) {
+	cases := *viewCases / 2
+	if testing.Short() {
+		cases /= 10
+	}
+	db := newTestDB(t)
+	r := &catalog.Relation{Name: "dv", Kind: catalog.Stream, Topic: "dv", Format: "json", Partitions: 3,
+		Columns: []catalog.Column{{Name: "k", Type: types.Text}, {Name: "id", Type: types.Int8}, {Name: "v", Type: types.Int8}, {Name: "w", Type: types.Int8}}}
+	b, err := catalog.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.cat.Apply(200, r.Name, b); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(text string) (*planner.Continuous, error) {
+		stmts, err := sql.Parse(text)
+		if err != nil {
+			return nil, err
+		}
+		return planner.PlanContinuous(db.cat, stmts[0].Stmt.(*sql.CreateAs))
+	}
+	nested := 0
+	for n := 0; n < cases; n++ {
+		seed := *viewSeed*4_000_037 + int64(n)
+		rng := rand.New(rand.NewSource(seed))
+		q1 := genView(rng)
+		c1, err := plan("CREATE MATERIALIZED VIEW vd AS " + q1)
+		if err != nil {
+			t.Fatalf("case %d (seed %d): %s\nrefused: %v", n, seed, q1, err)
+		}
+		var visible []string
+		numeric := false
+		for i, c := range c1.Rel.Columns {
+			if !c.Hidden {
+				visible = append(visible, fmt.Sprint(i+1)+pick(rng, "", " DESC", " NULLS FIRST"))
+				numeric = numeric || c.Type == types.Numeric
+			}
+		}
+		grouped := strings.Contains(q1, " AS a1") || strings.HasPrefix(q1, "SELECT DISTINCT") // genView's aggregations
+		var q string
+		global := false // an aggregate without GROUP BY over the subquery
+		if grouped && !numeric && !strings.Contains(q1, "LIMIT") && rng.Intn(3) == 0 {
+			q = fmt.Sprintf("%s ORDER BY %s LIMIT %d", q1, strings.Join(visible, ", "), 1+rng.Intn(3))
+		} else {
+			q2 := genViewOver(rng, c1.Rel.Columns)
+			global = strings.Contains(q2, " AS a1") && !strings.Contains(q2, " GROUP BY ")
+			q = strings.Replace(q2, "FROM vd", "FROM ("+q1+") vd", 1)
+		}
+		text := "CREATE MATERIALIZED VIEW vs AS " + q
+		c, err := plan(text)
+		if err != nil {
+			t.Fatalf("case %d (seed %d): %s\nrefused: %v", n, seed, text, err)
+		}
+		if len(c.Topology.Stages) > len(c1.Topology.Stages) {
+			nested++
+		}
+		p := newMemPipeline(c, r)
+		db.rows["dv"] = nil
+		id := int64(0)
+		inOffsets := make([]int64, r.Partitions)
+		fed := 0
+		for round := 0; round < 3; round++ {
+			var rows []types.Row
+			for i := 5 + rng.Intn(25); i > 0; i-- {
+				id++
+				part := rng.Intn(r.Partitions)
+				inOffsets[part]++
+				rows = append(rows, append(genViewRow(rng, id), types.NullValue, types.NewInt(types.Int4, int64(part)), types.NewInt8(inOffsets[part]), types.NullValue))
+			}
+			db.rows["dv"] = append(db.rows["dv"], rows...)
+			fed += len(rows)
+			if err := p.feed(rng, rows, nil); err != nil {
+				t.Fatalf("case %d (seed %d): %s\nround %d: %v", n, seed, text, round, err)
+			}
+			if err := p.checkpoint(rng); err != nil {
+				t.Fatalf("case %d (seed %d): checkpoint: %v", n, seed, err)
+			}
+			want, err := db.query(t, q)
+			if err != nil {
+				t.Fatalf("case %d (seed %d): bounded %s: %v", n, seed, q, err)
+			}
+			got := p.contents()
+			if got == "" && !strings.Contains(want, "\n") && (global || !strings.Contains(q1, " GROUP BY ") && strings.Contains(q1, " AS a1")) {
+				// Not yet: an aggregate without GROUP BY shows its row
+				// once its first input row comes (README); over a
+				// subquery, once the subquery has a row.
+				continue
+			}
+			if sortedLines(got) != sortedLines(want) {
+				t.Fatalf("case %d (seed %d), round %d:\n%s\nview:\n%s\nbounded SELECT:\n%s\ninput (k, id, v, w):\n%s",
+					n, seed, round, text, got, sortedLines(want), rowLines(db.rows["dv"]))
+			}
+		}
+	}
+	if nested < cases/2 {
+		t.Fatalf("only %d of %d views nested a subquery", nested, cases)
+	}
 }

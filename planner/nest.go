@@ -1,0 +1,257 @@
+package planner
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+)
+
+// Subqueries in a materialized view's FROM clause are planned as what
+// they are, views the query reads: each runs as a hidden view inside the
+// pipeline, its stages first, writing its changes and table to internal
+// topics, and the query reads that table as it reads any view's (a
+// changelog step makes signed rows of it). So an aggregate over an
+// aggregate, a view over a grouped subquery joined with a stream, or
+// ORDER BY … LIMIT over an aggregation, compose from the shapes a view
+// over a view already runs.
+//
+// A subquery with a ranking function (the ROW_NUMBER top-N pattern) is
+// left to planTopN; subqueries in its own FROM clause are nested.
+
+// subPrefix names a pipeline's hidden views: <pipeline>.sub<n>.
+const subPrefix = ".sub"
+
+var hiddenName = regexp.MustCompile(`^(.+)\.sub[0-9]+$`)
+
+// overlay is a catalog with the hidden views of a query in front.
+type overlay struct {
+	Catalog
+	views map[string]*catalog.Relation
+}
+
+func (o *overlay) Lookup(schema, name string) (*catalog.Relation, error) {
+	if r, ok := o.views[name]; ok && schema == "" {
+		return r, nil
+	}
+	return o.Catalog.Lookup(schema, name)
+}
+
+// nester replaces a query's subqueries in FROM by hidden views, planning
+// each, and embeds their topologies in the query's.
+type nester struct {
+	cat  *overlay
+	name string // the pipeline's
+	subs []*Continuous
+}
+
+// checkHiddenName refuses a pipeline whose name is a hidden view's of
+// another pipeline (their internal topics would be the same), and a
+// hidden view whose name is a relation's.
+func checkHiddenName(cat Catalog, name string) error {
+	m := hiddenName.FindStringSubmatch(name)
+	if m == nil {
+		return nil
+	}
+	if r, err := cat.Lookup("", m[1]); err == nil && len(r.Plan) > 0 {
+		return pgerror.New(pgerror.DuplicateObject, "the name %q is the internal name of a subquery of pipeline %q", name, m[1]).
+			WithHint("Choose another name.")
+	}
+	return nil
+}
+
+// from returns the FROM list with its subqueries replaced.
+func (ns *nester) from(list []sql.TableExpr) ([]sql.TableExpr, error) {
+	out := make([]sql.TableExpr, len(list))
+	for i, te := range list {
+		t, err := ns.table(te)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
+	switch t := te.(type) {
+	case *sql.Join:
+		l, err := ns.table(t.Left)
+		if err != nil {
+			return nil, err
+		}
+		r, err := ns.table(t.Right)
+		if err != nil {
+			return nil, err
+		}
+		j := *t
+		j.Left, j.Right = l, r
+		return &j, nil
+	case *sql.DerivedTable:
+		if inner, ok := t.Query.(*sql.Select); ok && ranks(inner) {
+			from, err := ns.from(inner.From)
+			if err != nil {
+				return nil, err
+			}
+			in := *inner
+			in.From = from
+			return &sql.DerivedTable{Query: &in, Alias: t.Alias}, nil
+		}
+		return ns.hide(t)
+	}
+	return te, nil
+}
+
+// ranks says whether a select list has a window function: a top-N's
+// inner query.
+func ranks(sel *sql.Select) bool {
+	for _, it := range sel.Items {
+		if f, ok := it.Expr.(*sql.FuncCall); ok && f.Over != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hide plans a subquery as a hidden view and returns the table that reads it.
+func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
+	n := len(ns.subs) + 1
+	name := ns.name + subPrefix + strconv.Itoa(n)
+	if len(name) > MaxNameLength {
+		return nil, pgerror.New(pgerror.InvalidParameterValue, "a subquery in FROM needs an internal name, %q, of at most %d characters", name, MaxNameLength).
+			WithHint("Use a shorter view name.")
+	}
+	if _, err := ns.cat.Catalog.Lookup("", name); err == nil {
+		return nil, pgerror.New(pgerror.DuplicateTable, "relation %q exists: it would be the internal name of this view's subquery", name)
+	}
+	sub, err := planQuery(ns.cat, &sql.CreateAs{Kind: sql.KindMaterializedView, Name: name, Query: &sql.Query{Body: dt.Query}})
+	if err != nil {
+		return nil, err
+	}
+	// The hidden view's table and changes go to internal topics of the
+	// pipeline, not to user topics.
+	last := &sub.Topology.Stages[len(sub.Topology.Stages)-1]
+	if last.Changes == nil || sub.Changes == nil {
+		return nil, pgerror.NotSupported("this subquery in a materialized view")
+	}
+	sub.Rel.Topic = InternalTopic(name, "table")
+	sub.Changes.Topic = InternalTopic(name, "changes")
+	last.Changes.Table = sub.Rel.Topic
+	ns.cat.views[name] = sub.Rel
+	ns.subs = append(ns.subs, sub)
+	alias := dt.Alias
+	if alias == "" {
+		alias = "subquery" + strconv.Itoa(n)
+	}
+	return &sql.TableName{Name: name, Alias: alias}, nil
+}
+
+// embed puts the hidden views' stages before the query's, their topics
+// among its internal ones, and their inputs among its inputs.
+func (ns *nester) embed(c *Continuous) {
+	if len(ns.subs) == 0 {
+		return
+	}
+	var stages []engine.Stage
+	var inputs []*catalog.Relation
+	add := func(rels []*catalog.Relation) {
+		for _, r := range rels {
+			if _, hidden := ns.cat.views[r.Name]; !hidden && !slices.Contains(inputs, r) {
+				inputs = append(inputs, r)
+			}
+		}
+	}
+	for i, sub := range ns.subs {
+		prefix := "sub" + strconv.Itoa(i+1) + "-"
+		for _, st := range sub.Topology.Stages {
+			st.Name = prefix + st.Name
+			stages = append(stages, st)
+		}
+		c.Topology.Internal = append(c.Topology.Internal, sub.Topology.Internal...)
+		c.Topology.Internal = append(c.Topology.Internal, *StreamOf(sub.Rel), *StreamOf(sub.Changes))
+		c.Topology.Ingest = append(c.Topology.Ingest, sub.Topology.Ingest...)
+		add(sub.Inputs)
+	}
+	add(c.Inputs)
+	c.Topology.Stages = append(stages, c.Topology.Stages...)
+	c.Inputs = inputs
+}
+
+// limitOverGroups rewrites ORDER BY … LIMIT over an aggregation or
+// DISTINCT as the top-N of a subquery that is the aggregation: SELECT *
+// FROM (the query without them) ORDER BY … LIMIT. An ORDER BY term
+// names an output column (by name or position) or is a select list term.
+func limitOverGroups(sel *sql.Select) (*sql.Select, error) {
+	if len(sel.OrderBy) == 0 && sel.Limit == nil && sel.Offset == nil {
+		return sel, nil
+	}
+	if len(sel.GroupBy) == 0 && sel.Having == nil && !anyAggregate(sel.Items) && !sel.Distinct {
+		return sel, nil
+	}
+	inner := *sel
+	inner.OrderBy, inner.Limit, inner.Offset = nil, nil, nil
+	names := make([]string, len(sel.Items))
+	for i, it := range sel.Items {
+		if _, ok := it.Expr.(*sql.Star); ok {
+			return nil, pgerror.NotSupported("ORDER BY … LIMIT over an aggregation with * in its select list")
+		}
+		names[i] = it.Alias
+		if names[i] == "" {
+			names[i] = columnName(it.Expr)
+		}
+	}
+	var order []sql.OrderItem
+	for _, o := range sel.OrderBy {
+		term := o.Expr
+		switch t := term.(type) {
+		case *sql.Literal:
+			// a position: the outer * lists the same columns
+		case *sql.ColumnRef:
+			if t.Table != "" || !slices.Contains(names, t.Name) {
+				term = nil
+			}
+		default:
+			term = nil
+		}
+		if term == nil {
+			f := sql.FormatExpr(o.Expr)
+			for i, it := range sel.Items {
+				if sql.FormatExpr(it.Expr) == f {
+					term = &sql.ColumnRef{Name: names[i]}
+				}
+			}
+		}
+		if term == nil {
+			return nil, pgerror.NotSupported("ORDER BY a term outside the select list (%s) over an aggregation in a materialized view", sql.FormatExpr(o.Expr)).
+				WithHint("Add the term to the select list, or order by its output name or position.")
+		}
+		order = append(order, sql.OrderItem{Expr: term, Desc: o.Desc, NullsFirst: o.NullsFirst})
+	}
+	return &sql.Select{
+		Items:   []sql.SelectItem{{Expr: &sql.Star{}}},
+		From:    []sql.TableExpr{&sql.DerivedTable{Query: &inner, Alias: "_top"}},
+		OrderBy: order, Limit: sel.Limit, Offset: sel.Offset,
+	}, nil
+}
+
+// hasSubquery says whether a FROM list holds a subquery that is not a
+// top-N's.
+func hasSubquery(list []sql.TableExpr) bool {
+	for _, te := range list {
+		switch t := te.(type) {
+		case *sql.Join:
+			if hasSubquery([]sql.TableExpr{t.Left, t.Right}) {
+				return true
+			}
+		case *sql.DerivedTable:
+			if inner, ok := t.Query.(*sql.Select); !ok || !ranks(inner) || hasSubquery(inner.From) {
+				return true
+			}
+		}
+	}
+	return false
+}
