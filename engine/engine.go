@@ -330,7 +330,15 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	}
 	for _, sr := range stages {
 		for _, up := range stages {
-			if up == sr || !slices.ContainsFunc(sr.inputs, func(d *Stream) bool { return d.Name == up.def.Output }) {
+			if up == sr {
+				continue
+			}
+			if up.def.Changes != nil && slices.ContainsFunc(sr.inputs, func(d *Stream) bool { return d.Topic == up.def.Changes.Table }) {
+				// reads the table of a hidden view (a subquery's) that up
+				// writes: its records carry no watermarks
+				sr.first = false
+			}
+			if !slices.ContainsFunc(sr.inputs, func(d *Stream) bool { return d.Name == up.def.Output }) {
 				continue
 			}
 			sr.first = false // reads another stage's output, not the pipeline's input
