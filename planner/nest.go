@@ -99,6 +99,11 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 			}
 			in := *inner
 			in.From = from
+			if len(from) == 1 {
+				if _, join := from[0].(*sql.Join); join {
+					return ns.rankedJoin(&in, t.Alias)
+				}
+			}
 			return &sql.DerivedTable{Query: &in, Alias: t.Alias}, nil
 		}
 		return ns.hide(t)
@@ -254,4 +259,60 @@ func hasSubquery(list []sql.TableExpr) bool {
 		}
 	}
 	return false
+}
+
+// rankedJoin plans a top-N over a join (the best_line): the join,
+// with the select list's terms and the ranking's PARTITION BY and ORDER
+// BY terms as its columns, is a hidden view of rows, and the ranking
+// reads it as a top-N over a view:
+//
+//	SELECT a, b, ROW_NUMBER() OVER (PARTITION BY _p0 ORDER BY _o0) AS rn
+//	FROM (SELECT x.a AS a, y.b AS b, x.k AS _p0, x.v * y.w AS _o0
+//	      FROM x JOIN y ON …) _ranked
+func (ns *nester) rankedJoin(inner *sql.Select, alias string) (sql.TableExpr, error) {
+	if len(inner.GroupBy) > 0 || inner.Having != nil || inner.Distinct || len(inner.OrderBy) > 0 || inner.Limit != nil || inner.Offset != nil {
+		return nil, pgerror.NotSupported("a ranking over a join with GROUP BY, DISTINCT, ORDER BY or LIMIT in the same SELECT").
+			WithHint("Group or order in a subquery, and rank its rows.")
+	}
+	var cols, ranked []sql.SelectItem
+	var over *sql.WindowSpec
+	rank := -1
+	for _, it := range inner.Items {
+		if f, ok := it.Expr.(*sql.FuncCall); ok && f.Over != nil {
+			if over != nil {
+				return nil, pgerror.NotSupported("window function %s in a continuous query (only one ROW_NUMBER(), RANK() or DENSE_RANK())", f.Name)
+			}
+			over, rank = f.Over, len(ranked)
+			ranked = append(ranked, it)
+			continue
+		}
+		if _, ok := it.Expr.(*sql.Star); ok {
+			return nil, pgerror.NotSupported("* in a ranking over a join").WithHint("Name the columns the ranking selects.")
+		}
+		name := it.Alias
+		if name == "" {
+			name = columnName(it.Expr)
+		}
+		cols = append(cols, sql.SelectItem{Expr: it.Expr, Alias: name})
+		ranked = append(ranked, sql.SelectItem{Expr: &sql.ColumnRef{Name: name}, Alias: name})
+	}
+	spec := &sql.WindowSpec{Frame: over.Frame}
+	for i, p := range over.PartitionBy {
+		name := "_p" + strconv.Itoa(i)
+		cols = append(cols, sql.SelectItem{Expr: p, Alias: name})
+		spec.PartitionBy = append(spec.PartitionBy, &sql.ColumnRef{Name: name})
+	}
+	for i, o := range over.OrderBy {
+		name := "_o" + strconv.Itoa(i)
+		cols = append(cols, sql.SelectItem{Expr: o.Expr, Alias: name})
+		spec.OrderBy = append(spec.OrderBy, sql.OrderItem{Expr: &sql.ColumnRef{Name: name}, Desc: o.Desc, NullsFirst: o.NullsFirst})
+	}
+	join, err := ns.hide(&sql.DerivedTable{Query: &sql.Select{Items: cols, From: inner.From, Where: inner.Where}, Alias: "_ranked"})
+	if err != nil {
+		return nil, err
+	}
+	f := *ranked[rank].Expr.(*sql.FuncCall)
+	f.Over = spec
+	ranked[rank].Expr = &f
+	return &sql.DerivedTable{Query: &sql.Select{Items: ranked, From: []sql.TableExpr{join}}, Alias: alias}, nil
 }
