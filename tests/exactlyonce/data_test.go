@@ -52,11 +52,17 @@ const (
 	// comes, and then leave if its d is below 3.
 	j7DDL = "CREATE MATERIALIZED VIEW j7 AS SELECT e.k, e.v, e.k % 5 AS d FROM ev e WHERE e.v % 100 = 1 AND NOT EXISTS (SELECT 1 FROM dim m WHERE m.k = e.k AND m.d < 3)"
 
+	// n8 aggregates a subquery's aggregate: per key its count and sum of
+	// v (a hidden view inside the pipeline), then per bucket count % 16
+	// of those rows; as a key's count grows, its row leaves one bucket
+	// and enters the next.
+	n8DDL = "CREATE MATERIALIZED VIEW n8 AS SELECT c % 16 AS b, count(*) AS n, sum(s) AS s FROM (SELECT k, count(*) AS c, sum(v) AS s FROM ev GROUP BY k) t GROUP BY 1"
+
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -244,6 +250,24 @@ func (d *dataset) expectV4() map[int64][2]int64 {
 		b := k[0] % v4Buckets
 		a := out[b]
 		out[b] = [2]int64{a[0] + 1, a[1] + r.v}
+	}
+	return out
+}
+
+// expectN8 is the view n8: per bucket c % 16 of the keys' counts c, the
+// number of keys and the sum of their rows' v.
+func (d *dataset) expectN8() map[int64][2]int64 {
+	type agg struct{ c, s int64 }
+	per := map[int64]agg{}
+	for _, r := range d.rows {
+		a := per[r.k]
+		per[r.k] = agg{a.c + 1, a.s + r.v}
+	}
+	out := map[int64][2]int64{}
+	for _, a := range per {
+		b := a.c % v4Buckets
+		o := out[b]
+		out[b] = [2]int64{o[0] + 1, o[1] + a.s}
 	}
 	return out
 }
@@ -527,12 +551,11 @@ func checkTop3(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn) bool {
 	return ok && q.ok()
 }
 
-// checkV4 compares the view v4 with its expected buckets, from its
+// checkBuckets compares a view of buckets (v4, n8) with its expected ones, from its
 // compacted topic folded by key and from SELECT.
-func checkV4(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn) bool {
+func checkBuckets(t *testing.T, c *cluster, conn *pgx.Conn, view string, want map[int64][2]int64) bool {
 	t.Helper()
-	want := d.expectV4()
-	recs := c.readCommitted(t, c.topic("v4"))
+	recs := c.readCommitted(t, c.topic(view))
 	table := map[string]*kgo.Record{}
 	for _, r := range recs {
 		if r.Value == nil {
@@ -541,7 +564,7 @@ func checkV4(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn) bool {
 			table[string(r.Key)] = r
 		}
 	}
-	p := newProblems(t, "v4 (compacted topic)")
+	p := newProblems(t, view+" (compacted topic)")
 	got := map[int64][2]int64{}
 	for _, r := range table {
 		m, err := jsonRow(r.Value)
@@ -565,22 +588,22 @@ func checkV4(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn) bool {
 		got[b] = [2]int64{n, s}
 	}
 	compareBuckets(p, got, want)
-	t.Logf("v4 table topic: %d committed records, %d keys, %d expected rows: %s", len(recs), len(table), len(want), p.summary())
+	t.Logf("%s table topic: %d committed records, %d keys, %d expected rows: %s", view, len(recs), len(table), len(want), p.summary())
 	ok := p.ok()
 
 	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
 	defer cancel()
-	rows, err := conn.Query(ctx, "SELECT b, n, s FROM v4")
+	rows, err := conn.Query(ctx, "SELECT b, n, s FROM "+view)
 	if err != nil {
-		t.Errorf("SELECT FROM v4: %v", err)
+		t.Errorf("SELECT FROM %s: %v", view, err)
 		return false
 	}
-	q := newProblems(t, "v4 (SELECT)")
+	q := newProblems(t, view+" (SELECT)")
 	sel := map[int64][2]int64{}
 	for rows.Next() {
 		var b, n, s int64
 		if err := rows.Scan(&b, &n, &s); err != nil {
-			t.Errorf("SELECT FROM v4: %v", err)
+			t.Errorf("SELECT FROM %s: %v", view, err)
 			return false
 		}
 		if _, dup := sel[b]; dup {
@@ -589,11 +612,11 @@ func checkV4(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn) bool {
 		sel[b] = [2]int64{n, s}
 	}
 	if err := rows.Err(); err != nil {
-		t.Errorf("SELECT FROM v4: %v", err)
+		t.Errorf("SELECT FROM %s: %v", view, err)
 		return false
 	}
 	compareBuckets(q, sel, want)
-	t.Logf("SELECT * FROM v4: %d rows: %s", len(sel), q.summary())
+	t.Logf("SELECT * FROM %s: %d rows: %s", view, len(sel), q.summary())
 	return ok && q.ok()
 }
 
@@ -780,7 +803,9 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 		case "t3":
 			results[p] = checkTop3(t, c, d, conn)
 		case "v4":
-			results[p] = checkV4(t, c, d, conn)
+			results[p] = checkBuckets(t, c, conn, "v4", d.expectV4())
+		case "n8":
+			results[p] = checkBuckets(t, c, conn, "n8", d.expectN8())
 		case "j5", "j6", "j7":
 			results[p] = checkJoins(t, d, conn, p)
 		}

@@ -25,6 +25,9 @@
 //	j6  a view of a join's rows: SELECT e.k, e.v, m.d FROM ev e JOIN dim m ON e.k = m.k WHERE e.v % 100 = 0
 //	j7  an anti join: SELECT e.k, e.v, e.k % 5 AS d FROM ev e WHERE e.v % 100 = 1
 //	    AND NOT EXISTS (SELECT 1 FROM dim m WHERE m.k = e.k AND m.d < 3)
+//	n8  an aggregate over a grouped subquery (a hidden view in the pipeline):
+//	    SELECT c % 16 AS b, count(*) AS n, sum(s) AS s
+//	    FROM (SELECT k, count(*) AS c, sum(v) AS s FROM ev GROUP BY k) t GROUP BY 1
 //
 // over a second stream dim (k, d = k % 5), one row per key, produced apart
 // from ev: the even keys before the data, the odd ones halfway through the
