@@ -53,6 +53,9 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 // planQuery plans a continuous query whose name is checked: a pipeline's,
 // or a hidden view's inside one (see nester).
 func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
+	if ca.Kind == sql.KindStream && ca.Query.Emit == sql.EmitChanges {
+		return planChangesStream(cat, ca)
+	}
 	if ca.Query.NumParams > 0 {
 		return nil, pgerror.New(pgerror.UndefinedParameter, "continuous queries cannot have parameters")
 	}
@@ -770,4 +773,34 @@ func StreamOf(rel *catalog.Relation) *engine.Stream {
 		s.Key = append(s.Key, rel.ColumnIndex(k))
 	}
 	return s
+}
+
+// planChangesStream plans CREATE STREAM … AS <query> EMIT CHANGES: the
+// query's changes as a stream, as a materialized view's <view>_changes
+// carries them (an op column, insert, update or delete, then the row,
+// each record keyed by the row's key in the view), with no view to
+// query. It is a view's pipeline whose table is an internal topic.
+func planChangesStream(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
+	q := *ca.Query
+	q.Emit = sql.EmitDefault
+	view := &sql.CreateAs{Kind: sql.KindMaterializedView, Name: ca.Name, Query: &q}
+	c, err := planQuery(cat, view)
+	if err != nil {
+		return nil, err
+	}
+	last := &c.Topology.Stages[len(c.Topology.Stages)-1]
+	if c.Changes == nil || last.Changes == nil || last.Output != c.Changes.Name {
+		return nil, pgerror.NotSupported("EMIT CHANGES for this query")
+	}
+	c.Rel.Name, c.Rel.Topic = ca.Name+".table", InternalTopic(ca.Name, "table")
+	last.Changes.Table = c.Rel.Topic
+	c.Topology.Internal = append(c.Topology.Internal, *StreamOf(c.Rel))
+	out := c.Changes
+	out.Name, out.Topic, out.Options = ca.Name, ca.Name, nil
+	if err := applyOutputOptions(out, ca.Options); err != nil {
+		return nil, err
+	}
+	last.Output = out.Name
+	c.Rel, c.Changes = out, nil
+	return c, nil
 }
