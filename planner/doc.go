@@ -41,7 +41,12 @@
 // or views (read as their changes), and a join below another feeds it
 // signed rows; an aggregate over it re-keys the joined rows from the top
 // join's stage. A view's EXISTS, NOT EXISTS and IN (SELECT …) conjuncts
-// become semi and anti joins in that tree (semijoin.go).
+// become semi and anti joins in that tree (semijoin.go). A subquery in a
+// view's FROM clause is a hidden view inside the pipeline (nest.go): it
+// is planned on its own, its stages go first, and the query reads its
+// table as any view's; ORDER BY … LIMIT over an aggregation and a top-N
+// over a join are rewritten into such subqueries. CREATE STREAM … EMIT
+// CHANGES is a view's pipeline with its changes as the stream.
 //
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table
