@@ -291,6 +291,9 @@ func init() {
 			}
 			return types.NewText(runeSlice(a[0].S, a[1].I, a[2].I, true)), nil
 		}),
+		fn("substring", tt(text, text), text, func(a []types.Value) (types.Value, error) {
+			return regexSubstring(a[0].S, a[1].S)
+		}),
 		fn("substr", tt(text, i4), text, func(a []types.Value) (types.Value, error) {
 			return types.NewText(runeSlice(a[0].S, a[1].I, 0, false)), nil
 		}),

@@ -391,6 +391,25 @@ func TestCommonType(t *testing.T) {
 	}
 }
 
+// TestUnknownPrefersText: an unknown literal, where overloads cost the
+// same, is read as text (PostgreSQL's preference for the string
+// category): substring(s FROM 'pattern') is the regular expression
+// form, substring(s FROM 2) the positional one.
+func TestUnknownPrefersText(t *testing.T) {
+	s := expr.Col(0, types.Text, "s")
+	e, err := expr.Call("substring", s, expr.Const(unk("a(b)")))
+	if err != nil || e.Args[1].Type != types.Text {
+		t.Fatalf("substring(text, unknown): %v, %v", e, err)
+	}
+	v, err := evalRow(t, e, types.Row{types.NewText("xaby")})
+	if err != nil || v.Text() != "b" {
+		t.Errorf("substring('xaby' FROM 'a(b)') = %v, %v, want b", v, err)
+	}
+	if e, err := expr.Call("substring", s, expr.Const(types.NewInt(types.Int4, 2))); err != nil || e.Args[1].Type != types.Int4 {
+		t.Errorf("substring(text, int4): %v, %v", e, err)
+	}
+}
+
 func TestResolveErrors(t *testing.T) {
 	x := expr.Col(0, types.Int4, "x")
 	for _, c := range []struct {
@@ -401,7 +420,7 @@ func TestResolveErrors(t *testing.T) {
 		{"no_such_function", []*expr.Expr{x}, pgerror.UndefinedFunction.String()},
 		{"upper", []*expr.Expr{x}, pgerror.UndefinedFunction.String()},
 		{"upper", nil, pgerror.UndefinedFunction.String()},
-		{"substring", []*expr.Expr{expr.Col(0, types.Text, "s"), expr.Col(1, types.Text, "t")}, pgerror.UndefinedFunction.String()},
+		{"substring", []*expr.Expr{expr.Col(0, types.Text, "s"), expr.Col(1, types.Bool, "t")}, pgerror.UndefinedFunction.String()},
 		{"date_trunc", []*expr.Expr{expr.Const(unk("day")), x}, pgerror.UndefinedFunction.String()},
 	} {
 		if _, err := expr.Call(c.name, c.args...); pgerror.CodeOf(err).String() != c.code {
@@ -1081,6 +1100,9 @@ func TestStringFunctions(t *testing.T) {
 		{"substring", []any{"hello", -1, 3}, "h"},
 		{"substring", []any{"hello", 4}, "lo"},
 		{"substring", []any{"hello", 10}, ""},
+		{"substring", []any{"a=1&channel_id=xy&b", "channel_id=([^&]*)"}, "xy"},
+		{"substring", []any{"abc123", "[0-9]+"}, "123"},
+		{"substring", []any{"abc", "(x)|b"}, "NULL"},
 		{"substring", []any{"hello", 2, 0}, ""},
 		{"substring", []any{"héllo", 2, 2}, "él"},
 		{"substr", []any{"hello", 2, 100}, "ello"},

@@ -324,14 +324,19 @@ func resultType(f *Func, params []types.Type) types.Type {
 // cheapest returns the index of the candidate whose parameters the
 // arguments cast to implicitly at the lowest total cost (the first of
 // equals), or -1 when none accepts them.
+//
+// Between overloads of equal cost, the one taking more of the unknown
+// literals as text wins, as in PostgreSQL, where an unknown literal
+// prefers the string category: substring(s FROM 'a(b)') is the regular
+// expression form, not substring(s FROM int).
 func cheapest(cands []*Func, args []types.Type) int {
-	best, bestCost := -1, -1
+	best, bestCost, bestText := -1, -1, 0
 	for j, f := range cands {
 		params, ok := expand(f, len(args))
 		if !ok {
 			continue
 		}
-		cost := 0
+		cost, text := 0, 0
 		for i, a := range args {
 			c := castCost(a, params[i])
 			if c < 0 {
@@ -339,9 +344,12 @@ func cheapest(cands []*Func, args []types.Type) int {
 				break
 			}
 			cost += c
+			if (a == types.Unknown || a == types.Null) && params[i] == types.Text {
+				text++
+			}
 		}
-		if cost >= 0 && (bestCost < 0 || cost < bestCost) {
-			best, bestCost = j, cost
+		if cost >= 0 && (bestCost < 0 || cost < bestCost || cost == bestCost && text > bestText) {
+			best, bestCost, bestText = j, cost, text
 		}
 	}
 	return best

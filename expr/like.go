@@ -156,6 +156,28 @@ func regexMatch(s, pattern string, ci bool) (bool, error) {
 	return re.MatchString(s), nil
 }
 
+// regexSubstring implements substring(s FROM pattern), the POSIX regular
+// expression form: the part of s that the first parenthesized
+// subexpression matched, or the whole match when there is none; NULL
+// when the pattern does not match.
+func regexSubstring(s, pattern string) (types.Value, error) {
+	re, err := cachedRegexp("R0"+pattern, pattern)
+	if err != nil {
+		return types.NullValue, err
+	}
+	m := re.FindStringSubmatchIndex(s)
+	switch {
+	case m == nil:
+		return types.NullValue, nil
+	case len(m) > 2:
+		if m[2] < 0 {
+			return types.NullValue, nil
+		}
+		return types.NewText(s[m[2]:m[3]]), nil
+	}
+	return types.NewText(s[m[0]:m[1]]), nil
+}
+
 // jsonField implements jsonb -> 'key' and ->> 'key' (and array indexes
 // given as text digits).
 func jsonField(doc types.Value, key string, asText bool) (types.Value, error) {
