@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/sql"
 )
@@ -182,19 +183,21 @@ func qualifyOuter(cat Catalog, from sql.TableExpr, e sql.Expr) error {
 		}
 	}
 	collect(from)
-	var err error
+	rels := make([]*catalog.Relation, len(tables))
+	for i, t := range tables {
+		rel, err := cat.Lookup(t.Schema, t.Name)
+		if err != nil {
+			return err
+		}
+		rels[i] = rel
+	}
 	walkExpr(e, func(n sql.Expr) bool {
 		c, ok := n.(*sql.ColumnRef)
-		if !ok || c.Table != "" || err != nil {
-			return err == nil
+		if !ok || c.Table != "" {
+			return true
 		}
-		for _, t := range tables {
-			rel, lerr := cat.Lookup(t.Schema, t.Name)
-			if lerr != nil {
-				err = lerr
-				return false
-			}
-			for _, rc := range rel.ReadColumns() {
+		for i, t := range tables {
+			for _, rc := range rels[i].ReadColumns() {
 				if rc.Name == c.Name && rc.Name != "" {
 					c.Table = t.Alias
 					if c.Table == "" {
@@ -206,7 +209,7 @@ func qualifyOuter(cat Catalog, from sql.TableExpr, e sql.Expr) error {
 		}
 		return true
 	})
-	return err
+	return nil
 }
 
 // tableNamed reports whether a FROM item has a table called (or aliased)
