@@ -15,7 +15,7 @@ type JoinsConfig struct {
 	Auctions   int64    // rows of the auctions stream (default 1.9M: with the persons, q3's 2M input rows)
 	Persons    int64    // rows of the persons stream (default 100k), also the bids' distinct bidders
 	Partitions int      // of every stream (default 4)
-	Variants   []string // q3, q4, q4-left, 3-way (default all)
+	Variants   []string // q3, q4, q4-left, q4-nested, 3-way (default all)
 	// CatchupTimeout bounds one variant's catch-up (default 5m).
 	CatchupTimeout time.Duration
 }
@@ -86,6 +86,8 @@ var joinsVariants = map[string]joinsVariant{
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY p.state"},
 	"q4-left": {name: "q4-left", rel: "jq4l", shape: "aggregate over a LEFT JOIN", inputs: []string{"bids", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b LEFT JOIN %[2]s p ON b.bidder = p.id GROUP BY p.state"},
+	"q4-nested": {name: "q4-nested", rel: "jq4n", shape: "aggregate over an aggregate over a join", inputs: []string{"bids", "persons"},
+		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT s.state, count(*) AS n, sum(s.total) AS total FROM (SELECT b.bidder, p.state, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY b.bidder, p.state) s GROUP BY s.state"},
 	"3-way": {name: "3-way", rel: "j3w", shape: "aggregate over a three-way join", inputs: []string{"bids", "auctions", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[3]s a ON b.auction = a.id JOIN %[2]s p ON a.seller = p.id GROUP BY p.state"},
 }
@@ -106,11 +108,11 @@ func Joins(ctx context.Context, o Options, c JoinsConfig) error {
 	orDefault(&c.Auctions, 1_900_000)
 	orDefault(&c.Persons, 100_000)
 	orDefault(&c.Partitions, 4)
-	orDefaults(&c.Variants, "q3", "q4", "q4-left", "3-way")
+	orDefaults(&c.Variants, "q3", "q4", "q4-left", "q4-nested", "3-way")
 	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, v := range c.Variants {
 		if _, ok := joinsVariants[v]; !ok {
-			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, 3-way)", v)
+			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, q4-nested, 3-way)", v)
 		}
 	}
 	h, ctx, err := openHarness(ctx, o, false)
@@ -230,6 +232,16 @@ func (h *harness) measureJoin(ctx context.Context, jv joinsVariant, in int64, na
 			q = "SELECT count(*) FILTER (WHERE state IS NOT NULL), sum(n) FILTER (WHERE state IS NOT NULL), sum(total) FILTER (WHERE state IS NOT NULL), coalesce(sum(n) FILTER (WHERE state IS NULL), 0) FROM " + jv.rel
 			exp = append(exp, int64(bg.Partitions)) // the sentinels, bidder -1, padded with NULLs
 		}
+	case "q4-nested":
+		// per state, the bidders who bid (every person does) and their bids' total
+		var sum int64
+		bidders, states := map[int64]bool{}, map[string]bool{}
+		for i := int64(0); i < bg.N; i++ {
+			sum += bg.Price(i)
+			bidders[bg.Bidder(i)] = true
+			states[pg.State(bg.Bidder(i))] = true
+		}
+		q, exp = "SELECT count(*), sum(n), sum(total) FROM "+jv.rel, []int64{int64(len(states)), int64(len(bidders)), sum}
 	case "3-way":
 		var n, sum int64
 		states := map[string]bool{}
