@@ -191,8 +191,22 @@ func (q *query) run(ctx context.Context, n Node, env *expr.Env, emit operators.E
 			}
 			ops = append(ops, watched{op, q.budget})
 		}
-		chain := operators.NewChain(emit, ops...)
-		push := emit
+		// A LIMIT reached (ErrDone) ends the input of the chain it is in,
+		// and nothing else: the chain still flushes (an aggregate over
+		// a LIMIT emits its rows), and the query around it (a join's
+		// other side, the next UNION ALL branch, the outer query of a
+		// subquery) goes on. Only an ErrDone from above, the sink's,
+		// goes further up.
+		sinkDone := false
+		sink := func(b *operators.Batch) error {
+			err := emit(b)
+			if errors.Is(err, operators.ErrDone) {
+				sinkDone = true
+			}
+			return err
+		}
+		chain := operators.NewChain(sink, ops...)
+		push := sink
 		if len(ops) > 0 {
 			push = chain.Push
 		}
@@ -206,18 +220,18 @@ func (q *query) run(ctx context.Context, n Node, env *expr.Env, emit operators.E
 		} else {
 			err = q.run(ctx, n.Input, env, push)
 		}
-		// ErrDone (a limit reached, here or above) stops the input, and
-		// the chain still flushes: an aggregate over a LIMIT must
-		// emit its rows.
 		if err != nil && !errors.Is(err, operators.ErrDone) {
 			return err
 		}
 		if len(ops) > 0 {
-			if ferr := chain.Finish(); ferr != nil {
+			if ferr := chain.Finish(); ferr != nil && !errors.Is(ferr, operators.ErrDone) {
 				return ferr
 			}
 		}
-		return err
+		if sinkDone {
+			return operators.ErrDone
+		}
+		return nil
 	}
 	return errors.New("engine: unknown plan node")
 }
