@@ -81,8 +81,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 			if err != nil {
 				return nil, err
 			}
-			ns.embed(c)
-			return c, nil
+			return c, ns.embed(c)
 		}
 	} else if hasSubquery(sel.From) {
 		return nil, pgerror.NotSupported("a subquery in the FROM clause of a %s", ca.Kind).
@@ -795,10 +794,19 @@ func planChangesStream(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	c.Rel.Name, c.Rel.Topic = ca.Name+".table", InternalTopic(ca.Name, "table")
 	last.Changes.Table = c.Rel.Topic
 	c.Topology.Internal = append(c.Topology.Internal, *StreamOf(c.Rel))
+	for _, in := range c.Inputs {
+		if in.Name == c.Rel.Name {
+			return nil, pgerror.New(pgerror.DuplicateTable, "relation %q has the name of this pipeline's internal table", in.Name)
+		}
+	}
 	out := c.Changes
 	out.Name, out.Topic, out.Options = ca.Name, ca.Name, nil
 	if err := applyOutputOptions(out, ca.Options); err != nil {
 		return nil, err
+	}
+	if len(out.Key) > 0 {
+		return nil, pgerror.New(pgerror.InvalidParameterValue, "an EMIT CHANGES stream takes no key option").
+			WithDetail("Each change is keyed by the key of the row it changes, so that a key's changes stay in order on one partition.")
 	}
 	last.Output = out.Name
 	c.Rel, c.Changes = out, nil

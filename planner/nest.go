@@ -53,13 +53,12 @@ type nester struct {
 // another pipeline (their internal topics would be the same), and a
 // hidden view whose name is a relation's.
 func checkHiddenName(cat Catalog, name string) error {
-	m := hiddenName.FindStringSubmatch(name)
-	if m == nil {
-		return nil
-	}
-	if r, err := cat.Lookup("", m[1]); err == nil && len(r.Plan) > 0 {
-		return pgerror.New(pgerror.DuplicateObject, "the name %q is the internal name of a subquery of pipeline %q", name, m[1]).
-			WithHint("Choose another name.")
+	// a.sub1.sub2 is a subquery's of a.sub1, itself a's
+	for m := hiddenName.FindStringSubmatch(name); m != nil; m = hiddenName.FindStringSubmatch(m[1]) {
+		if r, err := cat.Lookup("", m[1]); err == nil && len(r.Plan) > 0 {
+			return pgerror.New(pgerror.DuplicateObject, "the name %q is the internal name of a subquery of pipeline %q", name, m[1]).
+				WithHint("Choose another name.")
+		}
 	}
 	return nil
 }
@@ -156,34 +155,68 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 }
 
 // embed puts the hidden views' stages before the query's, their topics
-// among its internal ones, and their inputs among its inputs.
-func (ns *nester) embed(c *Continuous) {
+// among its internal ones, and their inputs among its inputs. Inputs on
+// other backends are bridged once for the whole pipeline: a stream two
+// subqueries read has one ingest bridge (one consumer group), not two.
+//
+// A hidden view's stages are named sub<n>_<stage>: stage names have no
+// '-' or '.', so this name cannot meet another pipeline's in the state
+// topics (_fvsql-<pipeline>-<stage>-state) or the consumer groups
+// (fvsql.<pipeline>.<stage>), whatever the pipelines are called.
+func (ns *nester) embed(c *Continuous) error {
 	if len(ns.subs) == 0 {
-		return
+		return nil
 	}
 	var stages []engine.Stage
 	var inputs []*catalog.Relation
 	add := func(rels []*catalog.Relation) {
 		for _, r := range rels {
-			if _, hidden := ns.cat.views[r.Name]; !hidden && !slices.Contains(inputs, r) {
+			_, hidden := ns.cat.views[r.Name]
+			if !hidden && !slices.ContainsFunc(inputs, func(in *catalog.Relation) bool { return in.Name == r.Name }) {
 				inputs = append(inputs, r)
 			}
 		}
 	}
+	unbridge(c.Topology)
 	for i, sub := range ns.subs {
-		prefix := "sub" + strconv.Itoa(i+1) + "-"
+		unbridge(sub.Topology)
+		prefix := "sub" + strconv.Itoa(i+1) + "_"
 		for _, st := range sub.Topology.Stages {
 			st.Name = prefix + st.Name
 			stages = append(stages, st)
 		}
 		c.Topology.Internal = append(c.Topology.Internal, sub.Topology.Internal...)
 		c.Topology.Internal = append(c.Topology.Internal, *StreamOf(sub.Rel), *StreamOf(sub.Changes))
-		c.Topology.Ingest = append(c.Topology.Ingest, sub.Topology.Ingest...)
 		add(sub.Inputs)
 	}
 	add(c.Inputs)
 	c.Topology.Stages = append(stages, c.Topology.Stages...)
 	c.Inputs = inputs
+	for _, d := range c.Topology.Internal {
+		for _, in := range c.Inputs {
+			if in.Name == d.Name {
+				return pgerror.New(pgerror.DuplicateTable, "relation %q has the name of one of this pipeline's internal streams", in.Name).
+					WithHint("Rename it, or the view.")
+			}
+		}
+	}
+	return bridgeInputs(c, ns.name)
+}
+
+// unbridge takes a topology's ingest bridges out: its stages read the
+// external streams again, for bridgeInputs to bridge once.
+func unbridge(t *engine.Topology) {
+	for _, b := range t.Ingest {
+		for i := range t.Stages {
+			for j, in := range t.Stages[i].Inputs {
+				if in == b.Internal {
+					t.Stages[i].Inputs[j] = b.External
+				}
+			}
+		}
+		t.Internal = slices.DeleteFunc(t.Internal, func(d engine.Stream) bool { return d.Name == b.Internal })
+	}
+	t.Ingest = nil
 }
 
 // limitOverGroups rewrites ORDER BY … LIMIT over an aggregation or
