@@ -2,9 +2,11 @@ package planner
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -60,6 +62,11 @@ func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
 				return pgerror.New(pgerror.FeatureNotSupported, "aggregating, ranking or joining the changes stream %q is not supported yet", in.Name).
 					WithDetail("Its rows are inserts, updates and deletes of a view; an update carries no old row, so it cannot be retracted from a result built on it.").
 					WithHint("Read the view itself (FROM %s): a materialized view over a view takes its changes back out.", strings.TrimSuffix(in.Name, ChangesSuffix))
+			}
+			if emitsChanges(in) {
+				return pgerror.New(pgerror.FeatureNotSupported, "aggregating, ranking or joining the EMIT CHANGES stream %q is not supported yet", in.Name).
+					WithDetail("Its rows are inserts, updates and deletes of its query's result; an update carries no old row, so it cannot be retracted from a result built on it.").
+					WithHint("Use the stream's query as a subquery (FROM (…) t) in a materialized view: it takes its changes back out.")
 			}
 		}
 	}
@@ -148,4 +155,18 @@ func stepClause(s *operators.Step) string {
 func isChangesStream(rel *catalog.Relation) bool {
 	owner := rel.Options["pipeline"]
 	return owner != "" && rel.Name == owner+ChangesSuffix
+}
+
+// emitsChanges says rel is a CREATE STREAM … EMIT CHANGES stream: a
+// pipeline's output written by a stage that makes a view's changes.
+func emitsChanges(rel *catalog.Relation) bool {
+	if rel.Kind != catalog.Stream || len(rel.Plan) == 0 {
+		return false
+	}
+	var t engine.Topology
+	if json.Unmarshal(rel.Plan, &t) != nil || len(t.Stages) == 0 {
+		return false
+	}
+	last := t.Stages[len(t.Stages)-1]
+	return last.Changes != nil && last.Output == rel.Name
 }
