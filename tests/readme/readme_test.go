@@ -72,7 +72,7 @@ func TestREADMEWalkthroughInPsql(t *testing.T) {
 		for _, want := range map[int][]string{
 			0: {"ACME", "1050", "INIT", "495", "trades"},
 			1: {"ANN", "300.0", "big_orders", "RUNNING", "division by zero"},
-			2: {"250", "255", "275"},
+			2: {"250", "255", "275", "ann"},
 		}[i] {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("block %d output lacks %q", i+1, want)
