@@ -274,6 +274,9 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if e.host.Heartbeat(ctx, name) == Stop {
+		return nil // dropped already: create none of its topics (checked again below)
+	}
 	if err := topo.Validate(); err != nil {
 		return pgerror.WithCode(err, pgerror.InvalidObjectDefinition)
 	}

@@ -1103,6 +1103,7 @@ func TestStringFunctions(t *testing.T) {
 		{"substring", []any{"a=1&channel_id=xy&b", "channel_id=([^&]*)"}, "xy"},
 		{"substring", []any{"abc123", "[0-9]+"}, "123"},
 		{"substring", []any{"abc", "(x)|b"}, "NULL"},
+		{"substring", []any{"ab", "a|ab"}, "ab"}, // leftmost-longest, as PostgreSQL
 		{"substring", []any{"hello", 2, 0}, ""},
 		{"substring", []any{"héllo", 2, 2}, "él"},
 		{"substr", []any{"hello", 2, 100}, "ello"},

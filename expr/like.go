@@ -18,6 +18,11 @@ var patternCache = struct {
 	m map[string]*regexp.Regexp
 }{m: map[string]*regexp.Regexp{}}
 
+// longestKey starts the cache key of a pattern that matches leftmost-
+// longest, as PostgreSQL's substring(s FROM pattern) does (a|ab on "ab"
+// is "ab"), not leftmost-first as Go's default.
+const longestKey = "S"
+
 func cachedRegexp(key, expr string) (*regexp.Regexp, error) {
 	patternCache.Lock()
 	re, ok := patternCache.m[key]
@@ -28,6 +33,9 @@ func cachedRegexp(key, expr string) (*regexp.Regexp, error) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		return nil, pgerror.New(pgerror.InvalidRegularExpression, "invalid regular expression: %v", err)
+	}
+	if strings.HasPrefix(key, longestKey) {
+		re.Longest()
 	}
 	patternCache.Lock()
 	if len(patternCache.m) > 4096 {
@@ -161,7 +169,7 @@ func regexMatch(s, pattern string, ci bool) (bool, error) {
 // subexpression matched, or the whole match when there is none; NULL
 // when the pattern does not match.
 func regexSubstring(s, pattern string) (types.Value, error) {
-	re, err := cachedRegexp("R0"+pattern, pattern)
+	re, err := cachedRegexp(longestKey+pattern, pattern)
 	if err != nil {
 		return types.NullValue, err
 	}
