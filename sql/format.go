@@ -57,13 +57,17 @@ func Ident(name string) string {
 	return name
 }
 
-// qualified prints a possibly dotted name ("schema.table") part by part.
+// qualified prints a possibly dotted name ("schema.table"): the schema,
+// then the rest.
 func qualified(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = Ident(p)
+	// schema.name, as objectName joins them; a name that itself holds a
+	// dot (a quoted "a.b.c") prints as a."b.c", which parses back to
+	// the same string.
+	schema, rest, ok := strings.Cut(name, ".")
+	if !ok {
+		return Ident(name)
 	}
-	return strings.Join(parts, ".")
+	return Ident(schema) + "." + Ident(rest)
 }
 
 // ---------------------------------------------------------------------------
