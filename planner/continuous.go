@@ -787,18 +787,12 @@ func planChangesStream(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if err != nil {
 		return nil, err
 	}
-	last := &c.Topology.Stages[len(c.Topology.Stages)-1]
-	if c.Changes == nil || last.Changes == nil || last.Output != c.Changes.Name {
-		return nil, pgerror.NotSupported("EMIT CHANGES for this query")
+	last, err := internalTable(c, InternalTopic(ca.Name, "table"), "EMIT CHANGES for this query")
+	if err != nil {
+		return nil, err
 	}
-	c.Rel.Name, c.Rel.Topic = ca.Name+".table", InternalTopic(ca.Name, "table")
-	last.Changes.Table = c.Rel.Topic
+	c.Rel.Name = ca.Name + ".table"
 	c.Topology.Internal = append(c.Topology.Internal, *StreamOf(c.Rel))
-	for _, in := range c.Inputs {
-		if in.Name == c.Rel.Name {
-			return nil, pgerror.New(pgerror.DuplicateTable, "relation %q has the name of this pipeline's internal table", in.Name)
-		}
-	}
 	out := c.Changes
 	out.Name, out.Topic, out.Options = ca.Name, ca.Name, nil
 	if err := applyOutputOptions(out, ca.Options); err != nil {
@@ -811,4 +805,17 @@ func planChangesStream(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	last.Output = out.Name
 	c.Rel, c.Changes = out, nil
 	return c, nil
+}
+
+// internalTable points a view plan's table at an internal topic of the
+// pipeline (a hidden view's, an EMIT CHANGES stream's) and returns the
+// stage that writes it; what names the query in the error of a plan
+// that writes no view.
+func internalTable(c *Continuous, topic, what string) (*engine.Stage, error) {
+	last := &c.Topology.Stages[len(c.Topology.Stages)-1]
+	if c.Changes == nil || last.Changes == nil || last.Output != c.Changes.Name {
+		return nil, pgerror.NotSupported("%s", what)
+	}
+	c.Rel.Topic, last.Changes.Table = topic, topic
+	return last, nil
 }

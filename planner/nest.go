@@ -138,13 +138,10 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 	}
 	// The hidden view's table and changes go to internal topics of the
 	// pipeline, not to user topics.
-	last := &sub.Topology.Stages[len(sub.Topology.Stages)-1]
-	if last.Changes == nil || sub.Changes == nil {
-		return nil, pgerror.NotSupported("this subquery in a materialized view")
+	if _, err := internalTable(sub, InternalTopic(name, "table"), "this subquery in a materialized view"); err != nil {
+		return nil, err
 	}
-	sub.Rel.Topic = InternalTopic(name, "table")
 	sub.Changes.Topic = InternalTopic(name, "changes")
-	last.Changes.Table = sub.Rel.Topic
 	ns.cat.views[name] = sub.Rel
 	ns.subs = append(ns.subs, sub)
 	alias := dt.Alias
@@ -192,14 +189,6 @@ func (ns *nester) embed(c *Continuous) error {
 	add(c.Inputs)
 	c.Topology.Stages = append(stages, c.Topology.Stages...)
 	c.Inputs = inputs
-	for _, d := range c.Topology.Internal {
-		for _, in := range c.Inputs {
-			if in.Name == d.Name {
-				return pgerror.New(pgerror.DuplicateTable, "relation %q has the name of one of this pipeline's internal streams", in.Name).
-					WithHint("Rename it, or the view.")
-			}
-		}
-	}
 	return bridgeInputs(c, ns.name)
 }
 

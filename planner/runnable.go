@@ -20,6 +20,16 @@ import (
 // clear error now. Each check is a property of the plan, not of the
 // query's shape.
 func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
+	// A stage's input resolves to the pipeline's internal streams first
+	// (engine.Start), so an input named like one would read it instead.
+	for _, d := range c.Topology.Internal {
+		for _, in := range c.Inputs {
+			if in.Name == d.Name {
+				return pgerror.New(pgerror.DuplicateTable, "relation %q has the name of one of this pipeline's internal streams", in.Name).
+					WithHint("Rename it, or the pipeline.")
+			}
+		}
+	}
 	stateful := false
 	for i := range c.Topology.Stages {
 		for j := range c.Topology.Stages[i].Steps {
