@@ -44,40 +44,21 @@ func TestViewDifferential(t *testing.T) {
 		cases /= 10
 	}
 	db := newTestDB(t)
-	r := &catalog.Relation{Name: "dv", Kind: catalog.Stream, Topic: "dv", Format: "json", Partitions: 3,
-		Columns: []catalog.Column{{Name: "k", Type: types.Text}, {Name: "id", Type: types.Int8}, {Name: "v", Type: types.Int8}, {Name: "w", Type: types.Int8}}}
-	b, err := catalog.Encode(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.cat.Apply(200, r.Name, b); err != nil {
-		t.Fatal(err)
-	}
+	r := dvStream(t, db)
 	for n := 0; n < cases; n++ {
 		seed := *viewSeed*1_000_003 + int64(n)
 		rng := rand.New(rand.NewSource(seed))
 		q := genView(rng)
 		text := "CREATE MATERIALIZED VIEW vd AS " + q
-		stmts, err := sql.Parse(text)
-		if err != nil {
-			t.Fatalf("case %d (seed %d): parse %s: %v", n, seed, text, err)
-		}
-		c, err := planner.PlanContinuous(db.cat, stmts[0].Stmt.(*sql.CreateAs))
+		c, err := db.plan(text)
 		if err != nil {
 			t.Fatalf("case %d (seed %d): %s\nrefused: %v", n, seed, text, err)
 		}
 		p := newMemPipeline(c, r)
 		db.rows["dv"] = nil
-		id := int64(0)
-		offsets := make([]int64, r.Partitions)
+		in := &dvInput{offsets: make([]int64, r.Partitions)}
 		for round := 0; round < 3; round++ {
-			var rows []types.Row // read rows: the columns, then _key, _partition, _offset, _timestamp
-			for i := 5 + rng.Intn(25); i > 0; i-- {
-				id++
-				part := rng.Intn(r.Partitions)
-				offsets[part]++
-				rows = append(rows, append(genViewRow(rng, id), types.NullValue, types.NewInt(types.Int4, int64(part)), types.NewInt8(offsets[part]), types.NullValue))
-			}
+			rows := in.round(rng)
 			db.rows["dv"] = append(db.rows["dv"], rows...)
 			if err := p.feed(rng, rows, nil); err != nil {
 				t.Fatalf("case %d (seed %d): %s\nround %d: %v", n, seed, q, round, err)
@@ -103,6 +84,51 @@ func rowLines(rows []types.Row) string {
 		fmt.Fprintf(&b, "  %v\n", r)
 	}
 	return b.String()
+}
+
+// dvStream registers the stream the view differentials read, dv (k text,
+// id, v, w int8) over three partitions.
+func dvStream(t *testing.T, db *testDB) *catalog.Relation {
+	t.Helper()
+	r := &catalog.Relation{Name: "dv", Kind: catalog.Stream, Topic: "dv", Format: "json", Partitions: 3,
+		Columns: []catalog.Column{{Name: "k", Type: types.Text}, {Name: "id", Type: types.Int8}, {Name: "v", Type: types.Int8}, {Name: "w", Type: types.Int8}}}
+	b, err := catalog.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.cat.Apply(200, r.Name, b); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// plan plans CREATE … AS text as the server does.
+func (db *testDB) plan(text string) (*planner.Continuous, error) {
+	stmts, err := sql.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	return planner.PlanContinuous(db.cat, stmts[0].Stmt.(*sql.CreateAs))
+}
+
+// dvInput makes dv's input, round by round: ids go on, and each row gets
+// the next offset of a random partition.
+type dvInput struct {
+	id      int64
+	offsets []int64
+}
+
+// round is 5 to 29 rows as a read gives them: the columns, then _key,
+// _partition, _offset, _timestamp.
+func (in *dvInput) round(rng *rand.Rand) []types.Row {
+	var rows []types.Row
+	for i := 5 + rng.Intn(25); i > 0; i-- {
+		in.id++
+		part := rng.Intn(len(in.offsets))
+		in.offsets[part]++
+		rows = append(rows, append(genViewRow(rng, in.id), types.NullValue, types.NewInt(types.Int4, int64(part)), types.NewInt8(in.offsets[part]), types.NullValue))
+	}
+	return rows
 }
 
 func genViewRow(rng *rand.Rand, id int64) types.Row {
@@ -323,13 +349,7 @@ func (p *memPipeline) emit(st *engine.Stage, b *operators.Batch) error {
 	if ch := st.Changes; ch != nil {
 		for i, row := range b.Rows {
 			key := string(engine.TableKey(nil, row, ch.Key, p.types))
-			op := operators.OpInsert
-			if b.Ops != nil {
-				op = b.Ops[i]
-			}
-			if ch.Sign != 0 && row[ch.Sign].I < 0 {
-				op = operators.OpDelete
-			}
+			op := changeOf(ch, b, i)
 			if p.table != nil {
 				var r types.Row
 				if op != operators.OpDelete {
@@ -366,9 +386,7 @@ func (p *memPipeline) emit(st *engine.Stage, b *operators.Batch) error {
 	}
 	byPart := map[int32][]types.Row{}
 	for _, row := range b.Rows {
-		h := fnv.New32a()
-		h.Write(engine.TableKey(nil, row, key, out.Types))
-		part := int32(h.Sum32() % uint32(out.Partitions))
+		part := keyPart(engine.TableKey(nil, row, key, out.Types), out.Partitions)
 		r := append(types.Row(nil), row[:len(out.Columns)]...)
 		if out.Meta {
 			p.offset++
@@ -402,23 +420,13 @@ func (p *memPipeline) emitTable(st *engine.Stage, b *operators.Batch) error {
 	var parts []int32
 	for i, row := range b.Rows {
 		key := engine.TableKey(nil, row, ch.Key, out.Types)
-		op := operators.OpInsert
-		if b.Ops != nil && b.Ops[i] == operators.OpDelete || ch.Sign != 0 && row[ch.Sign].I < 0 {
-			op = operators.OpDelete
-		}
-		h := fnv.New32a()
-		h.Write(key)
-		part := int32(h.Sum32() % uint32(out.Partitions))
+		part := keyPart(key, out.Partitions)
 		p.offset++
-		rec := make(types.Row, 0, len(out.Columns)+engine.MetaWidth)
-		for j := range out.Columns {
-			v := types.NullValue
-			if op != operators.OpDelete {
-				v = row[j]
-			}
-			rec = append(rec, v)
+		var value types.Row
+		if changeOf(ch, b, i) != operators.OpDelete {
+			value = types.CloneRow(row[:len(out.Columns)])
 		}
-		rec = append(rec, types.Value{K: types.Bytea, S: string(key)}, types.NewInt(types.Int4, int64(part)), types.NewInt8(p.offset), types.NullValue)
+		rec, op := tableRecord(len(out.Columns), key, value, part, p.offset)
 		if byPart[part] == nil {
 			byPart[part] = &operators.Batch{}
 			parts = append(parts, part)
@@ -505,27 +513,12 @@ func TestViewOverViewDifferential(t *testing.T) {
 		cases /= 10
 	}
 	db := newTestDB(t)
-	r := &catalog.Relation{Name: "dv", Kind: catalog.Stream, Topic: "dv", Format: "json", Partitions: 3,
-		Columns: []catalog.Column{{Name: "k", Type: types.Text}, {Name: "id", Type: types.Int8}, {Name: "v", Type: types.Int8}, {Name: "w", Type: types.Int8}}}
-	b, err := catalog.Encode(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.cat.Apply(200, r.Name, b); err != nil {
-		t.Fatal(err)
-	}
-	plan := func(text string) (*planner.Continuous, error) {
-		stmts, err := sql.Parse(text)
-		if err != nil {
-			return nil, err
-		}
-		return planner.PlanContinuous(db.cat, stmts[0].Stmt.(*sql.CreateAs))
-	}
+	r := dvStream(t, db)
 	for n := 0; n < cases; n++ {
 		seed := *viewSeed*2_000_003 + int64(n)
 		rng := rand.New(rand.NewSource(seed))
 		q1 := genView(rng)
-		c1, err := plan("CREATE MATERIALIZED VIEW vd AS " + q1)
+		c1, err := db.plan("CREATE MATERIALIZED VIEW vd AS " + q1)
 		if err != nil {
 			t.Fatalf("case %d (seed %d): %s\nrefused: %v", n, seed, q1, err)
 		}
@@ -540,24 +533,17 @@ func TestViewOverViewDifferential(t *testing.T) {
 		}
 		q2 := genViewOver(rng, view.Columns)
 		text := "CREATE MATERIALIZED VIEW vv AS " + q2
-		c2, err := plan(text)
+		c2, err := db.plan(text)
 		if err != nil {
 			t.Fatalf("case %d (seed %d): over %s\n%s\nrefused: %v", n, seed, q1, text, err)
 		}
 		p1, p2 := newMemPipeline(c1, r), newMemPipeline(c2, &view)
 		log := logTable(p1, &view)
 		db.rows["dv"] = nil
-		id := int64(0)
-		inOffsets := make([]int64, r.Partitions)
+		in := &dvInput{offsets: make([]int64, r.Partitions)}
 		fed := 0
 		for round := 0; round < 3; round++ {
-			var rows []types.Row
-			for i := 5 + rng.Intn(25); i > 0; i-- {
-				id++
-				part := rng.Intn(r.Partitions)
-				inOffsets[part]++
-				rows = append(rows, append(genViewRow(rng, id), types.NullValue, types.NewInt(types.Int4, int64(part)), types.NewInt8(inOffsets[part]), types.NullValue))
-			}
+			rows := in.round(rng)
 			db.rows["dv"] = append(db.rows["dv"], rows...)
 			log.recs, log.ops = nil, nil
 			if err := p1.feed(rng, rows, nil); err != nil {
@@ -611,22 +597,48 @@ func logTable(p *memPipeline, view *catalog.Relation) *tableLog {
 	log := &tableLog{}
 	offsets := make([]int64, view.Partitions)
 	p.table = func(key []byte, row types.Row) {
-		h := fnv.New32a()
-		h.Write(key)
-		part := int32(h.Sum32() % uint32(view.Partitions))
+		part := keyPart(key, view.Partitions)
 		offsets[part]++
-		op := operators.OpInsert
-		if row == nil {
-			op = operators.OpDelete
-			row = make(types.Row, len(view.Columns))
-			for i := range row {
-				row[i] = types.NullValue
-			}
-		}
-		log.recs = append(log.recs, append(row, types.Value{K: types.Bytea, S: string(key)}, types.NewInt(types.Int4, int64(part)), types.NewInt8(offsets[part]), types.NullValue))
+		rec, op := tableRecord(len(view.Columns), key, row, part, offsets[part])
+		log.recs = append(log.recs, rec)
 		log.ops = append(log.ops, op)
 	}
 	return log
+}
+
+// changeOf is the change row i of a batch a view's stage writes is, as
+// the engine's worker reads it: the batch's op, or a delete for a -1 row.
+func changeOf(ch *engine.ChangesOutput, b *operators.Batch, i int) operators.Op {
+	op := operators.OpInsert
+	if b.Ops != nil {
+		op = b.Ops[i]
+	}
+	if ch.Sign != 0 && b.Rows[i][ch.Sign].I < 0 {
+		op = operators.OpDelete
+	}
+	return op
+}
+
+// keyPart is the partition of n that a record key goes to.
+func keyPart(key []byte, n int) int32 {
+	h := fnv.New32a()
+	h.Write(key)
+	return int32(h.Sum32() % uint32(n))
+}
+
+// tableRecord is a table record as a reader of the table gets it, the
+// row (all NULL for a tombstone, row nil) then _key, _partition, _offset
+// and _timestamp, with its change: an upsert or a delete.
+func tableRecord(width int, key []byte, row types.Row, part int32, offset int64) (types.Row, operators.Op) {
+	op := operators.OpInsert
+	if row == nil {
+		op = operators.OpDelete
+		row = make(types.Row, width)
+		for i := range row {
+			row[i] = types.NullValue
+		}
+	}
+	return append(row, types.Value{K: types.Bytea, S: string(key)}, types.NewInt(types.Int4, int64(part)), types.NewInt8(offset), types.NullValue), op
 }
 
 // genViewOver makes the SELECT of a view over a view with these columns:
@@ -1030,28 +1042,13 @@ func TestSubqueryViewDifferential(t *testing.T) {
 		cases /= 10
 	}
 	db := newTestDB(t)
-	r := &catalog.Relation{Name: "dv", Kind: catalog.Stream, Topic: "dv", Format: "json", Partitions: 3,
-		Columns: []catalog.Column{{Name: "k", Type: types.Text}, {Name: "id", Type: types.Int8}, {Name: "v", Type: types.Int8}, {Name: "w", Type: types.Int8}}}
-	b, err := catalog.Encode(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.cat.Apply(200, r.Name, b); err != nil {
-		t.Fatal(err)
-	}
-	plan := func(text string) (*planner.Continuous, error) {
-		stmts, err := sql.Parse(text)
-		if err != nil {
-			return nil, err
-		}
-		return planner.PlanContinuous(db.cat, stmts[0].Stmt.(*sql.CreateAs))
-	}
+	r := dvStream(t, db)
 	nested := 0
 	for n := 0; n < cases; n++ {
 		seed := *viewSeed*4_000_037 + int64(n)
 		rng := rand.New(rand.NewSource(seed))
 		q1 := genView(rng)
-		c1, err := plan("CREATE MATERIALIZED VIEW vd AS " + q1)
+		c1, err := db.plan("CREATE MATERIALIZED VIEW vd AS " + q1)
 		if err != nil {
 			t.Fatalf("case %d (seed %d): %s\nrefused: %v", n, seed, q1, err)
 		}
@@ -1074,7 +1071,7 @@ func TestSubqueryViewDifferential(t *testing.T) {
 			q = strings.Replace(q2, "FROM vd", "FROM ("+q1+") vd", 1)
 		}
 		text := "CREATE MATERIALIZED VIEW vs AS " + q
-		c, err := plan(text)
+		c, err := db.plan(text)
 		if err != nil {
 			t.Fatalf("case %d (seed %d): %s\nrefused: %v", n, seed, text, err)
 		}
@@ -1083,17 +1080,10 @@ func TestSubqueryViewDifferential(t *testing.T) {
 		}
 		p := newMemPipeline(c, r)
 		db.rows["dv"] = nil
-		id := int64(0)
-		inOffsets := make([]int64, r.Partitions)
+		in := &dvInput{offsets: make([]int64, r.Partitions)}
 		fed := 0
 		for round := 0; round < 3; round++ {
-			var rows []types.Row
-			for i := 5 + rng.Intn(25); i > 0; i-- {
-				id++
-				part := rng.Intn(r.Partitions)
-				inOffsets[part]++
-				rows = append(rows, append(genViewRow(rng, id), types.NullValue, types.NewInt(types.Int4, int64(part)), types.NewInt8(inOffsets[part]), types.NullValue))
-			}
+			rows := in.round(rng)
 			db.rows["dv"] = append(db.rows["dv"], rows...)
 			fed += len(rows)
 			if err := p.feed(rng, rows, nil); err != nil {
