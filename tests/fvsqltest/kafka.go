@@ -106,9 +106,6 @@ func StartKafka(t testing.TB) *Kafka {
 	k.logPath = filepath.Join(k.dir, "kafka.log")
 	k.port = testenv.FreePort(t)
 	cport := testenv.FreePort(t)
-	for cport == k.port {
-		cport = testenv.FreePort(t)
-	}
 	k.props = filepath.Join(k.dir, "server.properties")
 	// The configuration of scripts/test.sh's broker.
 	props := fmt.Sprintf(`# Single-node KRaft test broker written by tests/fvsqltest.

@@ -70,15 +70,23 @@ func TestServiceAddresses(t *testing.T) {
 }
 
 func TestFreePort(t *testing.T) {
-	port := FreePort(t)
-	if port <= 0 || port > 65535 {
-		t.Fatalf("FreePort = %d", port)
+	low := ephemeralLow()
+	seen := map[int]bool{}
+	for i := 0; i < 50; i++ {
+		port := FreePort(t)
+		if port < minPort || port >= low {
+			t.Fatalf("FreePort = %d, want a port in [%d, %d), below the ephemeral range", port, minPort, low)
+		}
+		if seen[port] {
+			t.Fatalf("FreePort handed out %d twice", port)
+		}
+		seen[port] = true
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatalf("port %d from FreePort is not bindable: %v", port, err)
+		}
+		l.Close()
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		t.Fatalf("port %d from FreePort is not bindable: %v", port, err)
-	}
-	l.Close()
 }
 
 func TestUniqueName(t *testing.T) {
