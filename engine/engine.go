@@ -359,6 +359,9 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	if e.cfg.OffsetReset == "latest" {
 		e.pinStart(ctx, name, stages)
 	}
+	if err := e.seed(ctx, stages, topo); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.pipelines[name]; ok {
@@ -427,6 +430,37 @@ func stageStateful(s *Stage) bool {
 		}
 	}
 	return false
+}
+
+// seed writes a seed marker to the input of each stage whose aggregate
+// has no GROUP BY (operators.Step.Seeds), when that input is one of the
+// pipeline's internal topics with one partition, as the planner makes it:
+// the stage then emits the aggregate over no rows (count 0) before any
+// row comes, and FLUSH waits for it. Each start writes one; a marker the
+// state already answers changes nothing. An input that is not internal
+// (a topology stored before seeding) gets none, as before.
+func (e *Engine) seed(ctx context.Context, stages []*stageRun, topo *Topology) error {
+	internal := map[string]bool{}
+	for _, d := range topo.Internal {
+		internal[d.Name] = true
+	}
+	var recs []*kgo.Record
+	for _, sr := range stages {
+		if len(sr.inputs) != 1 || !internal[sr.inputs[0].Name] || sr.inputs[0].Partitions != 1 ||
+			!slices.ContainsFunc(sr.def.Steps, func(s operators.Step) bool { return s.Seeds() }) {
+			continue
+		}
+		recs = append(recs, &kgo.Record{Topic: e.topic(sr.inputs[0].Topic), Partition: 0, Headers: []kgo.RecordHeader{{Key: seedHeader}}})
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "starting a pipeline: writing its seed marker")
+	}
+	return nil
 }
 
 // createStateTopic makes a stage's compacted checkpoint topic.

@@ -167,6 +167,15 @@ func isPlaced(r *kgo.Record) bool {
 	return len(r.Headers) > 0 && (r.Headers[0].Key == wmHeader || r.Headers[0].Key == stateHeader)
 }
 
+// seedHeader marks a seed marker: a record a pipeline's start writes to
+// the one-partition internal topic read by an aggregate without GROUP BY
+// (operators.Seeder), so that the view holds its group over no rows as
+// soon as the stage has read the marker, and FLUSH waits for it as for
+// any record.
+const seedHeader = "fvsql-seed"
+
+func isSeed(r *kgo.Record) bool { return len(r.Headers) > 0 && r.Headers[0].Key == seedHeader }
+
 // stateHeader marks a state checkpoint record.
 const stateHeader = "fvsql-state"
 
@@ -658,6 +667,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 	flat := make([]types.Value, len(fp.Records)*width)
 	n := 0
 	wmSpec := w.stage.def.Watermark
+	seed := false
 	if w.fromCtl && len(fp.Records) > 0 {
 		pt.received(w.p.e.cfg.IdleTimeout)
 	}
@@ -671,6 +681,10 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 		}
 		if isControl(r) {
 			pt.sourceWatermark(string(r.Headers[0].Value), r.Timestamp.UnixMicro())
+			continue
+		}
+		if isSeed(r) {
+			seed = true
 			continue
 		}
 		ep.consumed++
@@ -713,6 +727,13 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 			return err
 		}
 		ep.filtered += pt.filteredCount() - before
+	}
+	if seed {
+		if sd, ok := pt.stateful.(operators.Seeder); ok {
+			if err := sd.Seed(pt.statefulEmit); err != nil {
+				return err
+			}
+		}
 	}
 	if w.fromCtl {
 		pt.fetched(fp)

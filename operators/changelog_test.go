@@ -183,3 +183,58 @@ func sorted(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestGroupAggregateSeed checks the group over no rows a seed marker
+// makes an aggregate without GROUP BY emit (operators.Seeder): once, as
+// an insert of count 0 and sum NULL; not again after a restart from its
+// state, nor after rows came; never with GROUP BY.
+func TestGroupAggregateSeed(t *testing.T) {
+	v := expr.Col(0, types.Int8, "v")
+	aggs := []operators.AggSpec{{Name: "count", Star: true}, {Name: "sum", Arg: v}}
+	build := func(groupBy []*expr.Expr, kv operators.KV) operators.Seeder {
+		op, err := operators.Build(&operators.Step{Op: operators.OpGroupAggregate, GroupBy: groupBy, Aggs: aggs, Changes: true}, &expr.Env{}, operators.AbortOnError)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op.(operators.Stateful).Bind(kv)
+		return op.(operators.Seeder)
+	}
+	seed := func(s operators.Seeder) []string {
+		var got []string
+		err := s.Seed(func(b *operators.Batch) error {
+			for i, r := range b.Rows {
+				got = append(got, fmt.Sprintf("%s %v", b.Ops[i], r))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	kv := operators.NewMemKV()
+	g := build(nil, kv)
+	if got := seed(g); len(got) != 1 || got[0] != fmt.Sprintf("%s %v", operators.OpInsert, types.Row{types.NewInt8(0), types.NullValue}) {
+		t.Fatalf("first seed emitted %q, want one insert of (0, NULL)", got)
+	}
+	if got := seed(g); len(got) != 0 {
+		t.Fatalf("second seed emitted %q", got)
+	}
+	if err := g.(operators.Stateful).OnCheckpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if got := seed(build(nil, kv)); len(got) != 0 {
+		t.Fatalf("seed after a restart from state emitted %q", got)
+	}
+	fresh := build(nil, operators.NewMemKV())
+	err := fresh.(operators.Operator).Process(&operators.Batch{Rows: []types.Row{{types.NewInt8(4)}}}, func(*operators.Batch) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seed(fresh); len(got) != 0 {
+		t.Fatalf("seed after a row emitted %q", got)
+	}
+	if got := seed(build([]*expr.Expr{v}, operators.NewMemKV())); len(got) != 0 {
+		t.Fatalf("seed with GROUP BY emitted %q", got)
+	}
+}

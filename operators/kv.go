@@ -34,6 +34,17 @@ type Stateful interface {
 	OnCheckpoint() error
 }
 
+// Seeder is a Stateful operator with output before any input row: an
+// aggregate without GROUP BY has its one group over no rows too (count 0,
+// sum NULL), as a bounded query does. A pipeline calls Seed once the
+// operator's partition is bound, when a seed marker comes in its input
+// (engine: the marker a pipeline's start writes); Seed emits the group
+// unless the state already holds it, so a marker after rows, or a second
+// marker, changes nothing.
+type Seeder interface {
+	Seed(emit Emit) error
+}
+
 // WatermarkSetter is a Stateful operator that can take back its
 // watermark after a restart without closing anything (WindowAggregate:
 // its windows at or below the watermark closed before the checkpoint it

@@ -168,6 +168,10 @@ func (s *Step) Stateless() bool {
 	return s.Op == OpFilter || s.Op == OpProject || s.Op == OpProjectSet || s.Op == OpLookupJoin
 }
 
+// Seeds reports whether the step's operator is a Seeder with a group to
+// seed: an unwindowed aggregate without GROUP BY.
+func (s *Step) Seeds() bool { return s.Op == OpGroupAggregate && len(s.GroupBy) == 0 }
+
 // Build makes the operator a step describes; env holds the bound $n
 // values (and subqueries, in bounded queries); onErr is the per-row error
 // policy.

@@ -997,6 +997,26 @@ rows:
 	return g.st.emitChanges(emit, false, types.Null)
 }
 
+// Seed implements Seeder: without GROUP BY, it emits the group over no
+// rows if the state holds no group yet; with GROUP BY it does nothing.
+func (g *GroupAggregate) Seed(emit Emit) error {
+	if len(g.GroupBy) > 0 {
+		return nil
+	}
+	if g.st.kv == nil {
+		g.st.bind(NewMemKV())
+	}
+	e, err := g.st.get(nil, nil, 0, 0)
+	if err != nil {
+		return err
+	}
+	if e.stored || e.dirty || e.touched {
+		return nil
+	}
+	g.st.touch(e)
+	return g.st.emitChanges(emit, false, types.Null)
+}
+
 // OnWatermark implements Stateful (unwindowed groups never close).
 func (g *GroupAggregate) OnWatermark(int64, Emit) error { return nil }
 

@@ -488,8 +488,11 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// Kafka client (unkeyed, keyed by other bytes, or hashed with
 	// librdkafka's CRC32), so a multi-partition input is always re-keyed.
 	// A view's changes are always: its changelog step is a stage's one
-	// stateful step.
-	if in.Partitions == 1 && !view {
+	// stateful step. An aggregate without GROUP BY always reads an
+	// internal topic too: its group over no rows (count 0) is emitted
+	// when it reads the seed marker the pipeline's start writes there
+	// (engine.Engine.seed), which fvsql does not write to a user's topic.
+	if in.Partitions == 1 && !view && !q.step.Seeds() {
 		var steps []operators.Step
 		if q.filter != nil {
 			steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
