@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -98,7 +99,7 @@ func Recovery(ctx context.Context, o Options, c RecoveryConfig) error {
 			in, c.Partitions, Count(float64(c.Keys)), c.Pad),
 		"  "+viewSQL+" caught up and FLUSHed; then, for each mode, the server is killed with SIGKILL and restarted:",
 		"  kept   on the same data directory (Pebble state and the view's local copy kept)",
-		"  wiped  on an emptied data directory (state rebuilt from the compacted _fvsql-r-s0-state topic, the view copy from its table topic; the catalog from _fvsql_catalog)",
+		"  wiped  on an emptied data directory (state rebuilt from the compacted _fvsql-r.<incarnation>-s0-state topic, the view copy from its table topic; the catalog from _fvsql_catalog)",
 		"  graceful (a control, no target) stopped cleanly instead of killed, data directory kept: its consumers leave their groups, so the new ones need not wait for the old members' session timeout",
 		"  right after the restart a fresh key is produced into every partition; ready = pgwire accepting, the pipeline RUNNING with restoring = 0 and",
 		"  every partition owned, and every fresh key's row visible to SELECT n FROM r WHERE k = $1 (polled every 20 ms)",
@@ -115,7 +116,7 @@ func Recovery(ctx context.Context, o Options, c RecoveryConfig) error {
 	if err != nil {
 		return err
 	}
-	stateTopic := h.prefix + "_fvsql-" + view + "-s0-state"
+	stateTopic := stateTopicOf(ctx, h, view, "s0")
 	stateRecords := topicRecords(ctx, h, stateTopic)
 	dirBytes := dirSize(dataDir)
 	fmt.Fprintf(h.o.Out, "state built in %s (%s rows/s): state_bytes %s, checkpoint_bytes of the last epoch %s, %s records in %s, server data dir %s\n\n",
@@ -284,6 +285,30 @@ func waitReady(ctx context.Context, conn *pgx.Conn, view string, fresh []int64, 
 
 // topicRecords is the number of offsets in a topic (the sum of its
 // partitions' end minus start offsets), -1 when unknown.
+// stateTopicOf finds the state topic of a pipeline's stage,
+// _fvsql-<pipeline>.<incarnation>-<stage>-state (the engine's names
+// carry the pipeline's incarnation), by listing the topics.
+func stateTopicOf(ctx context.Context, h *harness, pipeline, stage string) string {
+	plain := h.prefix + "_fvsql-" + pipeline + "-" + stage + "-state"
+	adm, err := h.admin()
+	if err != nil {
+		return plain
+	}
+	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	topics, err := adm.ListTopics(qctx)
+	if err != nil {
+		return plain
+	}
+	head, tail := h.prefix+"_fvsql-"+pipeline+".", "-"+stage+"-state"
+	for _, t := range topics.Names() {
+		if rest, ok := strings.CutPrefix(t, head); ok && strings.HasSuffix(rest, tail) && len(rest) == 8+len(tail) {
+			return t
+		}
+	}
+	return plain
+}
+
 func topicRecords(ctx context.Context, h *harness, topic string) int64 {
 	adm, err := h.admin()
 	if err != nil {

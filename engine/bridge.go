@@ -144,7 +144,7 @@ func (p *pipeline) sink(b Bridge, id int) error {
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(e.cfg.Brokers...),
-		kgo.ConsumerGroup(e.group(p.name, "sink")),
+		kgo.ConsumerGroup(e.group(p.id, "sink")),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),

@@ -311,7 +311,7 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 			}
 			parts = max(parts, d.Partitions)
 		}
-		if err := e.createStateTopic(ctx, stateTopic(name, s.Name), parts); err != nil {
+		if err := e.createStateTopic(ctx, stateTopic(topo.Ident(name), s.Name), parts); err != nil {
 			return err
 		}
 	}
@@ -357,7 +357,7 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 		return err
 	}
 	if e.cfg.OffsetReset == "latest" {
-		e.pinStart(ctx, name, stages)
+		e.pinStart(ctx, topo.Ident(name), stages)
 	}
 	if err := e.seed(ctx, stages, topo); err != nil {
 		return err
@@ -522,14 +522,15 @@ func (e *Engine) remove(p *pipeline) {
 // Drop stops a pipeline and deletes its consumer groups and internal topics.
 func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 	e.Stop(name)
+	id := topo.Ident(name)
 	var groups, stages []string
 	for _, s := range topo.Stages {
-		groups = append(groups, e.group(name, s.Name))
+		groups = append(groups, e.group(id, s.Name))
 		stages = append(stages, s.Name)
 	}
-	e.leaveGroups(ctx, name, stages)
+	e.leaveGroups(ctx, id, stages)
 	if len(topo.Sinks) > 0 {
-		groups = append(groups, e.group(name, "sink"))
+		groups = append(groups, e.group(id, "sink"))
 	}
 	if _, err := e.admin.DeleteGroups(ctx, groups...); err != nil {
 		e.cfg.Logger.Warn("deleting consumer groups failed", "pipeline", name, "err", err)
@@ -540,7 +541,7 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 	}
 	for _, s := range topo.Stages {
 		if stageStateful(&s) {
-			topics = append(topics, e.topic(stateTopic(name, s.Name)))
+			topics = append(topics, e.topic(stateTopic(id, s.Name)))
 		}
 	}
 	if len(topics) > 0 {
@@ -548,7 +549,20 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 			e.cfg.Logger.Warn("deleting internal topics failed", "pipeline", name, "err", err)
 		}
 	}
-	return e.cfg.Store.DeletePrefix(state.PipelinePrefix(name))
+	return e.cfg.Store.DeletePrefix(state.PipelinePrefix(id))
+}
+
+// Forget stops a pipeline another process dropped and deletes this
+// process's local state of it; the dropping process deleted its groups
+// and topics. A topology without an incarnation keeps its local state:
+// a pipeline created again under its name would have the same state
+// keys, and its own restore voids state without a commit behind it.
+func (e *Engine) Forget(name string, topo *Topology) error {
+	e.Stop(name)
+	if topo.Incarnation == "" {
+		return nil
+	}
+	return e.cfg.Store.DeletePrefix(state.PipelinePrefix(topo.Ident(name)))
 }
 
 // Records returns the live record of every pipeline on this node.
@@ -579,7 +593,7 @@ func (e *Engine) Lag(ctx context.Context) map[string]int64 {
 	for _, p := range ps {
 		var total int64
 		for _, s := range p.stages {
-			lag, err := e.stageLag(ctx, p.name, s)
+			lag, err := e.stageLag(ctx, p.id, s)
 			if err != nil {
 				total = -1
 				break
@@ -692,7 +706,7 @@ func (e *Engine) waitGroup(ctx context.Context, p *pipeline, stage string, topic
 	if err != nil {
 		return err
 	}
-	group := e.group(p.name, stage)
+	group := e.group(p.id, stage)
 	wait := 10 * time.Millisecond
 	for {
 		committed, err := e.admin.FetchOffsets(ctx, group)

@@ -70,7 +70,7 @@ func (p *pipeline) topics() []string {
 func (p *pipeline) stageWrites(s *stageRun) []string {
 	out := p.queryWrites(s)
 	if stageStateful(s.def) {
-		out = append(out, p.e.topic(stateTopic(p.name, s.def.Name)))
+		out = append(out, p.e.topic(stateTopic(p.id, s.def.Name)))
 	}
 	return out
 }
@@ -157,7 +157,7 @@ func (p *pipeline) checkHanging(ctx context.Context, seen map[openTxn]time.Time)
 	}
 	for _, o := range old {
 		holds, owner := p.coordinatorHolds(ctx, o)
-		if holds || o.topic == groupOffsetsTopic && !ours[o.producer] && !strings.HasPrefix(owner, p.e.group(p.name, "")) {
+		if holds || o.topic == groupOffsetsTopic && !ours[o.producer] && !strings.HasPrefix(owner, p.e.group(p.id, "")) {
 			continue
 		}
 		resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{

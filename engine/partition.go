@@ -62,7 +62,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	}
 	pt := &partition{key: k, maxEvent: math.MinInt64, wm: math.MinInt64, sentWM: math.MinInt64, sources: map[int32]*sourceWM{}, created: time.Now(),
 		logNow: math.MinInt64, logFirst: math.MinInt64}
-	pt.prefix = state.PartitionPrefix(w.p.name, w.stage.def.Name, k.topic, k.part)
+	pt.prefix = state.PartitionPrefix(w.p.id, w.stage.def.Name, k.topic, k.part)
 	onErr := func(b *operators.Batch, i int, err error) error {
 		var r *kgo.Record
 		if b.Source != nil && i < len(b.Source) {

@@ -20,6 +20,7 @@ import (
 type pipeline struct {
 	e        *Engine
 	name     string
+	id       string // topo.Ident(name): what its groups and state are named after
 	topo     *Topology
 	stages   []*stageRun
 	errors   *Stream
@@ -161,7 +162,7 @@ func newPipeline(e *Engine, name string, topo *Topology, stages []*stageRun, err
 	for _, d := range topo.Internal {
 		internal[d.Name] = true
 	}
-	return &pipeline{e: e, name: name, topo: topo, stages: stages, errors: errs, internal: internal, ctx: ctx, cancel: cancel,
+	return &pipeline{e: e, name: name, id: topo.Ident(name), topo: topo, stages: stages, errors: errs, internal: internal, ctx: ctx, cancel: cancel,
 		status: StatusStarting, failing: map[int]bool{}, started: time.Now()}
 }
 
@@ -409,7 +410,7 @@ func (p *pipeline) stateSize() int64 {
 		return last
 	}
 	p.stateSizedAt.Store(now)
-	n, err := p.e.cfg.Store.Size(state.PipelinePrefix(p.name))
+	n, err := p.e.cfg.Store.Size(state.PipelinePrefix(p.id))
 	if err != nil {
 		p.e.cfg.Logger.Warn("measuring state size failed", "pipeline", p.name, "err", err)
 		return p.stateBytes.Load()

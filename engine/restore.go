@@ -57,7 +57,7 @@ func (w *worker) rebuild(pt *partition, committed int64, haveCommit bool) error 
 	}
 	w.p.restoring.Add(1)
 	defer w.p.restoring.Add(-1)
-	topic := e.topic(stateTopic(w.p.name, w.stage.def.Name))
+	topic := e.topic(stateTopic(w.p.id, w.stage.def.Name))
 	ctx, cancel := context.WithTimeout(w.p.ctx, 10*time.Minute)
 	defer cancel()
 	batch := e.cfg.Store.NewWriteEpoch()

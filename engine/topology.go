@@ -25,6 +25,23 @@ type Topology struct {
 	// external backend. Both run in every process running the pipeline.
 	Ingest []Bridge `json:"ingest,omitempty"`
 	Sinks  []Bridge `json:"sinks,omitempty"`
+	// Incarnation tells this pipeline from an earlier one of the same
+	// name (the catalog relation's ID, set at CREATE): its consumer
+	// groups, state topics and local state are named after Ident, so a
+	// view dropped and created again starts over even where a process
+	// still ran the old one (whose group, with members, could not be
+	// deleted: the new pipeline resumed from its offsets). Empty in
+	// topologies stored before it, which keep their names.
+	Incarnation string `json:"incarnation,omitempty"`
+}
+
+// Ident is the name a pipeline's groups and state are named after: its
+// name, then its incarnation.
+func (t *Topology) Ident(name string) string {
+	if t.Incarnation == "" {
+		return name
+	}
+	return name + "." + t.Incarnation
 }
 
 // Bridge links a stream on an external backend with an internal topic.

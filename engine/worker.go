@@ -187,11 +187,11 @@ func (w *worker) clientOpts() []kgo.Opt {
 	}
 	return append([]kgo.Opt{
 		kgo.SeedBrokers(e.cfg.Brokers...),
-		kgo.ConsumerGroup(e.group(w.p.name, w.stage.def.Name)),
+		kgo.ConsumerGroup(e.group(w.p.id, w.stage.def.Name)),
 		// Static membership: a restarted process takes its old members'
 		// places, and their partitions, at once instead of waiting for
 		// their session timeout and a rebalance (kept-state recovery).
-		kgo.InstanceID(e.instanceID(w.p.name, w.stage.def.Name, w.index)),
+		kgo.InstanceID(e.instanceID(w.p.id, w.stage.def.Name, w.index)),
 		kgo.ConsumeTopics(w.stage.inputTopics(e)...),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -341,7 +341,7 @@ func (w *worker) run() error {
 }
 
 func (w *worker) txnID() string {
-	return w.p.e.instanceID(w.p.name, w.stage.def.Name, w.index)
+	return w.p.e.instanceID(w.p.id, w.stage.def.Name, w.index)
 }
 
 // committedLookup reads the group's committed offsets as the client
@@ -389,14 +389,14 @@ func (w *worker) shipState() error {
 	if w.ep.st == nil || len(w.parts) == 0 {
 		return nil
 	}
-	topic := w.p.e.topic(stateTopic(w.p.name, w.stage.def.Name))
+	topic := w.p.e.topic(stateTopic(w.p.id, w.stage.def.Name))
 	// One pass over the epoch's changes (a pass per partition read the
 	// whole epoch once per partition), each change to its partition.
 	parts := make([]*partition, 0, len(w.parts))
 	for _, pt := range w.parts {
 		parts = append(parts, pt)
 	}
-	return w.ep.st.Changes(state.StagePrefix(w.p.name, w.stage.def.Name), func(key, value []byte, deleted bool) error {
+	return w.ep.st.Changes(state.StagePrefix(w.p.id, w.stage.def.Name), func(key, value []byte, deleted bool) error {
 		var pt *partition
 		for _, c := range parts {
 			if bytes.HasPrefix(key, c.prefix) {

@@ -165,7 +165,7 @@ func TestDerivedTopics(t *testing.T) {
 			topics = append(topics, s.Topic)
 		}
 		for _, s := range c.Topology.Stages {
-			topics = append(topics, "_fvsql-"+long+"-"+s.Name+"-state") // engine's stateTopic
+			topics = append(topics, "_fvsql-"+long+".12345678-"+s.Name+"-state") // engine's stateTopic, of Topology.Ident
 		}
 		for _, tp := range topics {
 			longest = max(longest, len(tp))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/fvsql/fvsql/backends"
 	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgerror"
 )
 
@@ -207,16 +209,34 @@ func (l *catalogLog) publish(ctx context.Context, name string, rel *catalog.Rela
 }
 
 // onCatalogChange follows changes another process (or this one) made:
-// pipelines start where they appear and stop where they go away.
+// pipelines start where they appear and stop where they go away. The
+// effects on one name run in the order of the changes (followUp), so a
+// DROP's Stop never comes after the Start of a view created again under
+// the same name, which would leave that process without the new
+// pipeline.
 func (s *Server) onCatalogChange(ch catalog.Change) {
 	if ch.Created != nil && ch.Created.Kind == catalog.MaterializedView {
 		s.views.start(ch.Created)
 	}
 	if ch.Deleted != nil && ch.Deleted.Kind == catalog.MaterializedView {
-		s.followUp(func() { s.views.stop(ch.Deleted.Name) })
+		deleted := ch.Deleted
+		s.followUp(deleted.Name, func() { s.views.stop(deleted) })
+	}
+	if ch.Deleted != nil && len(ch.Deleted.Plan) > 0 {
+		deleted := ch.Deleted
+		s.followUp(deleted.Name, func() {
+			var topo engine.Topology
+			if err := json.Unmarshal(deleted.Plan, &topo); err != nil {
+				s.engine.Stop(deleted.Name)
+				return
+			}
+			if err := s.engine.Forget(deleted.Name, &topo); err != nil {
+				s.log.Warn("deleting a dropped pipeline's local state failed", "pipeline", deleted.Name, "err", err)
+			}
+		})
 	}
 	if ch.Created != nil && len(ch.Created.Plan) > 0 {
-		s.followUp(func() {
+		s.followUp(ch.Created.Name, func() {
 			ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 			defer cancel()
 			if err := s.engine.Start(ctx, ch.Created.Name); err != nil {
@@ -224,17 +244,39 @@ func (s *Server) onCatalogChange(ch catalog.Change) {
 			}
 		})
 	}
-	if ch.Deleted != nil && len(ch.Deleted.Plan) > 0 {
-		s.followUp(func() { s.engine.Stop(ch.Deleted.Name) })
-	}
 }
 
-// followUp runs fn, a catalog change's effect, in a goroutine that Close
-// waits for: it uses the engine and the store, which Close closes after.
-func (s *Server) followUp(fn func()) {
+// followUp runs fn, a catalog change's effect on the relation name, in a
+// goroutine that Close waits for: it uses the engine and the store, which
+// Close closes after. The effects on one name run one at a time, in the
+// order followUp was called; those on different names run concurrently.
+func (s *Server) followUp(name string, fn func()) {
 	s.followUps.Add(1)
+	s.followMu.Lock()
+	q, draining := s.followQ[name]
+	s.followQ[name] = append(q, fn)
+	s.followMu.Unlock()
+	if draining {
+		return
+	}
 	go func() {
-		defer s.followUps.Done()
-		fn()
+		for {
+			s.followMu.Lock()
+			fn := s.followQ[name][0] // it stays queued while it runs
+			s.followMu.Unlock()
+			fn()
+			s.followMu.Lock()
+			rest := s.followQ[name][1:]
+			if len(rest) == 0 {
+				delete(s.followQ, name)
+			} else {
+				s.followQ[name] = rest
+			}
+			s.followMu.Unlock()
+			s.followUps.Done()
+			if len(rest) == 0 {
+				return
+			}
+		}
 	}()
 }

@@ -142,6 +142,7 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 		}
 	}
 	plan.Rel.ID = newID()
+	plan.Topology.Incarnation = plan.Rel.ID[:8]
 	for i := range plan.Topology.Ingest {
 		plan.Topology.Ingest[i].Group = "fvsql." + plan.Rel.Name + "." + plan.Rel.ID
 	}

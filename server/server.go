@@ -105,7 +105,9 @@ type Server struct {
 	cancel context.CancelFunc
 	// followUps are the goroutines applying catalog changes (followUp).
 	followUps sync.WaitGroup
-	broker    *embedded.Broker // nil when using a real cluster
+	followMu  sync.Mutex
+	followQ   map[string][]func() // per name, the follow-ups not run yet (followUp)
+	broker    *embedded.Broker    // nil when using a real cluster
 	kafka     *kafka.Streamer
 	engine    *engine.Engine
 	host      *host
@@ -186,7 +188,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if s.catLog, err = s.openCatalogLog(ctx); err != nil {
 		return nil, err
 	}
-	s.views = &views{s: s, m: map[string]*viewCopy{}}
+	s.followQ = map[string][]func(){}
+	s.views = &views{s: s, m: map[string]*viewCopy{}, ending: map[string]*viewCopy{}}
 	s.catLog.listing()
 	for _, r := range s.cat.List(catalog.MaterializedView) {
 		s.views.start(r)

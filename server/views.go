@@ -22,6 +22,9 @@ type views struct {
 	s  *Server
 	mu sync.Mutex
 	m  map[string]*viewCopy
+	// ending are copies stop took out of m whose end has not finished:
+	// a new copy of the same name waits for it.
+	ending map[string]*viewCopy
 }
 
 type viewCopy struct {
@@ -29,21 +32,29 @@ type viewCopy struct {
 	keyIdx []int
 	codec  *types.JSONCodec
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan struct{} // run returned
+	ended  chan struct{} // end deleted the copy's rows and offsets
 
 	mu   sync.Mutex
 	cond *sync.Cond
 	pos  map[int32]int64 // next offset to apply, per partition
 }
 
-// start begins (or keeps) the copy of a view.
+// start begins (or keeps) the copy of a view. A copy of an earlier view
+// of the same name (dropped, its change not applied yet: DROP and CREATE
+// in quick succession) is replaced: the new copy runs once the old one
+// has ended and its rows and offsets are deleted, so it never resumes
+// from the old table's offsets.
 func (v *views) start(rel *catalog.Relation) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if _, ok := v.m[rel.Name]; ok {
+	old, ok := v.m[rel.Name]
+	if ok && old.rel.ID == rel.ID {
 		return
 	}
-	c := &viewCopy{rel: rel, codec: types.NewJSONCodec(rel.ColumnNames(), rel.ColumnTypes()), done: make(chan struct{}), pos: map[int32]int64{}}
+	ending := v.ending[rel.Name]
+	c := &viewCopy{rel: rel, codec: types.NewJSONCodec(rel.ColumnNames(), rel.ColumnTypes()),
+		done: make(chan struct{}), ended: make(chan struct{}), pos: map[int32]int64{}}
 	c.cond = sync.NewCond(&c.mu)
 	for _, k := range rel.Key {
 		c.keyIdx = append(c.keyIdx, rel.ColumnIndex(k))
@@ -51,22 +62,47 @@ func (v *views) start(rel *catalog.Relation) {
 	ctx, cancel := context.WithCancel(v.s.ctx)
 	c.cancel = cancel
 	v.m[rel.Name] = c
-	go c.run(ctx, v.s)
+	go func() {
+		if old != nil {
+			v.end(old)
+		}
+		if ending != nil {
+			<-ending.ended
+		}
+		c.run(ctx, v.s)
+	}()
 }
 
-// stop ends a view's copy and deletes it.
-func (v *views) stop(name string) {
+// stop ends the copy of the view rel (if it is still that view's, not a
+// later one's of the same name) and deletes it.
+func (v *views) stop(rel *catalog.Relation) {
 	v.mu.Lock()
-	c := v.m[name]
-	delete(v.m, name)
-	v.mu.Unlock()
-	if c == nil {
-		return
+	c := v.m[rel.Name]
+	if c != nil && c.rel.ID != rel.ID {
+		c = nil // replaced already, by start
 	}
+	if c != nil {
+		delete(v.m, rel.Name)
+		v.ending[rel.Name] = c
+	}
+	v.mu.Unlock()
+	if c != nil {
+		v.end(c)
+	}
+}
+
+// end stops a copy taken out of v.m and deletes its rows and offsets.
+func (v *views) end(c *viewCopy) {
 	c.cancel()
 	<-c.done
-	_ = v.s.store.DeletePrefix(state.ViewPrefix(name))
-	_ = v.s.store.DeletePrefix(state.ViewPosPrefix(name))
+	_ = v.s.store.DeletePrefix(state.ViewPrefix(c.rel.Name))
+	_ = v.s.store.DeletePrefix(state.ViewPosPrefix(c.rel.Name))
+	v.mu.Lock()
+	if v.ending[c.rel.Name] == c {
+		delete(v.ending, c.rel.Name)
+	}
+	v.mu.Unlock()
+	close(c.ended)
 }
 
 func (v *views) get(name string) *viewCopy {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fvsql/fvsql/tests/fvsqltest"
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -830,7 +831,7 @@ func diagnoseGroups(t *testing.T, c *cluster, pipelines []string) {
 		return
 	}
 	for _, p := range pipelines {
-		group := c.prefix + "fvsql." + p + ".s0"
+		group := fvsqltest.StageGroup(ctx, adm, c.prefix, p, "s0")
 		committed, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
 			t.Logf("diagnosis: group %s: %v", group, err)

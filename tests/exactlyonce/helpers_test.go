@@ -291,6 +291,14 @@ func sharedPartitions(t *testing.T, timeout time.Duration, parts int32, pipeline
 
 // describeGroups logs the members (id, address, assigned partitions) of
 // consumer groups and returns the largest member count.
+// stageGroup names the consumer group of a pipeline's stage (fvsqltest.StageGroup).
+func stageGroup(t *testing.T, c *cluster, pipeline, stage string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return fvsqltest.StageGroup(ctx, kadm.NewClient(c.client(t)), c.prefix, pipeline, stage)
+}
+
 func describeGroups(t *testing.T, c *cluster, groups ...string) int {
 	t.Helper()
 	adm := kadm.NewClient(c.client(t))

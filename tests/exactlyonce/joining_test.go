@@ -67,7 +67,7 @@ func TestKilledWhileJoining(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				describeGroups(t, c, c.prefix+"fvsql.s1.s0", c.prefix+"fvsql.w1.s0")
+				describeGroups(t, c, stageGroup(t, c, "s1", "s0"), stageGroup(t, c, "w1", "s0"))
 				note := ""
 				if c.mode == "embedded" {
 					note = "BUG (embedded broker): "

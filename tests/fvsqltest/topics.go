@@ -157,3 +157,25 @@ func describeStuck(t testing.TB, brokers []string, topic string, pos, want map[i
 		t.Logf("diagnosis: %s[%d] read_uncommitted from %d: %s", topic, p, pos[p]-3, strings.Join(l, ", "))
 	}
 }
+
+// StageGroup names the consumer group of a pipeline's stage on the
+// broker: <prefix>fvsql.<pipeline>.<incarnation>.<stage> (the engine's
+// Topology.Ident: a pipeline created again under its name gets new
+// groups), found by listing the groups; the name without an incarnation
+// (a pipeline stored before incarnations) when no group matches.
+func StageGroup(ctx context.Context, adm *kadm.Client, prefix, pipeline, stage string) string {
+	plain := prefix + "fvsql." + pipeline + "." + stage
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		return plain
+	}
+	head, tail := prefix+"fvsql."+pipeline+".", "."+stage
+	for _, g := range listed.Groups() {
+		rest, ok1 := strings.CutPrefix(g, head)
+		inc, ok2 := strings.CutSuffix(rest, tail)
+		if ok1 && ok2 && len(inc) == 8 && !strings.Contains(inc, ".") {
+			return g
+		}
+	}
+	return plain
+}

@@ -515,7 +515,7 @@ func diagnoseMissing(t *testing.T, c *cluster, input, pipeline string, missing [
 	adm := kadm.NewClient(c.client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	group := c.prefix + "fvsql." + pipeline + ".s0"
+	group := fvsqltest.StageGroup(ctx, adm, c.prefix, pipeline, "s0")
 	committed, err := adm.FetchOffsets(ctx, group)
 	ends, err2 := adm.ListCommittedOffsets(ctx, c.topic(input))
 	if err != nil || err2 != nil {
