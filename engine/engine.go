@@ -277,6 +277,9 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	if e.host.Heartbeat(ctx, name) == Stop {
 		return nil // dropped already: create none of its topics (checked again below)
 	}
+	// A pipeline of an earlier incarnation still running under the name
+	// (its drop was not applied here) stops: the catalog holds this one.
+	e.stopOther(name, topo.Ident(name))
 	if err := topo.Validate(); err != nil {
 		return pgerror.WithCode(err, pgerror.InvalidObjectDefinition)
 	}
@@ -498,11 +501,26 @@ func (e *Engine) Running(name string) bool {
 
 // Stop stops a pipeline on this node in order: each consumer commits its
 // current epoch and leaves the group.
-func (e *Engine) Stop(name string) {
+func (e *Engine) Stop(name string) { e.stopOther(name, "") }
+
+// stopOther stops the pipeline running under name unless its Ident is
+// keep: a pipeline of an earlier incarnation gives way to the one of
+// keep, which it must not be taken for.
+func (e *Engine) stopOther(name, keep string) {
 	e.mu.Lock()
 	p := e.pipelines[name]
 	e.mu.Unlock()
-	if p != nil {
+	if p != nil && (keep == "" || p.id != keep) {
+		e.remove(p)
+	}
+}
+
+// stopIncarnation stops the pipeline running under name if its Ident is id.
+func (e *Engine) stopIncarnation(name, id string) {
+	e.mu.Lock()
+	p := e.pipelines[name]
+	e.mu.Unlock()
+	if p != nil && p.id == id {
 		e.remove(p)
 	}
 }
@@ -558,7 +576,7 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 // a pipeline created again under its name would have the same state
 // keys, and its own restore voids state without a commit behind it.
 func (e *Engine) Forget(name string, topo *Topology) error {
-	e.Stop(name)
+	e.stopIncarnation(name, topo.Ident(name))
 	if topo.Incarnation == "" {
 		return nil
 	}

@@ -467,7 +467,8 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// carried the same way: read there, they would be the repartition
 	// record's (its partition and offset), not the input's.
 	var keyed []operators.Step
-	if len(q.computed) > 0 || view || (in.Partitions > 1 && q.readsMeta(len(in.Columns))) {
+	repartitioned := in.Partitions > 1 || view || q.step.Seeds() // as the stage cut below decides
+	if len(q.computed) > 0 || view || (repartitioned && q.readsMeta(len(in.Columns))) {
 		var read []*expr.Expr
 		for i, c := range in.ReadColumns() {
 			read = append(read, expr.Col(i, c.Type, c.Name))

@@ -166,7 +166,8 @@ func (l *catalogLog) setLive() {
 			}
 		}
 		if ch.Deleted != nil {
-			if _, ok := l.s.cat.Get(ch.Deleted.Name); ok {
+			// still there (not dropped after all), not a later relation of its name
+			if cur, ok := l.s.cat.Get(ch.Deleted.Name); ok && cur.ID == ch.Deleted.ID {
 				ch.Deleted = nil
 			}
 		}
