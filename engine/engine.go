@@ -279,7 +279,8 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	}
 	// A pipeline of an earlier incarnation still running under the name
 	// (its drop was not applied here) stops: the catalog holds this one.
-	e.stopOther(name, topo.Ident(name))
+	id := topo.Ident(name)
+	e.stopIf(name, func(running string) bool { return running != id })
 	if err := topo.Validate(); err != nil {
 		return pgerror.WithCode(err, pgerror.InvalidObjectDefinition)
 	}
@@ -314,7 +315,7 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 			}
 			parts = max(parts, d.Partitions)
 		}
-		if err := e.createStateTopic(ctx, stateTopic(topo.Ident(name), s.Name), parts); err != nil {
+		if err := e.createStateTopic(ctx, stateTopic(id, s.Name), parts); err != nil {
 			return err
 		}
 	}
@@ -360,7 +361,7 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 		return err
 	}
 	if e.cfg.OffsetReset == "latest" {
-		e.pinStart(ctx, topo.Ident(name), stages)
+		e.pinStart(ctx, id, stages)
 	}
 	if err := e.seed(ctx, stages, topo); err != nil {
 		return err
@@ -435,25 +436,18 @@ func stageStateful(s *Stage) bool {
 	return false
 }
 
-// seed writes a seed marker to the input of each stage whose aggregate
-// has no GROUP BY (operators.Step.Seeds), when that input is one of the
-// pipeline's internal topics with one partition, as the planner makes it:
-// the stage then emits the aggregate over no rows (count 0) before any
+// seed writes a seed marker to the input of each stage that gets one
+// (Topology.Seeded: an aggregate without GROUP BY over a one-partition
+// internal topic, as the planner makes it): the stage then emits the aggregate over no rows (count 0) before any
 // row comes, and FLUSH waits for it. Each start writes one; a marker the
 // state already answers changes nothing. An input that is not internal
 // (a topology stored before seeding) gets none, as before.
 func (e *Engine) seed(ctx context.Context, stages []*stageRun, topo *Topology) error {
-	internal := map[string]bool{}
-	for _, d := range topo.Internal {
-		internal[d.Name] = true
-	}
 	var recs []*kgo.Record
 	for _, sr := range stages {
-		if len(sr.inputs) != 1 || !internal[sr.inputs[0].Name] || sr.inputs[0].Partitions != 1 ||
-			!slices.ContainsFunc(sr.def.Steps, func(s operators.Step) bool { return s.Seeds() }) {
-			continue
+		if topo.Seeded(sr.def) {
+			recs = append(recs, &kgo.Record{Topic: e.topic(sr.inputs[0].Topic), Partition: 0, Headers: []kgo.RecordHeader{{Key: seedHeader}}})
 		}
-		recs = append(recs, &kgo.Record{Topic: e.topic(sr.inputs[0].Topic), Partition: 0, Headers: []kgo.RecordHeader{{Key: seedHeader}}})
 	}
 	if len(recs) == 0 {
 		return nil
@@ -501,26 +495,15 @@ func (e *Engine) Running(name string) bool {
 
 // Stop stops a pipeline on this node in order: each consumer commits its
 // current epoch and leaves the group.
-func (e *Engine) Stop(name string) { e.stopOther(name, "") }
+func (e *Engine) Stop(name string) { e.stopIf(name, func(string) bool { return true }) }
 
-// stopOther stops the pipeline running under name unless its Ident is
-// keep: a pipeline of an earlier incarnation gives way to the one of
-// keep, which it must not be taken for.
-func (e *Engine) stopOther(name, keep string) {
+// stopIf stops the pipeline running under name if its Ident passes
+// match (Start stops one of an earlier incarnation, Forget only its own).
+func (e *Engine) stopIf(name string, match func(id string) bool) {
 	e.mu.Lock()
 	p := e.pipelines[name]
 	e.mu.Unlock()
-	if p != nil && (keep == "" || p.id != keep) {
-		e.remove(p)
-	}
-}
-
-// stopIncarnation stops the pipeline running under name if its Ident is id.
-func (e *Engine) stopIncarnation(name, id string) {
-	e.mu.Lock()
-	p := e.pipelines[name]
-	e.mu.Unlock()
-	if p != nil && p.id == id {
+	if p != nil && match(p.id) {
 		e.remove(p)
 	}
 }
@@ -576,11 +559,12 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 // a pipeline created again under its name would have the same state
 // keys, and its own restore voids state without a commit behind it.
 func (e *Engine) Forget(name string, topo *Topology) error {
-	e.stopIncarnation(name, topo.Ident(name))
+	id := topo.Ident(name)
+	e.stopIf(name, func(running string) bool { return running == id })
 	if topo.Incarnation == "" {
 		return nil
 	}
-	return e.cfg.Store.DeletePrefix(state.PipelinePrefix(topo.Ident(name)))
+	return e.cfg.Store.DeletePrefix(state.PipelinePrefix(id))
 }
 
 // Records returns the live record of every pipeline on this node.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -42,6 +43,18 @@ func (t *Topology) Ident(name string) string {
 		return name
 	}
 	return name + "." + t.Incarnation
+}
+
+// Seeded reports whether stage s gets a seed marker when the pipeline
+// starts (Engine.seed): its one input is one of the pipeline's internal
+// streams, with one partition, and one of its steps is an aggregate
+// without GROUP BY (operators.Step.Seeds), which emits its group over no
+// rows when it reads the marker.
+func (t *Topology) Seeded(s *Stage) bool {
+	if len(s.Inputs) != 1 || !slices.ContainsFunc(s.Steps, func(st operators.Step) bool { return st.Seeds() }) {
+		return false
+	}
+	return slices.ContainsFunc(t.Internal, func(d Stream) bool { return d.Name == s.Inputs[0] && d.Partitions == 1 })
 }
 
 // Bridge links a stream on an external backend with an internal topic.

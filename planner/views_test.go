@@ -301,8 +301,8 @@ func (p *memPipeline) feedStream(rng *rand.Rand, in *catalog.Relation, rows []ty
 
 // start delivers the seed marker the engine's start of a pipeline writes
 // (engine.Engine.seed), before any row: to partition 0 of each stage that
-// reads one one-partition internal topic with an aggregate without GROUP
-// BY, whose operator emits its group over no rows.
+// gets one (engine.Topology.Seeded), whose aggregate without GROUP BY
+// emits its group over no rows.
 func (p *memPipeline) start() error {
 	if p.started {
 		return nil
@@ -310,12 +310,10 @@ func (p *memPipeline) start() error {
 	p.started = true
 	for i := range p.c.Topology.Stages {
 		st := &p.c.Topology.Stages[i]
-		at := slices.IndexFunc(st.Steps, func(s operators.Step) bool { return s.Seeds() })
-		if len(st.Inputs) != 1 || at < 0 || !slices.ContainsFunc(p.c.Topology.Internal, func(d engine.Stream) bool {
-			return d.Name == st.Inputs[0] && d.Partitions == 1
-		}) {
+		if !p.c.Topology.Seeded(st) {
 			continue
 		}
+		at := slices.IndexFunc(st.Steps, func(s operators.Step) bool { return s.Seeds() })
 		ch, err := p.chainOf(st, 0)
 		if err != nil {
 			return err

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,7 +10,6 @@ import (
 	"github.com/fvsql/fvsql/backends"
 	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgerror"
 )
 
@@ -226,12 +224,12 @@ func (s *Server) onCatalogChange(ch catalog.Change) {
 	if ch.Deleted != nil && len(ch.Deleted.Plan) > 0 {
 		deleted := ch.Deleted
 		s.followUp(deleted.Name, func() {
-			var topo engine.Topology
-			if err := json.Unmarshal(deleted.Plan, &topo); err != nil {
+			topo, err := topologyOf(deleted)
+			if err != nil {
 				s.engine.Stop(deleted.Name)
 				return
 			}
-			if err := s.engine.Forget(deleted.Name, &topo); err != nil {
+			if err := s.engine.Forget(deleted.Name, topo); err != nil {
 				s.log.Warn("deleting a dropped pipeline's local state failed", "pipeline", deleted.Name, "err", err)
 			}
 		})

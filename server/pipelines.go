@@ -37,9 +37,14 @@ func (h *host) Topology(_ context.Context, name string) (*engine.Topology, error
 	if !ok || len(rel.Plan) == 0 {
 		return nil, pgerror.New(pgerror.UndefinedObject, "pipeline %q does not exist", name)
 	}
+	return topologyOf(rel)
+}
+
+// topologyOf decodes a pipeline relation's stored topology.
+func topologyOf(rel *catalog.Relation) (*engine.Topology, error) {
 	var t engine.Topology
 	if err := json.Unmarshal(rel.Plan, &t); err != nil {
-		return nil, pgerror.New(pgerror.Internal, "pipeline %q: corrupt plan: %v", name, err)
+		return nil, pgerror.New(pgerror.Internal, "pipeline %q: corrupt plan: %v", rel.Name, err)
 	}
 	return &t, nil
 }
@@ -197,9 +202,8 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 
 // dropPipeline stops a pipeline and removes what it owns.
 func (s *Server) dropPipeline(ctx context.Context, rel *catalog.Relation) {
-	var topo engine.Topology
-	if err := json.Unmarshal(rel.Plan, &topo); err == nil {
-		s.engine.Drop(ctx, rel.Name, &topo)
+	if topo, err := topologyOf(rel); err == nil {
+		s.engine.Drop(ctx, rel.Name, topo)
 	} else {
 		s.engine.Stop(rel.Name)
 	}
@@ -219,8 +223,8 @@ func (s *Server) dependents(name string) []string {
 		if len(r.Plan) == 0 || r.Name == name {
 			continue
 		}
-		var topo engine.Topology
-		if json.Unmarshal(r.Plan, &topo) != nil {
+		topo, err := topologyOf(r)
+		if err != nil {
 			continue
 		}
 	stages:

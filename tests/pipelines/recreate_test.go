@@ -1,13 +1,10 @@
 package pipelines
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestRecreateViewSameName: a view dropped and created again at once
@@ -43,10 +40,10 @@ func TestRecreateViewSameName(t *testing.T) {
 			// A round number in the text keeps pgx from reusing the
 			// statement it prepared for the earlier view, whose x had
 			// another type.
-			want := queryLines(t, connB, fmt.Sprintf("SELECT k, %s, %d AS round FROM rsrc GROUP BY k ORDER BY k", agg, round))
+			want := showAll(t, connB, fmt.Sprintf("SELECT k, %s, %d AS round FROM rsrc GROUP BY k ORDER BY k", agg, round))
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				got := queryLines(t, connB, fmt.Sprintf("SELECT k, x, %d AS round FROM rv ORDER BY k", round))
+				got := showAll(t, connB, fmt.Sprintf("SELECT k, x, %d AS round FROM rv ORDER BY k", round))
 				if got == want {
 					break
 				}
@@ -57,28 +54,4 @@ func TestRecreateViewSameName(t *testing.T) {
 			}
 		}
 	})
-}
-
-// queryLines runs a query and prints its rows, a line each.
-func queryLines(t *testing.T, conn *pgx.Conn, q string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
-	defer cancel()
-	rows, err := conn.Query(ctx, q)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	var b strings.Builder
-	for rows.Next() {
-		vs, err := rows.Values()
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		fmt.Fprintln(&b, vs...)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return b.String()
 }
