@@ -13,7 +13,8 @@
 //
 // Continuous plans (a Topology of stages) run as pipelines over Kafka:
 // each stage has N consumer goroutines (Config.Consumers) in one consumer
-// group named after the pipeline and stage. Each goroutine owns the
+// group named after the pipeline's incarnation (Topology.Ident) and the
+// stage. Each goroutine owns the
 // partitions Kafka assigns it, keeps one operator chain per partition, and
 // runs its own consume -> transform -> emit -> commit loop on batches. An
 // epoch is one checkpoint interval: with exactly-once on, an epoch's
