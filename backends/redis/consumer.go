@@ -34,6 +34,10 @@ type consumer struct {
 	cancel  context.CancelFunc
 	minIdle time.Duration // XAUTOCLAIM min-idle-time
 	every   time.Duration // how often to look for claimable entries
+	// others: claim every entry pending with another member, whatever
+	// its idle time, and none of our own (a shard's lease holder: see
+	// claimFromOthers), instead of XAUTOCLAIM's idle entries of anyone.
+	others bool
 
 	hasEnd bool     // not following: the stream had entries at open
 	end    streamID // not following: its last entry then
@@ -226,7 +230,19 @@ func (c *consumer) fetchGroup(ctx context.Context, max int) ([]backends.Message,
 		c.ownPending = xs[len(xs)-1].ID
 		return c.deliver(ctx, xs)
 	}
-	if c.claimCursor != "" || !time.Now().Before(c.nextClaim) {
+	if c.others && !time.Now().Before(c.nextClaim) {
+		xs, more, err := c.claimFromOthers(ctx, max)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			c.nextClaim = time.Now().Add(c.every)
+		}
+		if len(xs) > 0 {
+			return c.deliver(ctx, xs)
+		}
+	}
+	if !c.others && (c.claimCursor != "" || !time.Now().Before(c.nextClaim)) {
 		start := c.claimCursor
 		if start == "" {
 			start = "0-0"
@@ -273,6 +289,54 @@ func (c *consumer) fetchGroup(ctx context.Context, max int) ([]backends.Message,
 		return nil, nil
 	}
 	return c.deliver(ctx, xs)
+}
+
+// claimFromOthers claims up to max entries pending with members other
+// than this one, whatever their idle time; more reports that there may
+// be others left. It is for a shard's lease holder, the one member
+// reading the shard: an entry pending with another member is one that
+// member read while it held the lease (and dropped when it let the shard
+// go), or one a read of it still blocking at the handover took after it
+// (XREADGROUP … BLOCK, answered up to blockFor later). Both are ours to
+// deliver, and nobody else will: so they are claimed at the take and
+// again every c.every while the lease is held. Our own pending entries
+// are left alone (they are read ahead and not yet acknowledged, and
+// claiming them would deliver them twice).
+func (c *consumer) claimFromOthers(ctx context.Context, max int) ([]goredis.XMessage, bool, error) {
+	s := c.s
+	sum, err := s.rdb.XPending(ctx, c.key, c.group).Result()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, false, s.fail(ctx, err, "list pending entries of %s", c.key)
+	}
+	if sum == nil {
+		return nil, false, nil
+	}
+	for member, n := range sum.Consumers {
+		if member == c.member || n == 0 {
+			continue
+		}
+		pending, err := s.rdb.XPendingExt(ctx, &goredis.XPendingExtArgs{
+			Stream: c.key, Group: c.group, Start: "-", End: "+", Count: int64(max), Consumer: member,
+		}).Result()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, false, s.fail(ctx, err, "list pending entries of %s in %s", member, c.key)
+		}
+		if len(pending) == 0 {
+			continue
+		}
+		ids := make([]string, len(pending))
+		for i, p := range pending {
+			ids[i] = p.ID
+		}
+		xs, err := s.rdb.XClaim(ctx, &goredis.XClaimArgs{
+			Stream: c.key, Group: c.group, Consumer: c.member, Messages: ids,
+		}).Result()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, false, s.fail(ctx, err, "claim pending entries of %s in %s", member, c.key)
+		}
+		return xs, true, nil
+	}
+	return nil, false, nil
 }
 
 // deliver converts entries read in the group. Deleted entries (trimmed

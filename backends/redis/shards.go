@@ -59,10 +59,6 @@ type shardRead struct {
 	err   error
 }
 
-// claimNever is the claim interval of a shard's reader: in effect, only
-// the claim at taking the lease.
-const claimNever = 100 * 365 * 24 * time.Hour
-
 var (
 	_ backends.Consumer = (*shardedConsumer)(nil)
 	_ backends.Seeker   = (*shardedConsumer)(nil)
@@ -96,10 +92,11 @@ func (s *Streamer) shardedConsumer(ctx context.Context, stream string, shards in
 			return nil, err
 		}
 		// A shard is read by its lease holder only: the entries pending
-		// with others are ours, claimed once when the lease is taken
-		// (rebalance), not again while we read (which would hand us back
-		// our own entries read ahead and not acknowledged yet).
-		sub.minIdle, sub.every = 0, claimNever
+		// with others are ours, claimed when the lease is taken
+		// (rebalance) and at every renewal while we hold it (a read the
+		// last holder had in flight may take entries after the handover),
+		// never our own (read ahead, not acknowledged yet).
+		sub.others, sub.every = true, c.ttl/3
 		c.subs = append(c.subs, sub)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -307,7 +304,7 @@ func (c *shardedConsumer) rebalance(ctx context.Context) error {
 			keep = append(keep, i)
 			c.mu.Lock()
 			sub := c.subs[i]
-			sub.ownPending, sub.claimCursor, sub.nextClaim = "0", "", time.Time{}
+			sub.ownPending, sub.nextClaim = "0", time.Time{}
 			c.startReader(i)
 			c.mu.Unlock()
 		}
