@@ -103,8 +103,11 @@
 // ones beyond it when members join; the shards of a member that died are
 // free once its leases run out. Taking a shard claims the entries
 // pending there with other members at once (the lease says nobody else
-// reads it), so what the dead member read without acknowledging is
-// delivered again: at-least-once, as without shards. Closing a consumer
+// reads it), and so does every renewal while the lease is held (XPENDING,
+// XCLAIM; never the holder's own entries): what the dead member read
+// without acknowledging is delivered again, and so is what a blocking
+// read the last holder still had in flight took after the handover:
+// at-least-once, as without shards. Closing a consumer
 // deletes its leases and leaves the set, so the others take its shards
 // at their next renewal. Seek, SeekTime and Lag apply to every shard.
 //
