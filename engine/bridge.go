@@ -74,9 +74,11 @@ func (p *pipeline) ingest(b Bridge, id int) error {
 	if group == "" {
 		group = "fvsql." + p.name
 	}
-	c, err := st.Consumer(p.ctx, key, backends.ConsumerOptions{
-		Group: e.cfg.TopicPrefix + group, Member: e.cfg.NodeID, Start: start, Follow: true,
-	})
+	opts := backends.ConsumerOptions{Group: e.cfg.TopicPrefix + group, Member: e.cfg.NodeID, Start: start, Follow: true}
+	if p.topo.StartTime != 0 {
+		opts.StartTime = time.UnixMicro(p.topo.StartTime) // a new group's start; one with a position keeps it
+	}
+	c, err := st.Consumer(p.ctx, key, opts)
 	if err != nil {
 		return err
 	}

@@ -360,8 +360,8 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if e.cfg.OffsetReset == "latest" {
-		e.pinStart(ctx, id, stages)
+	if e.cfg.OffsetReset == "latest" || topo.StartTime != 0 {
+		e.pinStart(ctx, id, stages, topo)
 	}
 	if err := e.seed(ctx, stages, topo); err != nil {
 		return err
@@ -388,17 +388,25 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	return nil
 }
 
-// pinStart gives each stage group of a new pipeline, under
-// STREAM_OFFSET_RESET=latest, committed offsets at its inputs' current
-// read_committed ends. "latest" means "from when the pipeline was
+// pinStart gives each stage group of a new pipeline committed offsets
+// where it is to start, when that is not its inputs' beginning: under
+// STREAM_OFFSET_RESET=latest its inputs' current read_committed ends, and
+// with a start time (Topology.StartTime) each user stream's first offsets
+// stamped at or after it. "latest" means "from when the pipeline was
 // created", and a group with no committed offsets leaves that point
 // unknown to everyone but its consumers: FLUSH, which waits for the
 // committed offsets to reach the inputs' ends, would wait until some new
-// row made a consumer commit. A group that already has offsets (the
-// pipeline ran before, here or on another process) is left alone, and so
-// is one another process's consumers joined meanwhile (the broker refuses
-// a commit from outside a non-empty group).
-func (e *Engine) pinStart(ctx context.Context, name string, stages []*stageRun) {
+// row made a consumer commit (and a consumer's reset offset cannot say "at
+// a time" for one topic and "at the start" for another). A group that
+// already has offsets (the pipeline ran before, here or on another
+// process) is left alone, and so is one another process's consumers
+// joined meanwhile (the broker refuses a commit from outside a non-empty
+// group).
+func (e *Engine) pinStart(ctx context.Context, name string, stages []*stageRun, topo *Topology) {
+	internal := map[string]bool{}
+	for _, d := range topo.Internal {
+		internal[d.Name] = true
+	}
 	for _, s := range stages {
 		group := e.group(name, s.def.Name)
 		committed, err := e.admin.FetchOffsets(ctx, group)
@@ -408,15 +416,14 @@ func (e *Engine) pinStart(ctx context.Context, name string, stages []*stageRun) 
 		if err != nil || len(committed) > 0 {
 			continue
 		}
-		ends, err := kafka.ListFresh(ctx, e.cl, e.admin.ListCommittedOffsets, s.inputTopics(e)...)
-		if err != nil || ends.Error() != nil {
-			e.cfg.Logger.Warn("pipeline start: could not list its inputs' ends", "pipeline", name, "stage", s.def.Name, "err", err)
+		offsets, err := e.startOffsets(ctx, s, topo.StartTime, internal)
+		if err != nil {
+			e.cfg.Logger.Warn("pipeline start: could not list where its inputs start", "pipeline", name, "stage", s.def.Name, "err", err)
 			continue
 		}
-		offsets := kadm.Offsets{}
-		ends.Each(func(o kadm.ListedOffset) {
-			offsets.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
-		})
+		if len(offsets) == 0 {
+			continue
+		}
 		resp, err := e.admin.CommitOffsets(ctx, group, offsets)
 		if err == nil {
 			err = resp.Error()
@@ -425,6 +432,56 @@ func (e *Engine) pinStart(ctx context.Context, name string, stages []*stageRun) 
 			e.cfg.Logger.Debug("pipeline start: the group's start was not pinned", "pipeline", name, "stage", s.def.Name, "err", err)
 		}
 	}
+}
+
+// startOffsets lists where a new stage group starts reading its inputs:
+// at their ends under STREAM_OFFSET_RESET=latest, and, with a start time
+// (µs), a user stream (not internal, not a view's table) at the first
+// offset stamped at or after it, or its end when no record is that late.
+// Inputs it leaves out start at their beginning.
+func (e *Engine) startOffsets(ctx context.Context, s *stageRun, startTime int64, internal map[string]bool) (kadm.Offsets, error) {
+	var byTime []string
+	for _, d := range s.inputs {
+		if startTime != 0 && !internal[d.Name] && !d.Upsert {
+			byTime = append(byTime, e.topic(d.Topic))
+		}
+	}
+	latest := e.cfg.OffsetReset == "latest"
+	if !latest && len(byTime) == 0 {
+		return nil, nil
+	}
+	ends, err := kafka.ListFresh(ctx, e.cl, e.admin.ListCommittedOffsets, s.inputTopics(e)...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, err
+	}
+	offsets := kadm.Offsets{}
+	if latest {
+		ends.Each(func(o kadm.ListedOffset) {
+			offsets.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+		})
+	}
+	if len(byTime) > 0 {
+		ms := (startTime + 999) / 1000 // Kafka stamps in ms: the first record at or after the µs
+		at, err := e.admin.ListOffsetsAfterMilli(ctx, ms, byTime...)
+		if err == nil {
+			err = at.Error()
+		}
+		if err != nil {
+			return nil, err
+		}
+		at.Each(func(o kadm.ListedOffset) {
+			end, _ := ends.Lookup(o.Topic, o.Partition)
+			off := o.Offset
+			if off < 0 || off > end.Offset {
+				off = end.Offset // no record that late (or one past the stable end): from the end
+			}
+			offsets.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: off, LeaderEpoch: -1})
+		})
+	}
+	return offsets, nil
 }
 
 func stageStateful(s *Stage) bool {

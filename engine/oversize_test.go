@@ -105,6 +105,18 @@ func TestPoisonReportBounded(t *testing.T) {
 	if row[5].S != string(small) || row[6].S != string(small) || row[2].S != "json: unexpected end" {
 		t.Errorf("small record's report: payload %q text %q reason %q", row[5].S, row[6].S, row[2].S)
 	}
+
+	// A binary row (an internal topic's, as a late row behind a
+	// repartition is reported) is readable: no NUL in payload_text, which
+	// the errors stream's readers would refuse as text.
+	bin := []byte{0x05, 0x12, 0x00, 0xc8, 0x01, 0x00, 'o', 'k'}
+	rep = w.poisonReport(&kgo.Record{Value: bin}, "s1", "late", true)
+	if err := w.errOut.Decode(rep, row); err != nil {
+		t.Fatalf("the report of a binary row does not decode: %v", err)
+	}
+	if row[5].S != string(bin) || row[6].S != "\x05\x12\uFFFD\uFFFD\x01\uFFFDok" {
+		t.Errorf("binary record's report: payload %q text %q", row[5].S, row[6].S)
+	}
 }
 
 // TestRefusalBlame: which refused records the next attempt reports (see

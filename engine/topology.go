@@ -34,6 +34,13 @@ type Topology struct {
 	// deleted: the new pipeline resumed from its offsets). Empty in
 	// topologies stored before it, which keep their names.
 	Incarnation string `json:"incarnation,omitempty"`
+	// StartTime, when not 0 (µs since the epoch, WITH (start_time = …)),
+	// starts the pipeline's stream inputs at their first record stamped
+	// at or after it: the partitions of a user stream on the server's
+	// Kafka that its groups have no offsets for yet (Engine.pinStart),
+	// and its ingest bridges' new groups (ConsumerOptions.StartTime).
+	// Views and internal topics are read from their beginning.
+	StartTime int64 `json:"start_time,omitempty"`
 }
 
 // Ident is the name a pipeline's groups and state are named after: its

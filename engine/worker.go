@@ -875,14 +875,18 @@ func (w *worker) commitEpoch(ep *epoch) {
 	}
 }
 
-// printable renders a payload as valid UTF-8 text, cut at 4 KiB.
+// printable renders a payload as valid UTF-8 text, cut at 4 KiB. NUL
+// bytes become U+FFFD too: a text value cannot hold one (the errors
+// stream's reader refuses \u0000 with 22021 and would skip the report),
+// and the binary rows of internal topics (a late row behind a
+// repartition) are full of them. The payload column keeps the bytes.
 func printable(b []byte) string {
 	const limit = 4 << 10
 	cut := len(b) > limit
 	if cut {
 		b = b[:limit]
 	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	s := strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "\uFFFD")
 	for !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 	"strconv"
+	"time"
 )
 
 // Continuous is a planned continuous query: the relation it writes, the
@@ -27,8 +28,16 @@ const ErrorsSuffix = "_errors"
 // PlanContinuous plans CREATE STREAM|MATERIALIZED VIEW … AS SELECT (and
 // CREATE SINK), refusing what it could not run (checkContinuous).
 func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
+	start, ca, err := pipelineOptions(ca, time.Now())
+	if err != nil {
+		return nil, err
+	}
 	c, err := planContinuous(cat, ca)
 	if err != nil {
+		return nil, err
+	}
+	c.Topology.StartTime = start
+	if err := checkStartTime(c); err != nil {
 		return nil, err
 	}
 	if err := checkContinuous(ca, c); err != nil {

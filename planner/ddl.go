@@ -55,6 +55,23 @@ func PlanCreateStream(cs *sql.CreateStream) (*catalog.Relation, error) {
 	return rel, nil
 }
 
+// watermarkColumn finds the column a WATERMARK names: a declared one
+// first (it shadows a metadata column of its name), else the record
+// timestamp.
+func watermarkColumn(rel *catalog.Relation, name string) (catalog.Column, bool) {
+	if i := rel.ColumnIndex(name); i >= 0 {
+		return rel.Columns[i], true
+	}
+	if name == sql.RecordTimestamp && rel.HasMeta() {
+		for _, c := range catalog.MetaColumns {
+			if c.Name == name {
+				return c, true
+			}
+		}
+	}
+	return catalog.Column{}, false
+}
+
 func isMetaColumn(name string) bool {
 	switch name {
 	case "_key", "_partition", "_offset", "_timestamp":
@@ -325,13 +342,16 @@ func unknownOption(scheme, key string) error {
 		WithHint("Valid options are: %s.", strings.Join(known, ", "))
 }
 
-// planWatermark accepts WATERMARK FOR col AS col [- interval].
+// planWatermark accepts WATERMARK FOR col AS col [- interval]. col is a
+// declared timestamp column or, when no declared column has the name, the
+// record timestamp _timestamp (a timestamptz): event time is then each
+// record's own time. The other metadata columns are not times.
 func planWatermark(rel *catalog.Relation, w *sql.Watermark) (*catalog.Watermark, error) {
-	i := rel.ColumnIndex(w.Column)
-	if i < 0 {
+	col, ok := watermarkColumn(rel, w.Column)
+	if !ok {
 		return nil, pgerror.New(pgerror.UndefinedColumn, "watermark column %q does not exist", w.Column)
 	}
-	if t := rel.Columns[i].Type; t != types.Timestamp && t != types.TimestampTZ {
+	if t := col.Type; t != types.Timestamp && t != types.TimestampTZ {
 		return nil, pgerror.New(pgerror.DatatypeMismatch, "watermark column %q must be a timestamp, not %s", w.Column, t)
 	}
 	bad := pgerror.New(pgerror.InvalidObjectDefinition,

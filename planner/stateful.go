@@ -162,11 +162,14 @@ func intervalMicros(b *builder, e sql.Expr, what string) (int64, error) {
 	return us, nil
 }
 
-// watermarkFor returns the watermark of a stream's time column: its
-// declared delay when the WATERMARK is on that column, else none.
+// watermarkFor returns the watermark of a stream's time column col (an
+// index into its read columns, so possibly a metadata column): its
+// declared delay when the WATERMARK is on that column, else none. A
+// metadata column shadowed by a declared one has no name in ReadColumns,
+// so the declared column takes the WATERMARK, as it takes the name.
 func watermarkFor(in *catalog.Relation, col int) *engine.WatermarkSpec {
 	spec := &engine.WatermarkSpec{Col: col}
-	if in.Watermark != nil && in.Watermark.Column == in.Columns[col].Name {
+	if read := in.ReadColumns(); in.Watermark != nil && col < len(read) && in.Watermark.Column == read[col].Name {
 		spec.Delay = in.Watermark.Delay
 	}
 	return spec
@@ -445,8 +448,18 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 	for i, c := range groupCols {
 		groupBy[i] = sc.ref(c)
 	}
+	computed := g.computed
+	if tcol >= len(in.Columns) && in.Partitions > 1 {
+		// A window over a metadata column (_timestamp) behind a
+		// repartition must see the input record's value, not the
+		// repartition record's: carrying it as one more computed column
+		// makes the first stage project the read columns, metadata
+		// included, into the internal rows (statefulQuery.readsMeta does
+		// not count the step's time column, so nothing else would).
+		computed = append(computed[:len(computed):len(computed)], sc.ref(tcol))
+	}
 	q := &statefulQuery{
-		in: in, filter: filter, partition: groupCols, computed: g.computed, having: having, project: proj, out: cols, changes: changes,
+		in: in, filter: filter, partition: groupCols, computed: computed, having: having, project: proj, out: cols, changes: changes,
 		watermark: watermarkFor(in, tcol),
 		step: operators.Step{
 			Op: operators.OpWindowAggregate, Window: &spec, TimeCol: tcol, TimeType: ttype,

@@ -171,6 +171,16 @@ func (s *session) planDescribe(d *sql.Describe) (*statement, error) {
 			}
 			rows = append(rows, types.Row{types.NewText(c.Name), types.NewText(c.Type.String()), types.NewBool(!c.NotNull), types.NewBool(isKey), wm})
 		}
+		// A watermark on the record timestamp (a metadata column, not
+		// listed above) gets its row too, so that DESCRIBE shows it.
+		if w := rel.Watermark; w != nil && rel.HasMeta() && rel.ColumnIndex(w.Column) < 0 {
+			for _, c := range catalog.MetaColumns {
+				if c.Name == w.Column {
+					wm := types.NewText(c.Name + " - " + types.NewInterval(types.IntervalValue{Micros: w.Delay}).Text())
+					rows = append(rows, types.Row{types.NewText(c.Name), types.NewText(c.Type.String()), types.NewBool(true), types.NewBool(false), wm})
+				}
+			}
+		}
 		return rows, nil
 	}), nil
 }

@@ -40,6 +40,36 @@ func (h *host) Topology(_ context.Context, name string) (*engine.Topology, error
 	return topologyOf(rel)
 }
 
+// checkStartTime refuses, before anything is created, a start time on a
+// pipeline that reads a stream on a backend that cannot start there (a
+// text file: its lines have no times), by opening a consumer of each
+// such input at the time: the ingest bridge would fail the same way on
+// every try, leaving the pipeline RETRYING for good.
+func (s *Server) checkStartTime(ctx context.Context, plan *planner.Continuous) error {
+	if plan.Topology.StartTime == 0 {
+		return nil
+	}
+	for _, in := range plan.Inputs {
+		if in.Kind != catalog.Stream || in.Backend == "" {
+			continue
+		}
+		st, err := s.backend(ctx, in)
+		if err != nil {
+			return err
+		}
+		c, err := st.Consumer(ctx, in.Topic, backends.ConsumerOptions{StartTime: time.UnixMicro(plan.Topology.StartTime)})
+		if err != nil {
+			code := pgerror.IOError
+			if errors.Is(err, backends.ErrCannotSeek) {
+				code = pgerror.FeatureNotSupported
+			}
+			return pgerror.Wrap(err, code, "stream %q cannot start at start_time", in.Name)
+		}
+		c.Close()
+	}
+	return nil
+}
+
 // topologyOf decodes a pipeline relation's stored topology.
 func topologyOf(rel *catalog.Relation) (*engine.Topology, error) {
 	var t engine.Topology
@@ -165,6 +195,9 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 		if _, err := s.backend(ctx, rel); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.checkStartTime(ctx, plan); err != nil {
+		return nil, err
 	}
 	var published []string
 	undo := func() {

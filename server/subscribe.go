@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/fvsql/fvsql/backends/kafka"
 	"github.com/fvsql/fvsql/catalog"
@@ -34,6 +35,23 @@ func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx c
 	if err != nil {
 		return nil, nil, err
 	}
+	var startTime *time.Time
+	for _, o := range sub.Options {
+		if o.Key != planner.OptStartTime {
+			return nil, nil, pgerror.New(pgerror.InvalidParameterValue, "unrecognized SUBSCRIBE option %q", o.Key).
+				WithHint("SUBSCRIBE takes start_time.")
+		}
+		if rel.Kind != catalog.Stream {
+			return nil, nil, pgerror.New(pgerror.FeatureNotSupported, "start_time applies to SUBSCRIBE to a stream, and %q is a %s", rel.Name, rel.Kind).
+				WithDetail("A view's subscription starts with its current rows.")
+		}
+		us, err := planner.ParseStartTime(o.Value, time.Now())
+		if err != nil {
+			return nil, nil, err
+		}
+		t := time.UnixMicro(us)
+		startTime = &t
+	}
 	switch rel.Kind {
 	case catalog.Stream:
 		if rel.Backend != "" {
@@ -45,6 +63,9 @@ func (s *session) planSubscribe(sub *sql.Subscribe) ([]pgwire.Column, func(ctx c
 		}
 		return cols, func(ctx context.Context) (*streamResult, error) {
 			start, err := s.srv.kafka.StableEnds(ctx, rel.Topic)
+			if startTime != nil {
+				start, err = s.srv.kafka.OffsetsAt(ctx, rel.Topic, *startTime)
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -362,10 +362,17 @@ type ColumnDef struct {
 }
 
 // Watermark is `WATERMARK FOR col AS expr` (expr usually col - INTERVAL …).
+// Column is a declared column or RecordTimestamp.
 type Watermark struct {
 	Column string
 	Expr   Expr
 }
+
+// RecordTimestamp is the metadata column holding a record's own timestamp
+// (catalog.MetaColumns), the one metadata column a WATERMARK may name
+// without declaring it: event time is then the time the record was
+// produced, or whatever time its producer set.
+const RecordTimestamp = "_timestamp"
 
 // CreateStream is CREATE STREAM name (columns …) WITH (…).
 type CreateStream struct {
@@ -417,10 +424,11 @@ type Set struct {
 // Flush is FLUSH.
 type Flush struct{}
 
-// Subscribe is SUBSCRIBE [TO] name | (query).
+// Subscribe is SUBSCRIBE [TO] name [WITH (…)] | (query).
 type Subscribe struct {
-	Name  string
-	Query *Query
+	Name    string
+	Query   *Query
+	Options []Option // WITH (start_time = …)
 }
 
 // Copy is COPY relation [(columns)] | (query) | (SUBSCRIBE …) TO STDOUT,

@@ -348,7 +348,10 @@ func (p *stmtParser) createStream(name string, ifNotExists bool) (Statement, err
 		}
 		break
 	}
-	if cs.Watermark != nil && !seen[cs.Watermark.Column] {
+	// The watermark's column is a declared one or, when none has its
+	// name, the record timestamp every stream carries (the planner checks
+	// the rest: the types, and that no other metadata column is named).
+	if cs.Watermark != nil && !seen[cs.Watermark.Column] && cs.Watermark.Column != RecordTimestamp {
 		return nil, pgerror.New(pgerror.UndefinedColumn, "column %q named in WATERMARK does not exist", cs.Watermark.Column)
 	}
 	if p.peek().is("with") {
@@ -859,7 +862,13 @@ func (p *stmtParser) subscribe() (*Subscribe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Subscribe{Name: name}, p.end()
+	sub := &Subscribe{Name: name}
+	if p.peek().is("with") {
+		if sub.Options, err = p.options(nil); err != nil {
+			return nil, err
+		}
+	}
+	return sub, p.end()
 }
 
 func matchParen(toks []token, i int) int {

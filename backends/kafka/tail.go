@@ -40,6 +40,31 @@ func (s *Streamer) StableEnds(ctx context.Context, stream string) (map[int32]int
 	return out, nil
 }
 
+// OffsetsAt returns, per partition of the stream, the offset of the first
+// record stamped at or after t (rounded up to Kafka's milliseconds), or
+// the stable end where none is that late (or the first such record is
+// past it): where a reader that starts at t begins.
+func (s *Streamer) OffsetsAt(ctx context.Context, stream string, t time.Time) (map[int32]int64, error) {
+	ends, err := s.StableEnds(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	topic := s.Topic(stream)
+	at, err := s.admin.ListOffsetsAfterMilli(ctx, max(ceilMilli(t), 0), topic) // a negative time means the end to Kafka
+	if err == nil {
+		err = at.Error()
+	}
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgerror.IOError, "kafka: list offsets of %s by time", topic)
+	}
+	at.Each(func(o kadm.ListedOffset) {
+		if end, ok := ends[o.Partition]; ok && o.Offset >= 0 && o.Offset < end {
+			ends[o.Partition] = o.Offset
+		}
+	})
+	return ends, nil
+}
+
 // Append produces one message and waits for it to be stored; it returns
 // the offset the record got. It is for writers that need that offset
 // (the catalog log, whose offsets order DDL and give OIDs); Producer is
