@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +59,9 @@ type Relation struct {
 	Options    map[string]string `json:"options,omitempty"`
 	SQL        string            `json:"sql,omitempty"`  // defining query of a continuous relation
 	Plan       json.RawMessage   `json:"plan,omitempty"` // its topology, as the engine runs it
+	// Functions are the user functions its query calls (DROP FUNCTION
+	// is refused while it exists).
+	Functions []string `json:"functions,omitempty"`
 	Created    time.Time         `json:"created"`
 }
 
@@ -129,6 +133,8 @@ type Catalog struct {
 	mu      sync.RWMutex
 	rels    map[string]*Relation
 	dynamic map[string]*systemTable
+	funcs   map[string]*Function                        // user functions, by name
+	modules map[string]map[int][]byte                   // wasm modules' chunks, by hash and index
 	users   []string                                    // SetRoles
 	setting func(ctx context.Context) map[string]string // SetSettingsSource
 }
@@ -188,6 +194,12 @@ func (c *Catalog) List(kind Kind) []*Relation {
 type Change struct {
 	Created *Relation // set when a relation appeared
 	Deleted *Relation // set when a relation went away
+	// FunctionCreated is set when a function appeared or was replaced
+	// (FunctionReplaced: the version it replaced); FunctionDeleted when
+	// one went away.
+	FunctionCreated  *Function
+	FunctionReplaced *Function
+	FunctionDeleted  *Function
 }
 
 // Apply applies one record of the catalog log (the compacted Kafka topic
@@ -200,6 +212,12 @@ type Change struct {
 func (c *Catalog) Apply(offset int64, name string, value []byte) (Change, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	switch {
+	case strings.HasPrefix(name, functionKeyPrefix):
+		return c.applyFunction(offset, strings.TrimPrefix(name, functionKeyPrefix), value)
+	case strings.HasPrefix(name, moduleKeyPrefix):
+		return Change{}, c.applyModule(name, value)
+	}
 	key := state.CatalogKey(name)
 	if value == nil {
 		old, ok := c.rels[name]
@@ -241,6 +259,7 @@ func (c *Catalog) Reset() error {
 		}
 	}
 	c.rels = map[string]*Relation{}
+	c.funcs, c.modules = nil, nil
 	return nil
 }
 

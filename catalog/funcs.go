@@ -23,10 +23,18 @@ func init() {
 			return types.NullValue, nil
 		}}
 	}
-	procText := func(name string, f func(p *proc) string) *expr.Func {
-		return &expr.Func{Name: name, Args: []types.Type{oidT}, Ret: text, Eval1: func(v types.Value) (types.Value, error) {
-			if p := procByOID(uint32(v.I)); p != nil {
+	// Describing a function by OID: a built-in one (procByOID), or a
+	// user function of the session's catalog (user, nil for built-ins).
+	procText := func(name string, f func(p *proc) string, user func(*Function) string) *expr.Func {
+		return &expr.Func{Name: name, Args: []types.Type{oidT}, Ret: text, Volatile: true, EvalSession: func(sess any, a []types.Value) (types.Value, error) {
+			if a[0].IsNull() {
+				return types.NullValue, nil
+			}
+			if p := procByOID(uint32(a[0].I)); p != nil {
 				return types.NewText(f(p)), nil
+			}
+			if uf := sessionFunction(sess, uint32(a[0].I)); uf != nil && user != nil {
+				return types.NewText(user(uf)), nil
 			}
 			return types.NullValue, nil
 		}}
@@ -68,15 +76,15 @@ func init() {
 			return types.NewText(n), nil
 		}},
 		&expr.Func{Name: "pg_get_function_sqlbody", Args: []types.Type{oidT}, Ret: text, Eval1: func(types.Value) (types.Value, error) {
-			return types.NullValue, nil // fvsql's functions are built in, none has an SQL body
+			return types.NullValue, nil // built-in functions have none, and user functions keep their body as text (prosrc)
 		}},
 		// Streams are not published (fvsql has no logical replication).
 		&expr.Func{Name: "pg_relation_is_publishable", Args: []types.Type{oidT}, Ret: b, Eval1: func(types.Value) (types.Value, error) {
 			return types.NewBool(false), nil
 		}},
-		procText("pg_get_function_result", (*proc).result),
-		procText("pg_get_function_arguments", (*proc).arguments),
-		procText("pg_get_function_identity_arguments", (*proc).arguments),
+		procText("pg_get_function_result", (*proc).result, (*Function).Result),
+		procText("pg_get_function_arguments", (*proc).arguments, (*Function).Arguments),
+		procText("pg_get_function_identity_arguments", (*proc).arguments, (*Function).Arguments),
 		// pg_get_ruledef: fvsql has no rules (pg_rewrite is empty), so
 		// NULL, as PostgreSQL's for an OID that names no rule.
 		nullText("pg_get_ruledef", oidT), nullText("pg_get_ruledef", oidT, b),

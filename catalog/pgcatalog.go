@@ -484,10 +484,13 @@ func init() {
 		proparallel "char", pronargs int2, pronargdefaults int2, prorettype oid, proargtypes oidvector,
 		proallargtypes oid[], proargmodes "char"[], proargnames text[], proargdefaults text,
 		protrftypes oid[], prosrc text, probin text, prosqlbody text, proconfig text[], proacl text[]`),
-		func(*Catalog) []types.Row {
+		func(c *Catalog) []types.Row {
 			var rows []types.Row
 			for _, p := range procs() {
 				rows = append(rows, p.row())
+			}
+			for _, f := range c.Functions() {
+				rows = append(rows, f.procRow())
 			}
 			return rows
 		})
@@ -497,6 +500,7 @@ func init() {
 			return []types.Row{
 				{oid(12), name("internal"), oid(10), boolean(false), boolean(false), oid(0), oid(0), oid(0), types.NullValue},
 				{oid(14), name("sql"), oid(10), boolean(false), boolean(true), oid(0), oid(0), oid(0), types.NullValue},
+				{oid(WasmLanguageOID), name("wasm"), oid(10), boolean(true), boolean(true), oid(0), oid(0), oid(0), types.NullValue},
 			}
 		})
 	registerSystem("pg_catalog", "pg_am", 2601, cols(`oid oid, amname name, amhandler oid, amtype "char"`),

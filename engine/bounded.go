@@ -101,6 +101,8 @@ type Limits struct {
 	// Session is the host's session, given to functions that act on it
 	// (expr.Env.Session).
 	Session any
+	// Funcs resolves the user functions the query calls (expr.Env.Funcs).
+	Funcs expr.UserFuncs
 }
 
 // RunBounded runs a bounded plan, sending result batches to sink from one
@@ -120,7 +122,7 @@ func RunBoundedLimits(ctx context.Context, n Node, r Resolver, params []types.Va
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	q := &query{r: r, onErr: onErr, budget: operators.NewBudget(ctx, lim.MemoryBytes, lim.MemoryName)}
-	err := q.run(ctx, n, &expr.Env{Params: params, Session: lim.Session, Ctx: ctx}, sink)
+	err := q.run(ctx, n, &expr.Env{Params: params, Session: lim.Session, Ctx: ctx, Funcs: lim.Funcs}, sink)
 	if errors.Is(err, operators.ErrDone) {
 		return nil
 	}
@@ -369,7 +371,7 @@ func (q *query) runSource(ctx context.Context, src *Source, prefix []operators.S
 func (q *query) subqueryEnv(ctx context.Context, c *Chain, env *expr.Env) *expr.Env {
 	var mu sync.Mutex
 	cache := map[int][]types.Value{}
-	out := &expr.Env{Params: env.Params, Outer: env.Outer, Session: env.Session}
+	out := &expr.Env{Params: env.Params, Outer: env.Outer, Session: env.Session, Funcs: env.Funcs}
 	out.Subquery = func(i int, outer types.Row) ([]types.Value, error) {
 		sq := c.Subqueries[i]
 		if !sq.Correlated {
@@ -380,7 +382,7 @@ func (q *query) subqueryEnv(ctx context.Context, c *Chain, env *expr.Env) *expr.
 				return vals, nil
 			}
 		}
-		sub := &expr.Env{Params: env.Params, Outer: outer, Session: env.Session}
+		sub := &expr.Env{Params: env.Params, Outer: outer, Session: env.Session, Funcs: env.Funcs}
 		var vals []types.Value
 		var charged int64
 		defer func() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/backends/kafka"
+	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/state"
@@ -57,6 +58,9 @@ type Config struct {
 	// ViewLookup reads this process's copy of a materialized view by key,
 	// for stream-table joins.
 	ViewLookup operators.ViewLookup
+	// Funcs resolves the user functions steps call (expr.Env.Funcs); a
+	// replaced function takes effect in each worker at its next epoch.
+	Funcs expr.UserFuncs
 	// KafkaOpts are franz-go options every client the engine makes gets
 	// besides the brokers: the SASL credentials of a cluster that
 	// requires them (backends/kafka.SASL.Opts).

@@ -48,6 +48,7 @@ type worker struct {
 	revokedMu sync.Mutex
 	revoked   []partKey // noted by group callbacks, applied by the worker
 	ep        *epoch
+	epochs    uint64 // epochs begun, the Env.Epoch of the partitions' steps
 	produce   func(*kgo.Record)
 	refused   refusedRecords // records the broker refused for good (oversize.go)
 	owned     atomic.Int64
@@ -356,6 +357,7 @@ func committedLookup(cl *kgo.Client) func(string, int32) (int64, bool) {
 // newEpoch starts an epoch and binds every partition's state to it.
 func (w *worker) newEpoch(produce func(*kgo.Record, *epoch)) *epoch {
 	ep := &epoch{}
+	w.epochs++ // user functions replaced since the last epoch take effect now (expr.Env.Epoch)
 	if w.stateful {
 		ep.st = w.p.e.cfg.Store.NewEpoch()
 	}

@@ -28,7 +28,34 @@ type Env struct {
 	// Ctx ends when the query does (a cancel, statement_timeout), for
 	// functions that wait (pg_sleep); nil: never.
 	Ctx context.Context
+	// Funcs resolves user functions (KUser); nil: none exist.
+	Funcs UserFuncs
+	// Epoch, when set, counts a pipeline worker's epochs: a user
+	// function's implementation is looked up again when it changes, so
+	// a replaced function takes effect at an epoch boundary. Without it
+	// a compiled expression keeps the implementation it was compiled
+	// with (a bounded query sees one version).
+	Epoch *uint64
 }
+
+// UserFuncs resolves the user functions of the catalog a query runs
+// against.
+type UserFuncs interface {
+	// UserFunc returns the current implementation of function name.
+	UserFunc(name string) (UserFunc, error)
+}
+
+// UserFunc is a user function's implementation.
+type UserFunc interface {
+	// Call computes a scalar function's result for one row's arguments.
+	Call(args []Value) (Value, error)
+	// CallTable computes a table function's rows for one row's
+	// arguments.
+	CallTable(args []Value) ([]types.Row, error)
+}
+
+// Value is types.Value (shorter in the interfaces above).
+type Value = types.Value
 
 // Compile turns e into an Eval; params are the bound values of $1…$n.
 func Compile(e *Expr, params []types.Value) (Eval, error) { return compile(e, &Env{Params: params}) }
@@ -79,6 +106,8 @@ func compile(e *Expr, env *Env) (Eval, error) {
 		return compileSubquery(e, env)
 	case KFuncScan:
 		return compileFuncScan(e, env)
+	case KUser:
+		return compileUser(e, env)
 	case KFail:
 		code, msg := pgerror.MakeCode(e.Val.S), e.Name
 		return func(types.Row) (types.Value, error) {

@@ -36,6 +36,7 @@ const (
 	KFail                      // fails with SQLSTATE Val and message Name when evaluated, see Fail
 	KRow                       // a record of Args (types.Record), see Row
 	KField                     // field Col of record Args[0], of type Type; Name: the field's name
+	KUser                      // user function Name over Args (Env.Funcs), of type Type
 )
 
 // Expr is a typed expression tree. It is plain data: safe to share,
@@ -265,6 +266,10 @@ func (e *Expr) format(sb *strings.Builder) {
 		sb.WriteString(")")
 	case KFail:
 		sb.WriteString("<error: " + e.Name + ">")
+	case KUser:
+		sb.WriteString(e.Name + "(")
+		formatList(sb, e.Args)
+		sb.WriteString(")")
 	case KRow:
 		sb.WriteString("ROW(")
 		formatList(sb, e.Args)

@@ -439,6 +439,9 @@ func (b *builder) buildFunc(c *exprCtx, e *sql.FuncCall) (*expr.Expr, error) {
 		return x, err
 	}
 	if !expr.Exists(e.Name) {
+		if fn, ok := b.userFunction(e.Name); ok {
+			return b.callUser(fn, args)
+		}
 		if missingAggregates[e.Name] {
 			return nil, pgerror.NotSupported("aggregate function %s", e.Name)
 		}

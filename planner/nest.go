@@ -41,6 +41,14 @@ func (o *overlay) Lookup(schema, name string) (*catalog.Relation, error) {
 	return o.Catalog.Lookup(schema, name)
 }
 
+// Function finds user functions in the catalog below.
+func (o *overlay) Function(name string) (*catalog.Function, bool) {
+	if fc, ok := o.Catalog.(FunctionCatalog); ok {
+		return fc.Function(name)
+	}
+	return nil, false
+}
+
 // nester replaces a query's subqueries in FROM by hidden views, planning
 // each, and embeds their topologies in the query's.
 type nester struct {

@@ -28,6 +28,9 @@ type builder struct {
 	// that one was used; subs collects the current SELECT's subqueries.
 	outer      *scope
 	correlated bool
+	// inlining counts the sql functions being inlined around this
+	// builder's expressions (userfunc.go).
+	inlining int
 	subs       []engine.Subquery
 	// records names the fields of the record expressions built (see
 	// setlist.go).

@@ -190,12 +190,8 @@ func (l *catalogLog) publish(ctx context.Context, name string, rel *catalog.Rela
 			return err
 		}
 	}
-	offset, err := l.s.kafka.Append(ctx, backends.Message{Stream: l.stream, Key: []byte(name), Payload: value})
-	if err != nil {
-		return pgerror.Wrap(err, pgerror.IOError, "writing the catalog")
-	}
-	if err := l.waitApplied(ctx, offset+1); err != nil {
-		return pgerror.Wrap(err, pgerror.IOError, "applying the catalog")
+	if err := l.publishRecord(ctx, name, value); err != nil {
+		return err
 	}
 	if rel != nil {
 		got, ok := l.s.cat.Get(name)
@@ -207,6 +203,19 @@ func (l *catalogLog) publish(ctx context.Context, name string, rel *catalog.Rela
 	return nil
 }
 
+// publishRecord appends one record (value nil: a tombstone) to the log
+// and waits until this process has applied it.
+func (l *catalogLog) publishRecord(ctx context.Context, key string, value []byte) error {
+	offset, err := l.s.kafka.Append(ctx, backends.Message{Stream: l.stream, Key: []byte(key), Payload: value})
+	if err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "writing the catalog")
+	}
+	if err := l.waitApplied(ctx, offset+1); err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "applying the catalog")
+	}
+	return nil
+}
+
 // onCatalogChange follows changes another process (or this one) made:
 // pipelines start where they appear and stop where they go away. The
 // effects on one name run in the order of the changes (followUp), so a
@@ -214,6 +223,12 @@ func (l *catalogLog) publish(ctx context.Context, name string, rel *catalog.Rela
 // the same name, which would leave that process without the new
 // pipeline.
 func (s *Server) onCatalogChange(ch catalog.Change) {
+	if ch.FunctionReplaced != nil {
+		s.funcs.retire(ch.FunctionReplaced)
+	}
+	if ch.FunctionDeleted != nil {
+		s.funcs.retire(ch.FunctionDeleted)
+	}
 	if ch.Created != nil && ch.Created.Kind == catalog.MaterializedView {
 		s.views.start(ch.Created)
 	}

@@ -132,6 +132,8 @@ func (s *session) planShow(sh *sql.Show) (*statement, error) {
 			cols[i] = pgwire.Column{Name: c.Name, Type: c.Type}
 		}
 		return rowsStatement(cols, func(ctx context.Context) ([]types.Row, error) { return s.srv.pipelineRows(ctx), nil }), nil
+	case "functions":
+		return rowsStatement(functionColumns, func(context.Context) ([]types.Row, error) { return s.srv.functionRows(), nil }), nil
 	case "all":
 		return rowsStatement(textCols("name", "setting"), func(context.Context) ([]types.Row, error) {
 			var rows []types.Row

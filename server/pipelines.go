@@ -163,10 +163,12 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 		}
 		return nil, pgerror.New(pgerror.DuplicateTable, "relation %q already exists", ca.Name)
 	}
-	plan, err := planner.PlanContinuous(s.cat, ca)
+	rec := &recordingCatalog{Catalog: s.cat}
+	plan, err := planner.PlanContinuous(rec, ca)
 	if err != nil {
 		return nil, err
 	}
+	plan.Rel.Functions = rec.used
 	owned := []*catalog.Relation{plan.Errors}
 	if plan.Changes != nil {
 		owned = append(owned, plan.Changes)

@@ -62,7 +62,7 @@ func (s *session) planQuery(q *sql.Query, params []types.Type) (*statement, erro
 
 // queryLimits are the engine.Limits of the server's bounded queries.
 func (s *Server) queryLimits() engine.Limits {
-	return engine.Limits{MemoryBytes: s.cfg.QueryMemoryBytes, MemoryName: "--query-memory-mb (FVSQL_QUERY_MEMORY_MB)"}
+	return engine.Limits{MemoryBytes: s.cfg.QueryMemoryBytes, MemoryName: "--query-memory-mb (FVSQL_QUERY_MEMORY_MB)", Funcs: s.funcs}
 }
 
 // queryLimits are the engine.Limits of the session's bounded queries.

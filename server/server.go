@@ -23,6 +23,7 @@ import (
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/state"
+	"github.com/fvsql/fvsql/udf"
 )
 
 // Version is fvsql's version; ServerVersion is what clients see as the
@@ -60,6 +61,11 @@ type Config struct {
 	// (join build sides, sorts, aggregates; engine.Limits); 0 is
 	// unlimited. A query over it fails with SQLSTATE 53200.
 	QueryMemoryBytes int64
+	// TransformsDir is where CREATE FUNCTION … AS 'ref:NAME' finds
+	// NAME.wasm (FV_TRANSFORMS_DIR); empty: refs are refused.
+	TransformsDir string
+	// UDF bounds user functions' modules (memory, time per call, size).
+	UDF udf.Limits
 	// Stream holds the STREAM_* settings of continuous queries (brokers,
 	// prefix and node ID are filled in by Open).
 	Stream engine.Config
@@ -113,6 +119,7 @@ type Server struct {
 	host      *host
 	catLog    *catalogLog
 	views     *views
+	funcs     *functions
 	env       backends.Env
 	ddl       sync.Mutex // serialises catalog changes
 	backMu    sync.Mutex
@@ -176,6 +183,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	ecfg.Brokers, ecfg.TopicPrefix, ecfg.Logger, ecfg.Store = brokers, cfg.TopicPrefix, cfg.Logger, s.store
 	ecfg.EmbeddedBroker = s.broker != nil
 	ecfg.ViewLookup = s.viewLookup
+	if s.funcs, err = newFunctions(s, cfg.UDF); err != nil {
+		return nil, err
+	}
+	ecfg.Funcs = s.funcs
 	if ecfg.NodeID, err = nodeID(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("server: node id: %w", err)
 	}
@@ -230,6 +241,9 @@ func (s *Server) Close() error {
 	s.followUps.Wait()
 	if s.engine != nil {
 		s.engine.Close() // graceful: each consumer commits its epoch
+	}
+	if s.funcs != nil {
+		s.funcs.close()
 	}
 	if s.kafka != nil {
 		s.kafka.Close()

@@ -197,6 +197,12 @@ func (s *session) plan(ctx context.Context, p sql.Parsed, params []types.Type) (
 		}), nil
 	case *sql.Show:
 		return s.planShow(st)
+	case *sql.CreateFunction:
+		return s.planCreateFunction(st, params)
+	case *sql.DropFunction:
+		return s.command("DROP FUNCTION", func(ctx context.Context) (pgwire.Result, error) {
+			return s.srv.dropFunction(ctx, st)
+		}), nil
 	case *sql.Set:
 		return s.command("SET", func(context.Context) (pgwire.Result, error) {
 			return tagOnly("SET"), s.set(st.Name, st.Value)

@@ -394,6 +394,55 @@ type CreateAs struct {
 	Options     []Option
 }
 
+// CreateFunction is CREATE [OR REPLACE] FUNCTION name (args) RETURNS …
+// LANGUAGE … AS … [WITH (…)]. The body is a literal (Body: the module's
+// source for wasm, ref:NAME or a path; the SQL text for sql) or, for
+// wasm, an expression giving the module's bytes (BodyExpr: decode(…),
+// '\x…'::bytea, $1).
+type CreateFunction struct {
+	Name      string
+	OrReplace bool
+	Args      []FuncArg
+	Returns   *FuncType // a scalar result; nil with Table
+	Table     []FuncArg // RETURNS TABLE (…) columns
+	Language  string    // lower case
+	Body      string
+	BodyExpr  Expr
+	// Return is set when the body was RETURN expr (SQL-standard, sql
+	// functions): Body is then "SELECT expr".
+	Return     bool
+	Volatility string // immutable, stable, volatile or ""
+	Strict     bool   // STRICT or RETURNS NULL ON NULL INPUT
+	Options    []Option
+	NumParams  int
+}
+
+// FuncArg is one argument of CREATE FUNCTION (Name may be empty) or one
+// column of RETURNS TABLE.
+type FuncArg struct {
+	Name string
+	FuncType
+}
+
+// FuncType is a type as written and as parsed.
+type FuncType struct {
+	Type     types.Type
+	TypeName string
+}
+
+// DropFunction is DROP FUNCTION [IF EXISTS] name [(types)][, …].
+type DropFunction struct {
+	Funcs    []FuncRef
+	IfExists bool
+}
+
+// FuncRef names a function, with its argument types when HasArgs.
+type FuncRef struct {
+	Name    string
+	Args    []FuncType
+	HasArgs bool
+}
+
 // Insert is INSERT INTO table [(cols)] VALUES … | query.
 type Insert struct {
 	Table   *TableName
@@ -517,6 +566,8 @@ type Unsupported struct{ What string }
 func (*Query) statement()         {}
 func (*CreateStream) statement()  {}
 func (*CreateAs) statement()      {}
+func (*CreateFunction) statement() {}
+func (*DropFunction) statement()   {}
 func (*Insert) statement()        {}
 func (*Drop) statement()          {}
 func (*Show) statement()          {}

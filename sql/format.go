@@ -87,6 +87,25 @@ func (f *formatter) stmt(s Statement) {
 		f.w(qualified(s.Name), " AS ")
 		f.queryStmt(s.Query)
 		f.options(s.Options)
+	case *CreateFunction:
+		f.createFunction(s)
+	case *DropFunction:
+		f.w("DROP FUNCTION ")
+		if s.IfExists {
+			f.w("IF EXISTS ")
+		}
+		for i, r := range s.Funcs {
+			f.sep(i, ", ")
+			f.w(qualified(r.Name))
+			if r.HasArgs {
+				f.w("(")
+				for j, a := range r.Args {
+					f.sep(j, ", ")
+					f.w(a.TypeName)
+				}
+				f.w(")")
+			}
+		}
 	case *Insert:
 		f.insert(s)
 	case *Drop:
@@ -157,7 +176,7 @@ func (m EmitMode) String() string {
 	return "default"
 }
 
-var showKeywords = setOf(`streams sinks pipelines tables all`)
+var showKeywords = setOf(`streams sinks pipelines tables all functions`)
 
 func init() { showKeywords["materialized views"] = true }
 
@@ -179,6 +198,48 @@ func (f *formatter) queryStmt(q *Query) {
 	case EmitOnWindowClose:
 		f.w(" EMIT ON WINDOW CLOSE")
 	}
+}
+
+func (f *formatter) createFunction(s *CreateFunction) {
+	f.w("CREATE ")
+	if s.OrReplace {
+		f.w("OR REPLACE ")
+	}
+	f.w("FUNCTION ", qualified(s.Name), "(")
+	args := func(as []FuncArg) {
+		for i, a := range as {
+			f.sep(i, ", ")
+			if a.Name != "" {
+				f.w(Ident(a.Name), " ")
+			}
+			f.w(a.TypeName)
+		}
+		f.w(")")
+	}
+	args(s.Args)
+	if s.Returns != nil {
+		f.w(" RETURNS ", s.Returns.TypeName)
+	} else {
+		f.w(" RETURNS TABLE (")
+		args(s.Table)
+	}
+	f.w(" LANGUAGE ", Ident(s.Language))
+	switch {
+	case s.Return:
+		f.w(" RETURN ", strings.TrimPrefix(s.Body, "SELECT "))
+	case s.BodyExpr != nil:
+		f.w(" AS ")
+		f.expr(s.BodyExpr, 0)
+	default:
+		f.w(" AS ", quoteString(s.Body))
+	}
+	if s.Volatility != "" {
+		f.w(" ", strings.ToUpper(s.Volatility))
+	}
+	if s.Strict {
+		f.w(" STRICT")
+	}
+	f.options(s.Options)
 }
 
 func (f *formatter) createStream(s *CreateStream) {

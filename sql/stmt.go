@@ -272,6 +272,9 @@ func (p *stmtParser) objectKind() (ObjectKind, bool) {
 
 func (p *stmtParser) create() (Statement, error) {
 	p.i++
+	if p.peek().is("function") || p.peek().is("or") && p.tok(p.i+1).is("replace") && p.tok(p.i+2).is("function") {
+		return p.createFunction()
+	}
 	kind, ok := p.objectKind()
 	if !ok {
 		return &Unsupported{What: p.what()}, nil
@@ -519,6 +522,9 @@ func (p *stmtParser) optionValue() (string, error) {
 
 func (p *stmtParser) drop() (Statement, error) {
 	p.i++
+	if p.accept("function") {
+		return p.dropFunction()
+	}
 	kind, ok := p.objectKind()
 	if !ok {
 		switch {
@@ -562,6 +568,8 @@ func (p *stmtParser) show() (Statement, error) {
 		what = "sinks"
 	case p.accept("pipelines"):
 		what = "pipelines"
+	case p.accept("functions"):
+		what = "functions"
 	case p.accept("tables"):
 		what = "tables"
 	case p.accept("all"):

@@ -25,6 +25,7 @@ import (
 	"github.com/fvsql/fvsql/pgwire"
 	"github.com/fvsql/fvsql/server"
 	"github.com/fvsql/fvsql/state"
+	"github.com/fvsql/fvsql/udf"
 )
 
 // envDefault returns the environment variable's value, or def.
@@ -71,6 +72,9 @@ func run(args []string) error {
 	stateCache := fs.Int("state-cache-mb", envInt("FVSQL_STATE_CACHE_MB", state.DefaultCacheBytes>>20), "MiB of Pebble block cache for operator state and views' local copies (FVSQL_STATE_CACHE_MB)")
 	groupCache := fs.Int("group-cache-mb", envInt("FVSQL_GROUP_CACHE_MB", operators.DefaultGroupCacheBytes>>20), "MiB of GROUP BY state kept in memory between checkpoints, per partition of each view or stream that groups (FVSQL_GROUP_CACHE_MB)")
 	queryMem := fs.Int("query-memory-mb", envInt("FVSQL_QUERY_MEMORY_MB", 1024), "MiB of rows one bounded query may hold in memory (join build sides, sorts, aggregates); over it the query fails with 53200; 0: unlimited (FVSQL_QUERY_MEMORY_MB)")
+	transforms := fs.String("transforms-dir", envDefault("FV_TRANSFORMS_DIR", ""), "directory of the WebAssembly modules CREATE FUNCTION … AS 'ref:NAME' names (NAME.wasm) (FV_TRANSFORMS_DIR)")
+	udfTimeout := fs.Duration("udf-call-timeout", envDuration("FVSQL_UDF_CALL_TIMEOUT", udf.DefaultCallTimeout), "longest a call of a wasm user function may run; past it the row is set aside as a poison row (FVSQL_UDF_CALL_TIMEOUT)")
+	udfMemory := fs.Int("udf-memory-mb", envInt("FVSQL_UDF_MEMORY_MB", udf.DefaultMemoryPages/16), "MiB of memory one instance of a wasm user function may use (FVSQL_UDF_MEMORY_MB)")
 	def := engine.DefaultConfig()
 	consumers := fs.Int("stream-consumers", envInt("STREAM_CONSUMERS", def.Consumers), "consumer goroutines per pipeline stage (STREAM_CONSUMERS)")
 	batchSize := fs.Int("stream-batch-size", envInt("STREAM_BATCH_SIZE", def.BatchSize), "records per poll (STREAM_BATCH_SIZE)")
@@ -82,6 +86,12 @@ func run(args []string) error {
 	logLevel := fs.String("log-level", envDefault("FVSQL_LOG_LEVEL", "info"), "debug, info, warn or error (FVSQL_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *udfMemory < 1 || *udfMemory > 4096 {
+		return fmt.Errorf("--udf-memory-mb %d: must be 1 to 4096", *udfMemory)
+	}
+	if *udfTimeout <= 0 {
+		return fmt.Errorf("--udf-call-timeout %v: must be positive", *udfTimeout)
 	}
 	if *queryMem < 0 {
 		return fmt.Errorf("--query-memory-mb %d: must be 0 (unlimited) or more", *queryMem)
@@ -124,6 +134,7 @@ func run(args []string) error {
 		KafkaSASL: kafka.SASL{Mechanism: strings.ToUpper(*kafkaMech), User: *kafkaUser, Password: *kafkaPass},
 		DataDir:   *dataDir, FileRoot: *fileRoot, Kafka: brokers, KafkaListen: *kafkaListen, TopicPrefix: *topicPrefix, Logger: log,
 		StateCacheBytes: int64(*stateCache) << 20, QueryMemoryBytes: int64(*queryMem) << 20,
+		TransformsDir: *transforms, UDF: udf.Limits{CallTimeout: *udfTimeout, MemoryPages: uint32(*udfMemory) * 16},
 		Stream: engine.Config{
 			Consumers: *consumers, BatchSize: *batchSize, CheckpointInterval: *interval,
 			ExactlyOnce: *exactlyOnce, OffsetReset: *offsetReset, IdleTimeout: *idleTimeout, FlushGiveUp: *flushGiveUp,

@@ -1,0 +1,109 @@
+package expr
+
+import (
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/types"
+)
+
+// User returns a call of user function name (its implementation found
+// through Env.Funcs when compiled) of result type ret; the arguments
+// must have the function's argument types already.
+func User(name string, ret types.Type, args ...*Expr) *Expr {
+	return &Expr{Kind: KUser, Type: ret, Name: name, Args: args}
+}
+
+// UserFuncNames lists the user functions e calls, each once.
+func (e *Expr) UserFuncNames() []string {
+	var out []string
+	e.Walk(func(n *Expr) {
+		if n.Kind == KUser {
+			for _, s := range out {
+				if s == n.Name {
+					return
+				}
+			}
+			out = append(out, n.Name)
+		}
+	})
+	return out
+}
+
+// userImpl resolves a user function's implementation for env.
+func userImpl(name string, env *Env) (UserFunc, error) {
+	if env.Funcs == nil {
+		return nil, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", name)
+	}
+	return env.Funcs.UserFunc(name)
+}
+
+// userCall is a compiled call's hold on its implementation: looked up
+// again when env.Epoch moves (a pipeline's next epoch), so that a
+// replaced function changes between two epochs, never within one.
+type userCall struct {
+	name  string
+	env   *Env
+	impl  UserFunc
+	epoch uint64
+}
+
+func newUserCall(name string, env *Env) (*userCall, error) {
+	impl, err := userImpl(name, env)
+	if err != nil {
+		return nil, err
+	}
+	c := &userCall{name: name, env: env, impl: impl}
+	if env.Epoch != nil {
+		c.epoch = *env.Epoch
+	}
+	return c, nil
+}
+
+func (c *userCall) current() (UserFunc, error) {
+	if c.env.Epoch != nil && *c.env.Epoch != c.epoch {
+		impl, err := userImpl(c.name, c.env)
+		if err != nil {
+			return nil, err
+		}
+		c.impl, c.epoch = impl, *c.env.Epoch
+	}
+	return c.impl, nil
+}
+
+func compileUser(e *Expr, env *Env) (Eval, error) {
+	if env.Funcs == nil {
+		// Built without a catalog (the planner checking that a step
+		// builds): the call fails if it ever runs.
+		name := e.Name
+		return func(types.Row) (types.Value, error) {
+			return types.NullValue, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", name)
+		}, nil
+	}
+	c, err := newUserCall(e.Name, env)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]Eval, len(e.Args))
+	for i, a := range e.Args {
+		if args[i], err = compile(a, env); err != nil {
+			return nil, err
+		}
+	}
+	// A compiled expression runs one row at a time (each goroutine
+	// compiles its own), and implementations do not keep their
+	// arguments: one slice serves every call.
+	vals := make([]types.Value, len(args))
+	return func(row types.Row) (types.Value, error) {
+		for i, a := range args {
+			v, err := a(row)
+			if err != nil {
+				return types.NullValue, err
+			}
+			vals[i] = v
+		}
+		impl, err := c.current()
+		if err != nil {
+			return types.NullValue, err
+		}
+		return impl.Call(vals)
+	}, nil
+}
