@@ -141,3 +141,13 @@ func Importer() []byte {
 	}
 	return m.Bytes()
 }
+
+// Scale exports f(x i64) -> i64: x times k. Two of them with other k
+// are two versions of one function.
+func Scale(k int64) []byte {
+	m := Module{Funcs: []Func{{
+		Name: "f", Params: []ValType{I64}, Results: []ValType{I64},
+		Body: Code(LocalGet(0), I64Const(k), I64Mul),
+	}}}
+	return m.Bytes()
+}
