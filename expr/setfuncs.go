@@ -477,6 +477,9 @@ type SetEval func(row types.Row) ([]types.Row, error)
 // (SetFunc.Key) over args, expressions of the input row: the select
 // list's set-returning functions, run per row by a projectSet step.
 func CompileSet(fn string, args []*Expr, env *Env) (SetEval, error) {
+	if name, ok := strings.CutPrefix(fn, userSetPrefix); ok {
+		return compileUserSet(name, args, env)
+	}
 	f := lookupSetKey(fn)
 	if f == nil {
 		return nil, pgerror.New(pgerror.UndefinedFunction, "function %s is not known to this server", fn)

@@ -107,3 +107,46 @@ func compileUser(e *Expr, env *Env) (Eval, error) {
 		return impl.Call(vals)
 	}, nil
 }
+
+// userSetPrefix marks the key (CompileSet's fn) of a user table
+// function: "user:<name>".
+const userSetPrefix = "user:"
+
+// UserSetKey is the key CompileSet takes for user table function name.
+func UserSetKey(name string) string { return userSetPrefix + name }
+
+// compileUserSet compiles a call of a user table function over args,
+// expressions of the input row; like a scalar call, it looks its
+// implementation up again when env.Epoch moves.
+func compileUserSet(name string, args []*Expr, env *Env) (SetEval, error) {
+	if env.Funcs == nil {
+		return func(types.Row) ([]types.Row, error) {
+			return nil, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", name)
+		}, nil
+	}
+	c, err := newUserCall(name, env)
+	if err != nil {
+		return nil, err
+	}
+	evs := make([]Eval, len(args))
+	for i, a := range args {
+		if evs[i], err = compile(a, env); err != nil {
+			return nil, err
+		}
+	}
+	vals := make([]types.Value, len(evs))
+	return func(row types.Row) ([]types.Row, error) {
+		for i, ev := range evs {
+			v, err := ev(row)
+			if err != nil {
+				return nil, err
+			}
+			vals[i] = v
+		}
+		impl, err := c.current()
+		if err != nil {
+			return nil, err
+		}
+		return impl.CallTable(vals)
+	}, nil
+}

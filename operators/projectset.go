@@ -21,8 +21,11 @@ type SetSpec struct {
 // columns for that position (NULLs once a shorter result has ended). A
 // row for which every function returns nothing produces no rows.
 type ProjectSet struct {
-	Sets    []expr.SetEval
-	Widths  []int
+	Sets   []expr.SetEval
+	Widths []int
+	// Outer puts out a row for which every function returns nothing,
+	// its functions' columns NULL (LEFT JOIN LATERAL … ON true).
+	Outer   bool
 	OnError RowError
 	out     Batch
 }
@@ -48,6 +51,9 @@ rows:
 			}
 			results[j] = rs
 			n = max(n, len(rs))
+		}
+		if n == 0 && p.Outer {
+			n = 1 // the row alone, padded: every result is shorter
 		}
 		for r := range n {
 			out := make(types.Row, len(row), len(row)+extra)

@@ -65,8 +65,12 @@ type Step struct {
 	// window (bounded queries): the OVER clause and its functions
 	Over *OverSpec `json:"over,omitempty"`
 
-	// projectSet: the select list's set-returning functions
-	Sets []SetSpec `json:"sets,omitempty"`
+	// projectSet: the select list's set-returning functions; lateral:
+	// one function of a FROM item over the rows before it (LATERAL),
+	// Outer keeping a row it gives no rows for (LEFT JOIN LATERAL … ON
+	// true), NULL-padded
+	Sets  []SetSpec `json:"sets,omitempty"`
+	Outer bool      `json:"outer,omitempty"`
 
 	// intervalJoin, hashJoin
 	Join *JoinSpec `json:"join,omitempty"`
@@ -84,6 +88,7 @@ const (
 	OpDistinct   = "distinct"
 	OpWindow     = "window" // window functions of a bounded query
 	OpProjectSet = "projectSet"
+	OpLateral    = "lateral"
 	// Stateful steps of continuous queries.
 	OpWindowAggregate = "windowedAggregate"
 	OpGroupAggregate  = "groupAggregate"
@@ -165,7 +170,7 @@ func (a AggSpec) Resolve() (*AggFunc, error) {
 // copies of it can run on each partition in parallel.
 // A lookup join reads a view's current rows but keeps nothing itself.
 func (s *Step) Stateless() bool {
-	return s.Op == OpFilter || s.Op == OpProject || s.Op == OpProjectSet || s.Op == OpLookupJoin
+	return s.Op == OpFilter || s.Op == OpProject || s.Op == OpProjectSet || s.Op == OpLateral || s.Op == OpLookupJoin
 }
 
 // Seeds reports whether the step's operator is a Seeder with a group to
@@ -197,8 +202,8 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			return nil, err
 		}
 		return &Project{Exprs: evs, OnError: onErr}, nil
-	case OpProjectSet:
-		ps := &ProjectSet{OnError: onErr}
+	case OpProjectSet, OpLateral:
+		ps := &ProjectSet{OnError: onErr, Outer: s.Outer}
 		for _, set := range s.Sets {
 			ev, err := expr.CompileSet(set.Fn, set.Args, env)
 			if err != nil {
@@ -387,6 +392,24 @@ func (s *Step) String() string {
 			if i < len(s.Names) && s.Names[i] != e.String() {
 				fmt.Fprintf(&sb, " AS %s", s.Names[i])
 			}
+		}
+	case OpLateral, OpProjectSet:
+		if s.Outer {
+			sb.WriteString(" outer")
+		}
+		for i, set := range s.Sets {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			name := strings.TrimPrefix(set.Fn, "user:")
+			if j := strings.IndexByte(name, '('); j > 0 && !strings.HasPrefix(set.Fn, "user:") {
+				name = name[:j]
+			}
+			args := make([]string, len(set.Args))
+			for k, a := range set.Args {
+				args[k] = a.String()
+			}
+			fmt.Fprintf(&sb, " %s(%s)", name, strings.Join(args, ", "))
 		}
 	case OpAggregate, OpWindowAggregate, OpGroupAggregate, OpSession:
 		if s.Window != nil {

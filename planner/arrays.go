@@ -232,23 +232,17 @@ func tableFuncScope(tf *sql.TableFunc, call *expr.SetCall) (*scope, error) {
 	return sc, nil
 }
 
-// buildTableFunc plans a function in FROM. left is the scope of the FROM
-// items before it, whose columns its arguments may not read (that would
-// make it LATERAL). A set-returning function over constants is planned as
-// its rows, computed now; one over other expressions that read no row
-// (parameters, current_setting(…), other functions of those) runs when
-// the query does, per execution (engine.FuncRows). Any other function is,
-// as in PostgreSQL, a table of one row and one column, named by the alias
-// or else by the function.
-func (b *builder) buildTableFunc(tf *sql.TableFunc, left *scope) (engine.Node, *scope, error) {
-	if left != nil && len(left.cols) > 0 {
-		// Reading the items before it would make it LATERAL.
-		probe := &builder{cat: b.cat, params: append([]types.Type(nil), b.params...)}
-		for _, a := range tf.Args {
-			if x, err := probe.build(&exprCtx{scope: left, what: "FROM", noAggs: true}, a); err == nil && len(x.Columns()) > 0 {
-				return nil, nil, pgerror.NotSupported("function %s in FROM over columns of other FROM items (LATERAL)", tf.Name)
-			}
-		}
+// buildTableFunc plans a function in FROM that reads no other FROM item
+// (one that does is LATERAL: lateral.go). A set-returning function over
+// constants is planned as its rows, computed now; one over other
+// expressions that read no row (parameters, current_setting(…), other
+// functions of those) runs when the query does, per execution
+// (engine.FuncRows), and so does a user table function. Any other
+// function is, as in PostgreSQL, a table of one row and one column, named
+// by the alias or else by the function.
+func (b *builder) buildTableFunc(tf *sql.TableFunc) (engine.Node, *scope, error) {
+	if fn, ok := b.userFunction(tf.Name); ok && fn.IsTable() && !expr.IsSetFunc(tf.Name) && !expr.Exists(tf.Name) {
+		return b.userTableFunc(tf)
 	}
 	if operators.IsAggregate(tf.Name) && !expr.IsSetFunc(tf.Name) && !expr.Exists(tf.Name) {
 		return nil, nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in functions in FROM")

@@ -129,6 +129,9 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY and LIMIT make no sense on an unbounded stream").
 			WithHint("Use ROW_NUMBER() OVER (…) <= N in a materialized view for top-N.")
 	}
+	if src, ok := lateralInput(sel.From); ok {
+		return planLateral(cat, ca, sel, src)
+	}
 	if len(sel.From) == 1 {
 		if j, ok := sel.From[0].(*sql.Join); ok {
 			return planStreamJoin(cat, ca, sel, j)
@@ -151,7 +154,12 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 	if ca.Query.Emit != sql.EmitDefault {
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
 	}
-	src := sel.From[0].(*sql.TableName)
+	return planStateless(cat, ca, sel, sel.From[0].(*sql.TableName))
+}
+
+// planStateless plans a continuous query of filters and projections (and
+// LATERAL functions) over one input, src.
+func planStateless(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.TableName) (*Continuous, error) {
 	input := streamInput
 	if ca.Kind == sql.KindMaterializedView {
 		input = changelogInput

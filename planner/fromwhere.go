@@ -37,7 +37,7 @@ func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (engine.N
 	for i, t := range from {
 		var err error
 		if tf, ok := t.(*sql.TableFunc); ok {
-			nodes[i], scopes[i], err = b.buildTableFunc(tf, nil)
+			nodes[i], scopes[i], err = b.buildTableFunc(tf)
 		} else {
 			nodes[i], scopes[i], err = b.buildTable(t)
 		}

@@ -304,8 +304,14 @@ func (b *builder) buildFrom(from []sql.TableExpr) (engine.Node, *scope, error) {
 		var rn engine.Node
 		var rs *scope
 		var err error
+		if tf, ok := t.(*sql.TableFunc); ok && b.readsScope(tf, sc) {
+			if node, sc, err = b.lateralFunc(node, sc, tf, false); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		if tf, ok := t.(*sql.TableFunc); ok {
-			rn, rs, err = b.buildTableFunc(tf, sc)
+			rn, rs, err = b.buildTableFunc(tf)
 		} else {
 			rn, rs, err = b.buildTable(t)
 		}
@@ -356,7 +362,7 @@ func (b *builder) buildTable(t sql.TableExpr) (engine.Node, *scope, error) {
 	case *sql.Join:
 		return b.buildJoin(t)
 	case *sql.TableFunc:
-		return b.buildTableFunc(t, nil)
+		return b.buildTableFunc(t)
 	case *sql.WindowTVF:
 		return nil, nil, pgerror.NotSupported("%s windows in a bounded query (use them in CREATE STREAM/MATERIALIZED VIEW … AS)", strings.ToUpper(t.Kind))
 	}
@@ -369,6 +375,13 @@ func (b *builder) buildJoin(j *sql.Join) (engine.Node, *scope, error) {
 	ln, ls, err := b.buildTable(j.Left)
 	if err != nil {
 		return nil, nil, err
+	}
+	if tf, ok := j.Right.(*sql.TableFunc); ok && b.readsScope(tf, ls) {
+		outer, err := lateralJoinKind(j)
+		if err != nil {
+			return nil, nil, err
+		}
+		return b.lateralFunc(ln, ls, tf, outer)
 	}
 	rn, rs, err := b.buildTable(j.Right)
 	if err != nil {

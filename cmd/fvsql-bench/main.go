@@ -39,6 +39,7 @@ scenarios:
   eos       exactly-once vs at-least-once: TUMBLE catch-up at 100ms/1s/10s checkpoints; produce-to-visible latency
   recovery  kill -9 of a server with 1M keys of state; restart with the data dir kept and wiped, time to ready
   backends  produce (sinks) and consume (bounded scan, ingest pipeline) rates for Kafka, Redis (--redis) and files
+  udf       a stateless pipeline calling a trivial wasm user function per row vs the built-in expression; a module's cold start
 
 Run "fvsql-bench <scenario> -h" for its flags; bench/README.md has recipes.
 `
@@ -178,6 +179,11 @@ func run(args []string) error {
 		backends = fs.String("backends", "kafka,redis,file", "backends: kafka, redis, file")
 		redis = fs.String("redis", os.Getenv("FVSQL_TEST_REDIS"), "a Redis server (host:port; default $FVSQL_TEST_REDIS); empty: the redis rows are skipped")
 		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one measurement")
+	case "udf":
+		rowsOne = fs.Int64("rows", 1_000_000, "rows of the input stream")
+		partitions = fs.Int("partitions", 4, "partitions of the input stream")
+		runs = fs.Int("runs", 3, "runs of each variant, alternating (medians reported)")
+		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one run's catch-up")
 	case "serve": // the child side of --server child
 		dataDir = fs.String("data-dir", "", "data directory (pgwire listens on a free loopback port)")
 		fileRoot = fs.String("file-root", "", "directory file:// streams must live in (empty: <data-dir>/files)")
@@ -261,6 +267,8 @@ func run(args []string) error {
 	case "backends":
 		return bench.Backends(ctx, o, bench.BackendsConfig{Rows: *rowsOne, Partitions: *partitions, Backends: splitList(*backends),
 			Redis: *redis, CatchupTimeout: *catchup})
+	case "udf":
+		return bench.UDF(ctx, o, bench.UDFConfig{Rows: *rowsOne, Partitions: *partitions, Runs: *runs, CatchupTimeout: *catchup})
 	default: // pipeline
 		ns, err := parseCounts(*rows)
 		if err != nil {

@@ -1,0 +1,203 @@
+package planner
+
+import (
+	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// Functions in FROM that read the items before them (LATERAL, explicit
+// or not, as PostgreSQL allows for functions): FROM s, LATERAL f(s.x) e,
+// s CROSS JOIN LATERAL f(…), s [LEFT] JOIN LATERAL f(…) ON true. Each row
+// of the items before is followed by each of the function's rows for it
+// (a lateral step, operators.ProjectSet with one function): no row when
+// the function gives none, or with LEFT JOIN one row padded with NULLs.
+// User table functions (RETURNS TABLE) and the built-in set-returning
+// functions both run this way.
+
+// tableCall is a function of a FROM item resolved over a scope: the key
+// CompileSet takes, its arguments and its columns.
+type tableCall struct {
+	key   string
+	args  []*expr.Expr
+	names []string
+	types []types.Type
+	// user: a user table function, whose columns keep their names under
+	// an alias (a RETURNS TABLE column is an OUT parameter's, as in
+	// PostgreSQL), where a built-in's one column takes the alias.
+	user bool
+}
+
+// scope names the call's columns for tf's alias and column aliases.
+func (c *tableCall) scope(tf *sql.TableFunc) (*scope, error) {
+	sc, err := tableFuncScope(tf, &expr.SetCall{Names: c.names, Types: c.types})
+	if err != nil || !c.user || len(tf.Columns) > 0 {
+		return sc, err
+	}
+	for i := range c.names {
+		sc.cols[i].name = c.names[i]
+	}
+	return sc, nil
+}
+
+// resolveTableCall resolves a set-returning function in FROM, built-in or
+// a user table function, its arguments built in sc.
+func (b *builder) resolveTableCall(tf *sql.TableFunc, sc *scope) (*tableCall, error) {
+	if fn, ok := b.userFunction(tf.Name); ok && !expr.IsSetFunc(tf.Name) && !expr.Exists(tf.Name) {
+		if !fn.IsTable() {
+			return nil, pgerror.NotSupported("scalar function %s over the rows of other FROM items", tf.Name).
+				WithHint("Call it in the select list.")
+		}
+		ctx := &exprCtx{scope: sc, what: "FROM", noAggs: true}
+		args := make([]*expr.Expr, len(tf.Args))
+		for i, a := range tf.Args {
+			x, err := b.build(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = x
+		}
+		cast, err := b.userArgs(fn, args)
+		if err != nil {
+			return nil, err
+		}
+		c := &tableCall{key: expr.UserSetKey(fn.Name), args: cast, user: true}
+		for _, col := range fn.Table {
+			c.names, c.types = append(c.names, col.Name), append(c.types, col.Type)
+		}
+		return c, nil
+	}
+	call, err := b.setCall(tf, sc)
+	if err != nil {
+		return nil, err
+	}
+	return &tableCall{key: call.Fn.Key(), args: call.Args, names: call.Names, types: call.Types}, nil
+}
+
+// userTableFunc plans a user table function in FROM whose arguments read
+// no FROM item: its rows, computed when the query runs.
+func (b *builder) userTableFunc(tf *sql.TableFunc) (engine.Node, *scope, error) {
+	c, err := b.resolveTableCall(tf, &scope{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range c.args {
+		if err := b.fromFuncArg(tf, a); err != nil {
+			return nil, nil, err
+		}
+	}
+	sc, err := c.scope(tf)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &engine.FuncRows{Set: c.key, Args: c.args, Ordinality: tf.Ordinality}, sc, nil
+}
+
+// readsScope reports whether any argument of tf reads a column of sc:
+// the function is then LATERAL to those items.
+func (b *builder) readsScope(tf *sql.TableFunc, sc *scope) bool {
+	if sc == nil || len(sc.cols) == 0 {
+		return false
+	}
+	probe := &builder{cat: b.cat, params: append([]types.Type(nil), b.params...), inlining: b.inlining}
+	for _, a := range tf.Args {
+		if x, err := probe.build(&exprCtx{scope: sc, what: "FROM", noAggs: true}, a); err == nil && len(x.Columns()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lateralFunc plans tf over the rows of node (scope sc): a lateral step,
+// and the scope of sc's columns then tf's.
+func (b *builder) lateralFunc(node engine.Node, sc *scope, tf *sql.TableFunc, outer bool) (engine.Node, *scope, error) {
+	if tf.Ordinality {
+		return nil, nil, pgerror.NotSupported("WITH ORDINALITY on a LATERAL function")
+	}
+	c, err := b.resolveTableCall(tf, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range c.args {
+		if a.HasOuter() || a.Has(expr.KSubquery) {
+			return nil, nil, pgerror.NotSupported("function %s over a subquery or the enclosing query's columns, LATERAL", tf.Name)
+		}
+	}
+	fsc, err := c.scope(tf)
+	if err != nil {
+		return nil, nil, err
+	}
+	step := operators.Step{Op: operators.OpLateral, Outer: outer,
+		Sets: []operators.SetSpec{{Fn: c.key, Args: c.args, Width: len(c.names)}}}
+	return appendSteps(node, step), &scope{cols: append(append([]scopeCol(nil), sc.cols...), fsc.cols...)}, nil
+}
+
+// lateralJoinKind checks a join whose right side is a function reading
+// its left side: CROSS JOIN LATERAL, or [INNER|LEFT] JOIN LATERAL … ON
+// true; outer for LEFT.
+func lateralJoinKind(j *sql.Join) (outer bool, err error) {
+	switch j.Kind {
+	case "cross", "inner", "left":
+	default:
+		return false, pgerror.NotSupported("%s JOIN LATERAL", j.Kind).WithHint("Use CROSS JOIN LATERAL, JOIN LATERAL … ON true or LEFT JOIN LATERAL … ON true.")
+	}
+	if j.On != nil && !isTrue(j.On) {
+		return false, pgerror.NotSupported("JOIN LATERAL with a condition other than ON true").WithHint("Filter the rows in WHERE.")
+	}
+	if len(j.Using) > 0 {
+		return false, pgerror.NotSupported("JOIN LATERAL … USING")
+	}
+	return j.Kind == "left", nil
+}
+
+func isTrue(e sql.Expr) bool {
+	l, ok := e.(*sql.Literal)
+	return ok && l.Value.K == types.Bool && l.Value.I != 0
+}
+
+// lateralInput recognises a continuous query's FROM of one stream and
+// functions after it (FROM s, LATERAL f(s.x) e; s CROSS JOIN LATERAL
+// f(…); s LEFT JOIN LATERAL f(…) ON true): the stream.
+func lateralInput(from []sql.TableExpr) (*sql.TableName, bool) {
+	if len(from) == 1 {
+		j, ok := from[0].(*sql.Join)
+		if !ok {
+			return nil, false
+		}
+		if _, ok := j.Right.(*sql.TableFunc); !ok {
+			return nil, false
+		}
+		if t, ok := j.Left.(*sql.TableName); ok {
+			return t, true
+		}
+		return lateralInput([]sql.TableExpr{j.Left})
+	}
+	if len(from) < 2 {
+		return nil, false
+	}
+	for _, t := range from[1:] {
+		if _, ok := t.(*sql.TableFunc); !ok {
+			return nil, false
+		}
+	}
+	if t, ok := from[0].(*sql.TableName); ok {
+		return t, true
+	}
+	return lateralInput(from[:1])
+}
+
+// planLateral plans a continuous query over a stream and LATERAL
+// functions of its rows: a stream of the rows they make, filtered and
+// projected. A view or an aggregate over them is refused: their rows
+// are no view's rows (several per input record), so they are written as
+// a stream first, which a view can read.
+func planLateral(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.TableName) (*Continuous, error) {
+	if ca.Kind == sql.KindMaterializedView || len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) || ca.Query.Emit != sql.EmitDefault {
+		return nil, pgerror.NotSupported("a LATERAL function in a materialized view or an aggregation").
+			WithHint("Write its rows as a stream (CREATE STREAM t AS SELECT … FROM s, LATERAL f(…) x), then aggregate or view t.")
+	}
+	return planStateless(cat, ca, sel, src)
+}
