@@ -31,7 +31,7 @@ type builder struct {
 	// inlining counts the sql functions being inlined around this
 	// builder's expressions (userfunc.go).
 	inlining int
-	subs       []engine.Subquery
+	subs     []engine.Subquery
 	// records names the fields of the record expressions built (see
 	// setlist.go).
 	records map[*expr.Expr]recordShape
