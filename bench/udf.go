@@ -133,7 +133,7 @@ func UDF(ctx context.Context, o Options, c UDFConfig) error {
 	res := map[string]*agg{}
 	for run := 0; run < c.Runs; run++ {
 		for _, v := range udfVariants {
-			out := h.name(fmt.Sprintf("u_%s_%d", v.name, run))
+			out := h.name(fmt.Sprintf("u_%s_%d", strings.ReplaceAll(v.name, "-", "_"), run))
 			q := fmt.Sprintf(v.sql, out, in)
 			q = strings.NewReplacer("bench_add(", add+"(", "bench_upper(", upper+"(").Replace(q)
 			ph, err := h.measure(ctx, "udf-"+v.name, func() error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,4 +186,40 @@ func showFunctions(t *testing.T, conn *pgx.Conn) string {
 		out = append(out, strings.Join(parts, "|"))
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestUserFunctionGoModule: the README's example module, written in Go
+// (examples/udf/risk) and built here with the Go toolchain for
+// GOOS=wasip1: a module with WASI imports and Go's runtime. Its scalar
+// function and its table function run in bounded queries and in a
+// stream; the table function's rows come out of a LATERAL join.
+func TestUserFunctionGoModule(t *testing.T) {
+	goBin, err := osexec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the example module")
+	}
+	dir := t.TempDir()
+	build := osexec.Command(goBin, "build", "-buildmode=c-shared", "-o", filepath.Join(dir, "risk.wasm"), "./examples/udf/risk")
+	build.Dir = filepath.Join("..", "..")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/udf/risk for wasip1: %v\n%s", err, out)
+	}
+	eachBroker(t, func(t *testing.T, c *cluster) {
+		srv := c.start(t, "go", "--transforms-dir", dir)
+		conn := srv.Connect(t)
+		exec(t, conn, "CREATE FUNCTION risk(amount DOUBLE PRECISION, country TEXT) RETURNS DOUBLE PRECISION LANGUAGE wasm AS 'ref:risk'")
+		exec(t, conn, "CREATE FUNCTION tags(payload JSONB) RETURNS TABLE (id BIGINT, tag TEXT) LANGUAGE wasm AS 'ref:risk' WITH (export = 'tags')")
+		if got := queryStrings(t, conn, "SELECT risk(1000, 'ng') || ' ' || risk(1000, 'DE')"); got != "3 1" {
+			t.Errorf("risk: %s, want 3 1", got)
+		}
+		exec(t, conn, "CREATE STREAM pay (id BIGINT, amount DOUBLE PRECISION, country TEXT, payload JSONB) WITH (partitions = 2)")
+		exec(t, conn, "CREATE STREAM flagged AS SELECT p.id, risk(p.amount, p.country) AS r, t.tag FROM pay p, LATERAL tags(p.payload) t WHERE risk(p.amount, p.country) > 0.5")
+		exec(t, conn, `INSERT INTO pay VALUES (1, 2000, 'RU', '{"items":[{"id":1,"tag":"a"},{"id":2}]}'), (2, 100, 'RU', '{"items":[{"id":3,"tag":"b"}]}'),
+			(3, 900, 'DE', '{"items":[{"id":4,"tag":"c"},{"id":5,"tag":"d"}]}'), (4, 5000, 'DE', '{}')`)
+		flush(t, srv, conn)
+		if got := queryStrings(t, conn, "SELECT string_agg(id || ':' || r || ':' || tag, ' ' ORDER BY id, tag) FROM flagged"); got != "1:6:a 3:0.9:c 3:0.9:d" {
+			t.Errorf("flagged: %s", got)
+		}
+	})
 }
