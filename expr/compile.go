@@ -30,6 +30,11 @@ type Env struct {
 	Ctx context.Context
 	// Funcs resolves user functions (KUser); nil: none exist.
 	Funcs UserFuncs
+	// Batch, when set, is the batch its operator is evaluating (see
+	// Batch); nil: row by row.
+	Batch *Batch
+	// lazy counts the lazily evaluated subtrees compile is in.
+	lazy int
 	// Epoch, when set, counts a pipeline worker's epochs: a user
 	// function's implementation is looked up again when it changes, so
 	// a replaced function takes effect at an epoch boundary. Without it
@@ -38,11 +43,46 @@ type Env struct {
 	Epoch *uint64
 }
 
+// Batch is the batch of rows an operator is evaluating its expressions
+// over, row Index now; Seq changes with every batch. A user function
+// call evaluated for every row (not under AND, OR, CASE, COALESCE or IN)
+// calls its function for the whole batch at once (compileUser) when its
+// implementation can (BatchUserFunc). Each operator has its own.
+type Batch struct {
+	Rows  []types.Row
+	Index int
+	Seq   uint64
+}
+
+// Next makes b the batch of rows.
+func (b *Batch) Next(rows []types.Row) {
+	b.Rows, b.Index = rows, 0
+	b.Seq++
+}
+
+// lazyFrom is the first argument of e that is not evaluated for every
+// row: AND and OR stop at the first deciding argument, CASE evaluates
+// its first condition only for sure, COALESCE stops at the first
+// non-NULL, IN at the first match.
+func lazyFrom(e *Expr) int {
+	switch e.Kind {
+	case KAnd, KOr, KCase, KCoalesce, KIn:
+		return 1
+	}
+	return len(e.Args)
+}
+
 // UserFuncs resolves the user functions of the catalog a query runs
 // against.
 type UserFuncs interface {
 	// UserFunc returns the current implementation of function name.
 	UserFunc(name string) (UserFunc, error)
+}
+
+// BatchUserFunc is a UserFunc that calls itself for many rows at once:
+// out[i] and errs[i] are what Call(args[i]) would give.
+type BatchUserFunc interface {
+	CallBatch(args [][]Value) (out []Value, errs []error)
 }
 
 // UserFunc is a user function's implementation.
@@ -136,12 +176,22 @@ func compile(e *Expr, env *Env) (Eval, error) {
 		return func(types.Row) (types.Value, error) { return v, nil }, nil
 	}
 	args := make([]Eval, len(e.Args))
+	lazy := lazyFrom(e)
 	for i, a := range e.Args {
+		if i == lazy {
+			env.lazy++
+		}
 		ev, err := compile(a, env)
 		if err != nil {
+			if i >= lazy {
+				env.lazy--
+			}
 			return nil, err
 		}
 		args[i] = ev
+	}
+	if lazy < len(e.Args) {
+		env.lazy--
 	}
 	switch e.Kind {
 	case KCast:

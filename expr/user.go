@@ -82,6 +82,7 @@ func compileUser(e *Expr, env *Env) (Eval, error) {
 	if err != nil {
 		return nil, err
 	}
+	eager := env.lazy == 0
 	args := make([]Eval, len(e.Args))
 	for i, a := range e.Args {
 		if args[i], err = compile(a, env); err != nil {
@@ -92,7 +93,14 @@ func compileUser(e *Expr, env *Env) (Eval, error) {
 	// compiles its own), and implementations do not keep their
 	// arguments: one slice serves every call.
 	vals := make([]types.Value, len(args))
+	pf := &prefetch{call: c, args: args}
 	return func(row types.Row) (types.Value, error) {
+		if b := env.Batch; eager && b != nil && len(b.Rows) >= minPrefetch && len(row) > 0 && b.Index < len(b.Rows) &&
+			len(b.Rows[b.Index]) > 0 && &b.Rows[b.Index][0] == &row[0] {
+			if ok, v, err := pf.get(b); ok {
+				return v, err
+			}
+		}
 		for i, a := range args {
 			v, err := a(row)
 			if err != nil {
@@ -106,6 +114,83 @@ func compileUser(e *Expr, env *Env) (Eval, error) {
 		}
 		return impl.Call(vals)
 	}, nil
+}
+
+// minPrefetch is the smallest batch a call is prefetched for.
+const minPrefetch = 4
+
+// prefetch holds a call's results for its operator's current batch:
+// computed at the batch's first row, its arguments evaluated for every
+// row and the function called for all of them at once.
+type prefetch struct {
+	call  *userCall
+	args  []Eval
+	seq   uint64
+	valid bool
+	out   []types.Value
+	errs  []error
+	flat  []types.Value   // the rows' arguments, one after another
+	rows  [][]types.Value // slices of flat
+	call2 []int           // rows whose arguments evaluated, in order
+}
+
+// get returns the result for the batch's current row; ok is false when
+// the implementation cannot take batches.
+func (p *prefetch) get(b *Batch) (ok bool, v types.Value, err error) {
+	if !p.valid || p.seq != b.Seq {
+		if !p.fill(b) {
+			return false, types.NullValue, nil
+		}
+	}
+	return true, p.out[b.Index], p.errs[b.Index]
+}
+
+func (p *prefetch) fill(b *Batch) bool {
+	impl, err := p.call.current()
+	if err != nil {
+		return false
+	}
+	bi, ok := impl.(BatchUserFunc)
+	if !ok {
+		return false
+	}
+	n, w := len(b.Rows), len(p.args)
+	p.out, p.errs = resize(p.out, n), resize(p.errs, n)
+	p.flat = resize(p.flat, n*w)
+	p.rows, p.call2 = p.rows[:0], p.call2[:0]
+	// Arguments are evaluated with Index on their row, so that a call
+	// among them prefetches for the batch too.
+	at := b.Index
+	for i, row := range b.Rows {
+		b.Index = i
+		vals := p.flat[i*w : (i+1)*w : (i+1)*w]
+		p.out[i], p.errs[i] = types.NullValue, nil
+		for j, a := range p.args {
+			v, err := a(row)
+			if err != nil {
+				p.errs[i] = err
+				break
+			}
+			vals[j] = v
+		}
+		if p.errs[i] == nil {
+			p.rows, p.call2 = append(p.rows, vals), append(p.call2, i)
+		}
+	}
+	b.Index = at
+	out, errs := bi.CallBatch(p.rows)
+	for k, i := range p.call2 {
+		p.out[i], p.errs[i] = out[k], errs[k]
+	}
+	p.seq, p.valid = b.Seq, true
+	return true
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // userSetPrefix marks the key (CompileSet's fn) of a user table

@@ -12,12 +12,19 @@ type Filter struct {
 	// Filtered counts rows dropped by the predicate (not by errors).
 	Filtered int64
 	out      Batch
+	batch    *expr.Batch // the rows Pred's user function calls prefetch for; nil: none
 }
 
 // Process implements Operator.
 func (f *Filter) Process(b *Batch, emit Emit) error {
 	f.out.reset()
+	if f.batch != nil {
+		f.batch.Next(b.Rows)
+	}
 	for i, row := range b.Rows {
+		if f.batch != nil {
+			f.batch.Index = i
+		}
 		ok, err := f.Pred(row)
 		if err != nil {
 			if err := f.OnError(b, i, err); err != nil {
@@ -58,6 +65,7 @@ type Project struct {
 	Exprs   []expr.Eval
 	OnError RowError
 	out     Batch
+	batch   *expr.Batch // the rows Exprs' user function calls prefetch for; nil: none
 }
 
 // Process implements Operator.
@@ -65,9 +73,15 @@ func (p *Project) Process(b *Batch, emit Emit) error {
 	w := len(p.Exprs)
 	flat := make([]types.Value, len(b.Rows)*w)
 	p.out.reset()
+	if p.batch != nil {
+		p.batch.Next(b.Rows)
+	}
 	n := 0
 rows:
 	for i, row := range b.Rows {
+		if p.batch != nil {
+			p.batch.Index = i
+		}
 		dst := flat[n*w : (n+1)*w : (n+1)*w]
 		for j, e := range p.Exprs {
 			v, err := e(row)

@@ -166,6 +166,17 @@ func (a AggSpec) Resolve() (*AggFunc, error) {
 	return ResolveAgg(a.Name, argType, a.Star)
 }
 
+// withBatch is env with a Batch of the operator's own: its user function
+// calls prefetch a batch's results (expr.Batch).
+func withBatch(env *expr.Env) (*expr.Env, *expr.Batch) {
+	if env == nil {
+		env = &expr.Env{}
+	}
+	c := *env
+	c.Batch = &expr.Batch{}
+	return &c, c.Batch
+}
+
 // Stateless reports whether the step keeps no state across rows, so that
 // copies of it can run on each partition in parallel.
 // A lookup join reads a view's current rows but keeps nothing itself.
@@ -191,17 +202,19 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 	case OpLookupJoin:
 		return buildLookupJoin(s, env, onErr, res)
 	case OpFilter:
-		p, err := expr.CompilePredicateEnv(s.Pred, env)
+		benv, batch := withBatch(env)
+		p, err := expr.CompilePredicateEnv(s.Pred, benv)
 		if err != nil {
 			return nil, err
 		}
-		return &Filter{Pred: p, OnError: onErr}, nil
+		return &Filter{Pred: p, OnError: onErr, batch: batch}, nil
 	case OpProject:
-		evs, err := compileAll(s.Exprs, env)
+		benv, batch := withBatch(env)
+		evs, err := compileAll(s.Exprs, benv)
 		if err != nil {
 			return nil, err
 		}
-		return &Project{Exprs: evs, OnError: onErr}, nil
+		return &Project{Exprs: evs, OnError: onErr, batch: batch}, nil
 	case OpProjectSet, OpLateral:
 		ps := &ProjectSet{OnError: onErr, Outer: s.Outer}
 		for _, set := range s.Sets {

@@ -136,6 +136,12 @@ func TestArrayQueries(t *testing.T) {
 		{`SELECT sym, (SELECT x FROM unnest(tags) WITH ORDINALITY AS u(x, i) WHERE i = 2) FROM trades ORDER BY 1`,
 			"ACME | b\nINIT | NULL\nZED | NULL"},
 		{`SELECT sym FROM trades WHERE 'b' IN (SELECT * FROM unnest(tags)) ORDER BY 1`, "ACME"},
+		// functions over the rows before them in FROM (LATERAL), as
+		// PostgreSQL answers them
+		{`SELECT sym, t FROM trades, unnest(trades.tags) t ORDER BY 1, 2`, "ACME | a\nACME | b"},
+		{`SELECT sym, g FROM trades, generate_series(1, qty::int % 3) g ORDER BY 1, 2`, "ACME | 1\nINIT | 1\nINIT | 2\nZED | 1"},
+		{`SELECT sym, t FROM trades LEFT JOIN LATERAL unnest(tags) t ON true ORDER BY 1, 2`, "ACME | a\nACME | b\nINIT | NULL\nZED | NULL"},
+		{`SELECT t.sym, u.x FROM trades t CROSS JOIN LATERAL unnest(t.tags) AS u(x) WHERE u.x <> 'a'`, "ACME | b"},
 	} {
 		got, err := db.query(t, c.sql)
 		if err != nil || got != c.want {
@@ -185,9 +191,10 @@ func TestArrayQueryErrors(t *testing.T) {
 		sql  string
 		code pgerror.Code
 	}{
-		{`SELECT * FROM trades, unnest(trades.tags)`, pgerror.FeatureNotSupported},
-		{`SELECT * FROM trades, generate_series(1, qty::int)`, pgerror.FeatureNotSupported},
 		{`SELECT * FROM trades, upper(sym)`, pgerror.FeatureNotSupported},
+		{`SELECT * FROM trades, unnest(tags) WITH ORDINALITY`, pgerror.FeatureNotSupported},
+		{`SELECT * FROM trades t RIGHT JOIN LATERAL unnest(t.tags) u ON true`, pgerror.FeatureNotSupported},
+		{`SELECT * FROM trades t JOIN LATERAL unnest(t.tags) u ON u = 'a'`, pgerror.FeatureNotSupported},
 		{`SELECT (SELECT count(*) FROM upper(t.sym) u, generate_series(1, 2) g) FROM trades t`, pgerror.FeatureNotSupported},
 		{`SELECT * FROM sum(1)`, pgerror.GroupingError},
 		{`SELECT * FROM upper('a') AS t(a, b)`, pgerror.SyntaxError},

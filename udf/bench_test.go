@@ -44,3 +44,35 @@ func compileB(b *testing.B, r *udf.Runtime, wasm []byte, export string, sig udf.
 	b.Cleanup(f.Close)
 	return f
 }
+
+// BenchmarkCallBatch: the per-row cost of 1000 calls in one batch.
+func BenchmarkCallBatch(b *testing.B) {
+	r, err := udf.NewRuntime(udf.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	add := compileB(b, r, wasmgen.Add(), "add", udf.Signature{Name: "add", Args: []types.Type{types.Int8, types.Int8}, Ret: types.Int8})
+	risk := compileB(b, r, wasmgen.Risk(), "risk", udf.Signature{Name: "risk", Args: []types.Type{types.Float8, types.Text}, Ret: types.Float8})
+	for _, c := range []struct {
+		name string
+		f    *udf.Function
+		row  []types.Value
+	}{
+		{"add", add, []types.Value{types.NewInt8(1), types.NewInt8(2)}},
+		{"risk", risk, []types.Value{types.NewFloat8(100), types.NewText("MSFT")}},
+	} {
+		args := make([][]types.Value, 1000)
+		for i := range args {
+			args[i] = c.row
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, errs := c.f.CallBatch(args); errs[0] != nil {
+					b.Fatal(errs[0])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(args)), "ns/row")
+		})
+	}
+}

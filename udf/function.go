@@ -77,6 +77,7 @@ type Function struct {
 	params   []api.ValueType // the export's
 	result   api.ValueType
 	varlen   bool // some argument is passed in memory
+	driver   *driver // calls of a batch in one entry (batch.go); nil: row by row
 
 	// Cold is the time Compile took to compile the module and start its
 	// first instance.
@@ -109,6 +110,10 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte, export string, sig S
 	}
 	f := &Function{rt: r, sig: sig, export: export, compiled: compiled}
 	if err := f.check(); err != nil {
+		compiled.Close(ctx)
+		return nil, err
+	}
+	if err := f.buildDriver(ctx); err != nil {
 		compiled.Close(ctx)
 		return nil, err
 	}
@@ -322,6 +327,9 @@ func sameTypes(got []api.ValueType, want ...api.ValueType) bool {
 // time.
 type instance struct {
 	mod    api.Module
+	drv    api.Module   // the function's driver, bound to mod; nil without one
+	drive  api.Function // its entry
+	slots  api.Memory   // where the driver's rows are
 	fn     api.Function
 	alloc  api.Function
 	errFn  api.Function
@@ -351,8 +359,11 @@ func (f *Function) instantiate() (*instance, error) {
 	in.alloc = mod.ExportedFunction(ExportAlloc)
 	in.errFn = mod.ExportedFunction(ExportError)
 	in.mem = mod.ExportedMemory(ExportMemory)
-	n := max(len(f.params), 1)
-	in.stack = make([]uint64, n)
+	in.stack = make([]uint64, max(len(f.params), 2))
+	if err := f.instantiateDriver(in); err != nil {
+		_ = mod.Close(r.ctx)
+		return nil, pgerror.New(pgerror.ExternalRoutineException, "function %s: starting its batch driver failed: %s", f.sig.Name, firstLine(err.Error()))
+	}
 	r.watchInstance(in)
 	return in, nil
 }
@@ -374,8 +385,8 @@ func (f *Function) get() (*instance, error) {
 }
 
 func (f *Function) put(in *instance) {
-	if in.mod.IsClosed() {
-		f.rt.unwatch(in)
+	if in.closed() {
+		f.discard(in)
 		return
 	}
 	f.mu.Lock()
@@ -390,7 +401,18 @@ func (f *Function) put(in *instance) {
 
 func (f *Function) discard(in *instance) {
 	f.rt.unwatch(in)
-	_ = in.mod.Close(context.Background())
+	in.close(0)
+}
+
+// closed reports whether the instance's module (or driver) was closed.
+func (in *instance) closed() bool { return in.mod.IsClosed() || in.drv != nil && in.drv.IsClosed() }
+
+// close closes the instance's module and driver (a running call ends).
+func (in *instance) close(code uint32) {
+	if in.drv != nil {
+		_ = in.drv.CloseWithExitCode(context.Background(), code)
+	}
+	_ = in.mod.CloseWithExitCode(context.Background(), code)
 }
 
 // Close closes the function's instances and compiled module; calls in
@@ -409,6 +431,9 @@ func (f *Function) Close() {
 		f.discard(in)
 	}
 	_ = f.compiled.Close(context.Background())
+	if f.driver != nil {
+		_ = f.driver.compiled.Close(context.Background())
+	}
 }
 
 // Signature returns the function's signature.
@@ -471,12 +496,26 @@ func (f *Function) invoke(in *instance, args []types.Value) (uint64, error) {
 		}
 	}
 	stack := in.stack[:max(len(f.params), 1)]
-	p, off := 0, base
+	if _, err := f.encode(args, stack, base); err != nil {
+		return 0, err
+	}
+	if err := f.guard(in, in.fn, stack); err != nil {
+		return 0, err
+	}
+	return stack[0], nil
+}
+
+// encode puts one row's arguments into the export's parameters (dst),
+// the variable-length ones as pointers from off on, where their bytes
+// are (one after another, in argument order); it returns the offset
+// after them.
+func (f *Function) encode(args []types.Value, dst []uint64, off uint32) (uint32, error) {
+	p := 0
 	for i, a := range args {
 		switch t := f.sig.Args[i]; {
 		case isVarlen(t):
-			stack[p] = uint64(off)
-			stack[p+1] = uint64(len(a.S))
+			dst[p] = uint64(off)
+			dst[p+1] = uint64(len(a.S))
 			off += uint32(len(a.S))
 			p += 2
 		case t == types.Float4 || t == types.Float8 || t == types.Numeric:
@@ -489,24 +528,21 @@ func (f *Function) invoke(in *instance, args []types.Value) (uint64, error) {
 				x = c.Float()
 			}
 			if f.params[p] == api.ValueTypeF32 {
-				stack[p] = api.EncodeF32(float32(x))
+				dst[p] = api.EncodeF32(float32(x))
 			} else {
-				stack[p] = api.EncodeF64(x)
+				dst[p] = api.EncodeF64(x)
 			}
 			p++
 		default: // integers, booleans, dates, timestamps
 			if f.params[p] == api.ValueTypeI32 {
-				stack[p] = api.EncodeI32(int32(a.I))
+				dst[p] = api.EncodeI32(int32(a.I))
 			} else {
-				stack[p] = api.EncodeI64(a.I)
+				dst[p] = api.EncodeI64(a.I)
 			}
 			p++
 		}
 	}
-	if err := f.guard(in, in.fn, stack); err != nil {
-		return 0, err
-	}
-	return stack[0], nil
+	return off, nil
 }
 
 func isVarlen(t types.Type) bool {

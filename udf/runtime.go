@@ -129,7 +129,7 @@ func (r *Runtime) watch() {
 		r.mu.Unlock()
 		for _, in := range stuck {
 			in.killed.Store(true)
-			_ = in.mod.CloseWithExitCode(context.Background(), exitTimeout)
+			in.close(exitTimeout)
 		}
 	}
 }

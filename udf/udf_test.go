@@ -207,3 +207,63 @@ func TestRefusedAtCompile(t *testing.T) {
 		}
 	}
 }
+
+// TestCallBatch: a batch of calls through the driver gives each row what
+// Call gives it: results for a numeric export and for one taking text
+// (the rows' bytes in the module's memory), NULL for a row with a NULL
+// argument, and for a trapping or spinning row its own error while the
+// other rows of the batch get their results.
+func TestCallBatch(t *testing.T) {
+	r := newRuntime(t, udf.Limits{CallTimeout: 100 * time.Millisecond})
+	add := compile(t, r, wasmgen.Add(), "add", udf.Signature{Name: "add2", Args: []types.Type{types.Int8, types.Int8}, Ret: types.Int8})
+	risk := compile(t, r, wasmgen.Risk(), "risk", udf.Signature{Name: "risk", Args: []types.Type{types.Float8, types.Text}, Ret: types.Float8})
+	lucky := compile(t, r, wasmgen.Check(), "check", udf.Signature{Name: "lucky", Args: []types.Type{types.Int8}, Ret: types.Int4})
+	var addArgs, riskArgs, luckyArgs [][]types.Value
+	for i := range 3000 {
+		a := types.NewInt8(int64(i))
+		if i%97 == 5 {
+			a = types.NullValue
+		}
+		addArgs = append(addArgs, []types.Value{a, types.NewInt8(int64(-2 * i))})
+		riskArgs = append(riskArgs, []types.Value{types.NewFloat8(float64(i)), types.NewText(strings.Repeat("x", i%7))})
+		luckyArgs = append(luckyArgs, []types.Value{types.NewInt8(int64(i % 20))})
+	}
+	for round := range 2 {
+		out, errs := add.CallBatch(addArgs)
+		for i := range addArgs {
+			if errs[i] != nil {
+				t.Fatalf("add2 row %d: %v", i, errs[i])
+			}
+			if i%97 == 5 {
+				if !out[i].IsNull() {
+					t.Fatalf("add2 row %d with a NULL argument: %v", i, out[i])
+				}
+			} else if out[i].I != int64(-i) {
+				t.Fatalf("round %d: add2 row %d = %d, want %d", round, i, out[i].I, -i)
+			}
+		}
+		out, errs = risk.CallBatch(riskArgs)
+		for i := range riskArgs {
+			if want := float64(i) * float64(i%7) / 1000; errs[i] != nil || out[i].Float() != want {
+				t.Fatalf("risk row %d = %v, %v; want %v", i, out[i].Float(), errs[i], want)
+			}
+		}
+	}
+	out, errs := lucky.CallBatch(luckyArgs[:60])
+	for i := range 60 {
+		switch i % 20 {
+		case 13:
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "unreachable") {
+				t.Fatalf("lucky row %d (13): %v, want the trap", i, errs[i])
+			}
+		case 7:
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "time limit") {
+				t.Fatalf("lucky row %d (7): %v, want the time limit", i, errs[i])
+			}
+		default:
+			if errs[i] != nil || out[i].I != int64(i%20) || out[i].K != types.Int4 {
+				t.Fatalf("lucky row %d = %+v, %v", i, out[i], errs[i])
+			}
+		}
+	}
+}

@@ -38,14 +38,16 @@ type Import struct {
 // Module is a module: imported functions (indexes 0…), then its own
 // functions, one exported memory ("memory") of MemoryPages pages when
 // not 0 (MaxPages: its maximum, 0 none), and a data segment Data at
-// DataOffset.
+// DataOffset. ImportMemory, when set, imports the module's memory from
+// that module ("memory") instead of defining one.
 type Module struct {
-	Imports     []Import
-	Funcs       []Func
-	MemoryPages uint32
-	MaxPages    uint32
-	Data        []byte
-	DataOffset  uint32
+	Imports      []Import
+	ImportMemory string
+	Funcs        []Func
+	MemoryPages  uint32
+	MaxPages     uint32
+	Data         []byte
+	DataOffset   uint32
 }
 
 // FuncIndex returns the index of the function called name (imports
@@ -84,7 +86,7 @@ func (m *Module) Bytes() []byte {
 		sig(f.Params, f.Results)
 	}
 	out = section(out, 1, appendU(nil, uint64(n)), types)
-	if len(m.Imports) > 0 {
+	if len(m.Imports) > 0 || m.ImportMemory != "" {
 		var b []byte
 		for i, im := range m.Imports {
 			b = appendName(b, im.Module)
@@ -92,7 +94,14 @@ func (m *Module) Bytes() []byte {
 			b = append(b, 0x00) // a function
 			b = appendU(b, uint64(i))
 		}
-		out = section(out, 2, appendU(nil, uint64(len(m.Imports))), b)
+		n := len(m.Imports)
+		if m.ImportMemory != "" {
+			b = appendName(b, m.ImportMemory)
+			b = appendName(b, "memory")
+			b = append(b, 0x02, 0x00, 0x00) // a memory, no maximum, at least 0 pages
+			n++
+		}
+		out = section(out, 2, appendU(nil, uint64(n)), b)
 	}
 	var fidx []byte
 	for i := range m.Funcs {
@@ -225,6 +234,23 @@ func BrIf(depth int) []byte { return appendU([]byte{0x0d}, uint64(depth)) }
 func Return() []byte        { return []byte{0x0f} }
 func Unreachable() []byte   { return []byte{0x00} }
 func Drop() []byte          { return []byte{0x1a} }
+
+// Load and Store access memory at the address on the stack plus offset
+// (alignment hint 0): op is one of the Load* and Store* opcodes.
+func Load(op byte, offset uint32) []byte  { return appendU([]byte{op, 0x00}, uint64(offset)) }
+func Store(op byte, offset uint32) []byte { return appendU([]byte{op, 0x00}, uint64(offset)) }
+
+// Load and store opcodes.
+const (
+	OpI32Load  = 0x28
+	OpI64Load  = 0x29
+	OpF32Load  = 0x2a
+	OpF64Load  = 0x2b
+	OpI32Store = 0x36
+	OpI64Store = 0x37
+	OpF32Store = 0x38
+	OpF64Store = 0x39
+)
 
 // Memory access (alignment hint 0, offset 0) and size.
 func I32Load8U() []byte  { return []byte{0x2d, 0x00, 0x00} }
