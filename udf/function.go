@@ -76,7 +76,7 @@ type Function struct {
 	compiled wazero.CompiledModule
 	params   []api.ValueType // the export's
 	result   api.ValueType
-	varlen   bool // some argument is passed in memory
+	varlen   bool    // some argument is passed in memory
 	driver   *driver // calls of a batch in one entry (batch.go); nil: row by row
 
 	// Cold is the time Compile took to compile the module and start its
