@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -60,7 +62,7 @@ func UDF(ctx context.Context, o Options, c UDFConfig) error {
 		"  builtin-text  "+fmt.Sprintf(udfVariants[2].sql, "out", "s"),
 		"  wasm-text     "+fmt.Sprintf(udfVariants[3].sql, "out", "s")+": bench_upper upper-cases ASCII in place (fv_alloc, memory, packed result)",
 		fmt.Sprintf("  the variants alternate, %d runs each; medians; the wasm output is checked against the builtin's (count and sums equal)", c.Runs),
-		"  cold start: CREATE FUNCTION of a module shipped in the statement (compile, first instance, catalog write), then the first and a later call of it",
+		"  cold start: CREATE FUNCTION … AS $1 of a module shipped as a bytea parameter (compile, first instance, catalog write), then the first and a later call of it; risk is examples/udf/risk built with GOOS=wasip1 (when the go command is there)",
 	)
 
 	// Cold start, on fresh modules (a module already compiled would be
@@ -75,22 +77,22 @@ func UDF(ctx context.Context, o Options, c UDFConfig) error {
 		what, export, sig string
 		wasm              []byte
 	}{
-		{"add (41 B)", "add", "(a BIGINT, b BIGINT) RETURNS BIGINT", wasmgen.Add()},
-		{"upper (~200 B)", "upper", "(s TEXT) RETURNS TEXT", wasmgen.Upper()},
-		{"scale (fresh constant)", "f", "(x BIGINT) RETURNS BIGINT", wasmgen.Scale(time.Now().UnixNano())},
+		{"add (wasmgen)", "add", "(a BIGINT, b BIGINT) RETURNS BIGINT", wasmgen.Add()},
+		{"upper (wasmgen)", "upper", "(s TEXT) RETURNS TEXT", wasmgen.Upper()},
+		{"scale (wasmgen, fresh constant)", "f", "(x BIGINT) RETURNS BIGINT", wasmgen.Scale(time.Now().UnixNano())},
+		{"risk (Go, wasip1)", "risk", "(amount DOUBLE PRECISION, country TEXT) RETURNS DOUBLE PRECISION", goModule()},
 	} {
+		if mod.wasm == nil {
+			continue // no go command to build it
+		}
+		mod.what = strings.Replace(mod.what, ")", fmt.Sprintf(", %s)", byteSize(len(mod.wasm))), 1)
 		fn := h.name(fmt.Sprintf("bench_cold%d", i))
 		t0 := time.Now()
-		if err := h.execf(ctx, "CREATE FUNCTION %s%s LANGUAGE wasm AS decode('%s', 'base64') WITH (export = '%s')", fn, mod.sig, base64.StdEncoding.EncodeToString(mod.wasm), mod.export); err != nil {
+		if _, err := h.conn.Exec(ctx, fmt.Sprintf("CREATE FUNCTION %s%s LANGUAGE wasm AS $1 WITH (export = '%s')", fn, mod.sig, mod.export), mod.wasm); err != nil {
 			return err
 		}
 		created := time.Since(t0)
-		arg := "1, 2"
-		if mod.export == "upper" {
-			arg = "'x'"
-		} else if mod.export == "f" {
-			arg = "3"
-		}
+		arg := map[string]string{"add": "1, 2", "upper": "'x'", "f": "3", "risk": "1000, 'RU'"}[mod.export]
 		call := func() (time.Duration, error) {
 			t := time.Now()
 			_, err := queryInts(ctx, h.conn, fmt.Sprintf("SELECT length(%s(%s)::text)", fn, arg))
@@ -217,3 +219,33 @@ func UDF(ctx context.Context, o Options, c UDFConfig) error {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func byteSize(n int) string {
+	if n < 10<<10 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
+
+// goModule builds examples/udf/risk for GOOS=wasip1 with the go command
+// (the bench runs in the repository); nil without it.
+func goModule() []byte {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "fvsql-bench-udf-")
+	if err != nil {
+		return nil
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "risk.wasm")
+	cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-o", out, "./examples/udf/risk")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: udf: building examples/udf/risk: %v\n%s", err, b)
+		return nil
+	}
+	b, _ := os.ReadFile(out)
+	return b
+}

@@ -14,7 +14,13 @@
 // pgcatalog.go says how fvsql's objects appear there: streams as tables
 // (WITH options as reloptions, record metadata as system columns),
 // materialized views as such, sinks as foreign tables on their backend,
-// the expression functions as pg_proc.
+// the expression functions and the user functions (functions.go) as
+// pg_proc.
+//
+// User functions (CREATE FUNCTION) are records of the same log under
+// keys no relation name can have (FunctionKey), and a wasm module's bytes
+// are stored beside them in chunks named by the module's SHA-256
+// (ModuleKey): the catalog holds the modules every process runs.
 //
 // Concurrency: a Catalog is safe for concurrent use; Relations handed out
 // are immutable snapshots (a change replaces the whole Relation).

@@ -33,4 +33,13 @@
 // and FuncScan evaluates a subquery over one of them in place, per row.
 // Fail stands for a part of a plan that cannot run: it fails with its
 // SQLSTATE only if it is evaluated.
+//
+// User functions (user.go) are not in the registry: a KUser node names
+// one, and compiling it asks Env.Funcs (the catalog the query runs
+// against) for its implementation, again whenever Env.Epoch moves (a
+// pipeline's next epoch: a replaced function changes between epochs). A
+// call evaluated for every row of its operator's batch (Env.Batch) calls
+// the function for the batch at once, when the implementation can
+// (BatchUserFunc). encode and decode are PostgreSQL's binary string
+// conversions (encode.go).
 package expr

@@ -33,6 +33,12 @@
 // input (another join's rows, a view's changes) and takes back the pairs
 // of a row that goes.
 //
+// A lateral step is a ProjectSet of one function of a FROM item over the
+// rows before it (LEFT JOIN LATERAL keeps a row it gives nothing for).
+// Filter and Project give their compiled expressions the batch they are
+// evaluating (expr.Batch), so that a user function is called for a whole
+// batch at once.
+//
 // Per-row evaluation errors go to the chain's RowError policy: bounded
 // queries abort with the error (PostgreSQL semantics), pipelines count the
 // row as poison and go on.

@@ -48,6 +48,12 @@
 // over a join are rewritten into such subqueries. CREATE STREAM … EMIT
 // CHANGES is a view's pipeline with its changes as the stream.
 //
+// User functions (userfunc.go): a wasm function's call is an expr.KUser
+// node over its arguments cast to its signature, a sql function's body
+// is inlined with the arguments in place of its parameters. A function
+// in FROM that reads the items before it (LATERAL, lateral.go) is a
+// lateral step over their rows, in bounded queries and in streams.
+//
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table
 // qualifiers); expression typing is package expr's.

@@ -23,6 +23,13 @@
 // process lists the catalog to start its pipelines are followed when it
 // goes live, so none is missed.
 //
+// User functions (functions.go): CREATE FUNCTION reads or receives the
+// module, compiles it against the signature (nothing is stored when that
+// fails), writes the module's chunks and the function to the catalog
+// log; each process compiles a module on its first call, once, and the
+// version a replacement or a drop retires is closed two minutes later.
+// DROP FUNCTION is refused while a relation's query calls the function.
+//
 // The embedded broker's group members whose connection closed and that
 // stayed silent for two heartbeat intervals (6 s) are removed from their groups
 // (ghosts.go): kfake would otherwise keep a member whose process died
