@@ -73,6 +73,7 @@ func TestREADMEWalkthroughInPsql(t *testing.T) {
 			0: {"ACME", "1050", "INIT", "495", "trades"},
 			1: {"ANN", "300.0", "big_orders", "RUNNING", "division by zero"},
 			2: {"250", "255", "275", "ann"},
+			3: {"42 | 120.0", "1001 |  12.0 | blue", "1001 |  12.0 | red", "add2", "wasm"},
 		}[i] {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("block %d output lacks %q", i+1, want)
