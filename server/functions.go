@@ -233,6 +233,17 @@ func (s *Server) createFunction(ctx context.Context, cf *sql.CreateFunction, mod
 	if got, ok := s.cat.Function(name); !ok || got.ID != fn.ID {
 		return nil, pgerror.New(pgerror.DuplicateFunction, "function %s was created or replaced concurrently by another process", name)
 	}
+	if fn.Language == "wasm" {
+		// Another process dropping the last function of this module may
+		// have deleted its chunks after they were found or written
+		// here; everything before the function's record is applied now,
+		// so a missing chunk is written again.
+		if _, ok := s.cat.Module(fn); !ok {
+			if err := s.publishModule(ctx, fn, module); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return tagOnly("CREATE FUNCTION"), nil
 }
 
