@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -103,8 +105,9 @@ const (
 // FunctionKey is the catalog log key of function name's record.
 func FunctionKey(name string) string { return functionKeyPrefix + name }
 
-// ModuleKey is the catalog log key of chunk i of the module named hash.
-func ModuleKey(hash string, i int) string { return moduleKeyPrefix + hash + ":" + strconv.Itoa(i) }
+// ModuleKey is the catalog log key of chunk i of the module of the
+// function version with ID id.
+func ModuleKey(id string, i int) string { return moduleKeyPrefix + id + ":" + strconv.Itoa(i) }
 
 // ModuleChunk is the most bytes one catalog record of a module holds
 // (well under Kafka's default 1 MiB record limit).
@@ -149,7 +152,7 @@ func (c *Catalog) applyModule(key string, value []byte) error {
 	if i < 0 {
 		return fmt.Errorf("catalog: module record key %q", key)
 	}
-	hash := rest[:i]
+	id := rest[:i]
 	n, err := strconv.Atoi(rest[i+1:])
 	if err != nil || n < 0 {
 		return fmt.Errorf("catalog: module record key %q", key)
@@ -158,16 +161,16 @@ func (c *Catalog) applyModule(key string, value []byte) error {
 		c.modules = map[string]map[int][]byte{}
 	}
 	if value == nil {
-		delete(c.modules[hash], n)
-		if len(c.modules[hash]) == 0 {
-			delete(c.modules, hash)
+		delete(c.modules[id], n)
+		if len(c.modules[id]) == 0 {
+			delete(c.modules, id)
 		}
 		return nil
 	}
-	if c.modules[hash] == nil {
-		c.modules[hash] = map[int][]byte{}
+	if c.modules[id] == nil {
+		c.modules[id] = map[int][]byte{}
 	}
-	c.modules[hash][n] = bytes.Clone(value)
+	c.modules[id][n] = bytes.Clone(value)
 	return nil
 }
 
@@ -204,11 +207,11 @@ func (c *Catalog) FunctionByOID(oid uint32) (*Function, bool) {
 }
 
 // Module returns the bytes of the module f runs, assembled from its
-// chunks; false while a chunk is missing.
+// chunks and checked against its hash; false while one is missing.
 func (c *Catalog) Module(f *Function) ([]byte, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	chunks := c.modules[f.Module]
+	chunks := c.modules[f.ID]
 	if f.Module == "" || len(chunks) < f.Chunks {
 		return nil, false
 	}
@@ -220,20 +223,8 @@ func (c *Catalog) Module(f *Function) ([]byte, bool) {
 		}
 		out = append(out, b...)
 	}
-	return out, len(out) == f.ModuleSize
-}
-
-// ModuleUsers lists the functions that run the module named hash.
-func (c *Catalog) ModuleUsers(hash string) []string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	var out []string
-	for _, f := range c.funcs {
-		if f.Module == hash {
-			out = append(out, f.Name)
-		}
-	}
-	return out
+	sum := sha256.Sum256(out)
+	return out, len(out) == f.ModuleSize && hex.EncodeToString(sum[:]) == f.Module
 }
 
 // WasmLanguageOID is pg_language's row for LANGUAGE wasm.

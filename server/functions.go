@@ -203,7 +203,8 @@ func (s *Server) createFunction(ctx context.Context, cf *sql.CreateFunction, mod
 	}
 	s.ddl.Lock()
 	defer s.ddl.Unlock()
-	if old, ok := s.cat.Function(name); ok {
+	old, exists := s.cat.Function(name)
+	if exists {
 		if !cf.OrReplace {
 			return nil, pgerror.New(pgerror.DuplicateFunction, "function %s already exists", old.Signature())
 		}
@@ -218,31 +219,24 @@ func (s *Server) createFunction(ctx context.Context, cf *sql.CreateFunction, mod
 		}
 		fn.Replaces, fn.Version = old.ID, old.Version+1
 	}
-	if fn.Language == "wasm" {
-		if err := s.publishModule(ctx, fn, module); err != nil {
-			return nil, err
-		}
+	if err := s.publishModule(ctx, fn, module); err != nil {
+		s.deleteModule(ctx, fn)
+		return nil, err
 	}
 	value, err := catalog.EncodeFunction(fn)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.catLog.publishRecord(ctx, catalog.FunctionKey(name), value); err != nil {
+		s.deleteModule(ctx, fn)
 		return nil, err
 	}
 	if got, ok := s.cat.Function(name); !ok || got.ID != fn.ID {
+		s.deleteModule(ctx, fn)
 		return nil, pgerror.New(pgerror.DuplicateFunction, "function %s was created or replaced concurrently by another process", name)
 	}
-	if fn.Language == "wasm" {
-		// Another process dropping the last function of this module may
-		// have deleted its chunks after they were found or written
-		// here; everything before the function's record is applied now,
-		// so a missing chunk is written again.
-		if _, ok := s.cat.Module(fn); !ok {
-			if err := s.publishModule(ctx, fn, module); err != nil {
-				return nil, err
-			}
-		}
+	if old != nil {
+		s.deleteModule(ctx, old) // the replaced version's
 	}
 	return tagOnly("CREATE FUNCTION"), nil
 }
@@ -374,22 +368,27 @@ func (w withFunction) Function(name string) (*catalog.Function, bool) {
 	return w.Catalog.Function(name)
 }
 
-// publishModule writes the module's chunks to the catalog log, unless
-// the catalog holds that module already.
+// publishModule writes the module's chunks to the catalog log, under
+// the function version's ID.
 func (s *Server) publishModule(ctx context.Context, fn *catalog.Function, module []byte) error {
-	if _, ok := s.cat.Module(fn); ok {
-		return nil
-	}
-	if module == nil {
-		return pgerror.New(pgerror.Internal, "function %s: no module to store", fn.Name)
-	}
 	for i := 0; i < fn.Chunks; i++ {
 		lo, hi := i*catalog.ModuleChunk, min((i+1)*catalog.ModuleChunk, len(module))
-		if err := s.catLog.publishRecord(ctx, catalog.ModuleKey(fn.Module, i), module[lo:hi]); err != nil {
+		if err := s.catLog.publishRecord(ctx, catalog.ModuleKey(fn.ID, i), module[lo:hi]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deleteModule deletes a function version's chunks from the catalog log
+// (after the version was dropped, replaced, or lost a race).
+func (s *Server) deleteModule(ctx context.Context, fn *catalog.Function) {
+	for i := 0; i < fn.Chunks; i++ {
+		if err := s.catLog.publishRecord(ctx, catalog.ModuleKey(fn.ID, i), nil); err != nil {
+			s.log.Warn("deleting a function's module from the catalog failed", "function", fn.Name, "err", err)
+			return
+		}
+	}
 }
 
 // dropFunction runs DROP FUNCTION: refused while a pipeline calls the
@@ -430,13 +429,7 @@ func (s *Server) dropFunction(ctx context.Context, d *sql.DropFunction) (pgwire.
 		if err := s.catLog.publishRecord(ctx, catalog.FunctionKey(name), nil); err != nil {
 			return nil, err
 		}
-		if fn.Module != "" && len(s.cat.ModuleUsers(fn.Module)) == 0 {
-			for i := 0; i < fn.Chunks; i++ {
-				if err := s.catLog.publishRecord(ctx, catalog.ModuleKey(fn.Module, i), nil); err != nil {
-					s.log.Warn("deleting a dropped function's module from the catalog failed", "function", name, "err", err)
-				}
-			}
-		}
+		s.deleteModule(ctx, fn)
 	}
 	return res, nil
 }
