@@ -61,8 +61,8 @@ type Relation struct {
 	Plan       json.RawMessage   `json:"plan,omitempty"` // its topology, as the engine runs it
 	// Functions are the user functions its query calls (DROP FUNCTION
 	// is refused while it exists).
-	Functions []string `json:"functions,omitempty"`
-	Created    time.Time         `json:"created"`
+	Functions []string  `json:"functions,omitempty"`
+	Created   time.Time `json:"created"`
 }
 
 // MetaColumns are the record metadata every stream exposes after its
