@@ -86,40 +86,18 @@ func decodeText(data, format types.Value) (types.Value, error) {
 		}
 		return types.NewBytea(b), nil
 	case "hex":
-		clean := strings.Map(func(r rune) rune {
-			if r == ' ' || r == '\t' || r == '\n' || r == '\r' {
-				return -1
-			}
-			return r
-		}, s)
-		b, err := hex.DecodeString(clean)
+		b, err := types.DecodeByteaHex(s)
 		if err != nil {
-			return types.NullValue, pgerror.New(pgerror.InvalidParameterValue, "invalid hexadecimal data: %v", err)
+			return types.NullValue, err
 		}
-		return types.NewBytea(b), nil
+		return types.NewBytea([]byte(b)), nil
 	case "escape":
-		out := make([]byte, 0, len(s))
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if c != '\\' {
-				out = append(out, c)
-				continue
-			}
-			switch {
-			case i+1 < len(s) && s[i+1] == '\\':
-				out = append(out, '\\')
-				i++
-			case i+3 < len(s) && isOctal(s[i+1]) && s[i+1] <= '3' && isOctal(s[i+2]) && isOctal(s[i+3]):
-				out = append(out, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
-				i += 3
-			default:
-				return types.NullValue, pgerror.New(pgerror.InvalidTextRepresentation, "invalid input syntax for type bytea")
-			}
+		b, err := types.DecodeByteaEscape(s)
+		if err != nil {
+			return types.NullValue, err
 		}
-		return types.NewBytea(out), nil
+		return types.NewBytea([]byte(b)), nil
 	default:
 		return types.NullValue, unknownEncoding(f)
 	}
 }
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }

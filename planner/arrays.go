@@ -27,13 +27,9 @@ import (
 // columns of other items of the same FROM (LATERAL) are not supported.
 
 func (b *builder) buildArray(c *exprCtx, e *sql.ArrayExpr) (*expr.Expr, error) {
-	items := make([]*expr.Expr, len(e.Items))
-	for i, it := range e.Items {
-		x, err := b.build(c, it)
-		if err != nil {
-			return nil, err
-		}
-		items[i] = x
+	items, err := b.buildAll(c, e.Items)
+	if err != nil {
+		return nil, err
 	}
 	// untyped parameters take the type of the typed elements
 	t := types.Null

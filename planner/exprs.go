@@ -95,6 +95,19 @@ func (b *builder) wherePred(sc *scope, e sql.Expr) (*expr.Expr, error) {
 
 func isUntypedParam(e *expr.Expr) bool { return e.Kind == expr.KParam && e.Type == types.Unknown }
 
+// buildAll builds each of es.
+func (b *builder) buildAll(c *exprCtx, es []sql.Expr) ([]*expr.Expr, error) {
+	out := make([]*expr.Expr, len(es))
+	for i, e := range es {
+		x, err := b.build(c, e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
 // build converts an AST expression into a typed expression.
 func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 	if c.aggs != nil {
@@ -407,13 +420,9 @@ func (b *builder) buildFunc(c *exprCtx, e *sql.FuncCall) (*expr.Expr, error) {
 	if e.Distinct || e.Star || e.Filter != nil {
 		return nil, pgerror.New(pgerror.WrongObjectType, "%s is not an aggregate function", e.Name)
 	}
-	args := make([]*expr.Expr, len(e.Args))
-	for i, a := range e.Args {
-		x, err := b.build(c, a)
-		if err != nil {
-			return nil, err
-		}
-		args[i] = x
+	args, err := b.buildAll(c, e.Args)
+	if err != nil {
+		return nil, err
 	}
 	switch e.Name {
 	case "coalesce":

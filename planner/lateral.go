@@ -51,14 +51,9 @@ func (b *builder) resolveTableCall(tf *sql.TableFunc, sc *scope) (*tableCall, er
 			return nil, pgerror.NotSupported("scalar function %s over the rows of other FROM items", tf.Name).
 				WithHint("Call it in the select list.")
 		}
-		ctx := &exprCtx{scope: sc, what: "FROM", noAggs: true}
-		args := make([]*expr.Expr, len(tf.Args))
-		for i, a := range tf.Args {
-			x, err := b.build(ctx, a)
-			if err != nil {
-				return nil, err
-			}
-			args[i] = x
+		args, err := b.buildAll(&exprCtx{scope: sc, what: "FROM", noAggs: true}, tf.Args)
+		if err != nil {
+			return nil, err
 		}
 		cast, err := b.userArgs(fn, args)
 		if err != nil {

@@ -303,35 +303,47 @@ func ParseDecimal(s string) (*apd.Decimal, error) {
 }
 
 // parseBytea parses bytea input as PostgreSQL's byteain does: "\x" and
-// hex digit pairs (whitespace allowed between pairs), or else the escape
-// format, where "\\" is a backslash, "\ooo" an octal byte, and any other
-// backslash an error.
+// hex digit pairs (DecodeByteaHex), or else the escape format
+// (DecodeByteaEscape).
 func parseBytea(s string) (string, error) {
 	if strings.HasPrefix(s, `\x`) || strings.HasPrefix(s, `\X`) {
-		out := make([]byte, 0, (len(s)-2)/2)
-		for i := 2; i < len(s); {
-			c := s[i]
-			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-				i++
-				continue
-			}
-			hi, ok1 := unhex(c)
-			if i+1 >= len(s) {
-				return "", pgerror.New(pgerror.InvalidParameterValue, "invalid hexadecimal data: odd number of digits")
-			}
-			lo, ok2 := unhex(s[i+1])
-			if !ok1 || !ok2 {
-				bad := s[i : i+1]
-				if ok1 {
-					bad = s[i+1 : i+2]
-				}
-				return "", pgerror.New(pgerror.InvalidParameterValue, "invalid hexadecimal digit: %q", bad)
-			}
-			out = append(out, hi<<4|lo)
-			i += 2
-		}
-		return string(out), nil
+		return DecodeByteaHex(s[2:])
 	}
+	return DecodeByteaEscape(s)
+}
+
+// DecodeByteaHex decodes hex digit pairs, whitespace allowed between
+// pairs (bytea's hex input after "\x", and decode(…, 'hex')).
+func DecodeByteaHex(s string) (string, error) {
+	out := make([]byte, 0, len(s)/2)
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			i++
+			continue
+		}
+		hi, ok1 := unhex(c)
+		if i+1 >= len(s) {
+			return "", pgerror.New(pgerror.InvalidParameterValue, "invalid hexadecimal data: odd number of digits")
+		}
+		lo, ok2 := unhex(s[i+1])
+		if !ok1 || !ok2 {
+			bad := s[i : i+1]
+			if ok1 {
+				bad = s[i+1 : i+2]
+			}
+			return "", pgerror.New(pgerror.InvalidParameterValue, "invalid hexadecimal digit: %q", bad)
+		}
+		out = append(out, hi<<4|lo)
+		i += 2
+	}
+	return string(out), nil
+}
+
+// DecodeByteaEscape decodes bytea's escape format (and decode(…,
+// 'escape')): "\\" is a backslash, "\ooo" an octal byte, any other
+// backslash an error.
+func DecodeByteaEscape(s string) (string, error) {
 	if strings.IndexByte(s, '\\') < 0 {
 		return s, nil
 	}

@@ -39,40 +39,16 @@ type driver struct {
 // minBatch is the fewest rows worth a driver call.
 const minBatch = 4
 
-func valType(t api.ValueType) wasmgen.ValType {
-	switch t {
-	case api.ValueTypeI32:
-		return wasmgen.I32
-	case api.ValueTypeI64:
-		return wasmgen.I64
-	case api.ValueTypeF32:
-		return wasmgen.F32
-	}
-	return wasmgen.F64
-}
-
-func loadOp(t api.ValueType) byte {
-	switch t {
-	case api.ValueTypeI32:
-		return wasmgen.OpI32Load
-	case api.ValueTypeI64:
-		return wasmgen.OpI64Load
-	case api.ValueTypeF32:
-		return wasmgen.OpF32Load
-	}
-	return wasmgen.OpF64Load
-}
-
-func storeOp(t api.ValueType) byte {
-	switch t {
-	case api.ValueTypeI32:
-		return wasmgen.OpI32Store
-	case api.ValueTypeI64:
-		return wasmgen.OpI64Store
-	case api.ValueTypeF32:
-		return wasmgen.OpF32Store
-	}
-	return wasmgen.OpF64Store
+// wasmOps are, per wasm value type, its wasmgen type and the opcodes
+// that load and store it.
+var wasmOps = map[api.ValueType]struct {
+	vt          wasmgen.ValType
+	load, store byte
+}{
+	api.ValueTypeI32: {wasmgen.I32, wasmgen.OpI32Load, wasmgen.OpI32Store},
+	api.ValueTypeI64: {wasmgen.I64, wasmgen.OpI64Load, wasmgen.OpI64Store},
+	api.ValueTypeF32: {wasmgen.F32, wasmgen.OpF32Load, wasmgen.OpF32Store},
+	api.ValueTypeF64: {wasmgen.F64, wasmgen.OpF64Load, wasmgen.OpF64Store},
 }
 
 // buildDriver makes f's driver, when its result has a fixed width.
@@ -87,7 +63,7 @@ func storeOp(t api.ValueType) byte {
 //	    (local.set $p (i32.add (local.get $p) (i32.const stride)))
 //	    (br 0))))
 func (f *Function) buildDriver(ctx context.Context) error {
-	if f.resultKind() == kindMemory {
+	if f.resultSlot() == slotPacked {
 		return nil
 	}
 	np := len(f.params)
@@ -95,19 +71,19 @@ func (f *Function) buildDriver(ctx context.Context) error {
 	var params []wasmgen.ValType
 	var loads []byte
 	for j, t := range f.params {
-		params = append(params, valType(t))
+		params = append(params, wasmOps[t].vt)
 		loads = append(loads, wasmgen.LocalGet(3)...)
-		loads = append(loads, wasmgen.Load(loadOp(t), uint32(8*j))...)
+		loads = append(loads, wasmgen.Load(wasmOps[t].load, uint32(8*j))...)
 	}
 	m := wasmgen.Module{
-		Imports: []wasmgen.Import{{Module: "user", Name: f.export, Params: params, Results: []wasmgen.ValType{valType(f.result)}}},
+		Imports: []wasmgen.Import{{Module: "user", Name: f.export, Params: params, Results: []wasmgen.ValType{wasmOps[f.result].vt}}},
 		Funcs: []wasmgen.Func{{
 			Name: driverExport, Params: []wasmgen.ValType{wasmgen.I32, wasmgen.I32}, Locals: []wasmgen.ValType{wasmgen.I32, wasmgen.I32},
 			Body: wasmgen.Code(
 				wasmgen.LocalGet(0), wasmgen.LocalSet(3),
 				wasmgen.Block(), wasmgen.Loop(),
 				wasmgen.LocalGet(2), wasmgen.LocalGet(1), wasmgen.I32GeU, wasmgen.BrIf(1),
-				wasmgen.LocalGet(3), loads, wasmgen.Call(0), wasmgen.Store(storeOp(f.result), uint32(8*np)),
+				wasmgen.LocalGet(3), loads, wasmgen.Call(0), wasmgen.Store(wasmOps[f.result].store, uint32(8*np)),
 				wasmgen.LocalGet(2), wasmgen.I32Const(1), wasmgen.I32Add, wasmgen.LocalSet(2),
 				wasmgen.LocalGet(3), wasmgen.I32Const(int32(stride)), wasmgen.I32Add, wasmgen.LocalSet(3),
 				wasmgen.Br(0),

@@ -160,7 +160,7 @@ func (f *Function) check() error {
 	}
 	f.params = got
 	res := def.ResultTypes()
-	if len(res) != 1 || !acceptsResult(f.resultKind(), res[0]) {
+	if len(res) != 1 || !accepts(f.resultSlot(), res[0]) {
 		return f.mismatch(def)
 	}
 	f.result = res[0]
@@ -170,7 +170,7 @@ func (f *Function) check() error {
 			return definitionError("a function taking text, bytea or jsonb needs the module to export %s(size i32) -> i32", ExportAlloc)
 		}
 	}
-	if f.varlen || f.resultKind() == kindMemory {
+	if f.varlen || f.resultSlot() == slotPacked {
 		if _, ok := c.ExportedMemories()[ExportMemory]; !ok {
 			return definitionError("a function passing text, bytea or jsonb needs the module to export its memory as %q", ExportMemory)
 		}
@@ -187,22 +187,23 @@ func (f *Function) mismatch(def api.FunctionDefinition) error {
 		ws = append(ws, w.String())
 	}
 	return definitionError("export %q is %s, which does not take %s", f.export, wasmSig(def), sigString(f.sig)).
-		WithHint("The ABI passes (%s) and returns %s; see the README's user functions section.", strings.Join(ws, ", "), f.resultKind())
+		WithHint("The ABI passes (%s) and returns %s; see the README's user functions section.", strings.Join(ws, ", "), f.resultSlot())
 }
 
 // slot is what one wasm parameter of the ABI may be.
 type slot uint8
 
 const (
-	slotI32   slot = iota + 1 // i32
-	slotInt                   // i32 or i64
-	slotI64                   // i64
-	slotFloat                 // f32 or f64
-	slotF64                   // f64
+	slotI32    slot = iota + 1 // i32
+	slotInt                    // i32 or i64
+	slotI64                    // i64
+	slotFloat                  // f32 or f64
+	slotF64                    // f64
+	slotPacked                 // i64: pointer << 32 | length (a result)
 )
 
 func (s slot) String() string {
-	return [...]string{"", "i32", "i32 or i64", "i64", "f32 or f64", "f64"}[s]
+	return [...]string{"", "i32", "i32 or i64", "i64", "f32 or f64", "f64", "i64 (pointer << 32 | length)"}[s]
 }
 
 func accepts(s slot, t api.ValueType) bool {
@@ -211,7 +212,7 @@ func accepts(s slot, t api.ValueType) bool {
 		return t == api.ValueTypeI32
 	case slotInt:
 		return t == api.ValueTypeI32 || t == api.ValueTypeI64
-	case slotI64:
+	case slotI64, slotPacked:
 		return t == api.ValueTypeI64
 	case slotFloat:
 		return t == api.ValueTypeF32 || t == api.ValueTypeF64
@@ -255,35 +256,26 @@ func (f *Function) abiParams() ([]slot, error) {
 	return out, nil
 }
 
-// result kinds: a number in a register, or a packed pointer and length.
-type resultKind string
-
-const (
-	kindI32    resultKind = "i32"
-	kindInt    resultKind = "i32 or i64"
-	kindI64    resultKind = "i64"
-	kindFloat  resultKind = "f32 or f64"
-	kindF64    resultKind = "f64"
-	kindMemory resultKind = "i64 (pointer << 32 | length)"
-)
-
-func (f *Function) resultKind() resultKind {
+// resultSlot is what the export's result must be: a number, or for a
+// variable-length result (and a table function's rows) a packed pointer
+// and length.
+func (f *Function) resultSlot() slot {
 	if len(f.sig.Table) > 0 {
-		return kindMemory
+		return slotPacked
 	}
 	switch f.sig.Ret {
 	case types.Bool:
-		return kindI32
+		return slotI32
 	case types.Int2, types.Int4, types.Date:
-		return kindInt
+		return slotInt
 	case types.Int8, types.Timestamp, types.TimestampTZ:
-		return kindI64
+		return slotI64
 	case types.Float4:
-		return kindFloat
+		return slotFloat
 	case types.Float8, types.Numeric:
-		return kindF64
+		return slotF64
 	}
-	return kindMemory
+	return slotPacked
 }
 
 func checkResultType(t types.Type) error {
@@ -293,22 +285,6 @@ func checkResultType(t types.Type) error {
 		return nil
 	}
 	return pgerror.NotSupported("result type %s of a wasm function", t)
-}
-
-func acceptsResult(k resultKind, t api.ValueType) bool {
-	switch k {
-	case kindI32:
-		return t == api.ValueTypeI32
-	case kindInt:
-		return t == api.ValueTypeI32 || t == api.ValueTypeI64
-	case kindI64, kindMemory:
-		return t == api.ValueTypeI64
-	case kindFloat:
-		return t == api.ValueTypeF32 || t == api.ValueTypeF64
-	case kindF64:
-		return t == api.ValueTypeF64
-	}
-	return false
 }
 
 func sameTypes(got []api.ValueType, want ...api.ValueType) bool {

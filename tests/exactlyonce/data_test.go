@@ -3,6 +3,7 @@ package exactlyonce
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/tests/fvsqltest"
+	"github.com/fvsql/fvsql/udf/wasmgen"
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -29,7 +31,10 @@ const (
 	inputDDL    = "CREATE STREAM ev (k BIGINT, v BIGINT, g BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (partitions = 8, key = 'k')"
 	partitions  = 8
 
-	s1DDL = "CREATE STREAM s1 AS SELECT k, v * 2 AS v2, ts FROM ev WHERE v % 3 <> 0"
+	// s1 doubles v with a user function: a wasm module (x * 2, from
+	// udf/wasmgen) every process compiles from the catalog log, called
+	// in batches (functionDDL).
+	s1DDL = "CREATE STREAM s1 AS SELECT k, dbl(v) AS v2, ts FROM ev WHERE v % 3 <> 0"
 	w1DDL = "CREATE STREAM w1 AS SELECT k, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS m FROM TUMBLE(ev, ts, INTERVAL '10' SECOND) GROUP BY k, window_start, window_end"
 	w2DDL = "CREATE STREAM w2 AS SELECT g, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS m FROM TUMBLE(ev, ts, INTERVAL '10' SECOND) GROUP BY g, window_start, window_end"
 	t3DDL = "CREATE MATERIALIZED VIEW t3 AS SELECT * FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM ev) t WHERE rn <= 3"
@@ -895,11 +900,17 @@ func diagnoseTransactions(t *testing.T, c *cluster, adm *kadm.Client, streams []
 	}
 }
 
-// createPipelines creates the input stream and the named pipelines.
+// functionDDL creates s1's user function dbl(x) = x * 2.
+var functionDDL = "CREATE FUNCTION dbl(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS decode('" +
+	base64.StdEncoding.EncodeToString(wasmgen.Scale(2)) + "', 'base64') WITH (export = 'f')"
+
+// createPipelines creates the input stream, s1's function and the named
+// pipelines.
 func createPipelines(t *testing.T, conn *pgx.Conn, pipelines ...string) {
 	t.Helper()
 	exec(t, conn, inputDDL)
 	exec(t, conn, dimDDL)
+	exec(t, conn, functionDDL)
 	for _, p := range pipelines {
 		exec(t, conn, ddlOf[p])
 	}
