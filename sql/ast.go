@@ -563,26 +563,26 @@ type Discard struct{ Tag string }
 // TABLE, UPDATE, DELETE, GRANT …); What names it for the 0A000 message.
 type Unsupported struct{ What string }
 
-func (*Query) statement()         {}
-func (*CreateStream) statement()  {}
-func (*CreateAs) statement()      {}
+func (*Query) statement()          {}
+func (*CreateStream) statement()   {}
+func (*CreateAs) statement()       {}
 func (*CreateFunction) statement() {}
 func (*DropFunction) statement()   {}
-func (*Insert) statement()        {}
-func (*Drop) statement()          {}
-func (*Show) statement()          {}
-func (*Set) statement()           {}
-func (*Flush) statement()         {}
-func (*Subscribe) statement()     {}
-func (*DeclareCursor) statement() {}
-func (*Copy) statement()          {}
-func (*Fetch) statement()         {}
-func (*CloseCursor) statement()   {}
-func (*Explain) statement()       {}
-func (*Describe) statement()      {}
-func (*Transaction) statement()   {}
-func (*Discard) statement()       {}
-func (*Unsupported) statement()   {}
+func (*Insert) statement()         {}
+func (*Drop) statement()           {}
+func (*Show) statement()           {}
+func (*Set) statement()            {}
+func (*Flush) statement()          {}
+func (*Subscribe) statement()      {}
+func (*DeclareCursor) statement()  {}
+func (*Copy) statement()           {}
+func (*Fetch) statement()          {}
+func (*CloseCursor) statement()    {}
+func (*Explain) statement()        {}
+func (*Describe) statement()       {}
+func (*Transaction) statement()    {}
+func (*Discard) statement()        {}
+func (*Unsupported) statement()    {}
 
 // Parsed is one statement with the source text it came from.
 type Parsed struct {
