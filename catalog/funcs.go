@@ -82,6 +82,9 @@ func init() {
 		&expr.Func{Name: "pg_relation_is_publishable", Args: []types.Type{oidT}, Ret: b, Eval1: func(types.Value) (types.Value, error) {
 			return types.NewBool(false), nil
 		}},
+		procText("pg_get_functiondef", func(p *proc) string {
+			return "CREATE OR REPLACE FUNCTION pg_catalog." + p.name + "(" + p.arguments() + ")\n RETURNS " + p.result() + "\n LANGUAGE internal\nAS $function$" + p.name + "$function$\n"
+		}, (*Function).Definition),
 		procText("pg_get_function_result", (*proc).result, (*Function).Result),
 		procText("pg_get_function_arguments", (*proc).arguments, (*Function).Arguments),
 		procText("pg_get_function_identity_arguments", (*proc).arguments, (*Function).Arguments),

@@ -295,3 +295,24 @@ func sessionFunction(sess any, o uint32) *Function {
 	}
 	return nil
 }
+
+// Definition is the function as CREATE FUNCTION, as
+// pg_get_functiondef prints it (psql's \sf). A wasm function whose module
+// came as bytes says so in a comment: its body is not re-created.
+func (f *Function) Definition() string {
+	var sb strings.Builder
+	sb.WriteString("CREATE OR REPLACE FUNCTION public." + f.Name + "(" + f.Arguments() + ")\n")
+	sb.WriteString(" RETURNS " + f.Result() + "\n")
+	sb.WriteString(" LANGUAGE " + f.Language + "\n")
+	if f.Volatility != "" {
+		sb.WriteString(" " + strings.ToUpper(f.Volatility) + "\n")
+	}
+	if f.Language == "wasm" && f.Export != f.Name {
+		sb.WriteString(" WITH (export = '" + f.Export + "')\n")
+	}
+	if f.Language == "wasm" && f.Body == "(bytes)" {
+		fmt.Fprintf(&sb, "-- the module's %d bytes (SHA-256 %s) came with the statement\n", f.ModuleSize, f.Module)
+	}
+	sb.WriteString("AS $function$" + f.Body + "$function$\n")
+	return sb.String()
+}

@@ -523,6 +523,11 @@ func RegOID(cat Catalog, t, s string) (uint32, error) {
 		}
 		return 0, pgerror.New(pgerror.UndefinedObject, "schema %q does not exist", s)
 	case "regproc":
+		if fc, ok := cat.(FunctionCatalog); ok && (len(parts) == 1 || len(parts) == 2 && parts[0] == "public") {
+			if fn, ok := fc.Function(parts[len(parts)-1]); ok {
+				return fn.OID, nil
+			}
+		}
 		if len(parts) == 2 && parts[0] == "pg_catalog" || len(parts) == 1 {
 			return catalog.ProcOID(parts[len(parts)-1])
 		}

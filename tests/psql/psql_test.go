@@ -33,6 +33,8 @@ func server(t *testing.T) func(cmd string) string {
 			WATERMARK FOR ts AS ts - INTERVAL '4' SECOND) WITH (partitions = 4, key = 'sym')`,
 		`CREATE MATERIALIZED VIEW per_sym AS SELECT sym, count(*) AS n, max(price) AS top FROM trades GROUP BY sym`,
 		`CREATE SINK big_trades AS SELECT sym, price FROM trades WHERE price > 100`,
+		`CREATE FUNCTION add2(a BIGINT, b BIGINT) RETURNS BIGINT LANGUAGE wasm AS decode('AGFzbQEAAAABBwFgAn5+AX4DAgEABwcBA2FkZAAACgkBBwAgACABfAs=', 'base64') WITH (export = 'add')`,
+		`CREATE FUNCTION net(price NUMERIC) RETURNS NUMERIC LANGUAGE sql AS 'SELECT price * 0.908'`,
 	} {
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -156,7 +158,10 @@ func TestDescribeCommands(t *testing.T) {
 		{`\du`, []string{"List of roles", "fvsql | Superuser"}, nil},
 		{`\dT`, []string{"List of data types", "Schema | Name | Description"}, nil},
 		{`\dTS`, []string{"pg_catalog | bigint", "pg_catalog | timestamp with time zone", "pg_catalog | jsonb"}, []string{"integer[]"}},
-		{`\df`, []string{"List of functions", "Schema | Name | Result data type | Argument data types | Type"}, nil},
+		{`\df`, []string{"List of functions", "Schema | Name | Result data type | Argument data types | Type",
+			"public | add2 | bigint | a bigint, b bigint | func", "public | net | numeric | price numeric | func"}, []string{"array_to_string"}},
+		{`\df+ net`, []string{"public | net | numeric | price numeric | func", "sql", "SELECT price * 0.908"}, nil},
+		{`\sf net`, []string{"CREATE OR REPLACE FUNCTION public.net(price numeric)", "RETURNS numeric", "LANGUAGE sql", "SELECT price * 0.908"}, nil},
 		{`\dfS array_to_string`, []string{"pg_catalog | array_to_string | text | anyarray, text | func"}, nil},
 		{`\dfS generate_series`, []string{"pg_catalog | generate_series | SETOF integer | integer, integer | func"}, nil},
 		{`\dfS max`, []string{"pg_catalog | max | bigint | bigint | agg"}, nil},
