@@ -22,9 +22,9 @@ import (
 // table. One whose arguments read the enclosing
 // query's row — `ARRAY(SELECT 'toast.' || x FROM unnest(tc.reloptions) x)`,
 // as psql's \d+ sends — is the only FROM item of a subquery, and that
-// subquery is evaluated in place as an expression (expr.FuncScan): the
-// engine has no operator that turns one row into several. Functions over
-// columns of other items of the same FROM (LATERAL) are not supported.
+// subquery is evaluated in place as an expression (expr.FuncScan).
+// Functions over columns of other items of the same FROM are LATERAL
+// (lateral.go): a lateral step over those items' rows.
 
 func (b *builder) buildArray(c *exprCtx, e *sql.ArrayExpr) (*expr.Expr, error) {
 	items, err := b.buildAll(c, e.Items)

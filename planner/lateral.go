@@ -112,6 +112,9 @@ func (b *builder) lateralFunc(node engine.Node, sc *scope, tf *sql.TableFunc, ou
 	if tf.Ordinality {
 		return nil, nil, pgerror.NotSupported("WITH ORDINALITY on a LATERAL function")
 	}
+	if b.scalarInFrom(tf.Name) {
+		return b.lateralScalar(node, sc, tf)
+	}
 	c, err := b.resolveTableCall(tf, sc)
 	if err != nil {
 		return nil, nil, err
@@ -128,6 +131,49 @@ func (b *builder) lateralFunc(node engine.Node, sc *scope, tf *sql.TableFunc, ou
 	step := operators.Step{Op: operators.OpLateral, Outer: outer,
 		Sets: []operators.SetSpec{{Fn: c.key, Args: c.args, Width: len(c.names)}}}
 	return appendSteps(node, step), &scope{cols: append(append([]scopeCol(nil), sc.cols...), fsc.cols...)}, nil
+}
+
+// scalarInFrom reports whether a function in FROM returns one value (a
+// built-in that is not set-returning, or a user scalar function).
+func (b *builder) scalarInFrom(name string) bool {
+	if expr.IsSetFunc(name) {
+		return false
+	}
+	if expr.Exists(name) {
+		return true
+	}
+	fn, ok := b.userFunction(name)
+	return ok && !fn.IsTable()
+}
+
+// lateralScalar plans a function returning one value over the rows
+// before it in FROM (FROM t, upper(t.v) u): one more column of each row,
+// named as a scalar function in FROM is (buildScalarTableFunc).
+func (b *builder) lateralScalar(node engine.Node, sc *scope, tf *sql.TableFunc) (engine.Node, *scope, error) {
+	x, err := b.build(&exprCtx{scope: sc, what: "FROM", noAggs: true}, &sql.FuncCall{Name: tf.Name, Args: tf.Args})
+	if err != nil {
+		return nil, nil, err
+	}
+	if x.HasOuter() || x.Has(expr.KSubquery) {
+		return nil, nil, pgerror.NotSupported("function %s over a subquery or the enclosing query's columns, LATERAL", tf.Name)
+	}
+	if x.Type == types.Unknown || x.Type == types.Null {
+		if x, err = expr.Cast(x, types.Text); err != nil {
+			return nil, nil, err
+		}
+	}
+	fsc, err := tableFuncScope(tf, &expr.SetCall{Names: []string{tf.Name}, Types: []types.Type{x.Type}})
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &scope{cols: append(append([]scopeCol(nil), sc.cols...), fsc.cols...)}
+	exprs := make([]*expr.Expr, 0, len(out.cols))
+	names := make([]string, 0, len(out.cols))
+	for i, c := range sc.cols {
+		exprs, names = append(exprs, expr.Col(i, c.typ, c.name)), append(names, c.name)
+	}
+	exprs, names = append(exprs, x), append(names, fsc.cols[0].name)
+	return appendSteps(node, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names}), out, nil
 }
 
 // lateralJoinKind checks a join whose right side is a function reading
