@@ -38,8 +38,9 @@ func TestUserFunctions(t *testing.T) {
 		}
 		args := []string{"--transforms-dir", refs, "--udf-call-timeout", "200ms"}
 		a := c.start(t, "a", args...)
+		ca := a.Connect(t) // a runs the embedded broker b connects to
 		b := c.start(t, "b", args...)
-		ca, cb := a.Connect(t), b.Connect(t)
+		cb := b.Connect(t)
 
 		exec(t, ca, "CREATE FUNCTION lucky(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS 'ref:lucky' WITH (export = 'check')")
 		exec(t, ca, fmt.Sprintf("CREATE FUNCTION add2(a BIGINT, b BIGINT) RETURNS BIGINT LANGUAGE wasm AS decode('%s', 'base64') WITH (export = 'add')",
