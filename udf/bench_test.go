@@ -54,6 +54,7 @@ func BenchmarkCallBatch(b *testing.B) {
 	defer r.Close()
 	add := compileB(b, r, wasmgen.Add(), "add", udf.Signature{Name: "add", Args: []types.Type{types.Int8, types.Int8}, Ret: types.Int8})
 	risk := compileB(b, r, wasmgen.Risk(), "risk", udf.Signature{Name: "risk", Args: []types.Type{types.Float8, types.Text}, Ret: types.Float8})
+	up := compileB(b, r, wasmgen.Upper(), "upper", udf.Signature{Name: "up", Args: []types.Type{types.Text}, Ret: types.Text})
 	for _, c := range []struct {
 		name string
 		f    *udf.Function
@@ -61,6 +62,7 @@ func BenchmarkCallBatch(b *testing.B) {
 	}{
 		{"add", add, []types.Value{types.NewInt8(1), types.NewInt8(2)}},
 		{"risk", risk, []types.Value{types.NewFloat8(100), types.NewText("MSFT")}},
+		{"upper", up, []types.Value{types.NewText("msft")}},
 	} {
 		args := make([][]types.Value, 1000)
 		for i := range args {

@@ -77,11 +77,14 @@ type Function struct {
 	params   []api.ValueType // the export's
 	result   api.ValueType
 	varlen   bool    // some argument is passed in memory
+	hasAlloc bool    // the module exports fv_alloc
 	driver   *driver // calls of a batch in one entry (batch.go); nil: row by row
 
 	// Cold is the time Compile took to compile the module and start its
 	// first instance.
 	Cold time.Duration
+	// batched counts the rows computed through the driver (batch.go).
+	batched atomic.Int64
 
 	mu     sync.Mutex
 	free   []*instance
@@ -164,11 +167,10 @@ func (f *Function) check() error {
 		return f.mismatch(def)
 	}
 	f.result = res[0]
-	if f.varlen {
-		alloc, ok := c.ExportedFunctions()[ExportAlloc]
-		if !ok || !sameTypes(alloc.ParamTypes(), api.ValueTypeI32) || !sameTypes(alloc.ResultTypes(), api.ValueTypeI32) {
-			return definitionError("a function taking text, bytea or jsonb needs the module to export %s(size i32) -> i32", ExportAlloc)
-		}
+	alloc, ok := c.ExportedFunctions()[ExportAlloc]
+	f.hasAlloc = ok && sameTypes(alloc.ParamTypes(), api.ValueTypeI32) && sameTypes(alloc.ResultTypes(), api.ValueTypeI32)
+	if f.varlen && !f.hasAlloc {
+		return definitionError("a function taking text, bytea or jsonb needs the module to export %s(size i32) -> i32", ExportAlloc)
 	}
 	if f.varlen || f.resultSlot() == slotPacked {
 		if _, ok := c.ExportedMemories()[ExportMemory]; !ok {
@@ -335,7 +337,7 @@ func (f *Function) instantiate() (*instance, error) {
 	in.alloc = mod.ExportedFunction(ExportAlloc)
 	in.errFn = mod.ExportedFunction(ExportError)
 	in.mem = mod.ExportedMemory(ExportMemory)
-	in.stack = make([]uint64, max(len(f.params), 2))
+	in.stack = make([]uint64, max(len(f.params), 4))
 	if err := f.instantiateDriver(in); err != nil {
 		_ = mod.Close(r.ctx)
 		return nil, pgerror.New(pgerror.ExternalRoutineException, "function %s: starting its batch driver failed: %s", f.sig.Name, firstLine(err.Error()))

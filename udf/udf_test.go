@@ -1,8 +1,10 @@
 package udf_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,6 +232,9 @@ func TestCallBatch(t *testing.T) {
 	}
 	for round := range 2 {
 		out, errs := add.CallBatch(addArgs)
+		if want := int64(round+1) * int64(3000-31); add.Batched() != want { // 31 rows have a NULL
+			t.Fatalf("round %d: add2 computed %d rows through its driver, want %d", round, add.Batched(), want)
+		}
 		for i := range addArgs {
 			if errs[i] != nil {
 				t.Fatalf("add2 row %d: %v", i, errs[i])
@@ -264,6 +269,55 @@ func TestCallBatch(t *testing.T) {
 			if errs[i] != nil || out[i].I != int64(i%20) || out[i].K != types.Int4 {
 				t.Fatalf("lucky row %d = %+v, %v", i, out[i], errs[i])
 			}
+		}
+	}
+}
+
+// TestCallBatchPacked: a function with a text result through the packed
+// driver gives each row what Call gives it: upper-casing in place (the
+// results in the module's argument memory, copied out row by row),
+// results that overflow the output area (the driver stops, the host
+// copies and calls again), one result larger than the whole area (row by
+// row), and a NULL result.
+func TestCallBatchPacked(t *testing.T) {
+	r := newRuntime(t, udf.Limits{})
+	up := compile(t, r, wasmgen.Upper(), "upper", udf.Signature{Name: "shout", Args: []types.Type{types.Text}, Ret: types.Text})
+	var args [][]types.Value
+	for i := range 2000 {
+		args = append(args, []types.Value{types.NewText(fmt.Sprintf("row %d: %s", i, strings.Repeat("ab", i%50)))})
+	}
+	args[17] = []types.Value{types.NullValue}
+	out, errs := up.CallBatch(args)
+	if got := up.Batched(); got != int64(len(args)-1) {
+		t.Errorf("shout computed %d rows through its driver, want %d (all but the NULL one)", got, len(args)-1)
+	}
+	for i, a := range args {
+		want := strings.ToUpper(a[0].S)
+		if errs[i] != nil || (a[0].IsNull() != out[i].IsNull()) || !a[0].IsNull() && out[i].S != want {
+			t.Fatalf("shout row %d = %q, %v; want %q", i, out[i].S, errs[i], want)
+		}
+	}
+	// fixed results of n bytes: 30 kB fill the 64 kB area twice per call,
+	// 70 kB is larger than it
+	for _, n := range []int{30000, 70000} {
+		big := wasmgen.Module{MemoryPages: 4, Data: bytes.Repeat([]byte{'x'}, n), DataOffset: 4096, Funcs: []wasmgen.Func{
+			wasmgen.Alloc(),
+			{Name: "f", Params: []wasmgen.ValType{wasmgen.I64}, Results: []wasmgen.ValType{wasmgen.I64},
+				Body: wasmgen.I64Const(4096<<32 | int64(n))},
+		}}
+		f := compile(t, r, big.Bytes(), "f", udf.Signature{Name: "big", Args: []types.Type{types.Int8}, Ret: types.Text})
+		var rows [][]types.Value
+		for i := range 9 {
+			rows = append(rows, []types.Value{types.NewInt8(int64(i))})
+		}
+		out, errs := f.CallBatch(rows)
+		for i := range rows {
+			if errs[i] != nil || len(out[i].S) != n || strings.Trim(out[i].S, "x") != "" {
+				t.Fatalf("big (%d bytes) row %d: %d bytes, %v", n, i, len(out[i].S), errs[i])
+			}
+		}
+		if want := map[int]int64{30000: 9, 70000: 0}[n]; f.Batched() != want {
+			t.Errorf("big (%d bytes): %d rows through the driver, want %d", n, f.Batched(), want)
 		}
 	}
 }

@@ -14,6 +14,10 @@ func Add() []byte {
 	return m.Bytes()
 }
 
+// Alloc is fv_alloc, the allocator of the modules here, for modules
+// assembled elsewhere (tests).
+func Alloc() Func { return alloc() }
+
 // alloc is fv_alloc(size i32) -> i32: the memory from offset 1024 on,
 // grown to hold size bytes; the same memory at every call.
 //

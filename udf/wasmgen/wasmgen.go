@@ -252,6 +252,10 @@ const (
 	OpF64Store = 0x39
 )
 
+// MemoryCopy is memory.copy (bulk memory): dst, src and length on the
+// stack.
+func MemoryCopy() []byte { return []byte{0xfc, 0x0a, 0x00, 0x00} }
+
 // Memory access (alignment hint 0, offset 0) and size.
 func I32Load8U() []byte  { return []byte{0x2d, 0x00, 0x00} }
 func I32Store8() []byte  { return []byte{0x3a, 0x00, 0x00} }
@@ -278,6 +282,9 @@ var (
 	I64Mul         = []byte{0x7e}
 	I64DivS        = []byte{0x7f}
 	I64Or          = []byte{0x84}
+	I64ShrU        = []byte{0x88}
+	I32WrapI64     = []byte{0xa7}
+	I32Ne          = []byte{0x47}
 	I64Shl         = []byte{0x86}
 	I64GtS         = []byte{0x55}
 	F64Add         = []byte{0xa0}
