@@ -301,20 +301,11 @@ func (b *builder) buildScalarTableFunc(tf *sql.TableFunc) (engine.Node, *scope, 
 			return nil, nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in functions in FROM")
 		}
 	}
-	x, err := b.build(&exprCtx{scope: &scope{}, what: "FROM", noAggs: true}, &sql.FuncCall{Name: tf.Name, Args: tf.Args})
+	x, sc, err := b.scalarFuncColumn(tf, &scope{})
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := b.fromFuncArg(tf, x); err != nil {
-		return nil, nil, err
-	}
-	if x.Type == types.Unknown || x.Type == types.Null {
-		if x, err = expr.Cast(x, types.Text); err != nil {
-			return nil, nil, err
-		}
-	}
-	sc, err := tableFuncScope(tf, &expr.SetCall{Names: []string{tf.Name}, Types: []types.Type{x.Type}})
-	if err != nil {
 		return nil, nil, err
 	}
 	if x.Kind == expr.KConst {
@@ -325,6 +316,23 @@ func (b *builder) buildScalarTableFunc(tf *sql.TableFunc) (engine.Node, *scope, 
 		return &engine.Values{Rows: []types.Row{row}}, sc, nil
 	}
 	return &engine.FuncRows{Args: []*expr.Expr{x}, Ordinality: tf.Ordinality}, sc, nil
+}
+
+// scalarFuncColumn builds a function in FROM that returns one value, its
+// arguments over sc, and the scope of its one column (a literal's type
+// taken as text), named as PostgreSQL names it.
+func (b *builder) scalarFuncColumn(tf *sql.TableFunc, sc *scope) (*expr.Expr, *scope, error) {
+	x, err := b.build(&exprCtx{scope: sc, what: "FROM", noAggs: true}, &sql.FuncCall{Name: tf.Name, Args: tf.Args})
+	if err != nil {
+		return nil, nil, err
+	}
+	if x.Type == types.Unknown || x.Type == types.Null {
+		if x, err = expr.Cast(x, types.Text); err != nil {
+			return nil, nil, err
+		}
+	}
+	col, err := tableFuncScope(tf, &expr.SetCall{Names: []string{tf.Name}, Types: []types.Type{x.Type}})
+	return x, col, err
 }
 
 // funcScan plans a subquery whose only FROM item is a function of the

@@ -150,21 +150,12 @@ func (b *builder) scalarInFrom(name string) bool {
 // before it in FROM (FROM t, upper(t.v) u): one more column of each row,
 // named as a scalar function in FROM is (buildScalarTableFunc).
 func (b *builder) lateralScalar(node engine.Node, sc *scope, tf *sql.TableFunc) (engine.Node, *scope, error) {
-	x, err := b.build(&exprCtx{scope: sc, what: "FROM", noAggs: true}, &sql.FuncCall{Name: tf.Name, Args: tf.Args})
+	x, fsc, err := b.scalarFuncColumn(tf, sc)
 	if err != nil {
 		return nil, nil, err
 	}
 	if x.HasOuter() || x.Has(expr.KSubquery) {
 		return nil, nil, pgerror.NotSupported("function %s over a subquery or the enclosing query's columns, LATERAL", tf.Name)
-	}
-	if x.Type == types.Unknown || x.Type == types.Null {
-		if x, err = expr.Cast(x, types.Text); err != nil {
-			return nil, nil, err
-		}
-	}
-	fsc, err := tableFuncScope(tf, &expr.SetCall{Names: []string{tf.Name}, Types: []types.Type{x.Type}})
-	if err != nil {
-		return nil, nil, err
 	}
 	out := &scope{cols: append(append([]scopeCol(nil), sc.cols...), fsc.cols...)}
 	exprs := make([]*expr.Expr, 0, len(out.cols))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
+	fvredis "github.com/fvsql/fvsql/backends/redis"
 	"github.com/fvsql/fvsql/pgerror"
 )
 
@@ -100,14 +101,9 @@ func TestShardKeys(t *testing.T) {
 // message is read; none is lost.
 func TestShardFailover(t *testing.T) {
 	e := newEnv(t, "")
-	a := e.open("lease=600ms")
-	b := e.open("lease=600ms")
-	s := e.sharded("orders", 4)
-	opts := func(m string) backends.ConsumerOptions {
-		return backends.ConsumerOptions{Group: "g", Member: m, Follow: true}
-	}
-	ca := consumer(t, a, s, opts("a"))
-	cb, err := b.Consumer(ctxT(t), s, opts("b"))
+	a, b, s := e.twoProcesses("orders", 4)
+	ca := consumer(t, a, s, memberOf("a"))
+	cb, err := b.Consumer(ctxT(t), s, memberOf("b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,15 +183,10 @@ func shardSet(msgs []backends.Message) []int32 {
 // delivered. Every message is read by one member or the other.
 func TestShardHandoverInFlightRead(t *testing.T) {
 	e := newEnv(t, "")
-	a := e.open("lease=600ms")
-	b := e.open("lease=600ms")
-	s := e.sharded("handover", 2)
-	opts := func(m string) backends.ConsumerOptions {
-		return backends.ConsumerOptions{Group: "g", Member: m, Follow: true}
-	}
-	ca := consumer(t, a, s, opts("a")) // holds both shards, reading them (blocking)
+	a, b, s := e.twoProcesses("handover", 2)
+	ca := consumer(t, a, s, memberOf("a")) // holds both shards, reading them (blocking)
 	time.Sleep(300 * time.Millisecond)
-	cb := consumer(t, b, s, opts("b"))
+	cb := consumer(t, b, s, memberOf("b"))
 	rdb := e.st.Client()
 	lease := func(i int) string {
 		v, _ := rdb.Get(ctxT(t), e.prefix+"handover:fvsql:lease:g:"+strconv.Itoa(i)).Result()
@@ -228,4 +219,15 @@ func TestShardHandoverInFlightRead(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("messages %v were never delivered (pending with a member that gave their shard up)", missing)
 	}
+}
+
+// twoProcesses opens two Streamers with short leases (two processes)
+// and a sharded stream.
+func (e *env) twoProcesses(name string, shards int) (a, b *fvredis.Streamer, stream string) {
+	return e.open("lease=600ms"), e.open("lease=600ms"), e.sharded(name, shards)
+}
+
+// memberOf is the options of member m of group g, following.
+func memberOf(m string) backends.ConsumerOptions {
+	return backends.ConsumerOptions{Group: "g", Member: m, Follow: true}
 }
