@@ -134,6 +134,9 @@
 // Errors of a lost or refused connection, timeouts, and replies meaning
 // "not now" (LOADING, MASTERDOWN, TRYAGAIN, …) wrap backends.ErrNotConnected
 // with SQLSTATE 08000; go-redis dials again on the next call, so callers
-// retry. A key of another type gives 42809, a missing group 42704, other
+// retry. Writes and the stream options read before them first wait up to
+// 10 s for a server answering "not now" (a restarted Redis answers
+// LOADING until it has read its data back; inside MULTI that shows as
+// EXECABORT), since such a server ran none of the commands. A key of another type gives 42809, a missing group 42704, other
 // error replies 58030.
 package redis

@@ -86,7 +86,7 @@ func (p *producer) send(ctx context.Context, msgs []backends.Message, positions 
 	for _, n := range names {
 		keysOf[n] = s.shardKeys(n, confs[n].shards)
 	}
-	_, err = s.rdb.TxPipelined(ctx, func(pl goredis.Pipeliner) error {
+	err = s.txPipelined(ctx, func(pl goredis.Pipeliner) error {
 		for i := range msgs {
 			m := &msgs[i]
 			var vals []any

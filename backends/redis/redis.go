@@ -284,7 +284,7 @@ func (s *Streamer) CreateStream(ctx context.Context, spec backends.StreamSpec) e
 		return pgerror.New(pgerror.InvalidParameterValue, "redis: stream %s exists with %d shards, not %d", key, stored, shards)
 	}
 	tmp := "fvsql-create-" + randomHex(8)
-	_, err = s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+	err = s.txPipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, k := range s.shardKeys(spec.Name, shards) {
 			p.XGroupCreateMkStream(ctx, k, tmp, "$")
 			p.XGroupDestroy(ctx, k, tmp)
@@ -350,11 +350,14 @@ func (s *Streamer) confs(ctx context.Context, names []string) (map[string]stream
 		return out, nil
 	}
 	cmds := make([]*goredis.SliceCmd, len(stale))
-	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, n := range stale {
-			cmds[i] = p.HMGet(ctx, s.ConfigKey(n), "maxlen", "shards")
-		}
-		return nil
+	err := whenServing(ctx, func() error {
+		_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i, n := range stale {
+				cmds[i] = p.HMGet(ctx, s.ConfigKey(n), "maxlen", "shards")
+			}
+			return nil
+		})
+		return err
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		return nil, s.fail(ctx, err, "read stream options")
@@ -541,6 +544,57 @@ func toBytes(v any) []byte {
 	return []byte(fmt.Sprint(v))
 }
 
+// notNowWait bounds how long whenServing waits for a server that
+// answers "not now".
+const notNowWait = 10 * time.Second
+
+// whenServing runs call, and again with backoff for up to notNowWait
+// while it fails with a "not now" reply (LOADING while a restarted
+// server reads its data back, MASTERDOWN, TRYAGAIN): the server refused
+// the commands without running them, so running them again does nothing
+// twice. Other errors are returned at once.
+func whenServing(ctx context.Context, call func() error) error {
+	backoff := 20 * time.Millisecond
+	deadline := time.Now().Add(notNowWait)
+	for {
+		err := call()
+		if err == nil || !notNow(err) || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// txPipelined runs fn's commands in one MULTI/EXEC, through whenServing.
+// When EXEC answers EXECABORT, Redis refused a queued command and ran
+// none of them; go-redis returns the EXECABORT, and txPipelined the
+// refused command's error instead, so that whenServing and fail see its
+// kind (inside MULTI a LOADING shows only that way).
+func (s *Streamer) txPipelined(ctx context.Context, fn func(goredis.Pipeliner) error) error {
+	return whenServing(ctx, func() error {
+		cmds, err := s.rdb.TxPipelined(ctx, fn)
+		if err != nil && strings.HasPrefix(err.Error(), "EXECABORT") {
+			for _, c := range cmds {
+				if cerr := c.Err(); cerr != nil && !strings.HasPrefix(cerr.Error(), "EXECABORT") {
+					return cerr
+				}
+			}
+		}
+		return err
+	})
+}
+
+// notNow reports a reply of a server that is there but cannot serve now.
+func notNow(err error) bool {
+	return goredis.IsLoadingError(err) || goredis.IsMasterDownError(err) || goredis.IsTryAgainError(err) ||
+		goredis.IsClusterDownError(err)
+}
+
 // fail maps a go-redis error: a cancelled or expired ctx stays itself;
 // Redis error replies get a SQLSTATE by kind (WRONGTYPE 42809, NOGROUP
 // 42704, auth 28000, LOADING/MASTERDOWN/TRYAGAIN and the like are "not
@@ -562,8 +616,7 @@ func (s *Streamer) fail(ctx context.Context, err error, format string, args ...a
 	if errors.As(err, &rerr) {
 		text := strings.TrimPrefix(rerr.Error(), "ERR ")
 		switch {
-		case goredis.IsLoadingError(err), goredis.IsMasterDownError(err), goredis.IsTryAgainError(err),
-			goredis.IsClusterDownError(err), goredis.IsMaxClientsError(err), goredis.IsReadOnlyError(err):
+		case notNow(err), goredis.IsMaxClientsError(err), goredis.IsReadOnlyError(err):
 			// The server is there but cannot serve now: retry later.
 		case strings.HasPrefix(text, "WRONGTYPE"):
 			return pgerror.Wrap(err, pgerror.WrongObjectType, "%s: the key holds something else than a stream", msg)

@@ -713,6 +713,7 @@ type privateRedis struct {
 	t    *testing.T
 	bin  string
 	port string
+	dir  string // kept across restarts: a SAVEd dump.rdb is loaded again
 	args []string
 	cmd  *exec.Cmd
 }
@@ -724,7 +725,7 @@ func newPrivateRedis(t *testing.T, args ...string) *privateRedis {
 	if err != nil {
 		t.Skip("redis-server is not on PATH")
 	}
-	r := &privateRedis{t: t, bin: bin, port: strconv.Itoa(testenv.FreePort(t)), args: args}
+	r := &privateRedis{t: t, bin: bin, port: strconv.Itoa(testenv.FreePort(t)), dir: t.TempDir(), args: args}
 	r.start()
 	t.Cleanup(r.stop)
 	return r
@@ -734,7 +735,7 @@ func (r *privateRedis) addr() string { return "127.0.0.1:" + r.port }
 
 func (r *privateRedis) start() {
 	r.t.Helper()
-	args := append([]string{"--bind", "127.0.0.1", "--port", r.port, "--save", "", "--appendonly", "no", "--dir", r.t.TempDir()}, r.args...)
+	args := append([]string{"--bind", "127.0.0.1", "--port", r.port, "--save", "", "--appendonly", "no", "--dir", r.dir}, r.args...)
 	r.cmd = exec.Command(r.bin, args...)
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
@@ -842,5 +843,55 @@ func TestServerRestart(t *testing.T) {
 	// the stream's only one, and the following consumer gets it.
 	if got := readN(t, c, 1, 10, 10*time.Second); len(got) != 1 {
 		t.Fatal(got)
+	}
+}
+
+// TestSendWhileLoading: a restarted server answers LOADING until it has
+// read its data back, and inside MULTI that makes EXEC answer EXECABORT.
+// Send must wait for the server rather than fail (the insert of a client
+// that came right after a Redis restart failed with 58030 on CI), and
+// write its messages once.
+func TestSendWhileLoading(t *testing.T) {
+	r := newPrivateRedis(t, "--enable-debug-command", "yes")
+	ctx := ctxT(t)
+	raw := goredis.NewClient(&goredis.Options{Addr: r.addr(), MaxRetries: -1})
+	defer raw.Close()
+	// Two million keys take about a second to load on the CI machine.
+	if err := raw.Do(ctx, "DEBUG", "POPULATE", 2000000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := backends.Open(ctx, "redis://"+r.addr(), backends.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CreateStream(ctx, backends.StreamSpec{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := st.Producer(ctx)
+
+	r.stop()
+	r.start()
+	if err := raw.Ping(ctx).Err(); !goredis.IsLoadingError(err) {
+		t.Fatalf("PING right after the restart: %v, want LOADING (the test needs a server still loading)", err)
+	}
+	msgs := []backends.Message{{Stream: "s", Payload: []byte(`{"a":1}`)}, {Stream: "s", Payload: []byte(`{"a":2}`)}}
+	t0 := time.Now()
+	if err := p.Send(ctx, msgs); err != nil {
+		t.Fatalf("Send while the server loads: %v (SQLSTATE %s)", err, pgerror.CodeOf(err))
+	}
+	t.Logf("Send waited %v for the server to load", time.Since(t0))
+	n, err := raw.XLen(ctx, "s").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(len(msgs)) {
+		t.Fatalf("the stream has %d entries after one Send of %d", n, len(msgs))
 	}
 }

@@ -251,7 +251,7 @@ func (c *shardedConsumer) rebalance(ctx context.Context) error {
 	now := time.Now()
 	members := s.membersKey(c.stream, c.group)
 	var live *goredis.IntCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+	err := s.txPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.ZAdd(ctx, members, goredis.Z{Score: float64(now.Add(c.ttl).UnixMilli()), Member: c.member})
 		p.ZRemRangeByScore(ctx, members, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
 		live = p.ZCard(ctx, members)
