@@ -68,10 +68,17 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if ca.Query.NumParams > 0 {
 		return nil, pgerror.New(pgerror.UndefinedParameter, "continuous queries cannot have parameters")
 	}
-	if so, ok := ca.Query.Body.(*sql.SetOp); ok {
-		return planUnionAll(cat, ca, so)
-	}
 	sel, ok := ca.Query.Body.(*sql.Select)
+	if so, union := ca.Query.Body.(*sql.SetOp); union {
+		if ca.Kind != sql.KindMaterializedView {
+			return planUnionAll(cat, ca, so)
+		}
+		var err error
+		if sel, err = unionAsSubquery(so); err != nil {
+			return nil, err
+		}
+		ok = true
+	}
 	if !ok {
 		return nil, pgerror.NotSupported("this continuous query")
 	}

@@ -129,7 +129,9 @@ func ranks(sel *sql.Select) bool {
 	return false
 }
 
-// hide plans a subquery as a hidden view and returns the table that reads it.
+// hide plans a subquery as a hidden view and returns the table that
+// reads it. A UNION ALL is a hidden stream instead: its rows only come
+// in, so what reads it keeps the fast paths of a stream's readers.
 func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 	n := len(ns.subs) + 1
 	name := ns.name + subPrefix + strconv.Itoa(n)
@@ -140,16 +142,26 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 	if _, err := ns.cat.Catalog.Lookup("", name); err == nil {
 		return nil, pgerror.New(pgerror.DuplicateTable, "relation %q exists: it would be the internal name of this view's subquery", name)
 	}
-	sub, err := planQuery(ns.cat, &sql.CreateAs{Kind: sql.KindMaterializedView, Name: name, Query: &sql.Query{Body: dt.Query}})
-	if err != nil {
-		return nil, err
+	var sub *Continuous
+	var err error
+	if so, ok := dt.Query.(*sql.SetOp); ok && so.Op == "union" && so.All && len(so.OrderBy) == 0 && so.Limit == nil && so.Offset == nil {
+		sub, err = planUnionAll(ns.cat, &sql.CreateAs{Kind: sql.KindStream, Name: name, Query: &sql.Query{Body: so}}, so)
+		if err != nil {
+			return nil, err
+		}
+		sub.Rel.Topic = InternalTopic(name, "stream")
+	} else {
+		sub, err = planQuery(ns.cat, &sql.CreateAs{Kind: sql.KindMaterializedView, Name: name, Query: &sql.Query{Body: dt.Query}})
+		if err != nil {
+			return nil, err
+		}
+		// The hidden view's table and changes go to internal topics of
+		// the pipeline, not to user topics.
+		if _, err := internalTable(sub, InternalTopic(name, "table"), "this subquery in a materialized view"); err != nil {
+			return nil, err
+		}
+		sub.Changes.Topic = InternalTopic(name, "changes")
 	}
-	// The hidden view's table and changes go to internal topics of the
-	// pipeline, not to user topics.
-	if _, err := internalTable(sub, InternalTopic(name, "table"), "this subquery in a materialized view"); err != nil {
-		return nil, err
-	}
-	sub.Changes.Topic = InternalTopic(name, "changes")
 	ns.cat.views[name] = sub.Rel
 	ns.subs = append(ns.subs, sub)
 	alias := dt.Alias
@@ -191,7 +203,10 @@ func (ns *nester) embed(c *Continuous) error {
 			stages = append(stages, st)
 		}
 		c.Topology.Internal = append(c.Topology.Internal, sub.Topology.Internal...)
-		c.Topology.Internal = append(c.Topology.Internal, *StreamOf(sub.Rel), *StreamOf(sub.Changes))
+		c.Topology.Internal = append(c.Topology.Internal, *StreamOf(sub.Rel))
+		if sub.Changes != nil { // a hidden stream has none
+			c.Topology.Internal = append(c.Topology.Internal, *StreamOf(sub.Changes))
+		}
 		add(sub.Inputs)
 	}
 	add(c.Inputs)

@@ -18,6 +18,9 @@ import (
 // stream. Branches run side by side; the output interleaves them, and a
 // reader with a watermark orders them by event time as it would any
 // stream's partitions.
+//
+// A materialized view over a union reads it as a hidden stream of the
+// pipeline (see unionAsSubquery and nester.hideUnion).
 func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, error) {
 	if ca.Kind != sql.KindStream {
 		return nil, pgerror.NotSupported("UNION ALL into a %s (write the union to a stream, then aggregate that stream)", ca.Kind)
@@ -68,6 +71,11 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 		}
 		if len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil {
 			return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY and LIMIT make no sense on an unbounded stream")
+		}
+		if r, err := cat.Lookup(t.Schema, t.Name); err == nil && r.Kind == catalog.MaterializedView {
+			return nil, pgerror.NotSupported("the materialized view %q as a branch of a UNION ALL", r.Name).
+				WithDetail("A view's rows change; a union is run as a stream, whose rows only come in.").
+				WithHint("Union the views' input streams in this view's query instead.")
 		}
 		in, _, err := streamInput(cat, t)
 		if err != nil {
@@ -146,4 +154,61 @@ func setOpName(e *sql.SetOp) string {
 		name += " ALL"
 	}
 	return name
+}
+
+// unionAsSubquery rewrites a materialized view's set operation as a
+// SELECT over it, for the nester to run the union as a hidden stream:
+//
+//	a UNION ALL b ORDER BY … LIMIT n   →  SELECT * FROM (a UNION ALL b) _union ORDER BY … LIMIT n
+//	a UNION b                          →  SELECT DISTINCT * FROM (a UNION ALL b) _union
+//	a UNION b ORDER BY … LIMIT n       →  SELECT * FROM (SELECT DISTINCT * FROM (a UNION ALL b) _union) _union ORDER BY … LIMIT n
+//
+// A UNION without ALL removes every duplicate of its result, so the
+// unions below it may keep theirs: each becomes UNION ALL. A UNION
+// below a UNION ALL is refused (its rows would be a view's, which change),
+// and so are INTERSECT and EXCEPT.
+func unionAsSubquery(so *sql.SetOp) (*sql.Select, error) {
+	var all func(e sql.QueryExpr, distinctAbove bool) (sql.QueryExpr, error)
+	all = func(e sql.QueryExpr, distinctAbove bool) (sql.QueryExpr, error) {
+		op, ok := e.(*sql.SetOp)
+		if !ok {
+			return e, nil
+		}
+		if op.Op != "union" {
+			return nil, pgerror.NotSupported("%s in a materialized view (only UNION and UNION ALL)", setOpName(op))
+		}
+		if !op.All && !distinctAbove {
+			return nil, pgerror.NotSupported("UNION under a UNION ALL in a materialized view").
+				WithHint("Make the whole query a UNION, or the inner one a view of its own.")
+		}
+		if len(op.OrderBy) > 0 || op.Limit != nil || op.Offset != nil {
+			return nil, pgerror.NotSupported("ORDER BY or LIMIT inside a UNION in a materialized view")
+		}
+		l, err := all(op.Left, distinctAbove)
+		if err != nil {
+			return nil, err
+		}
+		r, err := all(op.Right, distinctAbove)
+		if err != nil {
+			return nil, err
+		}
+		return &sql.SetOp{Op: "union", All: true, Left: l, Right: r}, nil
+	}
+	top := *so
+	top.OrderBy, top.Limit, top.Offset = nil, nil, nil
+	body, err := all(&top, !so.All)
+	if err != nil {
+		return nil, err
+	}
+	sel := &sql.Select{
+		Items:    []sql.SelectItem{{Expr: &sql.Star{}}},
+		From:     []sql.TableExpr{&sql.DerivedTable{Query: body, Alias: "_union"}},
+		Distinct: !so.All,
+	}
+	if sel.Distinct && (len(so.OrderBy) > 0 || so.Limit != nil || so.Offset != nil) {
+		// the top-N of the distinct rows: a view over a hidden view
+		sel = &sql.Select{Items: sel.Items, From: []sql.TableExpr{&sql.DerivedTable{Query: sel, Alias: "_union"}}}
+	}
+	sel.OrderBy, sel.Limit, sel.Offset = so.OrderBy, so.Limit, so.Offset
+	return sel, nil
 }
