@@ -121,4 +121,3 @@ func genUnionView(rng *rand.Rand) string {
 		return fromDV.ReplaceAllString(q, " FROM ("+union("UNION ALL")+") dv")
 	}
 }
-
