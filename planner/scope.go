@@ -24,6 +24,10 @@ type scopeCol struct {
 	name   string
 	typ    types.Type
 	hidden bool // not expanded by *
+	// untyped: a literal of unknown type in a select list, typed text
+	// there; a UNION (and so VALUES) resolves it with its other branch's
+	// type, as PostgreSQL resolves an unknown literal.
+	untyped bool
 	relOID uint32
 	attnum int16
 	// fields and fieldTypes describe a record column (types.Record).
@@ -99,6 +103,17 @@ func (s *scope) tableOID(table string) (uint32, bool) {
 func (s *scope) ref(i int) *expr.Expr {
 	c := s.cols[i]
 	return expr.Col(i, c.typ, c.name)
+}
+
+// visible are the columns * expands to.
+func (s *scope) visible() []scopeCol {
+	out := make([]scopeCol, 0, len(s.cols))
+	for _, c := range s.cols {
+		if !c.hidden {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (s *scope) outColumns() []Column {

@@ -97,34 +97,50 @@ func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	lc, rc := ls.outColumns(), rs.outColumns()
+	lc, rc := ls.visible(), rs.visible()
 	if len(lc) != len(rc) {
 		return nil, nil, pgerror.New(pgerror.SyntaxError, "each UNION query must have the same number of columns")
 	}
 	out := &scope{}
 	var lcast, rcast []*expr.Expr
+	// A branch's untyped literal takes the other branch's type (VALUES
+	// (1, '{}'::jsonb), (2, '[]') is jsonb); two of them stay untyped,
+	// so that a third branch may type them still.
+	typeOf := func(c scopeCol) types.Type {
+		if c.untyped {
+			return types.Unknown
+		}
+		return c.typ
+	}
+	conv := func(i int, c scopeCol, t types.Type) (*expr.Expr, error) {
+		col := expr.Col(i, c.typ, c.name)
+		if c.untyped && t != c.typ {
+			return expr.Cast(col, t) // the literal's text read as t
+		}
+		return expr.Coerce(col, t, false)
+	}
 	for i := range lc {
-		t, err := expr.CommonType(lc[i].Type, rc[i].Type)
+		t, err := expr.CommonType(typeOf(lc[i]), typeOf(rc[i]))
 		if err != nil {
-			return nil, nil, pgerror.New(pgerror.DatatypeMismatch, "UNION types %s and %s cannot be matched", lc[i].Type, rc[i].Type)
+			return nil, nil, pgerror.New(pgerror.DatatypeMismatch, "UNION types %s and %s cannot be matched", lc[i].typ, rc[i].typ)
 		}
 		if t == types.Null || t == types.Unknown {
 			t = types.Text
 		}
-		l, err := expr.Coerce(expr.Col(i, lc[i].Type, lc[i].Name), t, false)
+		l, err := conv(i, lc[i], t)
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := expr.Coerce(expr.Col(i, rc[i].Type, rc[i].Name), t, false)
+		r, err := conv(i, rc[i], t)
 		if err != nil {
 			return nil, nil, err
 		}
 		lcast, rcast = append(lcast, l), append(rcast, r)
-		out.cols = append(out.cols, scopeCol{name: lc[i].Name, typ: t})
+		out.cols = append(out.cols, scopeCol{name: lc[i].name, typ: t, untyped: lc[i].untyped && rc[i].untyped})
 	}
 	names := make([]string, len(lc))
 	for i, c := range lc {
-		names[i] = c.Name
+		names[i] = c.name
 	}
 	var node engine.Node = &engine.UnionAll{Inputs: []engine.Node{
 		&engine.Chain{Input: ln, Steps: []operators.Step{{Op: operators.OpProject, Exprs: lcast, Names: names}}},
@@ -614,7 +630,8 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 		if isUntypedParam(x) {
 			x = b.inferParam(x, types.Text)
 		}
-		if x.Type == types.Unknown {
+		untyped := x.Type == types.Unknown
+		if untyped {
 			if x, err = expr.Cast(x, types.Text); err != nil {
 				return nil, nil, err
 			}
@@ -623,7 +640,7 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 		if name == "" {
 			name = columnName(it.Expr)
 		}
-		col := scopeCol{name: name, typ: x.Type}
+		col := scopeCol{name: name, typ: x.Type, untyped: untyped}
 		if x.Kind == expr.KCol && x.Col < width {
 			src := cur.cols[x.Col]
 			col.relOID, col.attnum, col.table = src.relOID, src.attnum, src.table
