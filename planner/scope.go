@@ -28,8 +28,8 @@ type scopeCol struct {
 	// there; a UNION (and so VALUES) resolves it with its other branch's
 	// type, as PostgreSQL resolves an unknown literal.
 	untyped bool
-	relOID uint32
-	attnum int16
+	relOID  uint32
+	attnum  int16
 	// fields and fieldTypes describe a record column (types.Record).
 	fields     []string
 	fieldTypes []types.Type
