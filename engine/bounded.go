@@ -450,7 +450,7 @@ steps:
 		case operators.OpAggregate, operators.OpWindowAggregate, operators.OpGroupAggregate, operators.OpSession:
 			add(s.GroupBy...)
 			for _, a := range s.Aggs {
-				add(a.Arg)
+				add(a.Arg, a.Filter)
 				add(a.OrderBy...)
 			}
 			if s.Window != nil {

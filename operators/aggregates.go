@@ -38,12 +38,9 @@ type AggFunc struct {
 	Delim *string
 	// Grows marks the aggregates whose state grows with their input
 	// (string_agg, array_agg): their accumulators are sizedAccs, charged
-	// to a bounded query's Budget as they grow.
+	// to a bounded query's Budget as they grow, and in a continuous query
+	// listAccs (AggCall.stateAcc).
 	Grows bool
-	// NoState marks the aggregates that continuous queries refuse
-	// (planner's checkContinuous): their state would be rewritten whole on
-	// every change of a group.
-	NoState bool
 }
 
 // sizedAcc is an accumulator whose state grows with its input.
@@ -140,7 +137,7 @@ func ResolveAgg(name string, arg types.Type, star bool) (*AggFunc, error) {
 		default:
 			return nil, pgerror.New(pgerror.UndefinedFunction, "function string_agg(%s, %s) does not exist", arg, arg)
 		}
-		f.Grows, f.NoState = true, true
+		f.Grows = true
 		bytea := f.Ret == types.Bytea
 		f.New = func() Accumulator { return &stringAggAcc{delim: f.Delim, bytea: bytea} }
 	case "array_agg":
@@ -156,7 +153,7 @@ func ResolveAgg(name string, arg types.Type, star bool) (*AggFunc, error) {
 			return nil, pgerror.New(pgerror.UndefinedObject, "could not find array type for data type %s", elem)
 		}
 		f.Ret = at
-		f.Grows, f.NoState = true, true
+		f.Grows = true
 		f.New = func() Accumulator { return &arrayAggAcc{t: at} }
 	default:
 		return nil, pgerror.New(pgerror.UndefinedFunction, "aggregate %s does not exist", name)
@@ -459,7 +456,7 @@ func (a *boolAcc) Result() types.Value {
 // y)): it keeps each row's value and sort keys (a record) and feeds the
 // values to a new inner accumulator in key order (stable: ties keep
 // their input order) when the result is asked for. Bounded queries only:
-// it has no state encoding.
+// it has no state encoding (a continuous query's is a listAcc).
 type orderedAcc struct {
 	keys  []SortKey
 	inner func() Accumulator
@@ -470,6 +467,9 @@ type orderedAcc struct {
 var errOrderedState = pgerror.NotSupported("an aggregate with ORDER BY in a continuous query")
 
 func (a *orderedAcc) Add(v types.Value) error {
+	if v.K == types.Null { // a row FILTER left out
+		return nil
+	}
 	r := v.Fields()
 	a.rows = append(a.rows, r)
 	a.size += RowBytes(r) + 24

@@ -106,17 +106,14 @@ func (c *Changelog) OnCheckpoint() error { return nil }
 // Finish implements Operator.
 func (c *Changelog) Finish(Emit) error { return nil }
 
-// Retracts says whether an aggregate can run over signed rows, taking a
-// row back out when it leaves: count, sum and avg fold it out of their
-// running result (signedAcc); min, max, bool_and, bool_or, every and the
-// DISTINCT forms of those and of count, sum and avg keep the group's
-// values with their counts (bagAcc). string_agg and array_agg, whose
-// results depend on the rows' order, cannot.
-func Retracts(name string, distinct bool) bool {
-	return (!distinct && (name == "count" || name == "sum" || name == "avg")) || bagged(name, distinct)
-}
+// Every aggregate runs over signed rows, taking a row back out when it
+// leaves: count, sum and avg fold it out of their running result
+// (signedAcc); min, max, bool_and, bool_or, every and the DISTINCT forms
+// of those and of count, sum and avg keep the group's values with their
+// counts (bagAcc); string_agg, array_agg and ORDER BY aggregates keep the
+// group's rows (listAcc).
 
-// retractor is an accumulator over signed rows: signedAcc, bagAcc.
+// retractor is an accumulator over signed rows: signedAcc, bagAcc, listAcc.
 type retractor interface {
 	retract(v types.Value) error
 }

@@ -25,8 +25,10 @@
 // signed rows, -1 for the row a key had and +1 for its new one, and a
 // group aggregate given a sign column takes -1 rows back out of count, sum
 // and avg (signedAcc), of min, max and the DISTINCT aggregates through
-// the group's distinct values and their counts (bagAcc), and deletes a
-// group all of whose rows left. The hash join of views (hashjoin.go)
+// the group's distinct values and their counts (bagAcc), of string_agg,
+// array_agg and ORDER BY aggregates through the group's rows in order
+// (listagg.go: listAcc, which such aggregates keep in any continuous
+// query, signed or not), and deletes a group all of whose rows left. The hash join of views (hashjoin.go)
 // emits signed rows too: pairs, and an outer row's NULL-padded row until
 // its first partner takes it back (a semi join's left row while it has
 // a partner, an anti join's while it has none); it also takes signed

@@ -32,6 +32,20 @@ func (c *AggCall) newAcc() Accumulator {
 	return c.Func.New()
 }
 
+// stateAcc is newAcc for an aggregate of a continuous query, whose
+// accumulators live in operator state: one that keeps its rows
+// (string_agg, array_agg, any ORDER BY aggregate) is a listAcc.
+func (c *AggCall) stateAcc() Accumulator {
+	if c.Order == nil && !c.Func.Grows {
+		return c.newAcc()
+	}
+	inner := c.Func.New
+	if c.Distinct {
+		inner = func() Accumulator { return newDistinctAcc(c.Func) }
+	}
+	return &listAcc{keys: c.Order, inner: inner}
+}
+
 // aggAccBytes is what an accumulator costs, roughly (an interface, its
 // struct, a numeric sum's decimal).
 const aggAccBytes = 64

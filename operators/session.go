@@ -71,7 +71,7 @@ func (s *SessionAggregate) Bind(kv KV) {
 func (s *SessionAggregate) newAccs() []Accumulator {
 	accs := make([]Accumulator, len(s.Aggs))
 	for i := range s.Aggs {
-		accs[i] = s.Aggs[i].newAcc()
+		accs[i] = s.Aggs[i].stateAcc()
 	}
 	return accs
 }

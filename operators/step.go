@@ -113,6 +113,10 @@ type AggSpec struct {
 	// their directions (Order[i].Col is unused), bounded queries only.
 	OrderBy []*expr.Expr `json:"order_by,omitempty"`
 	Order   []SortKey    `json:"order,omitempty"`
+	// Filter is array_agg(x) FILTER (WHERE c): the rows for which c is
+	// not true are left out. (The other aggregates, which skip NULLs,
+	// have their FILTER as a CASE in Arg; array_agg keeps NULLs.)
+	Filter *expr.Expr `json:"filter,omitempty"`
 }
 
 // limits evaluates a sort or limit step's count and offset: Limit and
@@ -232,10 +236,6 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 		}
 		var aggs []AggCall
 		for _, a := range s.Aggs {
-			if len(a.OrderBy) > 0 && s.Op != OpAggregate {
-				return nil, pgerror.NotSupported("%s(… ORDER BY …) in a continuous query", a.Name).
-					WithHint("Aggregate in a bounded query, or leave the order to the reader.")
-			}
 			f, err := a.Resolve()
 			if err != nil {
 				return nil, err
@@ -255,11 +255,18 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			}
 			call := AggCall{Func: f, Distinct: a.Distinct}
 			arg := a.Arg
-			if len(a.OrderBy) > 0 {
+			if len(a.OrderBy) > 0 || a.Filter != nil {
+				// a record of the value and its keys; under FILTER, NULL
+				// for a row left out (an empty Order keeps arrival order)
 				if arg == nil { // count(*): any value that is not NULL
 					arg = expr.Const(types.NewBool(true))
 				}
 				arg = expr.Row(append([]*expr.Expr{arg}, a.OrderBy...)...)
+				if a.Filter != nil {
+					if arg, err = expr.Case([]*expr.Expr{a.Filter}, []*expr.Expr{arg}, nil); err != nil {
+						return nil, err
+					}
+				}
 				call.Order = make([]SortKey, len(a.Order))
 				for i, k := range a.Order {
 					call.Order[i] = SortKey{Col: i + 1, Desc: k.Desc, NullsFirst: k.NullsFirst}
@@ -290,13 +297,6 @@ func BuildWith(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator
 			w.st.having, w.st.onErr = having, onErr
 			return w, nil
 		case OpGroupAggregate:
-			if s.Sign != 0 {
-				for _, a := range s.Aggs {
-					if !Retracts(a.Name, a.Distinct) {
-						return nil, pgerror.New(pgerror.Internal, "operators: %s over signed rows", a.Name)
-					}
-				}
-			}
 			g := NewGroupAggregate(groupBy, aggs, onErr)
 			g.st.having, g.st.onErr, g.st.sign = having, onErr, s.Sign
 			if res != nil && res.GroupCacheBytes > 0 {
@@ -452,7 +452,20 @@ func (s *Step) String() string {
 			if a.Distinct {
 				arg = "DISTINCT " + arg
 			}
+			for i, o := range a.OrderBy {
+				sep := ", "
+				if i == 0 {
+					sep = " ORDER BY "
+				}
+				arg += sep + o.String()
+				if a.Order[i].Desc {
+					arg += " DESC"
+				}
+			}
 			fmt.Fprintf(&sb, " %s(%s)", a.Name, arg)
+			if a.Filter != nil {
+				fmt.Fprintf(&sb, " FILTER (WHERE %s)", a.Filter)
+			}
 		}
 		if s.Having != nil {
 			fmt.Fprintf(&sb, " having %s", s.Having)

@@ -67,7 +67,7 @@ func TestResolveStringArrayAgg(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || f.Ret != c.ret || !f.Grows || !f.NoState {
+		if err != nil || f.Ret != c.ret || !f.Grows {
 			t.Errorf("%s(%s): %v %v", c.name, c.arg, f, err)
 		}
 	}

@@ -265,6 +265,8 @@ func (s *aggState) newAccs() []Accumulator {
 	accs := make([]Accumulator, len(s.aggs))
 	for i := range s.aggs {
 		switch c := &s.aggs[i]; {
+		case c.Order != nil || c.Func.Grows:
+			accs[i] = c.stateAcc() // a listAcc, signed rows or not
 		case s.sign != 0 && bagged(c.Func.Name, c.Distinct):
 			accs[i] = &bagAcc{f: c.Func}
 		case s.sign != 0:
@@ -396,6 +398,13 @@ func (s *aggState) add(e *aggEntry, row types.Row) error {
 		if a := s.aggs[j].Arg; a != nil {
 			var err error
 			if args[j], err = a(row); err != nil {
+				return err
+			}
+		}
+	}
+	for j, v := range args {
+		if l, ok := e.accs[j].(*listAcc); ok {
+			if err := l.check(v); err != nil {
 				return err
 			}
 		}

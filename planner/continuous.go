@@ -626,7 +626,8 @@ func (q *statefulQuery) readsMeta(n int) bool {
 	exprs := append([]*expr.Expr(nil), q.step.GroupBy...)
 	exprs = append(exprs, q.step.PartitionBy...)
 	for _, a := range q.step.Aggs {
-		exprs = append(exprs, a.Arg)
+		exprs = append(exprs, a.Arg, a.Filter)
+		exprs = append(exprs, a.OrderBy...)
 	}
 	if q.pre != nil {
 		exprs = append(exprs, q.pre.Exprs...)

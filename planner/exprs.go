@@ -480,12 +480,6 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 				return false
 			}
 		}
-		if f.Filter != nil {
-			if f, err = filterAsCase(f); err != nil {
-				return false
-			}
-		}
-		spec := operators.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
 		if len(f.OrderBy) > 0 && f.Distinct {
 			for _, o := range f.OrderBy {
 				if len(f.Args) == 0 || fingerprint(o.Expr) != fingerprint(f.Args[0]) {
@@ -494,6 +488,16 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 				}
 			}
 		}
+		var filter sql.Expr // array_agg's; the other aggregates' is a CASE in the argument
+		if f.Filter != nil && f.Name == "array_agg" {
+			g := *f
+			g.Filter, filter, f = nil, f.Filter, &g
+		} else if f.Filter != nil {
+			if f, err = filterAsCase(f); err != nil {
+				return false
+			}
+		}
+		spec := operators.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
 		if !f.Star {
 			nargs := 1
 			if f.Name == "string_agg" {
@@ -531,6 +535,18 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 					return false
 				}
 			}
+			if filter != nil {
+				fctx := &exprCtx{scope: c.scope, what: "FILTER", noAggs: true}
+				if spec.Filter, err = b.build(fctx, filter); err != nil {
+					return false
+				}
+				if isUntypedParam(spec.Filter) {
+					spec.Filter = b.inferParam(spec.Filter, types.Bool)
+				}
+				if err = boolCondition(spec.Filter, "FILTER"); err != nil {
+					return false
+				}
+			}
 		}
 		if _, err = spec.Resolve(); err != nil {
 			return false
@@ -545,13 +561,10 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 // filterAsCase rewrites agg(x) FILTER (WHERE c) as agg(CASE WHEN c THEN
 // x END), and count(*) FILTER (WHERE c) as count(CASE WHEN c THEN 1 END):
 // the same for every aggregate that skips NULL arguments, which all but
-// array_agg do. The caller keeps the original call's fingerprint, which
-// the SELECT list's reference to the aggregate is matched by.
+// array_agg do (its FILTER is AggSpec.Filter). The caller keeps the
+// original call's fingerprint, which the SELECT list's reference to the
+// aggregate is matched by.
 func filterAsCase(f *sql.FuncCall) (*sql.FuncCall, error) {
-	if f.Name == "array_agg" {
-		return nil, pgerror.NotSupported("array_agg with FILTER").
-			WithHint("Filter the rows in WHERE or a subquery.")
-	}
 	g := *f
 	g.Filter = nil
 	args := append([]sql.Expr(nil), f.Args...)

@@ -44,13 +44,6 @@ func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
 			if err := checkStepRuns(&steps[j]); err != nil {
 				return err
 			}
-			for _, a := range steps[j].Aggs {
-				if f, err := a.Resolve(); err == nil && f.NoState {
-					return pgerror.New(pgerror.FeatureNotSupported, "%s in a continuous query is not supported", a.Name).
-						WithDetail("Its state grows with every row of a group and would be rewritten whole on each change.").
-						WithHint("Use %s in a pull query (SELECT … FROM the stream or view) instead.", a.Name)
-				}
-			}
 			// A clock in a stream's select list stamps each row with the
 			// time it was processed (a processing-time column). Anywhere
 			// else, the result depends on when each row happened to be
@@ -132,6 +125,10 @@ func clockCall(s *operators.Step) string {
 	}
 	for _, a := range s.Aggs {
 		visit(a.Arg)
+		visit(a.Filter)
+		for _, e := range a.OrderBy {
+			visit(e)
+		}
 	}
 	for _, e := range s.PartitionBy {
 		visit(e)

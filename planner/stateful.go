@@ -488,11 +488,7 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 	if err != nil {
 		return nil, err
 	}
-	over := ""
-	if in.Kind == catalog.MaterializedView {
-		over = "the materialized view " + strconv.Quote(in.Name)
-	}
-	q, err := groupedQuery(cat, sel, sc, over)
+	q, err := groupedQuery(cat, sel, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -500,11 +496,10 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 	return q, nil
 }
 
-// groupedQuery plans an unwindowed aggregation of the rows of scope sc.
-// over, when not "", names the input whose rows change (a view, an outer
-// join): its rows come signed, and only aggregates that can take a row
-// back out are allowed.
-func groupedQuery(cat Catalog, sel *sql.Select, sc *scope, over string) (*statefulQuery, error) {
+// groupedQuery plans an unwindowed aggregation of the rows of scope sc
+// (signed, when they change: the caller sets the step's Sign; every
+// aggregate can take a row back out).
+func groupedQuery(cat Catalog, sel *sql.Select, sc *scope) (*statefulQuery, error) {
 	b := &builder{cat: cat}
 	filter, err := b.where(sc, sel.Where)
 	if err != nil {
@@ -553,22 +548,6 @@ func groupedQuery(cat Catalog, sel *sql.Select, sc *scope, over string) (*statef
 	if sel.Having != nil {
 		if having, err = b.having(sc, a, sel.Having); err != nil {
 			return nil, err
-		}
-	}
-	if over != "" {
-		for _, s := range a.specs {
-			if !operators.Retracts(s.Name, s.Distinct) || len(s.OrderBy) > 0 {
-				what := s.Name
-				switch {
-				case s.Distinct:
-					what += "(DISTINCT …)"
-				case len(s.OrderBy) > 0:
-					what += "(… ORDER BY …)"
-				}
-				return nil, pgerror.New(pgerror.FeatureNotSupported, "%s over %s is not supported yet", what, over).
-					WithDetail("Its rows change: an aggregate over them must take a row back out when it leaves. count, sum, avg, min, max, bool_and, bool_or and their DISTINCT forms can; %s depends on the order of the rows it keeps.", what).
-					WithHint("Aggregate the input stream instead, or compute it with a bounded query.")
-			}
 		}
 	}
 	return &statefulQuery{

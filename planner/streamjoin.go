@@ -497,9 +497,7 @@ func timeTerm(e *expr.Expr) (col int, off int64, ok bool) {
 // aggregate stage groups them. Over inner joins of streams the joined
 // rows only ever come in, so every aggregate works; an outer join takes
 // back a NULL-padded row when its first partner comes, so over one the
-// rows are signed and only the aggregates that can take a row back out
-// (operators.Retracts: all but string_agg, array_agg and ORDER BY ones)
-// are allowed.
+// rows are signed and the aggregates take a row back out when it leaves.
 func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (*Continuous, error) {
 	b := &builder{cat: cat}
 	node, sc, err := b.buildJoin(j)
@@ -515,7 +513,7 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 		return nil, err
 	}
 	over := t.outer
-	q, err := groupedQuery(cat, sel, sc, over)
+	q, err := groupedQuery(cat, sel, sc)
 	if err != nil {
 		return nil, err
 	}

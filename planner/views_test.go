@@ -210,7 +210,8 @@ func genView(rng *rand.Rand) string {
 		}
 	}
 	aggs := []string{"count(*)", "sum(v)", "min(w)", "max(v)", "count(DISTINCT v)", "count(*) FILTER (WHERE w > 0)",
-		"sum(w) FILTER (WHERE k = 'a')", "avg(w)", "max(k)", "bool_or(w > 2)", "max(_offset)", "count(DISTINCT _partition)"}
+		"sum(w) FILTER (WHERE k = 'a')", "avg(w)", "max(k)", "bool_or(w > 2)", "max(_offset)", "count(DISTINCT _partition)",
+		"string_agg(k, ',' ORDER BY id)", "array_agg(v ORDER BY id DESC)", "string_agg(DISTINCT k, '-' ORDER BY k)"}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
 		items = append(items, fmt.Sprintf("%s AS a%d", pick(rng, aggs...), i))
 	}
@@ -779,6 +780,12 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 		if !c.Hidden && c.Type.IsInteger() {
 			aggs = append(aggs, "sum(DISTINCT "+c.Name+")", "bool_or("+c.Name+" > 1)", "max("+c.Name+") FILTER (WHERE "+c.Name+" < 3)")
 		}
+		if !c.Hidden && c.Type != types.Numeric { // in an order that ties only rows of equal values
+			aggs = append(aggs, "string_agg("+c.Name+"::text, ',' ORDER BY "+strings.Join(all, " DESC, ")+" DESC)")
+			if !c.Type.IsArray() {
+				aggs = append(aggs, "array_agg("+c.Name+" ORDER BY "+strings.Join(all, ", ")+")")
+			}
+		}
 	}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
 		items = append(items, fmt.Sprintf("%s AS a%d", pick(rng, aggs...), i))
@@ -1042,7 +1049,8 @@ func genJoinView(rng *rand.Rand) string {
 	// an inner one.
 	aggs := []string{"count(*) AS n", "count(b.id) AS nb", "sum(a.v) AS sa", "avg(b.v) AS ab", "sum(a.v * b.v) AS p",
 		"count(*) FILTER (WHERE b.v > 1) AS f", "sum(coalesce(b.v, 10)) AS sc",
-		"min(b.v) AS mn", "max(a.id) AS mx", "count(DISTINCT b.v) AS dv", "bool_or(a.v = b.v) AS bo", "sum(DISTINCT a.v) AS sd"}
+		"min(b.v) AS mn", "max(a.id) AS mx", "count(DISTINCT b.v) AS dv", "bool_or(a.v = b.v) AS bo", "sum(DISTINCT a.v) AS sd",
+		"array_agg(b.id ORDER BY a.id, b.id NULLS FIRST) AS aa", "string_agg(b.v::text, ',' ORDER BY a.id DESC, b.id, b.v) AS st"}
 	rng.Shuffle(len(aggs), func(i, j int) { aggs[i], aggs[j] = aggs[j], aggs[i] })
 	sel := aggs[:1+rng.Intn(3)]
 	groups := append([]string{"a.k", "b.v", "a.v % 2", "coalesce(b.k, -1)", "b.id IS NULL"}, groups3...)
