@@ -513,9 +513,19 @@ func (e *Engine) seed(ctx context.Context, stages []*stageRun, topo *Topology) e
 	if len(recs) == 0 {
 		return nil
 	}
+	// A client of its own: a pipeline dropped and created again under its
+	// name has internal topics of the same names and new topic IDs, and
+	// a client that produced to the old ones keeps their IDs (franz-go
+	// fails with UNKNOWN_TOPIC_ID until the topic is purged from it,
+	// which would race with another start's seeding).
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...)}, e.cfg.KafkaOpts...)...)
+	if err != nil {
+		return pgerror.Wrap(err, pgerror.IOError, "starting a pipeline: a client for its seed marker")
+	}
+	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "starting a pipeline: writing its seed marker")
 	}
 	return nil
