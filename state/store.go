@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -57,6 +58,12 @@ func OpenCache(dir string, cacheBytes int64) (*Store, error) {
 	}
 	db, err := openPebble(dir, opts)
 	cache.Unref() // the DB holds its own reference
+	if err != nil && (errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
+		strings.Contains(err.Error(), "lock held by current process")) {
+		// Pebble's LOCK file is held: the store is fine, and in use.
+		return nil, fmt.Errorf("state: %s is in use by another process (it holds %s): stop that process, or give this one another data directory: %w",
+			dir, filepath.Join(dir, "LOCK"), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w; %s", ErrDamaged, dir, err, moveAside(dir))
 	}
