@@ -83,6 +83,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return nil, pgerror.NotSupported("this continuous query")
 	}
 	if ca.Kind == sql.KindMaterializedView {
+		sel = scalarsAsJoins(cat, sel)
 		var err error
 		if sel, err = limitOverGroups(sel); err != nil {
 			return nil, err
@@ -333,7 +334,12 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*engine.Chain, 
 		return nil, nil, err
 	}
 	chain, ok := node.(*engine.Chain)
-	if !ok || len(chain.Subqueries) > 0 {
+	if ok && len(chain.Subqueries) > 0 {
+		return nil, nil, pgerror.NotSupported("this scalar subquery in %s", what).
+			WithDetail("A continuous query runs a scalar subquery that is an aggregate without GROUP BY over relations of its own, as a join with its one row; not one that reads the outer row (correlated), or that may be several rows.").
+			WithHint("Join with the subquery grouped by the correlated columns: FROM s JOIN (SELECT k, count(*) AS n FROM r GROUP BY k) c ON c.k = s.k.")
+	}
+	if !ok {
 		return nil, nil, pgerror.NotSupported("this query in %s", what)
 	}
 	for _, st := range chain.Steps {

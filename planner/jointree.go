@@ -71,8 +71,12 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 			WithHint("Correlate it on a key: WHERE r.k = outer.k.")
 	}
 	if len(bj.LeftKeys) == 0 {
-		return joinInput{}, pgerror.NotSupported("a join in a materialized view without an equality between its two sides").
-			WithHint("Join on a key: ON a.k = b.k.")
+		// A join without an equality (a cross join, ON with no equality
+		// between the sides: a scalar subquery's row joined to every row)
+		// joins every row with every row: one key for all, so that the
+		// join runs on one partition and keeps both sides whole.
+		one := expr.Const(types.NewBool(true))
+		bj.LeftKeys, bj.RightKeys = []*expr.Expr{one}, []*expr.Expr{one}
 	}
 	probe := bj.Kind == "semi" || bj.Kind == "anti" // EXISTS, NOT EXISTS: a semi join's rows go only when signed rows do
 	switch {

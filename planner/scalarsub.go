@@ -1,0 +1,223 @@
+package planner
+
+import (
+	"strconv"
+
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// scalarsAsJoins rewrites the scalar subqueries of a materialized view's
+// WHERE clause and select list that are one row by their shape (an
+// aggregate without GROUP BY over relations of their own, no column of
+// the outer query) as a LEFT JOIN of the FROM item with each, ON true, the
+// subquery's value a column of the joined rows:
+//
+//	SELECT id FROM o WHERE amt > (SELECT avg(amt) FROM o)
+//	→ SELECT id FROM o LEFT JOIN (SELECT avg(amt) AS _v FROM o) _sq1 ON true WHERE amt > _sq1._v
+//
+// The subquery is a hidden view of the pipeline (see nester); the join
+// has no equality, so every row meets its one row on one partition, and
+// a change of its value takes back and puts in again every row it
+// decides. LEFT JOIN pads a row with NULL when HAVING leaves the
+// subquery without its row, as the subquery's value would be NULL.
+// Grouped queries get the value as one more GROUP BY term (it is one
+// value: the groups stay the same). Other scalar subqueries are left as
+// they are, for the planner to refuse.
+func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
+	if len(sel.From) != 1 {
+		return sel
+	}
+	// An unqualified * must not take the subqueries' columns: it becomes
+	// the FROM item's own *.
+	star := ""
+	switch t := sel.From[0].(type) {
+	case *sql.TableName:
+		star = t.Name
+		if t.Alias != "" {
+			star = t.Alias
+		}
+	case *sql.DerivedTable:
+		star = t.Alias
+	case *sql.Join:
+	default: // windows, functions
+		return sel
+	}
+	grouped := len(sel.GroupBy) > 0 || anyAggregate(sel.Items) || sel.Having != nil
+	out := *sel
+	var joined []sql.TableExpr
+	var keys []sql.Expr
+	rewrite := func(s *sql.Subquery) (sql.Expr, bool) {
+		if !oneRow(cat, s) {
+			return nil, false
+		}
+		alias := "_sq" + strconv.Itoa(len(joined)+1)
+		inner := *s.Query.(*sql.Select)
+		inner.Items = []sql.SelectItem{{Expr: inner.Items[0].Expr, Alias: "_v"}}
+		joined = append(joined, &sql.DerivedTable{Query: &inner, Alias: alias})
+		ref := &sql.ColumnRef{Table: alias, Name: "_v"}
+		keys = append(keys, ref)
+		return ref, true
+	}
+	out.Where = mapScalars(sel.Where, rewrite)
+	fromWhere := len(joined)
+	if !grouped || len(sel.GroupBy) > 0 {
+		out.Items = make([]sql.SelectItem, len(sel.Items))
+		for i, it := range sel.Items {
+			x := mapScalars(it.Expr, rewrite)
+			out.Items[i] = sql.SelectItem{Expr: x, Alias: it.Alias}
+			if out.Items[i].Alias == "" && x != it.Expr {
+				out.Items[i].Alias = columnName(it.Expr) // the name the subquery gave the column
+			}
+		}
+	}
+	if len(joined) == 0 {
+		return sel
+	}
+	for i, it := range out.Items {
+		if st, ok := it.Expr.(*sql.Star); ok && st.Table == "" {
+			if star == "" {
+				return sel // * over a join: left to the planner
+			}
+			out.Items[i].Expr = &sql.Star{Table: star}
+		}
+	}
+	from := sel.From[0]
+	for _, j := range joined {
+		from = &sql.Join{Kind: "left", Left: from, Right: j, On: &sql.Literal{Value: types.NewBool(true)}}
+	}
+	out.From = []sql.TableExpr{from}
+	if grouped {
+		// the select list's values are one more group term each
+		out.GroupBy = append(append([]sql.Expr(nil), sel.GroupBy...), keys[fromWhere:]...)
+	}
+	return &out
+}
+
+// oneRow says whether a scalar subquery is one row by its shape and reads
+// nothing of the outer query: an aggregate without GROUP BY that the
+// bounded planner plans on its own.
+func oneRow(cat Catalog, s *sql.Subquery) bool {
+	inner, ok := s.Query.(*sql.Select)
+	if !ok || s.Exists || s.Array || len(inner.Items) != 1 || len(inner.GroupBy) > 0 || !anyAggregate(inner.Items) ||
+		len(inner.From) == 0 || inner.Limit != nil || inner.Offset != nil {
+		return false
+	}
+	if _, ok := inner.Items[0].Expr.(*sql.Star); ok {
+		return false
+	}
+	_, _, err := (&builder{cat: cat}).buildSelect(inner)
+	return err == nil // an outer column is not found there
+}
+
+// mapScalars replaces the scalar subqueries of e that f takes (f returns
+// false to leave one), without going into subqueries.
+func mapScalars(e sql.Expr, f func(*sql.Subquery) (sql.Expr, bool)) sql.Expr {
+	var walk func(e sql.Expr) sql.Expr
+	all := func(es []sql.Expr) []sql.Expr {
+		var out []sql.Expr
+		for i, x := range es {
+			if y := walk(x); y != x {
+				if out == nil {
+					out = append([]sql.Expr(nil), es...)
+				}
+				out[i] = y
+			}
+		}
+		if out == nil {
+			return es
+		}
+		return out
+	}
+	walk = func(e sql.Expr) sql.Expr {
+		switch x := e.(type) {
+		case nil:
+			return nil
+		case *sql.Subquery:
+			if y, ok := f(x); ok {
+				return y
+			}
+			return x
+		case *sql.Unary:
+			if y := walk(x.X); y != x.X {
+				c := *x
+				c.X = y
+				return &c
+			}
+		case *sql.Binary:
+			l, r := walk(x.L), walk(x.R)
+			if l != x.L || r != x.R {
+				c := *x
+				c.L, c.R = l, r
+				return &c
+			}
+		case *sql.IsNull:
+			if y := walk(x.X); y != x.X {
+				c := *x
+				c.X = y
+				return &c
+			}
+		case *sql.IsBool:
+			if y := walk(x.X); y != x.X {
+				c := *x
+				c.X = y
+				return &c
+			}
+		case *sql.Between:
+			a, lo, hi := walk(x.X), walk(x.Lo), walk(x.Hi)
+			if a != x.X || lo != x.Lo || hi != x.Hi {
+				c := *x
+				c.X, c.Lo, c.Hi = a, lo, hi
+				return &c
+			}
+		case *sql.In:
+			a := walk(x.X)
+			list := all(x.List)
+			if a != x.X || !sameExprs(list, x.List) {
+				c := *x
+				c.X, c.List = a, list
+				return &c
+			}
+		case *sql.FuncCall:
+			if x.Over != nil || x.Filter != nil || len(x.OrderBy) > 0 {
+				return x // aggregates' and windows' insides stay
+			}
+			if args := all(x.Args); !sameExprs(args, x.Args) {
+				c := *x
+				c.Args = args
+				return &c
+			}
+		case *sql.Cast:
+			if y := walk(x.X); y != x.X {
+				c := *x
+				c.X = y
+				return &c
+			}
+		case *sql.Case:
+			op, els := walk(x.Operand), walk(x.Else)
+			whens := make([]sql.When, len(x.Whens))
+			changed := op != x.Operand || els != x.Else
+			for i, w := range x.Whens {
+				whens[i] = sql.When{Cond: walk(w.Cond), Result: walk(w.Result)}
+				changed = changed || whens[i].Cond != w.Cond || whens[i].Result != w.Result
+			}
+			if changed {
+				return &sql.Case{Operand: op, Whens: whens, Else: els}
+			}
+		}
+		return e
+	}
+	return walk(e)
+}
+
+func sameExprs(a, b []sql.Expr) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
