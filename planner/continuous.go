@@ -82,6 +82,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if !ok {
 		return nil, pgerror.NotSupported("this continuous query")
 	}
+	sel = commaAsJoins(cat, sel)
 	if ca.Kind == sql.KindMaterializedView {
 		sel = scalarsAsJoins(cat, sel)
 		var err error

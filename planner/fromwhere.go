@@ -2,11 +2,13 @@ package planner
 
 import (
 	"math/bits"
+	"slices"
 
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
 )
 
 // A comma-separated FROM list filtered by WHERE (the catalog queries of
@@ -195,4 +197,106 @@ func andAll(es []sql.Expr) sql.Expr {
 		out = &sql.Binary{Op: "and", L: out, R: e}
 	}
 	return out
+}
+
+// commaAsJoins rewrites a continuous query's comma FROM list filtered by
+// WHERE (FROM auction a, person p WHERE a.seller = p.id AND …) as the
+// joins it means, for the join planners, which take JOIN … ON: the items
+// are joined in the order buildFromWhere picks (the next one is the first
+// an equality conjunct links to those joined), each join's ON the
+// conjuncts that read it and the items before it; the rest stays in WHERE.
+// An unqualified * of items joined out of FROM order lists them in FROM
+// order (a.*, b.*, …), as the bounded SELECT does. Lists with functions
+// or windows stay as they are (and are refused as before).
+func commaAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
+	from := sel.From
+	if len(from) < 2 || len(from) > 64 {
+		return sel
+	}
+	b := &builder{cat: cat}
+	scopes := make([]*scope, len(from))
+	names := make([]string, len(from))
+	for i, t := range from {
+		switch t := t.(type) {
+		case *sql.TableName:
+			names[i] = t.Name
+			if t.Alias != "" {
+				names[i] = t.Alias
+			}
+		case *sql.DerivedTable:
+			names[i] = t.Alias
+		default:
+			return sel
+		}
+		var err error
+		if _, scopes[i], err = b.buildTable(from[i]); err != nil {
+			return sel // its error comes from the planner
+		}
+	}
+	conds := conjuncts(sel.Where)
+	refs := make([]uint64, len(conds))
+	stay := make([]bool, len(conds)) // in WHERE: reads one item, or cannot be told
+	taken := make([]bool, len(conds))
+	for i, c := range conds {
+		var ok bool
+		refs[i], ok = itemsRead(c, scopes)
+		stay[i] = !ok || bits.OnesCount64(refs[i]) < 2
+	}
+	joinable := func(i int, joined uint64, k int) bool {
+		bit := uint64(1) << k
+		return !stay[i] && !taken[i] && refs[i]&bit != 0 && refs[i]&^(joined|bit) == 0
+	}
+	joined, order := uint64(1), []int{0}
+	var tree sql.TableExpr = from[0]
+	for len(order) < len(from) {
+		next := -1
+		for k := 1; k < len(from) && next < 0; k++ {
+			for i, c := range conds {
+				if bin, ok := c.(*sql.Binary); ok && bin.Op == "=" && joined&(1<<k) == 0 && joinable(i, joined, k) {
+					next = k
+					break
+				}
+			}
+		}
+		for k := 1; k < len(from) && next < 0; k++ {
+			if joined&(1<<k) == 0 {
+				next = k
+			}
+		}
+		var on []sql.Expr
+		for i := range conds {
+			if joinable(i, joined, next) {
+				on, taken[i] = append(on, conds[i]), true
+			}
+		}
+		cond := andAll(on)
+		if cond == nil {
+			cond = &sql.Literal{Value: types.NewBool(true)}
+		}
+		tree = &sql.Join{Kind: "inner", Left: tree, Right: from[next], On: cond}
+		order, joined = append(order, next), joined|1<<next
+	}
+	out := *sel
+	out.From = []sql.TableExpr{tree}
+	var rest []sql.Expr
+	for i, c := range conds {
+		if stay[i] {
+			rest = append(rest, c)
+		}
+	}
+	out.Where = andAll(rest)
+	if !slices.IsSorted(order) {
+		var items []sql.SelectItem
+		for _, it := range sel.Items {
+			if st, ok := it.Expr.(*sql.Star); ok && st.Table == "" {
+				for _, n := range names {
+					items = append(items, sql.SelectItem{Expr: &sql.Star{Table: n}})
+				}
+				continue
+			}
+			items = append(items, it)
+		}
+		out.Items = items
+	}
+	return &out
 }

@@ -100,6 +100,7 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 		return &j, nil
 	case *sql.DerivedTable:
 		if inner, ok := t.Query.(*sql.Select); ok && ranks(inner) {
+			inner = commaAsJoins(ns.cat, inner)
 			from, err := ns.from(inner.From)
 			if err != nil {
 				return nil, err

@@ -857,7 +857,7 @@ func TestJoinViewDifferential(t *testing.T) {
 				"SELECT v AS k, count(*) AS id, sum(k) AS v FROM jc GROUP BY v")
 			if !strings.Contains(q, " jv p ") && rng.Intn(2) == 0 {
 				// the view's query inlined, a subquery in the join
-				q = joinedView.ReplaceAllString(q, " ("+iq+") $1 ")
+				q = joinedView.ReplaceAllString(q, " ("+iq+") $1$2")
 				goto planned
 			}
 			stmts, err := sql.Parse("CREATE MATERIALIZED VIEW jv AS " + iq)
@@ -967,7 +967,7 @@ func TestJoinViewDifferential(t *testing.T) {
 }
 
 // joinedView finds the view jv (and its alias) in a join.
-var joinedView = regexp.MustCompile(` jv ([a-z]) `)
+var joinedView = regexp.MustCompile(` jv ([a-z])([ ,])`)
 
 // genJoinView makes the SELECT of a view over a join of ja and jb, and
 // says whether it is an aggregation without GROUP BY.
@@ -999,13 +999,18 @@ func genJoinView(rng *rand.Rand) string {
 		where = " WHERE a.id % 3 <> 0"
 	}
 	from := " FROM ja a " + kind + " jb b ON " + on
+	inner := kind == "JOIN" || kind == "INNER JOIN"
+	comma, commaOn := " FROM ja a, jb b", on // the same inner joins as a comma list
 	if rng.Intn(3) == 0 { // a third stream, joined to the first two or nested with the second
 		kind3 := pick(rng, "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN")
 		on3 := pick(rng, "c.k = a.k", "c.k = b.k", "c.v = b.v AND c.k = a.k", "c.k = b.v AND c.id % 2 = a.id % 2")
 		if rng.Intn(3) == 0 {
 			from = " FROM ja a " + kind + " (jb b " + kind3 + " jc c ON c.k = b.k) ON " + on
+			inner = false
 		} else {
 			from += " " + kind3 + " jc c ON " + on3
+			inner = inner && kind3 == "JOIN"
+			comma, commaOn = pick(rng, " FROM ja a, jb b, jc c", " FROM jc c, ja a, jb b"), on+" AND "+on3
 		}
 		items = append(items, "c.id AS cid", "c.v AS cvv", "b.v + c.v AS bc")
 		rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
@@ -1025,6 +1030,14 @@ func genJoinView(rng *rand.Rand) string {
 		} else {
 			where = " WHERE (" + where[len(" WHERE "):] + ") AND " + probe
 		}
+	}
+	if inner && rng.Intn(2) == 0 {
+		if where == "" {
+			where = " WHERE " + commaOn
+		} else {
+			where = " WHERE " + commaOn + " AND (" + where[len(" WHERE "):] + ")"
+		}
+		from = comma
 	}
 	from += where
 	switch rng.Intn(4) {
