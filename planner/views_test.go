@@ -1000,8 +1000,9 @@ func genJoinView(rng *rand.Rand) string {
 	}
 	from := " FROM ja a " + kind + " jb b ON " + on
 	inner := kind == "JOIN" || kind == "INNER JOIN"
-	comma, commaOn := " FROM ja a, jb b", on // the same inner joins as a comma list
-	if rng.Intn(3) == 0 {                    // a third stream, joined to the first two or nested with the second
+	// the same inner joins as a comma list
+	comma, commaOn := " FROM ja a, jb b", on
+	if rng.Intn(3) == 0 { // a third stream, joined to the first two or nested with the second
 		kind3 := pick(rng, "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN")
 		on3 := pick(rng, "c.k = a.k", "c.k = b.k", "c.v = b.v AND c.k = a.k", "c.k = b.v AND c.id % 2 = a.id % 2")
 		if rng.Intn(3) == 0 {
