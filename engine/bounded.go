@@ -166,6 +166,8 @@ func (q *query) run(ctx context.Context, n Node, env *expr.Env, emit operators.E
 		return q.runFuncRows(ctx, n, env, emit)
 	case *Join:
 		return q.runJoin(ctx, n, env, emit)
+	case *SetOp:
+		return q.runSetOp(ctx, n, env, emit)
 	case *UnionAll:
 		for _, in := range n.Inputs {
 			if err := q.run(ctx, in, env, emit); err != nil {

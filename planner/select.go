@@ -86,9 +86,7 @@ func (b *builder) buildQuery(q sql.QueryExpr) (engine.Node, *scope, error) {
 }
 
 func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
-	if q.Op != "union" {
-		return nil, nil, pgerror.NotSupported("%s", strings.ToUpper(q.Op))
-	}
+	opName := strings.ToUpper(q.Op)
 	ln, ls, err := b.buildQuery(q.Left)
 	if err != nil {
 		return nil, nil, err
@@ -99,7 +97,7 @@ func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
 	}
 	lc, rc := ls.visible(), rs.visible()
 	if len(lc) != len(rc) {
-		return nil, nil, pgerror.New(pgerror.SyntaxError, "each UNION query must have the same number of columns")
+		return nil, nil, pgerror.New(pgerror.SyntaxError, "each %s query must have the same number of columns", opName)
 	}
 	out := &scope{}
 	var lcast, rcast []*expr.Expr
@@ -122,7 +120,7 @@ func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
 	for i := range lc {
 		t, err := expr.CommonType(typeOf(lc[i]), typeOf(rc[i]))
 		if err != nil {
-			return nil, nil, pgerror.New(pgerror.DatatypeMismatch, "UNION types %s and %s cannot be matched", lc[i].typ, rc[i].typ)
+			return nil, nil, pgerror.New(pgerror.DatatypeMismatch, "%s types %s and %s cannot be matched", opName, lc[i].typ, rc[i].typ)
 		}
 		if t == types.Null || t == types.Unknown {
 			t = types.Text
@@ -142,12 +140,14 @@ func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
 	for i, c := range lc {
 		names[i] = c.name
 	}
-	var node engine.Node = &engine.UnionAll{Inputs: []engine.Node{
-		&engine.Chain{Input: ln, Steps: []operators.Step{{Op: operators.OpProject, Exprs: lcast, Names: names}}},
-		&engine.Chain{Input: rn, Steps: []operators.Step{{Op: operators.OpProject, Exprs: rcast, Names: names}}},
-	}}
+	left := &engine.Chain{Input: ln, Steps: []operators.Step{{Op: operators.OpProject, Exprs: lcast, Names: names}}}
+	right := &engine.Chain{Input: rn, Steps: []operators.Step{{Op: operators.OpProject, Exprs: rcast, Names: names}}}
+	var node engine.Node = &engine.UnionAll{Inputs: []engine.Node{left, right}}
+	if q.Op != "union" {
+		node = &engine.SetOp{Except: q.Op == "except", All: q.All, Left: left, Right: right, Width: len(names)}
+	}
 	var steps []operators.Step
-	if !q.All {
+	if !q.All && q.Op == "union" {
 		steps = append(steps, operators.Step{Op: operators.OpDistinct})
 	}
 	sortSteps, err := b.orderAndLimit(out, q.OrderBy, q.Limit, q.Offset)

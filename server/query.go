@@ -167,6 +167,15 @@ func explainNode(n engine.Node, depth int) []string {
 			line += " on " + n.On.String()
 		}
 		return append(append([]string{line}, explainNode(n.Left, depth+1)...), explainNode(n.Right, depth+1)...)
+	case *engine.SetOp:
+		line := pad + "intersect"
+		if n.Except {
+			line = pad + "except"
+		}
+		if n.All {
+			line += " all"
+		}
+		return append(append([]string{line}, explainNode(n.Left, depth+1)...), explainNode(n.Right, depth+1)...)
 	case *engine.UnionAll:
 		out := []string{pad + "union all"}
 		for _, in := range n.Inputs {

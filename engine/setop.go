@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/types"
+)
+
+// SetOp is INTERSECT or EXCEPT of two inputs of Width columns each, of
+// the same types: two rows are the same when every column is equal or
+// both are NULL (as PostgreSQL compares rows in set operations). Without
+// All the result is the distinct left rows that the right input has
+// (INTERSECT) or has not (EXCEPT); with All, a row the right input has n
+// times is kept (INTERSECT ALL) or taken out (EXCEPT ALL) n times, in the
+// left input's order.
+type SetOp struct {
+	Except      bool // INTERSECT when false
+	All         bool
+	Left, Right Node
+	Width       int
+}
+
+func (*SetOp) node() {}
+
+// runSetOp counts the right input's rows by their key encoding (charged
+// to the query's memory account), then streams the left through the
+// counts.
+func (q *query) runSetOp(ctx context.Context, n *SetOp, env *expr.Env, emit operators.Emit) error {
+	var charged int64
+	defer func() { q.budget.Release(charged) }()
+	charge := func(k int) error {
+		charged += int64(k) + 48
+		return q.budget.Grow(int64(k) + 48)
+	}
+	counts := map[string]int64{}
+	var kb []byte
+	err := q.run(ctx, n.Right, env, func(b *operators.Batch) error {
+		for _, row := range b.Rows {
+			kb = types.AppendKeyRow(kb[:0], row[:n.Width])
+			if _, ok := counts[string(kb)]; !ok {
+				if err := charge(len(kb)); err != nil {
+					return err
+				}
+			}
+			counts[string(kb)]++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{} // the distinct rows already put out
+	return q.run(ctx, n.Left, env, func(b *operators.Batch) error {
+		out := &operators.Batch{}
+		for _, row := range b.Rows {
+			kb = types.AppendKeyRow(kb[:0], row[:n.Width])
+			c := counts[string(kb)]
+			keep := false
+			switch {
+			case n.All && n.Except:
+				keep = c == 0
+				if c > 0 {
+					counts[string(kb)]--
+				}
+			case n.All:
+				keep = c > 0
+				if keep {
+					counts[string(kb)]--
+				}
+			default:
+				keep = (c > 0) != n.Except && !seen[string(kb)]
+				if keep {
+					if err := charge(len(kb)); err != nil {
+						return err
+					}
+					seen[string(kb)] = true
+				}
+			}
+			if keep {
+				out.Rows = append(out.Rows, row)
+			}
+		}
+		if len(out.Rows) == 0 {
+			return nil
+		}
+		return emit(out)
+	})
+}
