@@ -3,6 +3,7 @@ package planner
 import (
 	"strconv"
 
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -22,8 +23,18 @@ import (
 // decides. LEFT JOIN pads a row with NULL when HAVING leaves the
 // subquery without its row, as the subquery's value would be NULL.
 // Grouped queries get the value as one more GROUP BY term (it is one
-// value: the groups stay the same). Other scalar subqueries are left as
-// they are, for the planner to refuse.
+// value: the groups stay the same).
+//
+// A correlated one whose outer references are equalities with columns of
+// its own (an aggregate per outer row's key: the row with its group's
+// maximum) is its aggregate grouped by those columns, joined on them:
+//
+//	WHERE amount = (SELECT max(amount) FROM orders x WHERE x.cust = o.cust)
+//	→ LEFT JOIN (SELECT x.cust AS _k1, max(amount) AS _v FROM orders x GROUP BY x.cust) _sq1
+//	  ON _sq1._k1 = o.cust WHERE amount = _sq1._v
+//
+// (count's value is coalesced to 0, its value over no rows). Other scalar
+// subqueries are left as they are, for the planner to refuse.
 func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 	if len(sel.From) != 1 {
 		return sel
@@ -45,22 +56,33 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 	}
 	grouped := len(sel.GroupBy) > 0 || anyAggregate(sel.Items) || sel.Having != nil
 	out := *sel
-	var joined []sql.TableExpr
+	var joined []*sql.Join // each with its Right and On, Left to be set
 	var keys []sql.Expr
+	inSelect := false // rewriting the select list, not WHERE
 	rewrite := func(s *sql.Subquery) (sql.Expr, bool) {
-		if !oneRow(cat, s) {
+		alias := "_sq" + strconv.Itoa(len(joined)+1)
+		var on sql.Expr = &sql.Literal{Value: types.NewBool(true)}
+		var inner *sql.Select
+		var value sql.Expr = &sql.ColumnRef{Table: alias, Name: "_v"}
+		if oneRow(cat, s) {
+			inner = new(sql.Select)
+			*inner = *s.Query.(*sql.Select)
+			inner.Items = []sql.SelectItem{{Expr: inner.Items[0].Expr, Alias: "_v"}}
+		} else if c, ok := correlated(cat, s); ok && !(inSelect && grouped) {
+			inner, on = c.grouped(alias)
+			if c.count { // count over no rows is 0, not the NULL a LEFT JOIN pads with
+				value = &sql.FuncCall{Name: "coalesce", Args: []sql.Expr{value, &sql.Literal{Value: types.NewInt8(0)}}}
+			}
+		} else {
 			return nil, false
 		}
-		alias := "_sq" + strconv.Itoa(len(joined)+1)
-		inner := *s.Query.(*sql.Select)
-		inner.Items = []sql.SelectItem{{Expr: inner.Items[0].Expr, Alias: "_v"}}
-		joined = append(joined, &sql.DerivedTable{Query: &inner, Alias: alias})
-		ref := &sql.ColumnRef{Table: alias, Name: "_v"}
-		keys = append(keys, ref)
-		return ref, true
+		joined = append(joined, &sql.Join{Kind: "left", Right: &sql.DerivedTable{Query: inner, Alias: alias}, On: on})
+		keys = append(keys, value)
+		return value, true
 	}
 	out.Where = mapScalars(sel.Where, rewrite)
 	fromWhere := len(joined)
+	inSelect = true
 	if !grouped || len(sel.GroupBy) > 0 {
 		out.Items = make([]sql.SelectItem, len(sel.Items))
 		for i, it := range sel.Items {
@@ -84,7 +106,8 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 	}
 	from := sel.From[0]
 	for _, j := range joined {
-		from = &sql.Join{Kind: "left", Left: from, Right: j, On: &sql.Literal{Value: types.NewBool(true)}}
+		j.Left = from
+		from = j
 	}
 	out.From = []sql.TableExpr{from}
 	if grouped {
@@ -220,4 +243,101 @@ func sameExprs(a, b []sql.Expr) bool {
 		}
 	}
 	return true
+}
+
+// correlation is a scalar subquery correlated by equalities: its
+// aggregate, the FROM and the WHERE conjuncts of its own, and the pairs
+// of an inner and an outer expression that must be equal.
+type correlation struct {
+	sel          *sql.Select
+	agg          sql.Expr
+	where        []sql.Expr
+	inner, outer []sql.Expr
+	count        bool
+}
+
+// grouped is the subquery as a derived table of the aggregate per
+// correlation key, and the join's ON.
+func (c *correlation) grouped(alias string) (*sql.Select, sql.Expr) {
+	d := &sql.Select{From: c.sel.From, Where: andAll(c.where)}
+	var on []sql.Expr
+	for i, k := range c.inner {
+		name := "_k" + strconv.Itoa(i+1)
+		d.Items = append(d.Items, sql.SelectItem{Expr: k, Alias: name})
+		d.GroupBy = append(d.GroupBy, k)
+		on = append(on, &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: alias, Name: name}, R: c.outer[i]})
+	}
+	d.Items = append(d.Items, sql.SelectItem{Expr: c.agg, Alias: "_v"})
+	return d, andAll(on)
+}
+
+// correlated recognises a scalar subquery that is one aggregate call
+// over relations of its own, correlated with the outer query only by
+// equalities of its WHERE between one of its expressions and an outer one.
+func correlated(cat Catalog, s *sql.Subquery) (*correlation, bool) {
+	inner, ok := s.Query.(*sql.Select)
+	if !ok || s.Exists || s.Array || len(inner.Items) != 1 || len(inner.GroupBy) > 0 || inner.Having != nil ||
+		len(inner.From) == 0 || inner.Limit != nil || inner.Offset != nil || inner.Distinct || len(inner.OrderBy) > 0 {
+		return nil, false
+	}
+	agg, ok := inner.Items[0].Expr.(*sql.FuncCall)
+	if !ok || agg.Over != nil || !operators.IsAggregate(agg.Name) {
+		return nil, false
+	}
+	_, sc, err := (&builder{cat: cat}).buildFrom(inner.From)
+	if err != nil {
+		return nil, false
+	}
+	// own says whether an expression reads only the subquery's columns
+	// (true) or only outer ones (false); mixed is not ok.
+	own := func(e sql.Expr) (mine, ok bool) {
+		ins, outs := 0, 0
+		walkExpr(e, func(n sql.Expr) bool {
+			switch n := n.(type) {
+			case *sql.Subquery:
+				outs, ins = 1, 1 // cannot be told
+				return false
+			case *sql.ColumnRef:
+				if _, err := sc.resolve(n.Table, n.Name); err == nil {
+					ins++
+				} else {
+					outs++
+				}
+			}
+			return true
+		})
+		return outs == 0, ins == 0 || outs == 0
+	}
+	for _, a := range append(append([]sql.Expr(nil), agg.Args...), agg.Filter) {
+		if a != nil {
+			if mine, ok := own(a); !mine || !ok {
+				return nil, false
+			}
+		}
+	}
+	c := &correlation{sel: inner, agg: agg, count: agg.Name == "count"}
+	for _, w := range conjuncts(inner.Where) {
+		if w == nil {
+			continue
+		}
+		if mine, ok := own(w); ok && mine {
+			c.where = append(c.where, w)
+			continue
+		}
+		bin, isEq := w.(*sql.Binary)
+		if !isEq || bin.Op != "=" {
+			return nil, false
+		}
+		lMine, lok := own(bin.L)
+		rMine, rok := own(bin.R)
+		switch {
+		case !lok || !rok || lMine == rMine:
+			return nil, false
+		case lMine:
+			c.inner, c.outer = append(c.inner, bin.L), append(c.outer, bin.R)
+		default:
+			c.inner, c.outer = append(c.inner, bin.R), append(c.outer, bin.L)
+		}
+	}
+	return c, len(c.inner) > 0
 }
