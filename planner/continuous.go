@@ -82,6 +82,15 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if !ok {
 		return nil, pgerror.NotSupported("this continuous query")
 	}
+	if len(sel.DistinctOn) > 0 {
+		var err error
+		if sel, err = distinctOnAsRank(&builder{cat: cat}, sel); err != nil {
+			return nil, err
+		}
+		if sel.Limit == nil && sel.Offset == nil {
+			sel.OrderBy = nil // it chose the row of each key; a view's rows have no order
+		}
+	}
 	sel = commaAsJoins(cat, sel)
 	if ca.Kind == sql.KindMaterializedView {
 		sel = scalarsAsJoins(cat, sel)

@@ -535,6 +535,13 @@ func appendSteps(node engine.Node, steps ...operators.Step) engine.Node {
 
 // buildSelect plans one SELECT block.
 func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
+	if len(sel.DistinctOn) > 0 {
+		ranked, err := distinctOnAsRank(b, sel)
+		if err != nil {
+			return nil, nil, err
+		}
+		return b.buildSelect(ranked)
+	}
 	saved := b.subs
 	b.subs = nil
 	defer func() { b.subs = saved }()

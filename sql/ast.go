@@ -219,14 +219,17 @@ type QueryExpr interface{ queryExpr() }
 // Select is one SELECT block.
 type Select struct {
 	Distinct bool
-	Items    []SelectItem
-	From     []TableExpr // a comma list; empty for SELECT without FROM
-	Where    Expr
-	GroupBy  []Expr
-	Having   Expr
-	OrderBy  []OrderItem
-	Limit    Expr
-	Offset   Expr
+	// DistinctOn is SELECT DISTINCT ON (keys): the first row of each
+	// group of equal keys, in ORDER BY's order.
+	DistinctOn []Expr
+	Items      []SelectItem
+	From       []TableExpr // a comma list; empty for SELECT without FROM
+	Where      Expr
+	GroupBy    []Expr
+	Having     Expr
+	OrderBy    []OrderItem
+	Limit      Expr
+	Offset     Expr
 }
 
 // SetOp is UNION / INTERSECT / EXCEPT, with ORDER BY/LIMIT of the whole.

@@ -120,6 +120,11 @@ func (c *converter) selectStmt(s *tast.SelectStmt) (QueryExpr, error) {
 	} else if sel.Items, err = c.fields(s.Fields); err != nil {
 		return nil, err
 	}
+	if len(sel.Items) > 1 {
+		if f, ok := sel.Items[0].Expr.(*FuncCall); ok && f.Name == fnDistinctOn && sel.Items[0].Alias == "" {
+			sel.DistinctOn, sel.Items = f.Args, sel.Items[1:]
+		}
+	}
 	if s.From != nil {
 		if sel.From, err = c.fromList(s.From.TableRefs); err != nil {
 			return nil, err

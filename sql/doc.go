@@ -88,10 +88,13 @@
 // # Known limits
 //
 //   - Multidimensional arrays (ARRAY[ARRAY[…]]), JSON operators (@>, …),
-//     SIMILAR TO, DISTINCT ON, NATURAL JOIN, LATERAL subqueries,
+//     SIMILAR TO, NATURAL JOIN, LATERAL subqueries,
 //     WITH RECURSIVE, VALUES as a query, DEFAULT in VALUES,
-//     FOR UPDATE, ORDER BY inside aggregates and INSERT … ON CONFLICT or
-//     RETURNING give 0A000 (FeatureNotSupported).
+//     FOR UPDATE and INSERT … ON CONFLICT or RETURNING give 0A000
+//     (FeatureNotSupported).
+//   - SELECT DISTINCT ON (keys) becomes a first select item
+//     __fvsql_distinct_on(keys), which the converter takes back out
+//     into Select.DistinctOn.
 //   - A window frame's offset is a number literal and a frame has no
 //     EXCLUDE clause: TiDB's grammar makes `$1 PRECEDING` and EXCLUDE
 //     syntax errors (42601).

@@ -390,6 +390,14 @@ func (f *formatter) selectBlock(s *Select) {
 	if s.Distinct {
 		f.w("DISTINCT ")
 	}
+	if len(s.DistinctOn) > 0 {
+		f.w("DISTINCT ON (")
+		for i, e := range s.DistinctOn {
+			f.sep(i, ", ")
+			f.expr(e, 0)
+		}
+		f.w(") ")
+	}
 	for i, it := range s.Items {
 		f.sep(i, ", ")
 		f.expr(it.Expr, 0)

@@ -31,17 +31,18 @@ const (
 	fnNullsLast   = "__fvsql_nulls_last"
 	colStar       = "__fvsql_star"
 	tvfPrefix     = "__fvsql_tvf_"
-	fnArray       = "__fvsql_array"     // ARRAY[…]
-	fnArraySub    = "__fvsql_array_sub" // ARRAY(subquery)
-	fnSubscript   = "__fvsql_subscript" // x[i]
-	fnSlice       = "__fvsql_slice"     // x[lo:hi]
-	fnField       = "__fvsql_field"     // (x).field
-	fnAggOrder    = "__fvsql_aggorder"  // agg(args ORDER BY keys)
-	fnDesc        = "__fvsql_desc"      // a DESC key of fnAggOrder
-	fnDistinctAgg = "__fvsql_distinct"  // agg(DISTINCT …) of an aggregate TiDB does not know
-	colOmitted    = "__fvsql_omitted"   // an omitted slice bound
-	fnAny         = "__fvsql_any"       // op ANY (array)
-	fnAll         = "__fvsql_all"       // op ALL (array)
+	fnArray       = "__fvsql_array"       // ARRAY[…]
+	fnArraySub    = "__fvsql_array_sub"   // ARRAY(subquery)
+	fnSubscript   = "__fvsql_subscript"   // x[i]
+	fnSlice       = "__fvsql_slice"       // x[lo:hi]
+	fnField       = "__fvsql_field"       // (x).field
+	fnAggOrder    = "__fvsql_aggorder"    // agg(args ORDER BY keys)
+	fnDistinctOn  = "__fvsql_distinct_on" // SELECT DISTINCT ON (keys): a first select item
+	fnDesc        = "__fvsql_desc"        // a DESC key of fnAggOrder
+	fnDistinctAgg = "__fvsql_distinct"    // agg(DISTINCT …) of an aggregate TiDB does not know
+	colOmitted    = "__fvsql_omitted"     // an omitted slice bound
+	fnAny         = "__fvsql_any"         // op ANY (array)
+	fnAll         = "__fvsql_all"         // op ALL (array)
 	// noLimit stands for "no LIMIT" when only OFFSET was written, since
 	// TiDB needs a count before OFFSET.
 	noLimit = "18446744073709551615"
@@ -1706,11 +1707,30 @@ func (n *normalizer) valuesList(i, hi int) (int, bool, error) {
 	return j, true, nil
 }
 
+// distinctOn rewrites SELECT DISTINCT ON (keys) items as SELECT
+// __fvsql_distinct_on(keys), items: the converter takes the first item
+// back out into Select.DistinctOn.
 func (n *normalizer) distinctOn(i, hi int) (int, bool, error) {
-	if n.at(i+1, hi).is("on") {
-		return 0, false, notSupportedAt(n.src, n.toks[i].pos, "SELECT DISTINCT ON")
+	if !n.at(i+1, hi).is("on") {
+		return 0, false, nil
 	}
-	return 0, false, nil
+	if !n.at(i+2, hi).isOp("(") || i == 0 || !n.toks[i-1].is("select") {
+		return 0, false, syntaxErrorAt(n.src, n.at(i+2, hi))
+	}
+	closeIdx := n.match(i+2, hi)
+	if closeIdx < 0 || closeIdx == i+3 {
+		return 0, false, syntaxErrorAt(n.src, n.at(i+3, hi))
+	}
+	n.put(fnDistinctOn, n.toks[i].pos, oName)
+	n.put("(", n.toks[i+2].pos, oOpen)
+	n.frames = append(n.frames, frame{orderStart: -1, call: -1})
+	if err := n.run(i+3, closeIdx); err != nil {
+		return 0, false, err
+	}
+	n.frames = n.frames[:len(n.frames)-1]
+	n.put(")", n.toks[closeIdx].pos, oClose)
+	n.put(",", n.toks[closeIdx].pos, oOther)
+	return closeIdx + 1, true, nil
 }
 
 func (n *normalizer) similar(i, hi int) (int, bool, error) {
