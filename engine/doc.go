@@ -1,6 +1,7 @@
 // Package engine runs plans.
 //
-// Bounded plans (Node trees: sources, step chains, unions) run with
+// Bounded plans (Node trees: sources, step chains, joins, unions,
+// INTERSECT and EXCEPT) run with
 // RunBounded: the stateless steps directly above a source run on the
 // source's per-partition goroutines, the rest on one goroutine. Rows
 // stream to the sink as they are produced (a join emits at most 1024

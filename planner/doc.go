@@ -45,8 +45,13 @@
 // view's FROM clause is a hidden view inside the pipeline (nest.go): it
 // is planned on its own, its stages go first, and the query reads its
 // table as any view's; ORDER BY … LIMIT over an aggregation and a top-N
-// over a join are rewritten into such subqueries. CREATE STREAM … EMIT
-// CHANGES is a view's pipeline with its changes as the stream.
+// over a join are rewritten into such subqueries, and so is a union (a
+// hidden stream: union.go), a scalar subquery that is one aggregate, of
+// its own or correlated by equalities (a hidden view LEFT JOINed to the
+// rows: scalarsub.go) and SELECT DISTINCT ON (a ranking: distincton.go,
+// bounded queries too). A comma FROM list becomes the JOIN … ON it means
+// (fromwhere.go). CREATE STREAM … EMIT CHANGES is a view's pipeline with
+// its changes as the stream.
 //
 // User functions (userfunc.go): a wasm function's call is an expr.KUser
 // node over its arguments cast to its signature, a sql function's body
