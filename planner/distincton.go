@@ -29,16 +29,7 @@ func distinctOnAsRank(b *builder, sel *sql.Select) (*sql.Select, error) {
 		return nil, pgerror.NotSupported("DISTINCT ON over a join or several FROM items").
 			WithHint("Select the joined rows in a subquery, and take DISTINCT ON of it.")
 	}
-	alias := ""
-	switch t := sel.From[0].(type) {
-	case *sql.TableName:
-		alias = t.Name
-		if t.Alias != "" {
-			alias = t.Alias
-		}
-	case *sql.DerivedTable:
-		alias = t.Alias
-	}
+	alias := itemName(sel.From[0])
 	if alias == "" {
 		return nil, pgerror.NotSupported("DISTINCT ON over this FROM item").
 			WithHint("Select its rows in a subquery with an alias, and take DISTINCT ON of it.")

@@ -187,6 +187,21 @@ func itemsRead(e sql.Expr, scopes []*scope) (set uint64, ok bool) {
 	return set, ok
 }
 
+// itemName is the name a FROM item's columns are qualified by: a table's
+// alias or name, a subquery's alias; "" for other items.
+func itemName(te sql.TableExpr) string {
+	switch t := te.(type) {
+	case *sql.TableName:
+		if t.Alias != "" {
+			return t.Alias
+		}
+		return t.Name
+	case *sql.DerivedTable:
+		return t.Alias
+	}
+	return ""
+}
+
 // andAll is the conjunction of es (nil for none).
 func andAll(es []sql.Expr) sql.Expr {
 	if len(es) == 0 {
@@ -216,17 +231,12 @@ func commaAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 	b := &builder{cat: cat}
 	scopes := make([]*scope, len(from))
 	names := make([]string, len(from))
-	for i, t := range from {
-		switch t := t.(type) {
-		case *sql.TableName:
-			names[i] = t.Name
-			if t.Alias != "" {
-				names[i] = t.Alias
-			}
-		case *sql.DerivedTable:
-			names[i] = t.Alias
+	for i := range from {
+		switch from[i].(type) {
+		case *sql.TableName, *sql.DerivedTable:
+			names[i] = itemName(from[i])
 		default:
-			return sel
+			return sel // functions, windows
 		}
 		var err error
 		if _, scopes[i], err = b.buildTable(from[i]); err != nil {

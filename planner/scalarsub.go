@@ -41,17 +41,8 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 	}
 	// An unqualified * must not take the subqueries' columns: it becomes
 	// the FROM item's own *.
-	star := ""
-	switch t := sel.From[0].(type) {
-	case *sql.TableName:
-		star = t.Name
-		if t.Alias != "" {
-			star = t.Alias
-		}
-	case *sql.DerivedTable:
-		star = t.Alias
-	case *sql.Join:
-	default: // windows, functions
+	star := itemName(sel.From[0])
+	if _, join := sel.From[0].(*sql.Join); star == "" && !join { // windows, functions
 		return sel
 	}
 	grouped := len(sel.GroupBy) > 0 || anyAggregate(sel.Items) || sel.Having != nil

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
-
-	"github.com/fvsql/fvsql/catalog"
 )
 
 // TestScalarSubqueryViewDifferential: random materialized views with
@@ -21,63 +19,7 @@ import (
 //
 //	go test ./planner -run TestScalarSubqueryViewDifferential -view-seed 19 -view-cases 3000
 func TestScalarSubqueryViewDifferential(t *testing.T) {
-	cases := *viewCases / 3
-	if testing.Short() {
-		cases /= 10
-	}
-	db := newTestDB(t)
-	dv := dvStream(t, db)
-	du := &catalog.Relation{Name: "du", Kind: catalog.Stream, Topic: "du", Format: "json", Partitions: 2, Columns: dv.Columns}
-	b, err := catalog.Encode(du)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.cat.Apply(201, du.Name, b); err != nil {
-		t.Fatal(err)
-	}
-	for n := 0; n < cases; n++ {
-		seed := *viewSeed*7_000_003 + int64(n)
-		rng := rand.New(rand.NewSource(seed))
-		q := genScalarView(rng)
-		text := "CREATE MATERIALIZED VIEW vq AS " + q
-		c, err := db.plan(text)
-		if err != nil {
-			t.Fatalf("case %d (seed %d): %s\nrefused: %v", n, seed, text, err)
-		}
-		p := newMemPipeline(c, dv)
-		db.rows["dv"], db.rows["du"] = nil, nil
-		inV := &dvInput{offsets: make([]int64, dv.Partitions)}
-		inU := &dvInput{offsets: make([]int64, du.Partitions)}
-		for round := 0; round < 3; round++ {
-			rv := inV.round(rng)
-			inU.id = inV.id
-			ru := inU.round(rng)
-			inV.id = inU.id
-			db.rows["dv"] = append(db.rows["dv"], rv...)
-			db.rows["du"] = append(db.rows["du"], ru...)
-			first, second := func() error { return p.feedStream(rng, dv, rv, nil) }, func() error { return p.feedStream(rng, du, ru, nil) }
-			if rng.Intn(2) == 0 {
-				first, second = second, first
-			}
-			if err := first(); err != nil {
-				t.Fatalf("case %d (seed %d): %s\nround %d: %v", n, seed, text, round, err)
-			}
-			if err := second(); err != nil {
-				t.Fatalf("case %d (seed %d): %s\nround %d: %v", n, seed, text, round, err)
-			}
-			if err := p.checkpoint(rng); err != nil {
-				t.Fatalf("case %d (seed %d): checkpoint: %v", n, seed, err)
-			}
-			want, err := db.query(t, q)
-			if err != nil {
-				t.Fatalf("case %d (seed %d): bounded %s: %v", n, seed, q, err)
-			}
-			if got := p.contents(); sortedLines(got) != sortedLines(want) {
-				t.Fatalf("case %d (seed %d), round %d:\n%s\nview:\n%s\nbounded SELECT:\n%s\nrows of dv (k, id, v, w):\n%s\nrows of du:\n%s",
-					n, seed, round, text, got, sortedLines(want), rowLines(db.rows["dv"]), rowLines(db.rows["du"]))
-			}
-		}
-	}
+	twoStreamDifferential(t, "vq", 7_000_003, *viewCases/3, genScalarView)
 }
 
 // genScalarView makes a view's query with scalar subqueries: of their
