@@ -74,7 +74,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 			return planUnionAll(cat, ca, so)
 		}
 		var err error
-		if sel, err = unionAsSubquery(so); err != nil {
+		if sel, err = unionAsSubquery(cat, so); err != nil {
 			return nil, err
 		}
 		ok = true

@@ -125,115 +125,23 @@ func oneRow(cat Catalog, s *sql.Subquery) bool {
 }
 
 // mapScalars replaces the scalar subqueries of e that f takes (f returns
-// false to leave one), without going into subqueries.
+// false to leave one), without going into subqueries, aggregates or
+// window functions (their insides are another query level's).
 func mapScalars(e sql.Expr, f func(*sql.Subquery) (sql.Expr, bool)) sql.Expr {
-	var walk func(e sql.Expr) sql.Expr
-	all := func(es []sql.Expr) []sql.Expr {
-		var out []sql.Expr
-		for i, x := range es {
-			if y := walk(x); y != x {
-				if out == nil {
-					out = append([]sql.Expr(nil), es...)
-				}
-				out[i] = y
-			}
-		}
-		if out == nil {
-			return es
-		}
-		return out
-	}
-	walk = func(e sql.Expr) sql.Expr {
+	return sql.Rewrite(e, func(e sql.Expr) (sql.Expr, bool) {
 		switch x := e.(type) {
-		case nil:
-			return nil
 		case *sql.Subquery:
 			if y, ok := f(x); ok {
-				return y
+				return y, true
 			}
-			return x
-		case *sql.Unary:
-			if y := walk(x.X); y != x.X {
-				c := *x
-				c.X = y
-				return &c
-			}
-		case *sql.Binary:
-			l, r := walk(x.L), walk(x.R)
-			if l != x.L || r != x.R {
-				c := *x
-				c.L, c.R = l, r
-				return &c
-			}
-		case *sql.IsNull:
-			if y := walk(x.X); y != x.X {
-				c := *x
-				c.X = y
-				return &c
-			}
-		case *sql.IsBool:
-			if y := walk(x.X); y != x.X {
-				c := *x
-				c.X = y
-				return &c
-			}
-		case *sql.Between:
-			a, lo, hi := walk(x.X), walk(x.Lo), walk(x.Hi)
-			if a != x.X || lo != x.Lo || hi != x.Hi {
-				c := *x
-				c.X, c.Lo, c.Hi = a, lo, hi
-				return &c
-			}
-		case *sql.In:
-			a := walk(x.X)
-			list := all(x.List)
-			if a != x.X || !sameExprs(list, x.List) {
-				c := *x
-				c.X, c.List = a, list
-				return &c
-			}
+			return x, true
 		case *sql.FuncCall:
 			if x.Over != nil || x.Filter != nil || len(x.OrderBy) > 0 {
-				return x // aggregates' and windows' insides stay
-			}
-			if args := all(x.Args); !sameExprs(args, x.Args) {
-				c := *x
-				c.Args = args
-				return &c
-			}
-		case *sql.Cast:
-			if y := walk(x.X); y != x.X {
-				c := *x
-				c.X = y
-				return &c
-			}
-		case *sql.Case:
-			op, els := walk(x.Operand), walk(x.Else)
-			whens := make([]sql.When, len(x.Whens))
-			changed := op != x.Operand || els != x.Else
-			for i, w := range x.Whens {
-				whens[i] = sql.When{Cond: walk(w.Cond), Result: walk(w.Result)}
-				changed = changed || whens[i].Cond != w.Cond || whens[i].Result != w.Result
-			}
-			if changed {
-				return &sql.Case{Operand: op, Whens: whens, Else: els}
+				return x, true
 			}
 		}
-		return e
-	}
-	return walk(e)
-}
-
-func sameExprs(a, b []sql.Expr) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+		return nil, false
+	})
 }
 
 // correlation is a scalar subquery correlated by equalities: its

@@ -167,7 +167,10 @@ func setOpName(e *sql.SetOp) string {
 // unions below it may keep theirs: each becomes UNION ALL. A UNION
 // below a UNION ALL is refused (its rows would be a view's, which change),
 // and so are INTERSECT and EXCEPT.
-func unionAsSubquery(so *sql.SetOp) (*sql.Select, error) {
+func unionAsSubquery(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
+	if so.Op != "union" {
+		return setOpAsGroups(cat, so)
+	}
 	var all func(e sql.QueryExpr, distinctAbove bool) (sql.QueryExpr, error)
 	all = func(e sql.QueryExpr, distinctAbove bool) (sql.QueryExpr, error) {
 		op, ok := e.(*sql.SetOp)
@@ -209,6 +212,109 @@ func unionAsSubquery(so *sql.SetOp) (*sql.Select, error) {
 		// the top-N of the distinct rows: a view over a hidden view
 		sel = &sql.Select{Items: sel.Items, From: []sql.TableExpr{&sql.DerivedTable{Query: sel, Alias: "_union"}}}
 	}
+	sel.OrderBy, sel.Limit, sel.Offset = so.OrderBy, so.Limit, so.Offset
+	return sel, nil
+}
+
+// Marker columns of setOpAsGroups: which side of an INTERSECT or EXCEPT
+// a row came from.
+const (
+	leftMark  = "__fvsql_left"
+	rightMark = "__fvsql_right"
+)
+
+// setOpAsGroups rewrites a materialized view's INTERSECT or EXCEPT as a
+// grouping of the UNION ALL of its sides, each row marked with its side:
+//
+//	a INTERSECT b  →  SELECT c… FROM (SELECT *, 1 AS l, 0 AS r FROM a UNION ALL SELECT *, 0, 1 FROM b) u
+//	                  GROUP BY c… HAVING sum(l) > 0 AND sum(r) > 0
+//	a EXCEPT b     →  … HAVING sum(l) > 0 AND sum(r) = 0
+//
+// GROUP BY puts NULLs together, as set operations compare rows, and the
+// groups are the distinct rows, so each row of the result comes once.
+// The union runs as a hidden stream and the grouping as the view's
+// aggregation, which keeps both counts under any order of arrival. A
+// UNION inside either side may keep its duplicates (they change no
+// count's sign), so it becomes UNION ALL. INTERSECT ALL and EXCEPT ALL
+// (a row as many times as its counts say) are refused, and so is a set
+// operation other than UNION inside a side.
+func setOpAsGroups(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
+	if so.All {
+		return nil, pgerror.NotSupported("%s in a materialized view", setOpName(so)).
+			WithHint("Use %s without ALL, whose result has each row once.", map[string]string{"intersect": "INTERSECT", "except": "EXCEPT"}[so.Op])
+	}
+	var mark func(e sql.QueryExpr, left bool) (sql.QueryExpr, error)
+	var first *sql.Select
+	mark = func(e sql.QueryExpr, left bool) (sql.QueryExpr, error) {
+		switch q := e.(type) {
+		case *sql.Select:
+			if first == nil {
+				first = q
+			}
+			l, r := int64(0), int64(1)
+			if left {
+				l, r = 1, 0
+			}
+			m := *q
+			m.Items = append(append([]sql.SelectItem(nil), q.Items...),
+				sql.SelectItem{Expr: &sql.Literal{Value: types.NewInt(types.Int4, l)}, Alias: leftMark},
+				sql.SelectItem{Expr: &sql.Literal{Value: types.NewInt(types.Int4, r)}, Alias: rightMark})
+			return &m, nil
+		case *sql.SetOp:
+			if q.Op != "union" {
+				return nil, pgerror.NotSupported("%s inside %s in a materialized view", setOpName(q), setOpName(so)).
+					WithHint("Make the inner set operation a view of its own.")
+			}
+			if len(q.OrderBy) > 0 || q.Limit != nil || q.Offset != nil {
+				return nil, pgerror.NotSupported("ORDER BY or LIMIT inside %s in a materialized view", setOpName(so))
+			}
+			l, err := mark(q.Left, left)
+			if err != nil {
+				return nil, err
+			}
+			r, err := mark(q.Right, left)
+			if err != nil {
+				return nil, err
+			}
+			return &sql.SetOp{Op: "union", All: true, Left: l, Right: r}, nil
+		}
+		return nil, pgerror.NotSupported("this side of %s in a materialized view", setOpName(so))
+	}
+	l, err := mark(so.Left, true)
+	if err != nil {
+		return nil, err
+	}
+	r, err := mark(so.Right, false)
+	if err != nil {
+		return nil, err
+	}
+	// The result's columns are its first SELECT's.
+	_, sc, err := (&builder{cat: cat}).buildSelect(first)
+	if err != nil {
+		return nil, err
+	}
+	const alias = "_setop"
+	sel := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: &sql.SetOp{Op: "union", All: true, Left: l, Right: r}, Alias: alias}}}
+	seen := map[string]bool{}
+	for _, c := range sc.outColumns() {
+		if seen[c.Name] || c.Name == leftMark || c.Name == rightMark {
+			return nil, pgerror.NotSupported("%s in a materialized view whose columns share the name %q", setOpName(so), c.Name).
+				WithHint("Give the first SELECT's columns names of their own (AS …).")
+		}
+		seen[c.Name] = true
+		ref := &sql.ColumnRef{Table: alias, Name: c.Name}
+		sel.Items = append(sel.Items, sql.SelectItem{Expr: ref})
+		sel.GroupBy = append(sel.GroupBy, ref)
+	}
+	count := func(m string) sql.Expr {
+		return &sql.FuncCall{Name: "sum", Args: []sql.Expr{&sql.ColumnRef{Table: alias, Name: m}}}
+	}
+	zero := &sql.Literal{Value: types.NewInt(types.Int4, 0)}
+	right := &sql.Binary{Op: ">", L: count(rightMark), R: zero}
+	if so.Op == "except" {
+		right = &sql.Binary{Op: "=", L: count(rightMark), R: zero}
+	}
+	sel.Having = &sql.Binary{Op: "and", L: &sql.Binary{Op: ">", L: count(leftMark), R: zero}, R: right}
 	sel.OrderBy, sel.Limit, sel.Offset = so.OrderBy, so.Limit, so.Offset
 	return sel, nil
 }

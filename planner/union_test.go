@@ -29,6 +29,35 @@ func TestUnionViewDifferential(t *testing.T) {
 	twoStreamDifferential(t, "vu", 5_000_011, *viewCases/2, genUnionView)
 }
 
+// TestSetOpViewDifferential: views that are an INTERSECT or an EXCEPT
+// of selects over dv and du (either side possibly a UNION of two), over
+// few distinct values so that both sides share rows, NULLs among them.
+func TestSetOpViewDifferential(t *testing.T) {
+	twoStreamDifferential(t, "vs", 7_000_003, *viewCases/2, genSetOpView)
+}
+
+func genSetOpView(rng *rand.Rand) string {
+	cols := pick(rng, "k", "k, v % 3 AS m", "v, w", "w > 0 AS p, k", "k, v")
+	side := func() string {
+		q := "SELECT " + cols + " FROM " + pick(rng, "dv", "du")
+		if rng.Intn(2) == 0 {
+			q += " WHERE " + pick(rng, "v > 2", "w <> 0", "k IS NOT NULL", "v IS NULL OR w > 0", "k <> 'b'")
+		}
+		if rng.Intn(4) == 0 {
+			q = "(" + q + " " + pick(rng, "UNION", "UNION ALL") + " SELECT " + cols + " FROM " + pick(rng, "dv", "du") + ")"
+		}
+		return q
+	}
+	q := side() + " " + pick(rng, "INTERSECT", "EXCEPT") + " " + side()
+	if rng.Intn(3) == 0 {
+		q += pick(rng, " ORDER BY 1 LIMIT 2", " ORDER BY 1 DESC NULLS LAST LIMIT 3")
+		if strings.Contains(cols, ",") {
+			q = strings.Replace(q, "ORDER BY 1", "ORDER BY 1, 2", 1)
+		}
+	}
+	return q
+}
+
 // twoStreamDifferential runs cases random views over the streams dv
 // (three partitions) and du (two, the same columns), made by gen from a
 // seeded rng: each planned as the server plans it and run in memory,
