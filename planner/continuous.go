@@ -82,6 +82,12 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if !ok {
 		return nil, pgerror.NotSupported("this continuous query")
 	}
+	if ca.Kind == sql.KindMaterializedView {
+		var err error
+		if sel, err = lateralAsSubquery(cat, sel); err != nil {
+			return nil, err
+		}
+	}
 	if len(sel.DistinctOn) > 0 {
 		var err error
 		if sel, err = distinctOnAsRank(&builder{cat: cat}, sel); err != nil {
@@ -193,6 +199,10 @@ func planStateless(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.Tabl
 	chain, out, err := statelessSelect(cat, sel, what)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := chain.Input.(*engine.Source); !ok {
+		// the steps are over one input's rows, not over a join of them
+		return nil, pgerror.NotSupported("this FROM clause in %s", what)
 	}
 	if ca.Kind == sql.KindMaterializedView {
 		c, err := planRowView(ca, in, chain, out)
@@ -338,7 +348,7 @@ func singleTable(sel *sql.Select) (*sql.TableName, bool) {
 // planner and checks that what follows its FROM is stateless steps (what
 // reads the FROM is the caller's to check: chain.Input).
 func statelessSelect(cat Catalog, sel *sql.Select, what string) (*engine.Chain, *scope, error) {
-	b := &builder{cat: cat}
+	b := &builder{cat: cat, lateralFuncs: true}
 	node, out, err := b.buildSelect(sel)
 	if err != nil {
 		return nil, nil, err

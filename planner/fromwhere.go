@@ -30,7 +30,7 @@ import (
 // Lists with a function whose arguments read other items (LATERAL), or of
 // more than 64 items, keep the plain left-to-right cross joins.
 func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (engine.Node, *scope, sql.Expr, error) {
-	if len(from) < 2 || len(from) > 64 || where == nil || !independentItems(from) {
+	if len(from) < 2 || len(from) > 64 || where == nil || !independentItems(from) || b.lateralFuncs {
 		node, sc, err := b.buildFrom(from)
 		return node, sc, where, err
 	}

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strconv"
+
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
@@ -232,4 +234,198 @@ func planLateral(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.TableN
 			WithHint("Write its rows as a stream (CREATE STREAM t AS SELECT … FROM s, LATERAL f(…) x), then aggregate or view t.")
 	}
 	return planStateless(cat, ca, sel, src)
+}
+
+// lateralAlias is the FROM item a view over LATERAL functions reads.
+const lateralAlias = "_lateral"
+
+// lateralRows says whether sel is rows of a stream and LATERAL functions,
+// filtered and projected only: a stream's rows, which a hidden stream
+// of a view's pipeline can carry (see nester.hide).
+func lateralRows(sel *sql.Select) bool {
+	if _, ok := lateralInput(sel.From); !ok {
+		return false
+	}
+	return !sel.Distinct && len(sel.DistinctOn) == 0 && len(sel.GroupBy) == 0 && sel.Having == nil &&
+		len(sel.OrderBy) == 0 && sel.Limit == nil && sel.Offset == nil && !anyAggregate(sel.Items) && !ranks(sel)
+}
+
+// lateralAsSubquery rewrites a materialized view over a stream and
+// LATERAL functions of its rows as the same query over a subquery that
+// is those rows, filtered by the view's WHERE:
+//
+//	SELECT e.tag, count(*) FROM s, LATERAL unnest(s.tags) e(tag) WHERE s.x > 0 GROUP BY e.tag
+//	→ SELECT _lateral.tag, count(*) FROM (SELECT e.tag FROM s, LATERAL unnest(s.tags) e(tag) WHERE s.x > 0) _lateral GROUP BY _lateral.tag
+//
+// The subquery carries the columns the query reads, under their names
+// (qualified by their FROM item where a name is not unique, or is a
+// metadata column's), and runs as a hidden stream: its rows only come
+// in. Every select list item keeps the name it had. A query with a
+// subquery expression, or that is not over a stream and functions, is
+// returned as it is (the planner refuses it as before).
+func lateralAsSubquery(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	if _, ok := lateralInput(sel.From); !ok || hasSubqueryExpr(sel) {
+		return sel, nil
+	}
+	b := &builder{cat: cat}
+	_, out, err := b.buildSelect(sel)
+	if err != nil {
+		return nil, err
+	}
+	_, sc, err := b.buildFrom(sel.From)
+	if err != nil {
+		return nil, err
+	}
+	outNames := map[string]bool{}
+	for _, c := range out.outColumns() {
+		outNames[c.Name] = true
+	}
+	// The columns the query reads, by their index in sc.
+	used := map[int]bool{}
+	var mark func(e sql.Expr)
+	mark = func(e sql.Expr) {
+		walkExpr(e, func(n sql.Expr) bool {
+			switch x := n.(type) {
+			case *sql.ColumnRef:
+				if i, err := sc.resolve(x.Table, x.Name); err == nil {
+					used[i] = true
+				}
+			case *sql.FuncCall:
+				for _, o := range x.OrderBy { // an aggregate's own ORDER BY
+					mark(o.Expr)
+				}
+			}
+			return true
+		})
+	}
+	starCols := func(st *sql.Star) []int {
+		var cols []int
+		for i, c := range sc.cols {
+			if !c.hidden && (st.Table == "" || c.qualifiedBy(st.Table)) {
+				cols = append(cols, i)
+			}
+		}
+		return cols
+	}
+	for _, it := range sel.Items {
+		if st, ok := it.Expr.(*sql.Star); ok {
+			for _, i := range starCols(st) {
+				used[i] = true
+			}
+			continue
+		}
+		mark(it.Expr)
+	}
+	// WHERE runs in the subquery: what only it reads stays there.
+	for _, g := range sel.GroupBy {
+		mark(g)
+	}
+	mark(sel.Having)
+	byOutput := func(e sql.Expr) bool { // an ORDER BY term naming an output column
+		r, ok := e.(*sql.ColumnRef)
+		return ok && r.Table == "" && outNames[r.Name]
+	}
+	for _, o := range sel.OrderBy {
+		if !byOutput(o.Expr) {
+			mark(o.Expr)
+		}
+	}
+	// Their names in the subquery.
+	count := map[string]int{}
+	for i := range used {
+		count[sc.cols[i].name]++
+	}
+	names := map[int]string{}
+	taken := map[string]bool{}
+	inner := &sql.Select{From: sel.From, Where: sel.Where}
+	for i, c := range sc.cols {
+		if !used[i] {
+			continue
+		}
+		name := c.name
+		if count[name] > 1 || name[0] == '_' {
+			name = c.table + "_" + c.name
+		}
+		for base, n := name, 2; taken[name]; n++ {
+			name = base + "_" + strconv.Itoa(n)
+		}
+		taken[name] = true
+		names[i] = name
+		inner.Items = append(inner.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: c.table, Name: c.name}, Alias: name})
+	}
+	requalify := func(e sql.Expr) sql.Expr {
+		return sql.Rewrite(e, func(e sql.Expr) (sql.Expr, bool) {
+			r, ok := e.(*sql.ColumnRef)
+			if !ok {
+				return nil, false
+			}
+			if i, err := sc.resolve(r.Table, r.Name); err == nil {
+				return &sql.ColumnRef{Table: lateralAlias, Name: names[i], Pos: r.Pos}, true
+			}
+			return r, true
+		})
+	}
+	outer := &sql.Select{
+		Distinct: sel.Distinct,
+		From:     []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: lateralAlias}},
+		Having:   requalify(sel.Having),
+		Limit:    sel.Limit,
+		Offset:   sel.Offset,
+	}
+	cols := out.outColumns()
+	pos := 0
+	for _, it := range sel.Items {
+		if st, ok := it.Expr.(*sql.Star); ok {
+			for _, i := range starCols(st) {
+				outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralAlias, Name: names[i]}, Alias: sc.cols[i].name})
+				pos++
+			}
+			continue
+		}
+		outer.Items = append(outer.Items, sql.SelectItem{Expr: requalify(it.Expr), Alias: cols[pos].Name})
+		pos++
+	}
+	for _, e := range sel.DistinctOn {
+		outer.DistinctOn = append(outer.DistinctOn, requalify(e))
+	}
+	for _, g := range sel.GroupBy {
+		outer.GroupBy = append(outer.GroupBy, requalify(g))
+	}
+	for _, o := range sel.OrderBy {
+		if !byOutput(o.Expr) {
+			o.Expr = requalify(o.Expr)
+		}
+		outer.OrderBy = append(outer.OrderBy, o)
+	}
+	return outer, nil
+}
+
+// hasSubqueryExpr says whether a SELECT's expressions hold a subquery.
+func hasSubqueryExpr(sel *sql.Select) bool {
+	found := false
+	see := func(e sql.Expr) {
+		walkExpr(e, func(n sql.Expr) bool {
+			switch x := n.(type) {
+			case *sql.Subquery:
+				found = true
+			case *sql.In:
+				found = found || x.Sub != nil
+			case *sql.Quantified:
+				found = found || x.Sub != nil
+			}
+			return !found
+		})
+	}
+	for _, it := range sel.Items {
+		see(it.Expr)
+	}
+	see(sel.Where)
+	see(sel.Having)
+	for _, g := range sel.GroupBy {
+		see(g)
+	}
+	for _, o := range sel.OrderBy {
+		see(o.Expr)
+	}
+	return found
 }

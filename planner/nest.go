@@ -131,8 +131,9 @@ func ranks(sel *sql.Select) bool {
 }
 
 // hide plans a subquery as a hidden view and returns the table that
-// reads it. A UNION ALL is a hidden stream instead: its rows only come
-// in, so what reads it keeps the fast paths of a stream's readers.
+// reads it. A UNION ALL, and the rows of a stream and LATERAL functions
+// of them, are a hidden stream instead: their rows only come in, so what
+// reads them keeps the fast paths of a stream's readers.
 func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 	n := len(ns.subs) + 1
 	name := ns.name + subPrefix + strconv.Itoa(n)
@@ -145,8 +146,16 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 	}
 	var sub *Continuous
 	var err error
-	if so, ok := dt.Query.(*sql.SetOp); ok && so.Op == "union" && so.All && len(so.OrderBy) == 0 && so.Limit == nil && so.Offset == nil {
+	so, union := dt.Query.(*sql.SetOp)
+	sel, _ := dt.Query.(*sql.Select)
+	if union && so.Op == "union" && so.All && len(so.OrderBy) == 0 && so.Limit == nil && so.Offset == nil {
 		sub, err = planUnionAll(ns.cat, &sql.CreateAs{Kind: sql.KindStream, Name: name, Query: &sql.Query{Body: so}}, so)
+		if err != nil {
+			return nil, err
+		}
+		sub.Rel.Topic = InternalTopic(name, "stream")
+	} else if sel != nil && lateralRows(sel) {
+		sub, err = planQuery(ns.cat, &sql.CreateAs{Kind: sql.KindStream, Name: name, Query: &sql.Query{Body: sel}})
 		if err != nil {
 			return nil, err
 		}

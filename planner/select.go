@@ -35,6 +35,10 @@ type builder struct {
 	// records names the fields of the record expressions built (see
 	// setlist.go).
 	records map[*expr.Expr]recordShape
+	// lateralFuncs: every function in FROM runs for each row of the
+	// items before it, as a lateral step, even one that reads none of
+	// them (a continuous query's rows come one at a time: no cross join).
+	lateralFuncs bool
 }
 
 // Query is a planned bounded query.
@@ -320,7 +324,7 @@ func (b *builder) buildFrom(from []sql.TableExpr) (engine.Node, *scope, error) {
 		var rn engine.Node
 		var rs *scope
 		var err error
-		if tf, ok := t.(*sql.TableFunc); ok && b.readsScope(tf, sc) {
+		if tf, ok := t.(*sql.TableFunc); ok && (b.lateralFuncs || b.readsScope(tf, sc)) {
 			if node, sc, err = b.lateralFunc(node, sc, tf, false); err != nil {
 				return nil, nil, err
 			}
