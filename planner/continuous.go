@@ -87,6 +87,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		if sel, err = lateralAsSubquery(cat, sel); err != nil {
 			return nil, err
 		}
+		if sel, err = windowAggsAsJoins(cat, sel); err != nil {
+			return nil, err
+		}
 	}
 	if len(sel.DistinctOn) > 0 {
 		var err error

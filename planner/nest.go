@@ -7,6 +7,7 @@ import (
 
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/sql"
 )
@@ -119,11 +120,12 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 	return te, nil
 }
 
-// ranks says whether a select list has a window function: a top-N's
-// inner query.
+// ranks says whether a select list has a window function that is not
+// an aggregate: a top-N's inner query. (Aggregates over partitions are
+// joins, see windowAggsAsJoins.)
 func ranks(sel *sql.Select) bool {
 	for _, it := range sel.Items {
-		if f, ok := it.Expr.(*sql.FuncCall); ok && f.Over != nil {
+		if f, ok := it.Expr.(*sql.FuncCall); ok && f.Over != nil && !operators.IsAggregate(f.Name) {
 			return true
 		}
 	}
