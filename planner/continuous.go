@@ -274,14 +274,13 @@ func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.S
 	return &d, nil
 }
 
-// limitAsTopN plans SELECT … FROM s ORDER BY o LIMIT n in a materialized
-// view as the top-N it is: SELECT … FROM (SELECT *, ROW_NUMBER() OVER
-// (ORDER BY o) AS _rn FROM s) s WHERE _rn <= n, whose number is the
-// view's hidden _position.
+// limitAsTopN plans SELECT … FROM s ORDER BY o LIMIT n [OFFSET m] in a
+// materialized view as the top-N it is: SELECT … FROM (SELECT *,
+// ROW_NUMBER() OVER (ORDER BY o) AS _rn FROM s) s WHERE _rn <= n (with
+// OFFSET, _rn > m AND _rn <= m + n), whose number is the view's hidden
+// _position.
 func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	switch {
-	case sel.Offset != nil:
-		return nil, pgerror.NotSupported("OFFSET in a materialized view")
 	case sel.Limit == nil:
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY without LIMIT in a materialized view").
 			WithDetail("A view's rows have no order.").WithHint("ORDER BY when you query the view.")
@@ -300,6 +299,17 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "a materialized view's LIMIT must be an integer constant")
 	}
 	const rn = "_rn"
+	var where sql.Expr = &sql.Binary{Op: "<=", L: &sql.ColumnRef{Name: rn}, R: lit}
+	if sel.Offset != nil {
+		// OFFSET m LIMIT n: the ranks m+1 … m+n
+		off, ok := sel.Offset.(*sql.Literal)
+		if !ok || !off.Value.K.IsInteger() || off.Value.I < 0 {
+			return nil, pgerror.New(pgerror.FeatureNotSupported, "a materialized view's OFFSET must be a non-negative integer constant")
+		}
+		where = &sql.Binary{Op: "and",
+			L: &sql.Binary{Op: ">", L: &sql.ColumnRef{Name: rn}, R: off},
+			R: &sql.Binary{Op: "<=", L: &sql.ColumnRef{Name: rn}, R: &sql.Literal{Value: types.NewInt8(off.Value.I + lit.Value.I)}}}
+	}
 	_, sc, err := changelogInput(cat, t)
 	if err != nil {
 		return nil, err
@@ -335,7 +345,7 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	return &sql.Select{
 		Items: items,
 		From:  []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}},
-		Where: &sql.Binary{Op: "<=", L: &sql.ColumnRef{Name: rn}, R: lit},
+		Where: where,
 	}, nil
 }
 

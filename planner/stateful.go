@@ -670,8 +670,16 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		}
 		step.Keys = append(step.Keys, sortKey(j, o))
 	}
-	if step.N, err = rowNumberBound(outer.Where, rnName); err != nil {
+	lo, hi, err := rowNumberBounds(outer.Where, rnName)
+	if err != nil {
 		return nil, err
+	}
+	step.N = hi
+	if lo > 0 && ranking != "row_number" {
+		// a position's rank changes as ties come and go: a lower bound
+		// would have to take an updated row out of the view by position
+		return nil, pgerror.NotSupported("a lower bound on %s() in a top-N view", strings.ToUpper(ranking)).
+			WithHint("Use ROW_NUMBER(), whose number is the row's position.")
 	}
 	width = len(innerCols)
 	step.Width = width
@@ -684,6 +692,13 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		os.cols = append(os.cols, scopeCol{table: dt.Alias, name: n, typ: sc.cols[innerCols[j]].typ, hidden: j >= visible})
 	}
 	os.cols = append(os.cols, scopeCol{table: dt.Alias, name: rnName, typ: types.Int8})
+	var skip *expr.Expr // the ranks below the lower bound, which the operator keeps but the view does not
+	if lo > 0 {
+		if skip, err = b.build(&exprCtx{scope: os, what: "WHERE", noAggs: true},
+			&sql.Binary{Op: ">", L: &sql.ColumnRef{Name: rnName}, R: &sql.Literal{Value: types.NewInt8(lo)}}); err != nil {
+			return nil, err
+		}
+	}
 	outItems, err := expandStars(os, outer.Items)
 	if err != nil {
 		return nil, err
@@ -736,7 +751,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 	}
 	return &statefulQuery{
 		in: in, filter: filter, partition: partition, out: cols, key: key, changes: true,
-		step: step, project: proj, pre: &innerProj,
+		step: step, having: skip, project: proj, pre: &innerProj,
 	}, nil
 }
 
@@ -749,38 +764,73 @@ func selected(proj operators.Step, col int, name string) (int, error) {
 	return 0, pgerror.New(pgerror.InvalidObjectDefinition, "the select list must include %q: it is part of the view's key", name)
 }
 
-// rowNumberBound reads N from WHERE rn <= N, rn < N, rn = 1.
-func rowNumberBound(where sql.Expr, rn string) (int64, error) {
-	bad := pgerror.New(pgerror.FeatureNotSupported, "a top-N query needs WHERE %s <= N (or %s < N, %s = 1)", rn, rn, rn)
-	bin, ok := where.(*sql.Binary)
-	if !ok {
-		return 0, bad
+// rowNumberBounds reads the ranks a top-N keeps, lo < rn <= hi, from its
+// WHERE: a conjunction of rn <= N, rn < N, rn = K, rn > M, rn >= M and
+// rn BETWEEN A AND B (either side of each comparison). An upper bound is
+// required; lo is 0 when there is no lower one.
+func rowNumberBounds(where sql.Expr, rn string) (lo, hi int64, err error) {
+	bad := pgerror.New(pgerror.FeatureNotSupported, "a top-N query needs WHERE %s <= N (or %s < N, %s = 1, optionally AND %s > M)", rn, rn, rn, rn)
+	hi = -1
+	isRN := func(e sql.Expr) bool {
+		c, ok := e.(*sql.ColumnRef)
+		return ok && c.Name == rn
 	}
-	col, ok := bin.L.(*sql.ColumnRef)
-	lit, ok2 := bin.R.(*sql.Literal)
-	op := bin.Op
-	if !ok || !ok2 {
-		col, ok = bin.R.(*sql.ColumnRef)
-		lit, ok2 = bin.L.(*sql.Literal)
-		op = map[string]string{">=": "<=", ">": "<", "=": "="}[bin.Op]
+	num := func(e sql.Expr) (int64, bool) {
+		l, ok := e.(*sql.Literal)
+		return l.Value.I, ok && l.Value.K.IsInteger()
 	}
-	if !ok || !ok2 || col.Name != rn || !lit.Value.K.IsInteger() {
-		return 0, bad
-	}
-	n := lit.Value.I
-	switch op {
-	case "<=":
-	case "<":
-		n--
-	case "=":
-		if n != 1 {
-			return 0, bad
+	upper := func(n int64) { // rn <= n
+		if hi < 0 || n < hi {
+			hi = n
 		}
-	default:
-		return 0, bad
 	}
-	if n < 1 || n > 10000 {
-		return 0, pgerror.New(pgerror.InvalidParameterValue, "top-N bound must be 1..10000, not %d", n)
+	lower := func(n int64) { lo = max(lo, n) } // rn > n
+	for _, c := range conjuncts(where) {
+		if b, ok := c.(*sql.Between); ok && !b.Not && isRN(b.X) {
+			l, ok1 := num(b.Lo)
+			h, ok2 := num(b.Hi)
+			if !ok1 || !ok2 {
+				return 0, 0, bad
+			}
+			lower(l - 1)
+			upper(h)
+			continue
+		}
+		bin, ok := c.(*sql.Binary)
+		if !ok {
+			return 0, 0, bad
+		}
+		op, n, ok := bin.Op, int64(0), false
+		if isRN(bin.L) {
+			n, ok = num(bin.R)
+		} else if isRN(bin.R) {
+			n, ok = num(bin.L)
+			op = map[string]string{">=": "<=", ">": "<", "<=": ">=", "<": ">", "=": "="}[bin.Op]
+		}
+		if !ok {
+			return 0, 0, bad
+		}
+		switch op {
+		case "<=":
+			upper(n)
+		case "<":
+			upper(n - 1)
+		case "=":
+			lower(n - 1)
+			upper(n)
+		case ">":
+			lower(n)
+		case ">=":
+			lower(n - 1)
+		default:
+			return 0, 0, bad
+		}
 	}
-	return n, nil
+	if hi < 0 {
+		return 0, 0, bad
+	}
+	if hi < 1 || hi > 10000 {
+		return 0, 0, pgerror.New(pgerror.InvalidParameterValue, "top-N bound must be 1..10000, not %d", hi)
+	}
+	return lo, hi, nil
 }

@@ -167,7 +167,11 @@ func genView(rng *rand.Rand) string {
 		return "SELECT " + strings.Join(items, ", ") + " FROM dv" + where
 	case 3: // ORDER BY … LIMIT
 		items := pick(rng, "*", "id, v", "k, w AS ww", "v + w AS s, id")
-		return fmt.Sprintf("SELECT %s FROM dv%s ORDER BY %s LIMIT %d", items, where, pick(rng, "v DESC, id", "w, id DESC", "id", "k NULLS FIRST, id"), 1+rng.Intn(4))
+		q := fmt.Sprintf("SELECT %s FROM dv%s ORDER BY %s LIMIT %d", items, where, pick(rng, "v DESC, id", "w, id DESC", "id", "k NULLS FIRST, id"), 1+rng.Intn(4))
+		if rng.Intn(3) == 0 {
+			q += fmt.Sprintf(" OFFSET %d", rng.Intn(4))
+		}
+		return q
 	case 0:
 		var items []string
 		for i := 1 + rng.Intn(2); i > 0; i-- {
@@ -186,8 +190,12 @@ func genView(rng *rand.Rand) string {
 		if len(items) == 0 || rng.Intn(3) == 0 {
 			items = append(items, "rn")
 		}
-		return fmt.Sprintf("SELECT %s FROM (SELECT k, id, v, w, _offset, _partition, ROW_NUMBER() OVER (%sORDER BY %s) AS rn FROM dv%s) t WHERE rn <= %d",
-			strings.Join(items, ", "), part, order, where, 1+rng.Intn(3))
+		bound := fmt.Sprintf("rn <= %d", 1+rng.Intn(3))
+		if rng.Intn(3) == 0 { // a range of ranks
+			bound = pick(rng, "rn BETWEEN 2 AND 3", "rn > 1 AND rn <= 4", "2 < rn AND rn < 5", "rn = 2")
+		}
+		return fmt.Sprintf("SELECT %s FROM (SELECT k, id, v, w, _offset, _partition, ROW_NUMBER() OVER (%sORDER BY %s) AS rn FROM dv%s) t WHERE %s",
+			strings.Join(items, ", "), part, order, where, bound)
 	}
 	keyExprs := []string{"k", "v", "v % 3", "w > 0", "coalesce(k, 'none')", "abs(w)", "v / 4", "lower(k) || 'x'"}
 	var items, groups []string
