@@ -46,18 +46,26 @@
 // is planned on its own, its stages go first, and the query reads its
 // table as any view's; ORDER BY … LIMIT over an aggregation and a top-N
 // over a join are rewritten into such subqueries, and so is a union (a
-// hidden stream: union.go), a scalar subquery that is one aggregate, of
-// its own or correlated by equalities (a hidden view LEFT JOINed to the
-// rows: scalarsub.go) and SELECT DISTINCT ON (a ranking: distincton.go,
-// bounded queries too). A comma FROM list becomes the JOIN … ON it means
-// (fromwhere.go). CREATE STREAM … EMIT CHANGES is a view's pipeline with
-// its changes as the stream.
+// hidden stream: union.go), INTERSECT and EXCEPT (a grouping of the
+// union of both sides, each row counted by side: union.go), a scalar
+// subquery that is one aggregate, of its own or correlated by equalities
+// (a hidden view LEFT JOINed to the rows: scalarsub.go), an aggregate
+// over whole partitions (agg OVER (PARTITION BY …): a hidden grouped view
+// LEFT JOINed on the keys, windowagg.go), a stream's rows with LATERAL
+// functions of them (a hidden stream: lateral.go) and SELECT DISTINCT ON
+// (a ranking: distincton.go, bounded queries too). A comma FROM list
+// becomes the JOIN … ON it means (fromwhere.go). CREATE STREAM … EMIT
+// CHANGES is a view's pipeline with its changes as the stream. These
+// rewrites work on the AST (sql.Rewrite replaces its nodes), before the
+// shapes above are recognised.
 //
 // User functions (userfunc.go): a wasm function's call is an expr.KUser
 // node over its arguments cast to its signature, a sql function's body
 // is inlined with the arguments in place of its parameters. A function
 // in FROM that reads the items before it (LATERAL, lateral.go) is a
-// lateral step over their rows, in bounded queries and in streams.
+// lateral step over their rows, in bounded queries and in streams; in a
+// continuous query every function in FROM is, even one that reads none
+// of them.
 //
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table

@@ -95,7 +95,7 @@ func inputOf(cat Catalog, t *sql.TableName, views bool) (*catalog.Relation, *sco
 	if in.Kind == catalog.MaterializedView && !views {
 		return nil, nil, pgerror.New(pgerror.FeatureNotSupported, "this continuous query over the materialized view %q is not supported yet", in.Name).
 			WithDetail("A view's rows change; so far only a materialized view can read another, to filter and project its rows, join them or aggregate them.").
-			WithHint("Build it from the view's input stream instead.")
+			WithHint("A stream over a view's query takes EMIT CHANGES (CREATE STREAM s AS SELECT … FROM view EMIT CHANGES: its changes, with an op column); or build it from the view's input stream.")
 	}
 	if in.Kind != catalog.Stream && in.Kind != catalog.MaterializedView {
 		return nil, nil, pgerror.New(pgerror.WrongObjectType, "%q is a %s; continuous queries read streams", in.Name, in.Kind)

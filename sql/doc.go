@@ -2,7 +2,9 @@
 // text that clients send (psql, pgx, pgjdbc, psycopg, BI tools) into the
 // typed AST of ast.go. The entry points are Parse, which splits a
 // simple-query string into statements, and ParseExpr for one expression;
-// Format prints an AST back as canonical SQL.
+// Format prints an AST back as canonical SQL, and Rewrite (rewrite.go)
+// replaces an expression's nodes, copying only what changes, for the
+// planner's rewrites of queries into others.
 //
 // # Pipeline
 //
