@@ -35,6 +35,16 @@ type joinTree struct {
 	stages   []engine.Stage      // every stage but the top join's
 	internal []engine.Stream
 	top      joinInput // the top join: read its internal topic with its steps
+	// sides are the side stages' projections of streams' rows, whose
+	// columns prune may replace by NULLs.
+	sides []sideColumns
+}
+
+// sideColumns is where a stream's columns are in its side stage's
+// projection: stage t.stages[stage], expressions from on, the columns
+// of leaf t.leaves[leaf].
+type sideColumns struct {
+	stage, from, leaf int
 }
 
 // joinInput is one input of a join in the tree: a stream, or a join's
@@ -46,6 +56,7 @@ type joinInput struct {
 	cols       []scopeCol        // its columns (without the sign)
 	steps      []operators.Step  // a join's hash join; none for a stream
 	leaf       *catalog.Relation // the stream, or nil for a join
+	leafIndex  int               // its index in the tree's leaves; -1 for a semi or anti join's right side
 	partitions int
 }
 
@@ -100,6 +111,12 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 		if probe && side == 1 { // only the left side's columns go on
 			t.probes = append(t.probes, t.leaves[leaves:]...)
 			t.leaves, t.bases = t.leaves[:leaves], t.bases[:leaves]
+			in.leafIndex = -1 // its columns are not the joined row's: kept whole
+			for i := range t.sides {
+				if t.sides[i].leaf >= leaves {
+					t.sides[i].leaf = -1
+				}
+			}
 		}
 		if len(in.cols) != width {
 			return joinInput{}, pgerror.New(pgerror.Internal, "planner: join input of %d columns, planned %d", len(in.cols), width)
@@ -141,6 +158,9 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 			keys = bj.RightKeys
 		}
 		exprs := sideRow(side, ins[0].cols, ins[1].cols, keys)
+		if in.leaf != nil && in.leaf.Kind == catalog.Stream && in.leafIndex >= 0 {
+			t.sides = append(t.sides, sideColumns{stage: len(t.stages), from: 1 + side*lw, leaf: in.leafIndex})
+		}
 		if signed {
 			switch {
 			case in.leaf == nil: // a join's rows: [columns…, sign]
@@ -204,7 +224,7 @@ func (t *joinTree) input(cat Catalog, te sql.TableExpr, en engine.Node, path str
 			base = t.bases[n-1] + len(t.leaves[n-1].ReadColumns())
 		}
 		t.leaves, t.bases = append(t.leaves, rel), append(t.bases, base)
-		in := joinInput{read: rel.Name, stage: path, cols: sc.cols, leaf: rel, partitions: rel.Partitions}
+		in := joinInput{read: rel.Name, stage: path, cols: sc.cols, leaf: rel, leafIndex: len(t.leaves) - 1, partitions: rel.Partitions}
 		if rel.Kind == catalog.MaterializedView {
 			// its table's changes, as signed rows [columns…, metadata…, sign]
 			in.steps = []operators.Step{changelogStep(rel)}
@@ -285,4 +305,114 @@ func (t *joinTree) viewKey() (cols []catalog.Column, exprs []*expr.Expr) {
 		add(n, "_offset", len(leaf.Columns)+2, types.Int8)
 	}
 	return cols, exprs
+}
+
+// prune replaces the columns of streams' rows that nothing above the
+// side stages reads (needed, by position in the joined row) by NULLs of
+// their types, in the side stages' projections: the joins' state and
+// internal topics then carry only what the query reads. The layout stays
+// the same, so nothing above changes. A view's rows are kept whole (their
+// columns are their identity), and so are a semi or anti join's right
+// side's (needed does not cover them).
+func (t *joinTree) prune(needed []bool) {
+	for _, sd := range t.sides {
+		if sd.leaf < 0 {
+			continue
+		}
+		proj := &t.stages[sd.stage].Steps[len(t.stages[sd.stage].Steps)-1]
+		exprs := append([]*expr.Expr(nil), proj.Exprs...)
+		for i := range t.leaves[sd.leaf].ReadColumns() {
+			if g := t.bases[sd.leaf] + i; g < len(needed) && !needed[g] {
+				exprs[sd.from+i] = expr.TypedNull(exprs[sd.from+i].Type)
+			}
+		}
+		proj.Exprs = exprs
+	}
+}
+
+// neededColumns says which columns of a join's rows (cols) a query over
+// it reads: the columns its select list, WHERE, GROUP BY, HAVING, ORDER
+// BY and every ON and USING of the join name, and those the extra
+// expressions read (a view's key). When it cannot tell (a subquery, an
+// ambiguous name), every column is needed.
+func neededColumns(sel *sql.Select, j *sql.Join, cols []scopeCol, extra []*expr.Expr) []bool {
+	needed := make([]bool, len(cols))
+	all := func() []bool {
+		for i := range needed {
+			needed[i] = true
+		}
+		return needed
+	}
+	if hasSubqueryExpr(sel) {
+		return all()
+	}
+	sc := &scope{cols: cols}
+	unsure := false
+	var mark func(e sql.Expr)
+	mark = func(e sql.Expr) {
+		walkExpr(e, func(n sql.Expr) bool {
+			switch x := n.(type) {
+			case *sql.ColumnRef:
+				i, err := sc.resolve(x.Table, x.Name)
+				if err == nil {
+					needed[i] = true
+				} else if pgerror.CodeOf(err) == pgerror.AmbiguousColumn {
+					unsure = true
+				}
+			case *sql.Star:
+				for i, c := range cols {
+					if !c.hidden && (x.Table == "" || c.qualifiedBy(x.Table)) {
+						needed[i] = true
+					}
+				}
+			case *sql.FuncCall:
+				for _, o := range x.OrderBy { // an aggregate's own ORDER BY
+					mark(o.Expr)
+				}
+			case *sql.Subquery:
+				unsure = true
+			}
+			return true
+		})
+	}
+	for _, it := range sel.Items {
+		mark(it.Expr)
+	}
+	mark(sel.Where)
+	mark(sel.Having)
+	for _, e := range append(append([]sql.Expr(nil), sel.GroupBy...), sel.DistinctOn...) {
+		mark(e)
+	}
+	for _, o := range sel.OrderBy {
+		mark(o.Expr)
+	}
+	var joins func(te sql.TableExpr)
+	joins = func(te sql.TableExpr) {
+		jn, ok := te.(*sql.Join)
+		if !ok {
+			return
+		}
+		mark(jn.On)
+		for _, name := range jn.Using {
+			for i, c := range cols {
+				if c.name == name {
+					needed[i] = true
+				}
+			}
+		}
+		joins(jn.Left)
+		joins(jn.Right)
+	}
+	joins(j)
+	for _, e := range extra {
+		e.Walk(func(x *expr.Expr) {
+			if x.Kind == expr.KCol && x.Col < len(needed) {
+				needed[x.Col] = true
+			}
+		})
+	}
+	if unsure {
+		return all()
+	}
+	return needed
 }

@@ -220,6 +220,7 @@ func planJoinView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (
 	proj.Names = append([]string(nil), proj.Names...)
 	cols := columnsOf(sc)
 	keyCols, keyExprs := t.viewKey()
+	t.prune(neededColumns(sel, j, t.cols, keyExprs))
 	var key []int
 	for i, c := range keyCols {
 		key = append(key, len(proj.Exprs))
@@ -527,9 +528,16 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 	if len(q.partition) == 0 {
 		partitions = 1 // one global group: one instance holds it
 	}
+	// what the query does not read goes no further than the side stages
+	needed := neededColumns(sel, j, t.cols, nil)
+	t.prune(needed)
 	var read []*expr.Expr
 	for i, c := range sc.cols[:width] {
-		read = append(read, expr.Col(i, c.typ, c.name))
+		if needed[i] {
+			read = append(read, expr.Col(i, c.typ, c.name))
+		} else {
+			read = append(read, expr.TypedNull(c.typ))
+		}
 	}
 	keyed := keyedProjection(read, q.computed, sign)
 	internal := repartitionStream(ca.Name, partitions, q.partition, keyed)
