@@ -51,7 +51,9 @@
 // subquery that is one aggregate, of its own or correlated by equalities
 // (a hidden view LEFT JOINed to the rows: scalarsub.go), an aggregate
 // over whole partitions (agg OVER (PARTITION BY …): a hidden grouped view
-// LEFT JOINed on the keys, windowagg.go), a stream's rows with LATERAL
+// LEFT JOINed on the keys) or running over a stream (OVER (… ORDER BY x):
+// the stream joined with itself up to each row, grouped by the row's
+// record, windowagg.go), a stream's rows with LATERAL
 // functions of them (a hidden stream: lateral.go) and SELECT DISTINCT ON
 // (a ranking: distincton.go, bounded queries too). A comma FROM list
 // becomes the JOIN … ON it means (fromwhere.go). CREATE STREAM … EMIT

@@ -1,9 +1,11 @@
 package planner
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/sql"
@@ -29,7 +31,10 @@ import (
 // partition's aggregate changes, and the join takes back every row of
 // the partition with the old value and puts it in with the new one.
 //
-// A window with ORDER BY or a frame (running totals) is refused; so is
+// A running aggregate (OVER (PARTITION BY … ORDER BY x), the default
+// frame: the rows up to the current one and its peers) is each row
+// joined with the aggregate of a self-join, see runningAggregate. A
+// window with several ORDER BY terms or another frame is refused; so is
 // one in a grouped or DISTINCT query. Ranking and other window functions
 // are left as they are (the top-N recognises the ranking ones).
 func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
@@ -59,9 +64,9 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		return nil, pgerror.NotSupported("a window function with a subquery in a materialized view")
 	}
 	for _, f := range calls {
-		if len(f.Over.OrderBy) > 0 || f.Over.Frame != nil {
-			return nil, pgerror.NotSupported("a window function with ORDER BY or a frame in a materialized view").
-				WithHint("Over whole partitions (OVER (PARTITION BY …) without ORDER BY), aggregates run in views.")
+		if len(f.Over.OrderBy) > 1 || f.Over.Frame != nil && !runningFrame(f.Over.Frame) || f.Over.Frame != nil && len(f.Over.OrderBy) == 0 {
+			return nil, pgerror.NotSupported("a window function with several ORDER BY terms or a frame in a materialized view").
+				WithHint("Over whole partitions (OVER (PARTITION BY …)) and running (OVER (PARTITION BY … ORDER BY x)), aggregates run in views.")
 		}
 	}
 	from := sel.From[0]
@@ -91,7 +96,21 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		for i, e := range f.Over.PartitionBy {
 			keys[i] = sql.FormatExpr(e)
 		}
+		if len(f.Over.OrderBy) > 0 {
+			o := f.Over.OrderBy[0]
+			keys = append(keys, "\x01"+sql.FormatExpr(o.Expr), fmt.Sprint(o.Desc, o.NullsFirst != nil && *o.NullsFirst, o.NullsFirst == nil))
+		}
 		p := byKeys[strings.Join(keys, "\x00")]
+		if p == nil && len(f.Over.OrderBy) > 0 {
+			alias := "_w" + strconv.Itoa(len(parts)+1)
+			inner, on, err := runningAggregate(cat, sel, sc, f, alias)
+			if err != nil {
+				return nil, err
+			}
+			p = &partition{alias: alias, inner: inner, on: on}
+			byKeys[strings.Join(keys, "\x00")] = p
+			parts = append(parts, p)
+		}
 		if p == nil {
 			p = &partition{alias: "_w" + strconv.Itoa(len(parts)+1), inner: &sql.Select{From: sel.From, Where: sel.Where}}
 			typed, err := b.buildAll(&exprCtx{scope: sc, what: "PARTITION BY", noAggs: true}, f.Over.PartitionBy)
@@ -125,6 +144,12 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		name := "_a" + strconv.Itoa(len(p.inner.Items)+1)
 		agg := *f
 		agg.Over = nil
+		if len(f.Over.OrderBy) > 0 { // over the rows before the current one, the join's right side
+			agg.Args = make([]sql.Expr, len(f.Args))
+			for i, a := range f.Args {
+				agg.Args[i] = requalify(sc, a, runningPeer)
+			}
+		}
 		p.inner.Items = append(p.inner.Items, sql.SelectItem{Expr: &agg, Alias: name})
 		value[f] = &sql.ColumnRef{Table: p.alias, Name: name}
 	}
@@ -173,4 +198,125 @@ func zeroOf(t types.Type) (sql.Expr, bool) {
 		return nil, false
 	}
 	return &sql.Cast{X: &sql.Literal{Value: types.NewText(text)}, Type: t, TypeName: t.String()}, true
+}
+
+// The aliases of runningAggregate's self-join: the current row, and the
+// rows up to it.
+const (
+	runningRow  = "_wrow"
+	runningPeer = "_wpeer"
+)
+
+// runningFrame says whether a frame is the default one of a window with
+// ORDER BY: RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW.
+func runningFrame(f *sql.WindowFrame) bool {
+	return f.Mode == "range" && f.Start.Kind == sql.FrameUnboundedPreceding && f.End.Kind == sql.FrameCurrentRow
+}
+
+// runningAggregate is the hidden view of a running aggregate over one
+// stream s: the stream joined with itself, each row (runningRow) with
+// every row of its partition ordered up to it or as its peer
+// (runningPeer), both filtered by the query's WHERE, grouped by the
+// row's record (_partition, _offset); and the condition that joins a
+// row of s to its group:
+//
+//	sum(x) OVER (PARTITION BY k ORDER BY t)
+//	→ LEFT JOIN (SELECT r._partition AS _rp, r._offset AS _ro, sum(p.x) AS _a3
+//	    FROM s r JOIN s p ON (k pair) AND p precedes or is a peer of r by t GROUP BY r._partition, r._offset) _w1
+//	  ON s._partition = _w1._rp AND s._offset = _w1._ro
+//
+// Its state is the stream's rows, twice, and each new row is joined with
+// every row of its partition: for partitions of many rows, a cost that
+// grows with their square.
+func runningAggregate(cat Catalog, sel *sql.Select, sc *scope, f *sql.FuncCall, alias string) (*sql.Select, sql.Expr, error) {
+	t, ok := singleTable(sel)
+	if ok {
+		r, err := cat.Lookup(t.Schema, t.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		ok = r.Kind == catalog.Stream
+	}
+	if !ok {
+		return nil, nil, pgerror.NotSupported("a running aggregate (OVER (… ORDER BY …)) over a join, a view or a subquery in a materialized view").
+			WithHint("Over one stream, or over whole partitions (without ORDER BY), it runs.")
+	}
+	row := func(e sql.Expr) sql.Expr { return requalify(sc, e, runningRow) }
+	peer := func(e sql.Expr) sql.Expr { return requalify(sc, e, runningPeer) }
+	var on sql.Expr
+	and := func(e sql.Expr) {
+		if on == nil {
+			on = e
+		} else {
+			on = &sql.Binary{Op: "and", L: on, R: e}
+		}
+	}
+	b := &builder{cat: cat}
+	typed, err := b.buildAll(&exprCtx{scope: sc, what: "PARTITION BY", noAggs: true}, f.Over.PartitionBy)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, e := range f.Over.PartitionBy {
+		zero, ok := zeroOf(typed[i].Type)
+		if !ok {
+			return nil, nil, pgerror.NotSupported("PARTITION BY a %s in a materialized view", typed[i].Type).
+				WithHint("Partition by a number, text, boolean, date, time or interval.")
+		}
+		and(&sql.Binary{Op: "=", L: coalesced(row(e), zero), R: coalesced(peer(e), zero)})
+		and(&sql.Binary{Op: "=", L: &sql.IsNull{X: row(e)}, R: &sql.IsNull{X: peer(e)}})
+	}
+	o := f.Over.OrderBy[0]
+	and(precedesOrPeer(peer(o.Expr), row(o.Expr), o))
+	if sel.Where != nil {
+		and(peer(sel.Where)) // the rows the window sees passed WHERE
+	}
+	table := func(a string) *sql.TableName { return &sql.TableName{Schema: t.Schema, Name: t.Name, Alias: a} }
+	inner := &sql.Select{
+		From: []sql.TableExpr{&sql.Join{Kind: "inner", Left: table(runningRow), Right: table(runningPeer), On: on}},
+		Items: []sql.SelectItem{
+			{Expr: &sql.ColumnRef{Table: runningRow, Name: "_partition"}, Alias: "_rp"},
+			{Expr: &sql.ColumnRef{Table: runningRow, Name: "_offset"}, Alias: "_ro"},
+		},
+		GroupBy: []sql.Expr{&sql.ColumnRef{Table: runningRow, Name: "_partition"}, &sql.ColumnRef{Table: runningRow, Name: "_offset"}},
+	}
+	if sel.Where != nil {
+		inner.Where = row(sel.Where)
+	}
+	qual := itemName(sel.From[0])
+	join := &sql.Binary{Op: "and",
+		L: &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: qual, Name: "_partition"}, R: &sql.ColumnRef{Table: alias, Name: "_rp"}},
+		R: &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: qual, Name: "_offset"}, R: &sql.ColumnRef{Table: alias, Name: "_ro"}}}
+	return inner, join, nil
+}
+
+// precedesOrPeer says that row p comes before row r, or is its peer, in
+// the order of one ORDER BY term (NULLs last ascending, first descending,
+// unless NULLS FIRST or LAST says otherwise), given its values at p and r.
+func precedesOrPeer(p, r sql.Expr, o sql.OrderItem) sql.Expr {
+	nullsFirst := o.Desc
+	if o.NullsFirst != nil {
+		nullsFirst = *o.NullsFirst
+	}
+	cmp := &sql.Binary{Op: "<=", L: p, R: r}
+	if o.Desc {
+		cmp.Op = ">="
+	}
+	if nullsFirst { // p is NULL, or both are not and p is not after r
+		return &sql.Binary{Op: "or", L: &sql.IsNull{X: p}, R: &sql.Binary{Op: "and", L: &sql.IsNull{X: r, Not: true}, R: cmp}}
+	}
+	return &sql.Binary{Op: "or", L: &sql.IsNull{X: r}, R: &sql.Binary{Op: "and", L: &sql.IsNull{X: p, Not: true}, R: cmp}}
+}
+
+// requalify names the columns of the FROM item sc in e by alias.
+func requalify(sc *scope, e sql.Expr, alias string) sql.Expr {
+	return sql.Rewrite(e, func(x sql.Expr) (sql.Expr, bool) {
+		r, ok := x.(*sql.ColumnRef)
+		if !ok {
+			return nil, false
+		}
+		if _, err := sc.resolve(r.Table, r.Name); err == nil {
+			return &sql.ColumnRef{Table: alias, Name: r.Name, Pos: r.Pos}, true
+		}
+		return r, true
+	})
 }

@@ -9,8 +9,8 @@ import (
 
 // TestWindowAggViewDifferential: views with aggregates over whole
 // partitions (agg(…) OVER (PARTITION BY …), OVER ()) of dv's rows, of a
-// join of dv and du, and views over such a view, each against its
-// bounded SELECT.
+// join of dv and du, running aggregates (OVER (… ORDER BY x)) of dv's
+// rows, and views over such a view, each against its bounded SELECT.
 func TestWindowAggViewDifferential(t *testing.T) {
 	twoStreamDifferential(t, "vw", 11_000_027, *viewCases/6, genWindowAggView)
 }
@@ -20,6 +20,9 @@ func genWindowAggView(rng *rand.Rand) string {
 		agg := pick(rng, "sum(v)", "count(*)", "max(w)", "min(v)", "avg(w)", "count(v)",
 			"min(w)", "sum(dv.v)")
 		part := pick(rng, "", "PARTITION BY k", "PARTITION BY w > 0", "PARTITION BY k, v % 2", "PARTITION BY v", "PARTITION BY dv.k")
+		if rng.Intn(3) == 0 { // a running aggregate: up to the row and its peers
+			part = strings.TrimSpace(part + pick(rng, " ORDER BY v", " ORDER BY id DESC", " ORDER BY w NULLS FIRST", " ORDER BY k DESC NULLS LAST", " ORDER BY v % 3"))
+		}
 		return fmt.Sprintf("%s OVER (%s)", agg, part)
 	}
 	where := ""
