@@ -22,7 +22,8 @@ type testDB struct {
 	rows map[string][]types.Row // user relations' data by name
 }
 
-func newTestDB(t *testing.T) *testDB {
+// newCatalog is an empty catalog in a Pebble store of the test's own.
+func newCatalog(t *testing.T) *catalog.Catalog {
 	t.Helper()
 	st, err := state.Open(t.TempDir())
 	if err != nil {
@@ -33,6 +34,12 @@ func newTestDB(t *testing.T) *testDB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cat
+}
+
+func newTestDB(t *testing.T) *testDB {
+	t.Helper()
+	cat := newCatalog(t)
 	rels := []*catalog.Relation{
 		{Name: "trades", Kind: catalog.Stream, Topic: "trades", Format: "json", Partitions: 4, Key: []string{"sym"},
 			Columns: []catalog.Column{{Name: "sym", Type: types.Text}, {Name: "tags", Type: types.TextArray}, {Name: "qty", Type: types.Int8}}},

@@ -14,7 +14,6 @@ import (
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/sql"
-	"github.com/fvsql/fvsql/state"
 )
 
 // The golden plans of continuous queries live in testdata/explain/*.txt.
@@ -107,15 +106,7 @@ func runExplainFile(t *testing.T, file string) {
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	st, err := state.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cat, err := catalog.Open(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := newCatalog(t)
 	offset := int64(0)
 	record := func(r *catalog.Relation) error {
 		b, err := catalog.Encode(r)

@@ -645,6 +645,9 @@ func walkExpr(e sql.Expr, fn func(sql.Expr) bool) {
 			walkExpr(x, fn)
 		}
 		walkExpr(e.Filter, fn)
+		for _, o := range e.OrderBy { // agg(x ORDER BY …)
+			walkExpr(o.Expr, fn)
+		}
 		if e.Over != nil {
 			for _, x := range e.Over.PartitionBy {
 				walkExpr(x, fn)

@@ -348,8 +348,7 @@ func neededColumns(sel *sql.Select, j *sql.Join, cols []scopeCol, extra []*expr.
 	}
 	sc := &scope{cols: cols}
 	unsure := false
-	var mark func(e sql.Expr)
-	mark = func(e sql.Expr) {
+	mark := func(e sql.Expr) {
 		walkExpr(e, func(n sql.Expr) bool {
 			switch x := n.(type) {
 			case *sql.ColumnRef:
@@ -364,10 +363,6 @@ func neededColumns(sel *sql.Select, j *sql.Join, cols []scopeCol, extra []*expr.
 					if !c.hidden && (x.Table == "" || c.qualifiedBy(x.Table)) {
 						needed[i] = true
 					}
-				}
-			case *sql.FuncCall:
-				for _, o := range x.OrderBy { // an aggregate's own ORDER BY
-					mark(o.Expr)
 				}
 			case *sql.Subquery:
 				unsure = true

@@ -282,17 +282,11 @@ func lateralAsSubquery(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	}
 	// The columns the query reads, by their index in sc.
 	used := map[int]bool{}
-	var mark func(e sql.Expr)
-	mark = func(e sql.Expr) {
+	mark := func(e sql.Expr) {
 		walkExpr(e, func(n sql.Expr) bool {
-			switch x := n.(type) {
-			case *sql.ColumnRef:
+			if x, ok := n.(*sql.ColumnRef); ok {
 				if i, err := sc.resolve(x.Table, x.Name); err == nil {
 					used[i] = true
-				}
-			case *sql.FuncCall:
-				for _, o := range x.OrderBy { // an aggregate's own ORDER BY
-					mark(o.Expr)
 				}
 			}
 			return true
@@ -354,15 +348,8 @@ func lateralAsSubquery(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		inner.Items = append(inner.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: c.table, Name: c.name}, Alias: name})
 	}
 	requalify := func(e sql.Expr) sql.Expr {
-		return sql.Rewrite(e, func(e sql.Expr) (sql.Expr, bool) {
-			r, ok := e.(*sql.ColumnRef)
-			if !ok {
-				return nil, false
-			}
-			if i, err := sc.resolve(r.Table, r.Name); err == nil {
-				return &sql.ColumnRef{Table: lateralAlias, Name: names[i], Pos: r.Pos}, true
-			}
-			return r, true
+		return mapColumnRefs(sc, e, func(i int, r *sql.ColumnRef) sql.Expr {
+			return &sql.ColumnRef{Table: lateralAlias, Name: names[i], Pos: r.Pos}
 		})
 	}
 	outer := &sql.Select{

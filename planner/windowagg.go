@@ -127,10 +127,7 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 					return nil, pgerror.NotSupported("PARTITION BY a %s in a materialized view", typed[i].Type).
 						WithHint("Partition by a number, text, boolean, date, time or interval.")
 				}
-				mine, theirs := e, sql.Expr(&sql.ColumnRef{Table: p.alias, Name: name})
-				eq := &sql.Binary{Op: "and",
-					L: &sql.Binary{Op: "=", L: coalesced(mine, zero), R: coalesced(theirs, zero)},
-					R: &sql.Binary{Op: "=", L: &sql.IsNull{X: mine}, R: &sql.IsNull{X: theirs}}}
+				eq := nullSafeEq(e, &sql.ColumnRef{Table: p.alias, Name: name}, zero)
 				if i == 0 {
 					on = eq
 				} else {
@@ -262,8 +259,7 @@ func runningAggregate(cat Catalog, sel *sql.Select, sc *scope, f *sql.FuncCall, 
 			return nil, nil, pgerror.NotSupported("PARTITION BY a %s in a materialized view", typed[i].Type).
 				WithHint("Partition by a number, text, boolean, date, time or interval.")
 		}
-		and(&sql.Binary{Op: "=", L: coalesced(row(e), zero), R: coalesced(peer(e), zero)})
-		and(&sql.Binary{Op: "=", L: &sql.IsNull{X: row(e)}, R: &sql.IsNull{X: peer(e)}})
+		and(nullSafeEq(row(e), peer(e), zero))
 	}
 	o := f.Over.OrderBy[0]
 	and(precedesOrPeer(peer(o.Expr), row(o.Expr), o))
@@ -309,14 +305,31 @@ func precedesOrPeer(p, r sql.Expr, o sql.OrderItem) sql.Expr {
 
 // requalify names the columns of the FROM item sc in e by alias.
 func requalify(sc *scope, e sql.Expr, alias string) sql.Expr {
+	return mapColumnRefs(sc, e, func(_ int, r *sql.ColumnRef) sql.Expr {
+		return &sql.ColumnRef{Table: alias, Name: r.Name, Pos: r.Pos}
+	})
+}
+
+// mapColumnRefs replaces each column reference of e that resolves in sc
+// (to its column i) by what f makes of it; other references stay.
+func mapColumnRefs(sc *scope, e sql.Expr, f func(i int, r *sql.ColumnRef) sql.Expr) sql.Expr {
 	return sql.Rewrite(e, func(x sql.Expr) (sql.Expr, bool) {
 		r, ok := x.(*sql.ColumnRef)
 		if !ok {
 			return nil, false
 		}
-		if _, err := sc.resolve(r.Table, r.Name); err == nil {
-			return &sql.ColumnRef{Table: alias, Name: r.Name, Pos: r.Pos}, true
+		if i, err := sc.resolve(r.Table, r.Name); err == nil {
+			return f(i, r), true
 		}
 		return r, true
 	})
+}
+
+// nullSafeEq is a = b where NULL equals NULL, as two equalities of
+// never-NULL values a join can key on: coalesce(a, zero) = coalesce(b,
+// zero) AND (a IS NULL) = (b IS NULL).
+func nullSafeEq(a, b, zero sql.Expr) sql.Expr {
+	return &sql.Binary{Op: "and",
+		L: &sql.Binary{Op: "=", L: coalesced(a, zero), R: coalesced(b, zero)},
+		R: &sql.Binary{Op: "=", L: &sql.IsNull{X: a}, R: &sql.IsNull{X: b}}}
 }
