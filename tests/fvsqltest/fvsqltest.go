@@ -333,9 +333,17 @@ func (p *Process) Stop(t testing.TB) {
 	select {
 	case <-exited:
 	case <-time.After(StopTimeout):
-		_ = signal(cmd.Process, syscall.SIGKILL)
-		<-exited
-		t.Fatalf("fvsql %s (pid %d) did not exit within %s of SIGTERM; killed it", p.cfg.Name, cmd.Process.Pid, StopTimeout)
+		// SIGQUIT makes the Go runtime write every goroutine's stack to
+		// the log before it exits: the stacks say where shutdown waits.
+		_ = signal(cmd.Process, syscall.SIGQUIT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = signal(cmd.Process, syscall.SIGKILL)
+			<-exited
+		}
+		t.Fatalf("fvsql %s (pid %d) did not exit within %s of SIGTERM; killed it. Its goroutines that were in fvsql code:\n%s",
+			p.cfg.Name, cmd.Process.Pid, StopTimeout, ownStacks(p.logPath))
 	}
 	p.mu.Lock()
 	err := p.waitErr
@@ -519,6 +527,30 @@ func (p *Process) cleanup() {
 		t.Logf("fvsql %s: starts, warnings and errors of %s:\n%s", p.cfg.Name, p.logPath, strings.Join(warn, "\n"))
 		t.Logf("fvsql %s: last %d lines of %s:\n%s", p.cfg.Name, logTailLines, p.logPath, tail(p.logPath, logTailLines))
 	}
+}
+
+// ownStacks returns the goroutine stacks of a SIGQUIT dump in the log at
+// path that pass through fvsql's own packages; the runtime's and the
+// libraries' idle goroutines are left out.
+func ownStacks(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", path, err)
+	}
+	i := bytes.Index(b, []byte("SIGQUIT: quit"))
+	if i < 0 {
+		return "(no goroutine dump in the log)"
+	}
+	var out []string
+	for _, g := range strings.Split(string(b[i:]), "\n\n") {
+		if strings.HasPrefix(g, "goroutine ") && strings.Contains(g, "github.com/fvsql/fvsql/") {
+			out = append(out, g)
+		}
+	}
+	if len(out) == 0 {
+		return "(no goroutine in fvsql code)"
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // tail returns the last n lines of the file at path.
