@@ -7,6 +7,7 @@ import (
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -33,7 +34,7 @@ type Values struct {
 // chain's subqueries (expr.KSubquery with the index into Subqueries).
 type Chain struct {
 	Input      Node
-	Steps      []operators.Step
+	Steps      []plan.Step
 	Subqueries []Subquery
 }
 
@@ -263,7 +264,7 @@ func (w watched) Finish(emit operators.Emit) error {
 
 // runSource scans a dataset, running the stateless prefix steps on each
 // shard's goroutine, and hands the results to emit on this goroutine.
-func (q *query) runSource(ctx context.Context, src *Source, prefix []operators.Step, need []bool, env *expr.Env, emit operators.Emit) error {
+func (q *query) runSource(ctx context.Context, src *Source, prefix []plan.Step, need []bool, env *expr.Env, emit operators.Emit) error {
 	onErr := q.onErr
 	ds, err := q.r.Dataset(ctx, src.Dataset)
 	if err != nil {
@@ -430,7 +431,7 @@ func (q *query) subqueryEnv(ctx context.Context, c *Chain, env *expr.Env) *expr.
 // input layout until the first one that produces rows of another shape
 // (a projection or an aggregation); extra columns (a watermark's) are
 // always read.
-func InputColumns(steps []operators.Step, extra []int) []bool {
+func InputColumns(steps []plan.Step, extra []int) []bool {
 	var cols []int
 	add := func(es ...*expr.Expr) {
 		for _, e := range es {
@@ -444,12 +445,12 @@ steps:
 	for i := range steps {
 		s := &steps[i]
 		switch s.Op {
-		case operators.OpFilter:
+		case plan.OpFilter:
 			add(s.Pred)
 			continue
-		case operators.OpProject:
+		case plan.OpProject:
 			add(s.Exprs...)
-		case operators.OpAggregate, operators.OpWindowAggregate, operators.OpGroupAggregate, operators.OpSession:
+		case plan.OpAggregate, plan.OpWindowAggregate, plan.OpGroupAggregate, plan.OpSession:
 			add(s.GroupBy...)
 			for _, a := range s.Aggs {
 				add(a.Arg, a.Filter)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
-	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
 )
@@ -192,7 +192,7 @@ func (p *pipeline) lookupViews() []string {
 	var out []string
 	for _, s := range p.stages {
 		for _, st := range s.def.Steps {
-			if st.Op == operators.OpLookupJoin && st.Lookup != nil && !slices.Contains(out, st.Lookup.View) {
+			if st.Op == plan.OpLookupJoin && st.Lookup != nil && !slices.Contains(out, st.Lookup.View) {
 				out = append(out, st.Lookup.View)
 			}
 		}

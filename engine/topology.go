@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -58,7 +58,7 @@ func (t *Topology) Ident(name string) string {
 // without GROUP BY (operators.Step.Seeds), which emits its group over no
 // rows when it reads the marker.
 func (t *Topology) Seeded(s *Stage) bool {
-	if len(s.Inputs) != 1 || !slices.ContainsFunc(s.Steps, func(st operators.Step) bool { return st.Seeds() }) {
+	if len(s.Inputs) != 1 || !slices.ContainsFunc(s.Steps, func(st plan.Step) bool { return st.Seeds() }) {
 		return false
 	}
 	return slices.ContainsFunc(t.Internal, func(d Stream) bool { return d.Name == s.Inputs[0] && d.Partitions == 1 })
@@ -77,10 +77,10 @@ type Bridge struct {
 // Stage reads its inputs, runs its steps per input partition, and writes
 // to its output.
 type Stage struct {
-	Name   string           `json:"name"`
-	Inputs []string         `json:"inputs"` // dataset names
-	Output string           `json:"output"` // dataset name
-	Steps  []operators.Step `json:"steps"`
+	Name   string      `json:"name"`
+	Inputs []string    `json:"inputs"` // dataset names
+	Output string      `json:"output"` // dataset name
+	Steps  []plan.Step `json:"steps"`
 	// Watermark, when set, derives the stage's watermark from its input
 	// rows: per input partition, the largest event time seen minus Delay.
 	// A stage reading an internal topic learns watermarks from the

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -458,7 +459,7 @@ func (a *boolAcc) Result() types.Value {
 // their input order) when the result is asked for. Bounded queries only:
 // it has no state encoding (a continuous query's is a listAcc).
 type orderedAcc struct {
-	keys  []SortKey
+	keys  []plan.SortKey
 	inner func() Accumulator
 	rows  []types.Row
 	size  int64

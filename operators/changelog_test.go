@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -41,7 +42,7 @@ func signedCase(t *testing.T, seed uint64, global bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aggs := []operators.AggSpec{
+	aggs := []plan.AggSpec{
 		{Name: "count", Star: true}, {Name: "count", Arg: v}, {Name: "sum", Arg: v},
 		{Name: "avg", Arg: v}, {Name: "sum", Arg: n}, {Name: "avg", Arg: n},
 		// those that keep the group's values (numerics of one value but
@@ -55,8 +56,8 @@ func signedCase(t *testing.T, seed uint64, global bool) {
 		groupBy = []*expr.Expr{g}
 	}
 	const width, keyCol = 4, 4 // g, v, _, n; then _key and the other metadata
-	inc := operators.Step{Op: operators.OpGroupAggregate, GroupBy: groupBy, Aggs: aggs, Changes: true, Sign: width + 4}
-	build := func(s *operators.Step, kv operators.KV) operators.Stateful {
+	inc := plan.Step{Op: plan.OpGroupAggregate, GroupBy: groupBy, Aggs: aggs, Changes: true, Sign: width + 4}
+	build := func(s *plan.Step, kv operators.KV) operators.Stateful {
 		op, err := operators.Build(s, &expr.Env{}, operators.AbortOnError)
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +67,7 @@ func signedCase(t *testing.T, seed uint64, global bool) {
 		return st
 	}
 	logKV, aggKV := operators.NewMemKV(), operators.NewMemKV()
-	logStep := operators.Step{Op: operators.OpChangelog, Width: width, KeyCol: keyCol}
+	logStep := plan.Step{Op: plan.OpChangelog, Width: width, KeyCol: keyCol}
 	logOp, aggOp := build(&logStep, logKV), build(&inc, aggKV)
 	table := map[string]types.Row{} // the view's rows by record key
 	view := map[string]types.Row{}  // the aggregate's rows by group, from its changes
@@ -121,7 +122,7 @@ func signedCase(t *testing.T, seed uint64, global bool) {
 			t.Fatalf("round %d: %v\ninput:\n%s", round, err, strings.Join(log, "\n"))
 		}
 		// the bounded aggregate over what the table holds
-		bounded, err := operators.Build(&operators.Step{Op: operators.OpAggregate, GroupBy: groupBy, Aggs: aggs}, &expr.Env{}, operators.AbortOnError)
+		bounded, err := operators.Build(&plan.Step{Op: plan.OpAggregate, GroupBy: groupBy, Aggs: aggs}, &expr.Env{}, operators.AbortOnError)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,9 +191,9 @@ func sorted(m map[string]string) []string {
 // state, nor after rows came; never with GROUP BY.
 func TestGroupAggregateSeed(t *testing.T) {
 	v := expr.Col(0, types.Int8, "v")
-	aggs := []operators.AggSpec{{Name: "count", Star: true}, {Name: "sum", Arg: v}}
+	aggs := []plan.AggSpec{{Name: "count", Star: true}, {Name: "sum", Arg: v}}
 	build := func(groupBy []*expr.Expr, kv operators.KV) operators.Seeder {
-		op, err := operators.Build(&operators.Step{Op: operators.OpGroupAggregate, GroupBy: groupBy, Aggs: aggs, Changes: true}, &expr.Env{}, operators.AbortOnError)
+		op, err := operators.Build(&plan.Step{Op: plan.OpGroupAggregate, GroupBy: groupBy, Aggs: aggs, Changes: true}, &expr.Env{}, operators.AbortOnError)
 		if err != nil {
 			t.Fatal(err)
 		}

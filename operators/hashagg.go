@@ -2,6 +2,7 @@ package operators
 
 import (
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -13,7 +14,7 @@ type AggCall struct {
 	Distinct bool
 	// Order, when set, is agg(x ORDER BY …): Arg gives a record of x and
 	// the sort keys, whose fields 1… Order's keys name.
-	Order []SortKey
+	Order []plan.SortKey
 }
 
 func (c *AggCall) newAcc() Accumulator {

@@ -3,10 +3,10 @@ package operators
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -38,7 +38,7 @@ import (
 // partners the row has met (kept for outer sides only; 0 for the others)
 // and its values.
 type HashJoin struct {
-	Spec     JoinSpec
+	Spec     plan.JoinSpec
 	Residual expr.Eval // nil: none
 	OnError  RowError
 
@@ -53,25 +53,13 @@ type HashJoin struct {
 }
 
 // NewHashJoin builds the operator.
-func NewHashJoin(spec JoinSpec, residual expr.Eval, onErr RowError) *HashJoin {
+func NewHashJoin(spec plan.JoinSpec, residual expr.Eval, onErr RowError) *HashJoin {
 	j := &HashJoin{Spec: spec, Residual: residual, OnError: onErr, seq: -1}
 	j.keep[0] = spec.Type == "left" || spec.Type == "full" || spec.Type == "semi" || spec.Type == "anti"
 	j.keep[1] = spec.Type == "right" || spec.Type == "full"
 	j.semi = spec.Type == "semi"
 	j.pairs = spec.Type != "semi" && spec.Type != "anti"
 	return j
-}
-
-// hashJoinString renders a hash join for EXPLAIN.
-func (s *JoinSpec) hashJoinString() string {
-	out := fmt.Sprintf("hashJoin(%s, key %d=%d", s.Type, len(s.LeftKey), len(s.RightKey))
-	if s.Residual != nil {
-		out += ", on " + s.Residual.String()
-	}
-	if s.SignCol > 0 {
-		out += ", signed input"
-	}
-	return out + ") signed"
 }
 
 // Bind implements Stateful.
@@ -170,7 +158,7 @@ rows:
 			}
 			sign = row[c].I
 		}
-		mine := types.CloneRow(j.Spec.sideOf(row, s))
+		mine := types.CloneRow(j.Spec.Side(row, s))
 		key := j.key[:0]
 		for _, c := range keyCols {
 			if row[c].IsNull() { // NULL = anything is not true: no partner ever
@@ -197,7 +185,7 @@ rows:
 			if m <= 0 {
 				return errBadState
 			}
-			other, _, err := types.DecodeValues(v[m:], j.Spec.widthOf(o))
+			other, _, err := types.DecodeValues(v[m:], j.Spec.Width(o))
 			if err != nil {
 				return err
 			}
@@ -291,7 +279,7 @@ func (j *HashJoin) retract(b *Batch, i, s int, key []byte, mine types.Row) error
 		if m <= 0 {
 			return errBadState
 		}
-		other, _, err := types.DecodeValues(v[m:], j.Spec.widthOf(o))
+		other, _, err := types.DecodeValues(v[m:], j.Spec.Width(o))
 		if err != nil {
 			return err
 		}

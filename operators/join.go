@@ -7,42 +7,9 @@ import (
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
-
-// JoinSpec describes an interval join of two streams (a JOIN b ON a.k =
-// b.k AND b.ts BETWEEN a.ts + lo AND a.ts + hi). Both sides' rows reach
-// the operator interleaved in one input, re-keyed by the join key so that
-// equal keys meet in one partition: input rows are [side, left columns…,
-// right columns…] with side 0 (left) or 1 (right) and the other side's
-// columns NULL. Output rows are [left columns…, right columns…].
-type JoinSpec struct {
-	Type       string     `json:"type"` // "inner", "left", "right", "full"; a hash join's also "semi", "anti"
-	LeftWidth  int        `json:"left_width"`
-	RightWidth int        `json:"right_width"`
-	LeftKey    []int      `json:"left_key"`  // input columns of the left key
-	RightKey   []int      `json:"right_key"` // input columns of the right key, pairwise comparable
-	LeftTime   int        `json:"left_time"` // input column of the left event time
-	RightTime  int        `json:"right_time"`
-	Lo         int64      `json:"lo"` // microseconds: right.ts - left.ts ∈ [Lo, Hi]
-	Hi         int64      `json:"hi"`
-	Residual   *expr.Expr `json:"residual,omitempty"` // the rest of ON, over output rows
-	TimeType   types.Type `json:"time_type"`
-	// SignCol is the input column of a hash join's row sign (+1 a row
-	// comes, -1 it goes), when a side is itself a changelog (the signed
-	// output of a join); 0: every input row comes.
-	SignCol int `json:"sign_col,omitempty"`
-}
-
-// String renders the join for EXPLAIN.
-func (s *JoinSpec) String() string {
-	iv := func(us int64) string { return types.NewInterval(types.IntervalValue{Micros: us}).Text() }
-	out := fmt.Sprintf("intervalJoin(%s, key %d=%d, right.ts - left.ts in [%s, %s]", s.Type, len(s.LeftKey), len(s.RightKey), iv(s.Lo), iv(s.Hi))
-	if s.Residual != nil {
-		out += ", on " + s.Residual.String()
-	}
-	return out + ")"
-}
 
 // IntervalJoin is the operator of a JoinSpec. Each row is stored in the
 // state of its side until the watermark makes a match impossible: a left
@@ -53,7 +20,7 @@ func (s *JoinSpec) String() string {
 // windows. State per row: a data entry keyed (side, key, ts, seq) and a
 // time index entry (side, ts, seq) used to expire rows in time order.
 type IntervalJoin struct {
-	Spec     JoinSpec
+	Spec     plan.JoinSpec
 	Residual expr.Eval // nil: none
 	OnError  RowError
 
@@ -67,7 +34,7 @@ type IntervalJoin struct {
 }
 
 // NewIntervalJoin builds the operator.
-func NewIntervalJoin(spec JoinSpec, residual expr.Eval, onErr RowError) *IntervalJoin {
+func NewIntervalJoin(spec plan.JoinSpec, residual expr.Eval, onErr RowError) *IntervalJoin {
 	j := &IntervalJoin{Spec: spec, Residual: residual, OnError: onErr, wm: math.MinInt64, seq: -1}
 	j.keep[0] = spec.Type == "left" || spec.Type == "full"
 	j.keep[1] = spec.Type == "right" || spec.Type == "full"
@@ -103,23 +70,6 @@ func (j *IntervalJoin) ensureKV() error {
 	seq, err := loadSeq(j.kv)
 	j.seq = seq
 	return err
-}
-
-// sideOf returns the columns of side s (0 left, 1 right) of a join's
-// input row.
-func (s *JoinSpec) sideOf(row types.Row, side int) types.Row {
-	if side == 0 {
-		return row[1 : 1+s.LeftWidth]
-	}
-	return row[1+s.LeftWidth : 1+s.LeftWidth+s.RightWidth]
-}
-
-// widthOf is side s's column count.
-func (s *JoinSpec) widthOf(side int) int {
-	if side == 0 {
-		return s.LeftWidth
-	}
-	return s.RightWidth
 }
 
 // pair makes an output row from a left and a right side (nil: NULLs).
@@ -178,7 +128,7 @@ rows:
 			}
 			continue
 		}
-		mine := j.Spec.sideOf(row, s)
+		mine := j.Spec.Side(row, s)
 		key := j.key[:0]
 		for _, c := range keyCols {
 			if row[c].IsNull() { // NULL = anything is not true: no match ever
@@ -212,7 +162,7 @@ rows:
 			if len(v) < 1 {
 				return errBadState
 			}
-			other, _, err := types.DecodeValues(v[1:], j.Spec.widthOf(o))
+			other, _, err := types.DecodeValues(v[1:], j.Spec.Width(o))
 			if err != nil {
 				return err
 			}
@@ -362,7 +312,7 @@ func (j *IntervalJoin) OnWatermark(wm int64, emit Emit) error {
 					return err
 				}
 				if ok && len(v) > 0 && v[0] == 0 {
-					row, _, err := types.DecodeValues(v[1:], j.Spec.widthOf(s))
+					row, _, err := types.DecodeValues(v[1:], j.Spec.Width(s))
 					if err != nil {
 						return err
 					}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -67,7 +68,7 @@ func TestIntervalJoinOracle(t *testing.T) {
 		n := 20 + rng.IntN(200)
 		desc := fmt.Sprintf("seed %d: %s join, right.ts - left.ts in [%d, %d], delay %d, keys %d, residual %v, %d rows", seed, typ, lo, hi, delay, keys, residual, n)
 
-		spec := JoinSpec{Type: typ, LeftWidth: 3, RightWidth: 3, LeftKey: []int{1}, RightKey: []int{4}, LeftTime: 2, RightTime: 5, Lo: lo, Hi: hi, TimeType: types.Timestamp}
+		spec := plan.JoinSpec{Type: typ, LeftWidth: 3, RightWidth: 3, LeftKey: []int{1}, RightKey: []int{4}, LeftTime: 2, RightTime: 5, Lo: lo, Hi: hi, TimeType: types.Timestamp}
 		var res expr.Eval
 		if residual {
 			res = func(row types.Row) (types.Value, error) {
@@ -241,7 +242,7 @@ func TestHashJoinOracle(t *testing.T) {
 		signed := c%5 >= 2 // rows also go, as another join's signed rows do
 		desc := fmt.Sprintf("seed %d: %s hash join, keys %d, residual %v, signed %v, %d rows", seed, typ, keys, residual, signed, n)
 
-		spec := JoinSpec{Type: typ, LeftWidth: 3, RightWidth: 3, LeftKey: []int{1}, RightKey: []int{4}}
+		spec := plan.JoinSpec{Type: typ, LeftWidth: 3, RightWidth: 3, LeftKey: []int{1}, RightKey: []int{4}}
 		if signed {
 			spec.SignCol = 7
 		}
@@ -323,7 +324,7 @@ func TestHashJoinOracle(t *testing.T) {
 // evaluate against a stored partner is set aside whole (none of its pairs
 // come out, it is not stored), and the join goes on.
 func TestHashJoinResidualError(t *testing.T) {
-	spec := JoinSpec{Type: "left", LeftWidth: 3, RightWidth: 3, LeftKey: []int{1}, RightKey: []int{4}}
+	spec := plan.JoinSpec{Type: "left", LeftWidth: 3, RightWidth: 3, LeftKey: []int{1}, RightKey: []int{4}}
 	res := func(row types.Row) (types.Value, error) {
 		if row[5].I == 13 {
 			return types.NullValue, errors.New("division by zero")

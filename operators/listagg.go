@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -31,7 +32,7 @@ type listAcc struct {
 	// keys, under ORDER BY or array_agg's FILTER (then maybe empty): the
 	// argument is a record of the value and its keys, NULL for a row
 	// FILTER left out.
-	keys  []SortKey
+	keys  []plan.SortKey
 	inner func() Accumulator
 	rows  []listRow
 	next  int64 // the arrival number of the next row

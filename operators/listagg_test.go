@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -28,7 +29,7 @@ func TestListAccOracle(t *testing.T) {
 		f.Delim = &comma
 		c := AggCall{Func: f}
 		if ordered {
-			c.Order = []SortKey{{Col: 1, Desc: true}}
+			c.Order = []plan.SortKey{{Col: 1, Desc: true}}
 		}
 		acc := c.stateAcc().(*listAcc)
 		type held struct {

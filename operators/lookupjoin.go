@@ -3,42 +3,11 @@ package operators
 import (
 	"context"
 
-	"fmt"
-
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
-
-// LookupSpec describes a stream-table join: each stream row looks up the
-// current rows of a materialized view by its key or a prefix of its key
-// (a whole key finds at most one row; the partition columns of a top-N
-// view find its N). Output rows are [stream columns…, view columns…], one
-// per match.
-type LookupSpec struct {
-	View        string       `json:"view"`
-	Type        string       `json:"type"` // "inner" or "left"
-	Key         []*expr.Expr `json:"key"`  // over the stream row: a prefix of the view's key
-	StreamWidth int          `json:"stream_width"`
-	ViewWidth   int          `json:"view_width"`
-	Residual    *expr.Expr   `json:"residual,omitempty"` // the rest of ON, over output rows
-}
-
-// String renders the join for EXPLAIN.
-func (s *LookupSpec) String() string {
-	keys := ""
-	for i, k := range s.Key {
-		if i > 0 {
-			keys += ", "
-		}
-		keys += k.String()
-	}
-	out := fmt.Sprintf("lookupJoin(%s, %s by key (%s)", s.Type, s.View, keys)
-	if s.Residual != nil {
-		out += ", on " + s.Residual.String()
-	}
-	return out + ")"
-}
 
 // ViewLookup returns the current rows of a view under a key or a prefix
 // of its key, in key order. It returns ctx's error once ctx is done.
@@ -72,7 +41,7 @@ func (r *Resources) budget() *Budget {
 // the stream row is processed (a replayed row after a crash sees the view
 // as it is then, as in Kafka Streams and ksqlDB).
 type LookupJoin struct {
-	Spec     LookupSpec
+	Spec     plan.LookupSpec
 	Keys     []expr.Eval
 	Residual expr.Eval
 	Lookup   ViewLookup
@@ -153,7 +122,7 @@ func (j *LookupJoin) add(b *Batch, i int, out types.Row) {
 // Finish implements Operator.
 func (j *LookupJoin) Finish(Emit) error { return nil }
 
-func buildLookupJoin(s *Step, env *expr.Env, onErr RowError, res *Resources) (Operator, error) {
+func buildLookupJoin(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Operator, error) {
 	if s.Lookup == nil {
 		return nil, pgerror.New(pgerror.Internal, "operators: lookupJoin without a spec")
 	}

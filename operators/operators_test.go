@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -91,7 +92,7 @@ func TestFilterPoisonRowsAndCarriedColumns(t *testing.T) {
 	div := m(expr.Call("/", expr.Const(i4(10)), expr.Col(0, types.Int4, "x")))
 	pred := m(expr.Compare(">", div, expr.Const(i4(1))))
 	var log poisonLog
-	op, err := Build(&Step{Op: OpFilter, Pred: pred}, nil, log.onErr)
+	op, err := Build(&plan.Step{Op: plan.OpFilter, Pred: pred}, nil, log.onErr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestFilterPoisonRowsAndCarriedColumns(t *testing.T) {
 	}
 
 	// a RowError that returns an error stops processing with it
-	abort, err := Build(&Step{Op: OpFilter, Pred: pred}, nil, AbortOnError)
+	abort, err := Build(&plan.Step{Op: plan.OpFilter, Pred: pred}, nil, AbortOnError)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestProjectPoisonRows(t *testing.T) {
 		m(expr.Call("||", expr.Col(2, types.Text, "s"), expr.Const(txt("!")))),
 	}
 	var log poisonLog
-	op, err := Build(&Step{Op: OpProject, Exprs: exprs}, nil, log.onErr)
+	op, err := Build(&plan.Step{Op: plan.OpProject, Exprs: exprs}, nil, log.onErr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,15 +460,15 @@ func TestHashAggregatePoisonRowLeavesNoTrace(t *testing.T) {
 func TestSortNullsAndDirections(t *testing.T) {
 	rows := []types.Row{{i4(2), txt("a")}, {null, txt("b")}, {i4(1), txt("c")}, {i4(2), txt("d")}, {null, txt("e")}, {i4(3), txt("f")}}
 	cases := []struct {
-		keys []SortKey
+		keys []plan.SortKey
 		want string
 	}{
-		{[]SortKey{{Col: 0}}, "c a d f b e"},                                         // ASC NULLS LAST, stable
-		{[]SortKey{{Col: 0, Desc: true, NullsFirst: true}}, "b e f a d c"},           // DESC (NULLS FIRST)
-		{[]SortKey{{Col: 0, Desc: true}}, "f a d c b e"},                             // DESC NULLS LAST
-		{[]SortKey{{Col: 0, NullsFirst: true}}, "b e c a d f"},                       // ASC NULLS FIRST
-		{[]SortKey{{Col: 0}, {Col: 1, Desc: true}}, "c d a f e b"},                   // two keys
-		{[]SortKey{{Col: 0, NullsFirst: true}, {Col: 1, Desc: true}}, "e b c d a f"}, // NULL tie broken by the next key
+		{[]plan.SortKey{{Col: 0}}, "c a d f b e"},                                         // ASC NULLS LAST, stable
+		{[]plan.SortKey{{Col: 0, Desc: true, NullsFirst: true}}, "b e f a d c"},           // DESC (NULLS FIRST)
+		{[]plan.SortKey{{Col: 0, Desc: true}}, "f a d c b e"},                             // DESC NULLS LAST
+		{[]plan.SortKey{{Col: 0, NullsFirst: true}}, "b e c a d f"},                       // ASC NULLS FIRST
+		{[]plan.SortKey{{Col: 0}, {Col: 1, Desc: true}}, "c d a f e b"},                   // two keys
+		{[]plan.SortKey{{Col: 0, NullsFirst: true}, {Col: 1, Desc: true}}, "e b c d a f"}, // NULL tie broken by the next key
 	}
 	for _, c := range cases {
 		for _, limit := range []int64{-1, 0, 1, 2, 3, 6, 10} {
@@ -527,7 +528,7 @@ func TestSortTopNMatchesFullSort(t *testing.T) {
 			}
 			rows = append(rows, types.Row{v, i4(int64(i))})
 		}
-		keys := []SortKey{{Col: 0, Desc: r.IntN(2) == 0, NullsFirst: r.IntN(2) == 0}}
+		keys := []plan.SortKey{{Col: 0, Desc: r.IntN(2) == 0, NullsFirst: r.IntN(2) == 0}}
 		limit := int64(r.IntN(n + 3))
 		full := &Sort{Keys: keys, Limit: -1}
 		top := &Sort{Keys: keys, Limit: limit}
@@ -575,7 +576,7 @@ func TestLimit(t *testing.T) {
 		{1, -1, [][2]int{{0, 3}, {3, 5}}, "(1) (2) (3) (4)", -1},
 		{10, 5, [][2]int{{0, 3}, {3, 5}}, "", -1},
 	} {
-		l, _ := Build(&Step{Op: OpLimit, Limit: c.count, Offset: c.offset}, nil, AbortOnError)
+		l, _ := Build(&plan.Step{Op: plan.OpLimit, Limit: c.count, Offset: c.offset}, nil, AbortOnError)
 		var out []types.Row
 		done := -1
 		for i, b := range c.batches {
@@ -603,7 +604,7 @@ func TestLimit(t *testing.T) {
 }
 
 func TestDistinct(t *testing.T) {
-	d, _ := Build(&Step{Op: OpDistinct}, nil, AbortOnError)
+	d, _ := Build(&plan.Step{Op: plan.OpDistinct}, nil, AbortOnError)
 	var out []types.Row
 	_ = d.Process(&Batch{Rows: []types.Row{{i4(1), txt("a")}, {i4(1), txt("a")}, {null, txt("a")}, {i4(1), txt("b")}}}, collect(&out, nil))
 	_ = d.Process(&Batch{Rows: []types.Row{{null, txt("a")}, {i4(1), txt("b")}, {i4(2), null}, {i4(2), null}}}, collect(&out, nil))
@@ -935,7 +936,7 @@ func TestDistinctMergeKeepsValues(t *testing.T) {
 func TestTopNChangelog(t *testing.T) {
 	kv := NewMemKV()
 	build := func() *TopN {
-		op, err := Build(&Step{Op: OpTopN, N: 3, Width: 2, Keys: []SortKey{{Col: 1, Desc: true, NullsFirst: true}},
+		op, err := Build(&plan.Step{Op: plan.OpTopN, N: 3, Width: 2, Keys: []plan.SortKey{{Col: 1, Desc: true, NullsFirst: true}},
 			PartitionBy: []*expr.Expr{expr.Col(0, types.Text, "k")}}, nil, AbortOnError)
 		if err != nil {
 			t.Fatal(err)
@@ -995,8 +996,8 @@ func TestTopNChangelog(t *testing.T) {
 
 func TestWindowAggregateLateAndNullTime(t *testing.T) {
 	var log poisonLog
-	op, err := Build(&Step{Op: OpWindowAggregate, Window: &WindowSpec{Kind: "tumble", Size: 10}, TimeCol: 0, TimeType: types.Timestamp,
-		Aggs: []AggSpec{{Name: "count", Star: true}}}, nil, log.onErr)
+	op, err := Build(&plan.Step{Op: plan.OpWindowAggregate, Window: &plan.WindowSpec{Kind: "tumble", Size: 10}, TimeCol: 0, TimeType: types.Timestamp,
+		Aggs: []plan.AggSpec{{Name: "count", Star: true}}}, nil, log.onErr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1031,20 +1032,20 @@ func TestWindowAggregateLateAndNullTime(t *testing.T) {
 
 func TestHopWindowsOf(t *testing.T) {
 	for _, c := range []struct {
-		spec WindowSpec
+		spec plan.WindowSpec
 		t    int64
 		want string
 	}{
-		{WindowSpec{Kind: "tumble", Size: 10}, 0, "[[0 10]]"},
-		{WindowSpec{Kind: "tumble", Size: 10}, -1, "[[-10 0]]"},
-		{WindowSpec{Kind: "tumble", Size: 10}, -10, "[[-10 0]]"},
-		{WindowSpec{Kind: "hop", Size: 10, Slide: 5}, 7, "[[5 15] [0 10]]"},
-		{WindowSpec{Kind: "hop", Size: 10, Slide: 5}, -5, "[[-5 5] [-10 0]]"},
-		{WindowSpec{Kind: "hop", Size: 7, Slide: 5}, 6, "[[5 12] [0 7]]"},
-		{WindowSpec{Kind: "hop", Size: 7, Slide: 5}, 8, "[[5 12]]"},
-		{WindowSpec{Kind: "hop", Size: 5, Slide: 5}, 5, "[[5 10]]"},
+		{plan.WindowSpec{Kind: "tumble", Size: 10}, 0, "[[0 10]]"},
+		{plan.WindowSpec{Kind: "tumble", Size: 10}, -1, "[[-10 0]]"},
+		{plan.WindowSpec{Kind: "tumble", Size: 10}, -10, "[[-10 0]]"},
+		{plan.WindowSpec{Kind: "hop", Size: 10, Slide: 5}, 7, "[[5 15] [0 10]]"},
+		{plan.WindowSpec{Kind: "hop", Size: 10, Slide: 5}, -5, "[[-5 5] [-10 0]]"},
+		{plan.WindowSpec{Kind: "hop", Size: 7, Slide: 5}, 6, "[[5 12] [0 7]]"},
+		{plan.WindowSpec{Kind: "hop", Size: 7, Slide: 5}, 8, "[[5 12]]"},
+		{plan.WindowSpec{Kind: "hop", Size: 5, Slide: 5}, 5, "[[5 10]]"},
 	} {
-		if got := fmt.Sprint(c.spec.windowsOf(c.t, nil)); got != c.want {
+		if got := fmt.Sprint(c.spec.Windows(c.t, nil)); got != c.want {
 			t.Errorf("%s windowsOf(%d) = %s, want %s", c.spec, c.t, got, c.want)
 		}
 	}
@@ -1063,8 +1064,8 @@ func TestHopWindowsOf(t *testing.T) {
 // wm >= last + gap and the row opened a second session [10, 20)).
 func TestSessionRowAtWatermark(t *testing.T) {
 	build := func() *SessionAggregate {
-		op, err := Build(&Step{Op: OpSession, Window: &WindowSpec{Kind: "session", Gap: 10}, TimeCol: 1, TimeType: types.Timestamp,
-			GroupBy: []*expr.Expr{expr.Col(0, types.Text, "k")}, Aggs: []AggSpec{{Name: "count", Star: true}}}, nil, AbortOnError)
+		op, err := Build(&plan.Step{Op: plan.OpSession, Window: &plan.WindowSpec{Kind: "session", Gap: 10}, TimeCol: 1, TimeType: types.Timestamp,
+			GroupBy: []*expr.Expr{expr.Col(0, types.Text, "k")}, Aggs: []plan.AggSpec{{Name: "count", Star: true}}}, nil, AbortOnError)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1184,16 +1185,16 @@ func TestStepJSONRoundTrip(t *testing.T) {
 	m := mustExpr(t)
 	x := expr.Col(0, types.Int4, "x")
 	s := expr.Col(1, types.Text, "s")
-	steps := []Step{
-		{Op: OpFilter, Pred: m(expr.Or(m(expr.Compare(">", x, expr.Const(i4(2)))), m(expr.Call("like", s, expr.Const(txt("a%")))), m(expr.IsNull(x, false))))},
-		{Op: OpProject, Exprs: []*expr.Expr{m(expr.Call("*", x, expr.Const(num("1.5")))), m(expr.Call("upper", s))}, Names: []string{"y", "u"}},
-		{Op: OpAggregate, GroupBy: []*expr.Expr{s}, Aggs: []AggSpec{{Name: "count", Star: true}, {Name: "sum", Arg: x}, {Name: "count", Arg: x, Distinct: true}}},
-		{Op: OpSort, Keys: []SortKey{{Col: 0, Desc: true, NullsFirst: true}}, Limit: -1},
-		{Op: OpLimit, Limit: 2, Offset: 1},
-		{Op: OpDistinct},
+	steps := []plan.Step{
+		{Op: plan.OpFilter, Pred: m(expr.Or(m(expr.Compare(">", x, expr.Const(i4(2)))), m(expr.Call("like", s, expr.Const(txt("a%")))), m(expr.IsNull(x, false))))},
+		{Op: plan.OpProject, Exprs: []*expr.Expr{m(expr.Call("*", x, expr.Const(num("1.5")))), m(expr.Call("upper", s))}, Names: []string{"y", "u"}},
+		{Op: plan.OpAggregate, GroupBy: []*expr.Expr{s}, Aggs: []plan.AggSpec{{Name: "count", Star: true}, {Name: "sum", Arg: x}, {Name: "count", Arg: x, Distinct: true}}},
+		{Op: plan.OpSort, Keys: []plan.SortKey{{Col: 0, Desc: true, NullsFirst: true}}, Limit: -1},
+		{Op: plan.OpLimit, Limit: 2, Offset: 1},
+		{Op: plan.OpDistinct},
 	}
 	rows := []types.Row{{i4(1), txt("abc")}, {i4(3), txt("b")}, {null, txt("c")}, {i4(5), txt("abc")}, {i4(1), txt("abc")}, {i4(0), txt("zz")}}
-	run := func(steps []Step) string {
+	run := func(steps []plan.Step) string {
 		var ops []Operator
 		for i := range steps {
 			op, err := Build(&steps[i], nil, AbortOnError)
@@ -1218,7 +1219,7 @@ func TestStepJSONRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back []Step
+		var back []plan.Step
 		if err := json.Unmarshal(data, &back); err != nil {
 			t.Fatalf("%s: %v", data, err)
 		}
@@ -1238,20 +1239,20 @@ func TestStepJSONRoundTrip(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
-	for _, s := range []Step{
+	for _, s := range []plan.Step{
 		{Op: "nosuch"},
-		{Op: OpWindowAggregate},
-		{Op: OpSession},
-		{Op: OpSession, Window: &WindowSpec{Kind: "session"}},
-		{Op: OpAggregate, Aggs: []AggSpec{{Name: "sum", Arg: expr.Col(0, types.Text, "s")}}},
-		{Op: OpFilter, Pred: expr.Col(0, types.Int4, "x")},
-		{Op: OpProject, Exprs: []*expr.Expr{expr.Param(3, types.Int4)}},
+		{Op: plan.OpWindowAggregate},
+		{Op: plan.OpSession},
+		{Op: plan.OpSession, Window: &plan.WindowSpec{Kind: "session"}},
+		{Op: plan.OpAggregate, Aggs: []plan.AggSpec{{Name: "sum", Arg: expr.Col(0, types.Text, "s")}}},
+		{Op: plan.OpFilter, Pred: expr.Col(0, types.Int4, "x")},
+		{Op: plan.OpProject, Exprs: []*expr.Expr{expr.Param(3, types.Int4)}},
 	} {
 		if _, err := Build(&s, nil, AbortOnError); err == nil {
 			t.Errorf("Build(%+v) succeeded", s)
 		}
 	}
-	if (&Step{Op: OpFilter}).Stateless() != true || (&Step{Op: OpProject}).Stateless() != true || (&Step{Op: OpTopN}).Stateless() {
+	if (&plan.Step{Op: plan.OpFilter}).Stateless() != true || (&plan.Step{Op: plan.OpProject}).Stateless() != true || (&plan.Step{Op: plan.OpTopN}).Stateless() {
 		t.Error("Stateless")
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
 )
@@ -104,8 +105,8 @@ var aggPool = []aggDef{
 	{"sum", cPoison, false}, {"count", cPoison, false},
 }
 
-func (a aggDef) spec(tt types.Type) operators.AggSpec {
-	s := operators.AggSpec{Name: a.name, Distinct: a.distinct}
+func (a aggDef) spec(tt types.Type) plan.AggSpec {
+	s := plan.AggSpec{Name: a.name, Distinct: a.distinct}
 	switch a.col {
 	case cStar:
 		s.Star = true
@@ -584,7 +585,7 @@ type runResult struct {
 type harness struct {
 	t       *testing.T
 	r       *rand.Rand
-	step    *operators.Step
+	step    *plan.Step
 	mode    kvMode
 	store   *state.Store
 	prefix  []byte
@@ -924,14 +925,14 @@ func pickMode(r *rand.Rand) kvMode {
 	return kvPebble
 }
 
-func newHarness(t *testing.T, r *rand.Rand, step *operators.Step, store *state.Store, seed uint64) *harness {
+func newHarness(t *testing.T, r *rand.Rand, step *plan.Step, store *state.Store, seed uint64) *harness {
 	if r.IntN(2) == 0 {
 		// the catalog stores steps as JSON; the engine builds from those
 		data, err := json.Marshal(step)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back := new(operators.Step)
+		back := new(plan.Step)
 		if err := json.Unmarshal(data, back); err != nil {
 			t.Fatalf("%s: %v", data, err)
 		}
@@ -1037,8 +1038,8 @@ type aggQuery struct {
 	changes bool
 }
 
-func (q *aggQuery) steps(op string) *operators.Step {
-	s := &operators.Step{Op: op, Changes: q.changes, TimeCol: cT, TimeType: q.tt}
+func (q *aggQuery) steps(op string) *plan.Step {
+	s := &plan.Step{Op: op, Changes: q.changes, TimeCol: cT, TimeType: q.tt}
 	for _, c := range q.group {
 		s.GroupBy = append(s.GroupBy, expr.Col(c, colType(c, q.tt), fmt.Sprintf("c%d", c)))
 	}
@@ -1138,7 +1139,7 @@ func windowCase(kind string) func(t *testing.T, seed uint64, store *state.Store)
 		if r.IntN(2) == 0 {
 			unit = types.MicrosPerSecond
 		}
-		spec := operators.WindowSpec{Kind: kind, Size: int64(1+r.IntN(40)) * unit}
+		spec := plan.WindowSpec{Kind: kind, Size: int64(1+r.IntN(40)) * unit}
 		if kind == "hop" {
 			spec.Slide = int64(1+r.IntN(20)) * unit
 			spec.Size = spec.Slide * int64(1+r.IntN(5))
@@ -1183,7 +1184,7 @@ func windowCase(kind string) func(t *testing.T, seed uint64, store *state.Store)
 				batches[bi] = nb
 			}
 		}
-		step := q.steps(operators.OpWindowAggregate)
+		step := q.steps(plan.OpWindowAggregate)
 		step.Window = &spec
 		h := newHarness(t, r, step, store, seed)
 		h.timeCol, h.delay, h.changes = cT, delay, q.changes
@@ -1209,7 +1210,7 @@ func windowCase(kind string) func(t *testing.T, seed uint64, store *state.Store)
 			if kind == "hop" {
 				slide = spec.Slide
 			}
-			for k := floorDiv(tm-spec.Size, slide); k <= floorDiv(tm, slide); k++ {
+			for k := types.FloorDiv(tm-spec.Size, slide); k <= types.FloorDiv(tm, slide); k++ {
 				s := k * slide
 				if s <= tm && tm < s+spec.Size && s+spec.Size > res.wmAt[id] {
 					wins = append(wins, [2]int64{s, s + spec.Size})
@@ -1265,14 +1266,6 @@ func windowCase(kind string) func(t *testing.T, seed uint64, store *state.Store)
 		}
 		compareGroups(t, desc, q, groups, order, final, true)
 	}
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
 }
 
 func compareGroups(t *testing.T, desc string, q *aggQuery, groups map[string]*expGroup, order []string, final map[string]types.Row, window bool) {
@@ -1346,7 +1339,7 @@ func groupCase(t *testing.T, seed uint64, store *state.Store) {
 		rows[i] = gen.row(int64(r.IntN(1000)), false)
 	}
 	batches := split(r, arrival(r, times, int64(r.IntN(30))), 1+r.IntN(20))
-	step := q.steps(operators.OpGroupAggregate)
+	step := q.steps(plan.OpGroupAggregate)
 	h := newHarness(t, r, step, store, seed)
 	h.changes = true
 	if h.mode == kvMemAuto {
@@ -1483,8 +1476,8 @@ func sessionCase(t *testing.T, seed uint64, store *state.Store) {
 			seen = append(seen, batches[bi]...)
 		}
 	}
-	step := q.steps(operators.OpSession)
-	step.Window = &operators.WindowSpec{Kind: "session", Gap: gap}
+	step := q.steps(plan.OpSession)
+	step.Window = &plan.WindowSpec{Kind: "session", Gap: gap}
 	h := newHarness(t, r, step, store, seed)
 	h.timeCol, h.delay, h.changes = cT, delay, q.changes
 	if h.mode == kvMemAuto && q.changes {
@@ -1597,13 +1590,13 @@ const (
 type topQuery struct {
 	part   []int // input columns
 	poison bool  // partition by k1 + 0*(1/d) instead of k1
-	keys   []operators.SortKey
+	keys   []plan.SortKey
 	n      int64
 	rank   string // "" (ROW_NUMBER), "rank" or "dense_rank"
 }
 
-func (q *topQuery) step() *operators.Step {
-	s := &operators.Step{Op: operators.OpTopN, Keys: q.keys, N: q.n, Width: tWidth, Rank: q.rank}
+func (q *topQuery) step() *plan.Step {
+	s := &plan.Step{Op: plan.OpTopN, Keys: q.keys, N: q.n, Width: tWidth, Rank: q.rank}
 	tys := map[int]types.Type{tK1: types.Int4, tK2: types.Text}
 	for _, c := range q.part {
 		e := expr.Col(c, tys[c], fmt.Sprintf("c%d", c))
@@ -1634,7 +1627,7 @@ func (q *topQuery) partKey(row types.Row) string {
 }
 
 // cmpOrder is the batch side's ORDER BY comparison.
-func cmpOrder(keys []operators.SortKey, a, b types.Row) int {
+func cmpOrder(keys []plan.SortKey, a, b types.Row) int {
 	for _, k := range keys {
 		x, y := a[k.Col], b[k.Col]
 		var c int
@@ -1676,12 +1669,12 @@ func topNCase(t *testing.T, seed uint64, store *state.Store) {
 		q.part = []int{tK1, tK2}
 	}
 	desc := r.IntN(2) == 0
-	q.keys = []operators.SortKey{{Col: tScore, Desc: desc, NullsFirst: desc != (r.IntN(4) == 0)}}
+	q.keys = []plan.SortKey{{Col: tScore, Desc: desc, NullsFirst: desc != (r.IntN(4) == 0)}}
 	distinctKeys := r.IntN(3) == 0
 	if distinctKeys {
-		q.keys = append(q.keys, operators.SortKey{Col: tID, Desc: r.IntN(2) == 0})
+		q.keys = append(q.keys, plan.SortKey{Col: tID, Desc: r.IntN(2) == 0})
 	} else if r.IntN(2) == 0 {
-		q.keys = append(q.keys, operators.SortKey{Col: tTS})
+		q.keys = append(q.keys, plan.SortKey{Col: tTS})
 	}
 	n := 1 + r.IntN(150)
 	nk1, nk2 := 1+r.IntN(5), 1+r.IntN(3)
@@ -1896,7 +1889,7 @@ func slicesContains(s []int, v int) bool {
 // the latest row per key, with distinct event times.
 func dedupCase(t *testing.T, seed uint64, store *state.Store) {
 	r := caseRand(seed, "dedup")
-	q := &topQuery{n: 1, part: []int{tK1}, keys: []operators.SortKey{{Col: tTS, Desc: true, NullsFirst: true}}}
+	q := &topQuery{n: 1, part: []int{tK1}, keys: []plan.SortKey{{Col: tTS, Desc: true, NullsFirst: true}}}
 	if r.IntN(3) == 0 {
 		q.part = []int{tK2}
 	}

@@ -5,15 +5,6 @@ import (
 	"github.com/fvsql/fvsql/types"
 )
 
-// SetSpec is one set-returning function call of a select list (a
-// projectSet step): the overload (expr.SetFunc.Key), its arguments over
-// the input row, and how many columns it returns.
-type SetSpec struct {
-	Fn    string       `json:"fn"`
-	Args  []*expr.Expr `json:"args"`
-	Width int          `json:"width"`
-}
-
 // ProjectSet runs the set-returning functions of a select list, as
 // PostgreSQL's ProjectSet does: for each input row every function is
 // called, the row is repeated as many times as the longest result, and

@@ -4,18 +4,12 @@ import (
 	"container/heap"
 	"sort"
 
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
-// SortKey orders by one input column.
-type SortKey struct {
-	Col        int
-	Desc       bool
-	NullsFirst bool
-}
-
 // CompareRows orders two rows by keys.
-func CompareRows(keys []SortKey, a, b types.Row) int {
+func CompareRows(keys []plan.SortKey, a, b types.Row) int {
 	for _, k := range keys {
 		x, y := a[k.Col], b[k.Col]
 		var c int
@@ -53,7 +47,7 @@ func CompareRows(keys []SortKey, a, b types.Row) int {
 // it keeps only the first Limit rows in a heap (top-N), so memory stays
 // bounded by the limit rather than the input.
 type Sort struct {
-	Keys   []SortKey
+	Keys   []plan.SortKey
 	Limit  int64   // -1: no limit
 	Budget *Budget // charged with the rows held; nil: unlimited
 
@@ -139,7 +133,7 @@ func (s *Sort) Finish(emit Emit) error {
 
 // rowHeap is a max-heap by the sort keys.
 type rowHeap struct {
-	keys []SortKey
+	keys []plan.SortKey
 	rows []types.Row
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -56,7 +57,7 @@ func rankingOf(name string) (Ranking, error) {
 // number changed, a delete of each position left empty).
 type TopN struct {
 	PartitionBy []expr.Eval
-	Keys        []SortKey
+	Keys        []plan.SortKey
 	N           int64
 	Width       int // input row width (without the sign)
 	Ranking     Ranking

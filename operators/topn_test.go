@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -24,7 +25,7 @@ func TestSignedTopNOracle(t *testing.T) {
 		ranking := []string{"row_number", "rank", "dense_rank"}[c%3]
 		n := int64(1 + rng.IntN(4))
 		desc := fmt.Sprintf("case %d: %s <= %d", c, ranking, n)
-		step := &Step{Op: OpTopN, N: n, Width: 3, Sign: 3, Rank: ranking, Keys: []SortKey{{Col: 1, Desc: true}},
+		step := &plan.Step{Op: plan.OpTopN, N: n, Width: 3, Sign: 3, Rank: ranking, Keys: []plan.SortKey{{Col: 1, Desc: true}},
 			PartitionBy: []*expr.Expr{expr.Col(0, types.Int8, "p")}}
 		kv := NewMemKV()
 		build := func() Operator {

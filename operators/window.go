@@ -10,55 +10,12 @@ import (
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
-// WindowSpec describes time windows; lengths are in microseconds.
-type WindowSpec struct {
-	Kind  string `json:"kind"` // "tumble", "hop", "session"
-	Size  int64  `json:"size,omitempty"`
-	Slide int64  `json:"slide,omitempty"`
-	Gap   int64  `json:"gap,omitempty"`
-}
-
-// String renders the window for EXPLAIN.
-func (w WindowSpec) String() string {
-	iv := func(us int64) string { return types.NewInterval(types.IntervalValue{Micros: us}).Text() }
-	switch w.Kind {
-	case "hop":
-		return "hop(slide " + iv(w.Slide) + ", size " + iv(w.Size) + ")"
-	case "session":
-		return "session(gap " + iv(w.Gap) + ")"
-	}
-	return "tumble(" + iv(w.Size) + ")"
-}
-
-// windowsOf returns the [start, end) windows containing t.
-func (w WindowSpec) windowsOf(t int64, out [][2]int64) [][2]int64 {
-	out = out[:0]
-	switch w.Kind {
-	case "tumble":
-		start := floorDiv(t, w.Size) * w.Size
-		return append(out, [2]int64{start, start + w.Size})
-	case "hop":
-		last := floorDiv(t, w.Slide) * w.Slide
-		for s := last; s > t-w.Size; s -= w.Slide {
-			out = append(out, [2]int64{s, s + w.Size})
-		}
-	}
-	return out
-}
-
 // errStopScan ends a KV scan early.
 var errStopScan = errors.New("stop scan")
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
 
 // aggEntry is one group's aggregation state, loaded from the KV on first
 // touch in an epoch and written back at checkpoints.
@@ -519,7 +476,7 @@ func havingPasses(having expr.Eval, onErr RowError, row types.Row) bool {
 // window_start, window_end, aggregate results; final rows when windows
 // close, or (Changes) an upsert per update.
 type WindowAggregate struct {
-	Spec     WindowSpec
+	Spec     plan.WindowSpec
 	TimeCol  int
 	TimeType types.Type
 	GroupBy  []expr.Eval
@@ -553,7 +510,7 @@ type WindowAggregate struct {
 }
 
 // NewWindowAggregate makes the operator.
-func NewWindowAggregate(spec WindowSpec, timeCol int, timeType types.Type, groupBy []expr.Eval, aggs []AggCall, changes bool, onErr RowError) *WindowAggregate {
+func NewWindowAggregate(spec plan.WindowSpec, timeCol int, timeType types.Type, groupBy []expr.Eval, aggs []AggCall, changes bool, onErr RowError) *WindowAggregate {
 	w := &WindowAggregate{Spec: spec, TimeCol: timeCol, TimeType: timeType, GroupBy: groupBy, Changes: changes, OnError: onErr, wm: math.MinInt64, minEnd: math.MinInt64}
 	w.panes = spec.Kind == "hop" && !changes && spec.Slide > 0 && spec.Size > spec.Slide && spec.Size%spec.Slide == 0
 	w.st = aggState{aggs: aggs, ngroup: len(groupBy), window: true, timeType: timeType}
@@ -637,7 +594,7 @@ rows:
 		w.key = gkey
 		if w.panes {
 			// The pane's last window ends at its start + size.
-			p := floorDiv(t.I, w.Spec.Slide) * w.Spec.Slide
+			p := types.FloorDiv(t.I, w.Spec.Slide) * w.Spec.Slide
 			if p+w.Spec.Size <= w.wm {
 				if err := w.OnError(b, i, w.late(t.I)); err != nil {
 					return err
@@ -656,7 +613,7 @@ rows:
 			}
 			continue
 		}
-		w.windows = w.Spec.windowsOf(t.I, w.windows)
+		w.windows = w.Spec.Windows(t.I, w.windows)
 		open := 0
 		for _, win := range w.windows {
 			if win[1] <= w.wm {

@@ -1,75 +1,13 @@
 package operators
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
-
-// OverSpec is one OVER clause of a bounded query's window step and the
-// window functions computed over it: PostgreSQL's semantics, the
-// function results appended to each input row in the order of Funcs.
-type OverSpec struct {
-	PartitionBy []*expr.Expr `json:"partition_by,omitempty"`
-	OrderBy     []*expr.Expr `json:"order_by,omitempty"`
-	// Order gives each OrderBy term's direction; Col is its index in OrderBy.
-	Order []SortKey    `json:"order,omitempty"`
-	Frame Frame        `json:"frame"`
-	Funcs []WindowFunc `json:"funcs"`
-}
-
-// Frame is a window frame. The default (no frame clause) is RANGE
-// BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW: the rows up to the current
-// one's last peer, all of the partition without ORDER BY.
-type Frame struct {
-	Mode  string     `json:"mode"` // FrameRows, FrameRange or FrameGroups
-	Start FrameBound `json:"start"`
-	End   FrameBound `json:"end"`
-}
-
-// Frame modes.
-const (
-	FrameRows   = "rows"
-	FrameRange  = "range"
-	FrameGroups = "groups"
-)
-
-// FrameBound is one end of a frame; Offset (rows or peer groups) is for
-// BoundPreceding and BoundFollowing. RANGE frames take no offsets.
-type FrameBound struct {
-	Kind   BoundKind `json:"kind"`
-	Offset int64     `json:"offset,omitempty"`
-}
-
-// BoundKind says where a frame bound lies.
-type BoundKind int
-
-// Frame bound kinds.
-const (
-	BoundUnboundedPreceding BoundKind = iota
-	BoundPreceding
-	BoundCurrentRow
-	BoundFollowing
-	BoundUnboundedFollowing
-)
-
-// DefaultFrame is the frame of an OVER clause without a frame clause.
-var DefaultFrame = Frame{Mode: FrameRange, Start: FrameBound{Kind: BoundUnboundedPreceding}, End: FrameBound{Kind: BoundCurrentRow}}
-
-// WindowFunc is one window function call: a ranking or offset function
-// (row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag,
-// lead, first_value, last_value, nth_value) or an aggregate over the
-// frame. Args are typed by the planner (lag's offset is bigint, its
-// default of the value's type).
-type WindowFunc struct {
-	Name string       `json:"name"`
-	Args []*expr.Expr `json:"args,omitempty"`
-	Star bool         `json:"star,omitempty"`
-}
 
 // windowFuncs are the functions that only exist as window functions.
 var windowFuncs = map[string]bool{
@@ -81,11 +19,11 @@ var windowFuncs = map[string]bool{
 // aggregate.
 func IsWindowFunc(name string) bool { return windowFuncs[name] }
 
-// Result types the window function call: bigint for the row numbers,
+// WindowResult types the window function call: bigint for the row numbers,
 // integer for ntile, double precision for percent_rank and cume_dist, the
 // value's type for the offset and value functions, the aggregate's type
 // for an aggregate.
-func (f *WindowFunc) Result() (types.Type, error) {
+func WindowResult(f *plan.WindowFunc) (types.Type, error) {
 	switch f.Name {
 	case "row_number", "rank", "dense_rank":
 		return types.Int8, nil
@@ -100,7 +38,7 @@ func (f *WindowFunc) Result() (types.Type, error) {
 		return f.Args[0].Type, nil
 	}
 	if IsAggregate(f.Name) {
-		agg, err := f.agg()
+		agg, err := windowAgg(f)
 		if err != nil {
 			return types.Null, err
 		}
@@ -109,7 +47,7 @@ func (f *WindowFunc) Result() (types.Type, error) {
 	return types.Null, pgerror.New(pgerror.UndefinedFunction, "window function %s does not exist", f.Name)
 }
 
-func (f *WindowFunc) agg() (*AggFunc, error) {
+func windowAgg(f *plan.WindowFunc) (*AggFunc, error) {
 	arg := types.Null
 	if len(f.Args) > 0 {
 		arg = f.Args[0].Type
@@ -119,68 +57,12 @@ func (f *WindowFunc) agg() (*AggFunc, error) {
 
 // usesFrame reports whether the function's value depends on the frame
 // (PostgreSQL's ranking and offset functions ignore it).
-func (f *WindowFunc) usesFrame() bool {
+func usesFrame(f *plan.WindowFunc) bool {
 	switch f.Name {
 	case "first_value", "last_value", "nth_value":
 		return true
 	}
 	return IsAggregate(f.Name)
-}
-
-// String renders the spec for EXPLAIN.
-func (o *OverSpec) String() string {
-	var sb strings.Builder
-	for i, f := range o.Funcs {
-		if i > 0 {
-			sb.WriteString(",")
-		}
-		args := make([]string, len(f.Args))
-		for j, a := range f.Args {
-			args[j] = a.String()
-		}
-		if f.Star {
-			args = []string{"*"}
-		}
-		fmt.Fprintf(&sb, " %s(%s)", f.Name, strings.Join(args, ", "))
-	}
-	sb.WriteString(" over (")
-	sep := ""
-	if len(o.PartitionBy) > 0 {
-		sb.WriteString("partition by")
-		for _, e := range o.PartitionBy {
-			fmt.Fprintf(&sb, " %s", e)
-		}
-		sep = " "
-	}
-	if len(o.OrderBy) > 0 {
-		sb.WriteString(sep + "order by")
-		for _, k := range o.Order {
-			fmt.Fprintf(&sb, " %s", o.OrderBy[k.Col])
-			if k.Desc {
-				sb.WriteString(" DESC")
-			}
-		}
-		sep = " "
-	}
-	if o.Frame != DefaultFrame {
-		fmt.Fprintf(&sb, "%s%s between %s and %s", sep, o.Frame.Mode, o.Frame.Start, o.Frame.End)
-	}
-	sb.WriteString(")")
-	return sb.String()
-}
-
-func (b FrameBound) String() string {
-	switch b.Kind {
-	case BoundUnboundedPreceding:
-		return "unbounded preceding"
-	case BoundPreceding:
-		return fmt.Sprintf("%d preceding", b.Offset)
-	case BoundCurrentRow:
-		return "current row"
-	case BoundFollowing:
-		return fmt.Sprintf("%d following", b.Offset)
-	}
-	return "unbounded following"
 }
 
 // WindowFuncs is the bounded window operator: it holds every input row
@@ -189,7 +71,7 @@ func (b FrameBound) String() string {
 // results appended, partition by partition. It is a bounded-query
 // operator: continuous queries rank only through TopN.
 type WindowFuncs struct {
-	Spec    *OverSpec
+	Spec    *plan.OverSpec
 	Budget  *Budget // charged with the rows held; nil: unlimited
 	OnError RowError
 
@@ -198,7 +80,7 @@ type WindowFuncs struct {
 	aggs      []*AggFunc // per function, nil unless an aggregate
 	rows      []winRow
 	charged   int64
-	partKeys  []SortKey
+	partKeys  []plan.SortKey
 }
 
 // winRow is an input row with the values the window needs, evaluated once.
@@ -210,7 +92,7 @@ type winRow struct {
 }
 
 // NewWindowFuncs compiles a window step.
-func NewWindowFuncs(spec *OverSpec, env *expr.Env, onErr RowError, budget *Budget) (*WindowFuncs, error) {
+func NewWindowFuncs(spec *plan.OverSpec, env *expr.Env, onErr RowError, budget *Budget) (*WindowFuncs, error) {
 	w := &WindowFuncs{Spec: spec, Budget: budget, OnError: onErr}
 	var err error
 	if w.part, err = compileAll(spec.PartitionBy, env); err != nil {
@@ -228,7 +110,7 @@ func NewWindowFuncs(spec *OverSpec, env *expr.Env, onErr RowError, budget *Budge
 		w.args = append(w.args, evs)
 		var agg *AggFunc
 		if IsAggregate(f.Name) {
-			if agg, err = f.agg(); err != nil {
+			if agg, err = windowAgg(f); err != nil {
 				return nil, err
 			}
 		} else if !windowFuncs[f.Name] {
@@ -236,9 +118,9 @@ func NewWindowFuncs(spec *OverSpec, env *expr.Env, onErr RowError, budget *Budge
 		}
 		w.aggs = append(w.aggs, agg)
 	}
-	w.partKeys = make([]SortKey, len(spec.PartitionBy))
+	w.partKeys = make([]plan.SortKey, len(spec.PartitionBy))
 	for i := range w.partKeys {
-		w.partKeys[i] = SortKey{Col: i}
+		w.partKeys[i] = plan.SortKey{Col: i}
 	}
 	return w, nil
 }
@@ -378,13 +260,13 @@ func (w *WindowFuncs) peersOf(rows []winRow) *peers {
 }
 
 // frameOf is row i's frame [start, end) in the partition of n rows.
-func (fr *Frame) frameOf(p *peers, i, n int) (int, int) {
+func frameOf(fr *plan.Frame, p *peers, i, n int) (int, int) {
 	clamp := func(x int64) int {
 		return int(max(0, min(x, int64(n))))
 	}
 	// Offsets past the partition's size mean the same as its size; capping
 	// them first keeps i±offset from overflowing.
-	off := func(b FrameBound) int64 { return min(b.Offset, int64(n)+1) }
+	off := func(b plan.FrameBound) int64 { return min(b.Offset, int64(n)+1) }
 	g := p.group[i]
 	ng := len(p.groupStart)
 	groupStart := func(k int64) int {
@@ -407,21 +289,21 @@ func (fr *Frame) frameOf(p *peers, i, n int) (int, int) {
 	}
 	var s, e int
 	switch fr.Start.Kind {
-	case BoundUnboundedPreceding:
+	case plan.BoundUnboundedPreceding:
 		s = 0
-	case BoundCurrentRow:
+	case plan.BoundCurrentRow:
 		s = i
-		if fr.Mode != FrameRows {
+		if fr.Mode != plan.FrameRows {
 			s = p.groupStart[g]
 		}
-	case BoundPreceding:
-		if fr.Mode == FrameGroups {
+	case plan.BoundPreceding:
+		if fr.Mode == plan.FrameGroups {
 			s = groupStart(int64(g) - off(fr.Start))
 		} else {
 			s = clamp(int64(i) - off(fr.Start))
 		}
-	case BoundFollowing:
-		if fr.Mode == FrameGroups {
+	case plan.BoundFollowing:
+		if fr.Mode == plan.FrameGroups {
 			s = groupStart(int64(g) + off(fr.Start))
 		} else {
 			s = clamp(int64(i) + off(fr.Start))
@@ -430,21 +312,21 @@ func (fr *Frame) frameOf(p *peers, i, n int) (int, int) {
 		s = n
 	}
 	switch fr.End.Kind {
-	case BoundUnboundedFollowing:
+	case plan.BoundUnboundedFollowing:
 		e = n
-	case BoundCurrentRow:
+	case plan.BoundCurrentRow:
 		e = i + 1
-		if fr.Mode != FrameRows {
+		if fr.Mode != plan.FrameRows {
 			e = p.groupEnd[g]
 		}
-	case BoundPreceding:
-		if fr.Mode == FrameGroups {
+	case plan.BoundPreceding:
+		if fr.Mode == plan.FrameGroups {
 			e = groupEnd(int64(g) - off(fr.End))
 		} else {
 			e = clamp(int64(i) - off(fr.End) + 1)
 		}
-	case BoundFollowing:
-		if fr.Mode == FrameGroups {
+	case plan.BoundFollowing:
+		if fr.Mode == plan.FrameGroups {
 			e = groupEnd(int64(g) + off(fr.End))
 		} else {
 			e = clamp(int64(i) + off(fr.End) + 1)
@@ -468,10 +350,10 @@ func (w *WindowFuncs) partition(rows []winRow) ([][]types.Value, error) {
 	var frames [][2]int
 	for j := range w.Spec.Funcs {
 		f := &w.Spec.Funcs[j]
-		if f.usesFrame() && frames == nil {
+		if usesFrame(f) && frames == nil {
 			frames = make([][2]int, n)
 			for i := range rows {
-				s, e := fr.frameOf(p, i, n)
+				s, e := frameOf(fr, p, i, n)
 				frames[i] = [2]int{s, e}
 			}
 		}
@@ -620,7 +502,7 @@ func (w *WindowFuncs) aggregate(out []types.Value, rows []winRow, j int, frames 
 		return nil
 	}
 	switch {
-	case w.Spec.Frame.Start.Kind == BoundUnboundedPreceding:
+	case w.Spec.Frame.Start.Kind == plan.BoundUnboundedPreceding:
 		acc, next := agg.New(), 0
 		for i := 0; i < n; i++ {
 			for ; next < frames[i][1]; next++ {
@@ -633,7 +515,7 @@ func (w *WindowFuncs) aggregate(out []types.Value, rows []winRow, j int, frames 
 				return err
 			}
 		}
-	case w.Spec.Frame.End.Kind == BoundUnboundedFollowing:
+	case w.Spec.Frame.End.Kind == plan.BoundUnboundedFollowing:
 		acc, next := agg.New(), n-1
 		for i := n - 1; i >= 0; i-- {
 			for ; next >= frames[i][0]; next-- {

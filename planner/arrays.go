@@ -8,6 +8,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -473,8 +474,8 @@ func (b *builder) catalogLookup(c *exprCtx, name string, args []*expr.Expr) (*ex
 		return nil, true, err
 	}
 	plan := appendSteps(&engine.Source{Dataset: DatasetName(rel)},
-		operators.Step{Op: operators.OpFilter, Pred: match},
-		operators.Step{Op: operators.OpProject, Exprs: []*expr.Expr{expr.Col(vc, rel.Columns[vc].Type, l.value)}, Names: []string{l.value}})
+		plan.Step{Op: plan.OpFilter, Pred: match},
+		plan.Step{Op: plan.OpProject, Exprs: []*expr.Expr{expr.Col(vc, rel.Columns[vc].Type, l.value)}, Names: []string{l.value}})
 	b.subs = append(b.subs, engine.Subquery{Plan: plan, Correlated: correlated})
 	return expr.Subquery(len(b.subs)-1, "scalar", rel.Columns[vc].Type, nil), true, nil
 }

@@ -1,15 +1,16 @@
 package planner
 
 import (
+	"strconv"
+	"time"
+
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
-	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
-	"strconv"
-	"time"
 )
 
 // Continuous is a planned continuous query: the relation it writes, the
@@ -217,7 +218,7 @@ func planStateless(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.Tabl
 	// The output keeps the input's key when the key columns pass through
 	// unchanged, so downstream stateful queries need no repartition.
 	var key []string
-	if proj := chain.Steps[len(chain.Steps)-1]; proj.Op == operators.OpProject {
+	if proj := chain.Steps[len(chain.Steps)-1]; proj.Op == plan.OpProject {
 		key = passthroughKey(in, proj.Exprs, columnsOf(out))
 	}
 	rel, err := outputStream(ca, columnsOf(out), in.Partitions, key)
@@ -376,11 +377,11 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*engine.Chain, 
 		return nil, nil, pgerror.NotSupported("this query in %s", what)
 	}
 	for _, st := range chain.Steps {
-		if st.Op == operators.OpWindow {
+		if st.Op == plan.OpWindow {
 			return nil, nil, pgerror.NotSupported("window functions in %s", what).
 				WithHint("Use ROW_NUMBER(), RANK() or DENSE_RANK() OVER (…) <= N in a materialized view for top-N.")
 		}
-		if st.Op == operators.OpProjectSet {
+		if st.Op == plan.OpProjectSet {
 			return nil, nil, pgerror.NotSupported("set-returning functions in the select list of %s", what).
 				WithHint("Expand the rows in a bounded query, or keep the array as a column.")
 		}
@@ -508,9 +509,9 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// signed rows by a changelog step before anything else; the sign goes
 	// along to the aggregate after the read columns and computed keys.
 	view := in.Kind == catalog.MaterializedView
-	var changelog []operators.Step
+	var changelog []plan.Step
 	if view {
-		changelog = []operators.Step{changelogStep(in)}
+		changelog = []plan.Step{changelogStep(in)}
 		sign := len(in.ReadColumns()) + len(q.computed)
 		if q.pre != nil { // a top-N: its projection carries the sign after its columns
 			pre := *q.pre
@@ -529,7 +530,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// query that reads the metadata columns behind a repartition gets them
 	// carried the same way: read there, they would be the repartition
 	// record's (its partition and offset), not the input's.
-	var keyed []operators.Step
+	var keyed []plan.Step
 	repartitioned := in.Partitions > 1 || view || q.step.Seeds() // as the stage cut below decides
 	if len(q.computed) > 0 || view || (repartitioned && q.readsMeta(len(in.Columns))) {
 		var read []*expr.Expr
@@ -540,7 +541,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 		if view {
 			sign = signColumn(in)
 		}
-		keyed = []operators.Step{keyedProjection(read, q.computed, sign)}
+		keyed = []plan.Step{keyedProjection(read, q.computed, sign)}
 	}
 	outputName := ca.Name
 	if q.changes {
@@ -557,9 +558,9 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// when it reads the seed marker the pipeline's start writes there
 	// (engine.Engine.seed), which fvsql does not write to a user's topic.
 	if in.Partitions == 1 && !view && !q.step.Seeds() {
-		var steps []operators.Step
+		var steps []plan.Step
 		if q.filter != nil {
-			steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
+			steps = append(steps, plan.Step{Op: plan.OpFilter, Pred: q.filter})
 		}
 		steps = append(steps, keyed...)
 		out.Topology.Stages = []engine.Stage{{
@@ -581,7 +582,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 		s0 := engine.Stage{Name: "s0", Inputs: []string{in.Name}, Output: internal.Name, Watermark: q.watermark, OutputKey: q.partition}
 		s0.Steps = changelog
 		if q.filter != nil {
-			s0.Steps = append(s0.Steps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
+			s0.Steps = append(s0.Steps, plan.Step{Op: plan.OpFilter, Pred: q.filter})
 		}
 		s0.Steps = append(s0.Steps, keyed...)
 		out.Topology.Stages = []engine.Stage{s0, {Name: "s1", Inputs: []string{internal.Name}, Output: outputName, Steps: stateful}}
@@ -604,14 +605,14 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 // statefulSteps are the steps of the stage that holds the stateful step:
 // a projection before it (top-N), the step, HAVING over final rows, and
 // the select list.
-func (q *statefulQuery) statefulSteps() []operators.Step {
-	var steps []operators.Step
+func (q *statefulQuery) statefulSteps() []plan.Step {
+	var steps []plan.Step
 	if q.pre != nil {
 		steps = append(steps, *q.pre)
 	}
 	steps = append(steps, q.step)
 	if q.having != nil {
-		steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: q.having})
+		steps = append(steps, plan.Step{Op: plan.OpFilter, Pred: q.having})
 	}
 	return append(steps, q.project)
 }
@@ -620,8 +621,8 @@ func (q *statefulQuery) statefulSteps() []operators.Step {
 // read columns as values, then the computed group keys, then the sign of
 // signed rows (when sign is not nil), so that the stage after it finds
 // every column where the query's scope put it.
-func keyedProjection(read, computed []*expr.Expr, sign *expr.Expr) operators.Step {
-	pre := operators.Step{Op: operators.OpProject}
+func keyedProjection(read, computed []*expr.Expr, sign *expr.Expr) plan.Step {
+	pre := plan.Step{Op: plan.OpProject}
 	for i, x := range read {
 		pre.Exprs = append(pre.Exprs, x)
 		pre.Names = append(pre.Names, "_c"+strconv.Itoa(i))
@@ -639,7 +640,7 @@ func keyedProjection(read, computed []*expr.Expr, sign *expr.Expr) operators.Ste
 
 // repartitionStream is the internal topic a keyed projection's rows are
 // re-keyed into, by the columns key.
-func repartitionStream(pipeline string, partitions int, key []int, keyed operators.Step) engine.Stream {
+func repartitionStream(pipeline string, partitions int, key []int, keyed plan.Step) engine.Stream {
 	s := engine.Stream{Name: pipeline + ".repartition", Topic: InternalTopic(pipeline, "repartition"), Partitions: partitions, Key: key, Format: types.InternalFormat,
 		Columns: keyed.Names}
 	for _, x := range keyed.Exprs {
@@ -649,8 +650,8 @@ func repartitionStream(pipeline string, partitions int, key []int, keyed operato
 }
 
 // changelogStep reads a materialized view's table as signed rows.
-func changelogStep(view *catalog.Relation) operators.Step {
-	return operators.Step{Op: operators.OpChangelog, Width: len(view.Columns), KeyCol: len(view.Columns)}
+func changelogStep(view *catalog.Relation) plan.Step {
+	return plan.Step{Op: plan.OpChangelog, Width: len(view.Columns), KeyCol: len(view.Columns)}
 }
 
 // signColumn is the sign a changelog step appends to a view's rows
@@ -715,11 +716,11 @@ func viewOutput(ca *sql.CreateAs, out *Continuous, last *engine.Stage, cols []ca
 // statelessSelect plans it.
 func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *engine.Chain, sc *scope) (*Continuous, error) {
 	steps := chain.Steps
-	if len(steps) == 0 || steps[len(steps)-1].Op != operators.OpProject {
+	if len(steps) == 0 || steps[len(steps)-1].Op != plan.OpProject {
 		return nil, pgerror.NotSupported("this materialized view")
 	}
 	for _, st := range steps[:len(steps)-1] {
-		if st.Op != operators.OpFilter {
+		if st.Op != plan.OpFilter {
 			return nil, pgerror.NotSupported("step %s in a materialized view", st.Op)
 		}
 	}
@@ -737,7 +738,7 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *engine.Chain, sc
 		proj.Exprs = append(proj.Exprs, expr.Col(n, types.Bytea, "_key"), signColumn(in))
 		proj.Names = append(proj.Names, "_src_key", "_sign")
 		cols = append(cols, catalog.Column{Name: "_src_key", Type: types.Bytea, Hidden: true})
-		steps = append(append([]operators.Step{changelogStep(in)}, steps[:len(steps)-1]...), proj)
+		steps = append(append([]plan.Step{changelogStep(in)}, steps[:len(steps)-1]...), proj)
 		out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &engine.Topology{Errors: errs.Name,
 			Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
 		last := &out.Topology.Stages[0]
@@ -757,7 +758,7 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *engine.Chain, sc
 		proj.Names = append(proj.Names, m.name)
 		cols = append(cols, catalog.Column{Name: m.name, Type: m.typ, Hidden: true})
 	}
-	steps = append(append([]operators.Step(nil), steps[:len(steps)-1]...), proj)
+	steps = append(append([]plan.Step(nil), steps[:len(steps)-1]...), proj)
 	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &engine.Topology{Errors: errs.Name,
 		Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
 	return out, viewOutput(ca, out, &out.Topology.Stages[0], cols, key, in.Partitions)

@@ -5,6 +5,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -34,7 +35,7 @@ type aggState struct {
 	groupCols []int    // their output columns
 	ngroups   int      // number of group columns; aggregates follow them
 	aggKeys   []string
-	specs     []operators.AggSpec
+	specs     []plan.AggSpec
 	out       *scope // the aggregate step's output scope
 }
 
@@ -497,7 +498,7 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 				return false
 			}
 		}
-		spec := operators.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
+		spec := plan.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
 		if !f.Star {
 			nargs := 1
 			if f.Name == "string_agg" {
@@ -548,7 +549,7 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 				}
 			}
 		}
-		if _, err = spec.Resolve(); err != nil {
+		if _, err = operators.ResolveSpec(spec); err != nil {
 			return false
 		}
 		a.aggKeys = append(a.aggKeys, fp)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
-	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -65,7 +65,7 @@ func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (engine.N
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		nodes[k] = appendSteps(nodes[k], operators.Step{Op: operators.OpFilter, Pred: pred})
+		nodes[k] = appendSteps(nodes[k], plan.Step{Op: plan.OpFilter, Pred: pred})
 		used[i] = true
 	}
 	joinable := func(i int, joined uint64, k int) bool {
@@ -138,7 +138,7 @@ func (b *builder) fromOrder(node engine.Node, sc *scope, order []int, scopes []*
 			out.cols = append(out.cols, c)
 		}
 	}
-	return appendSteps(node, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names}), out
+	return appendSteps(node, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: names}), out
 }
 
 // independentItems reports whether no FROM item is a function reading

@@ -4,8 +4,8 @@ import (
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
-	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -107,7 +107,7 @@ func PlanInsert(cat Catalog, ins *sql.Insert, paramTypes []types.Type) (*InsertP
 			}
 			exprs[target[i]] = x
 		}
-		src = appendSteps(node, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: rel.ColumnNames()})
+		src = appendSteps(node, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: rel.ColumnNames()})
 	}
 	return &InsertPlan{Rel: rel, Source: src, ParamTypes: b.finalParams()}, nil
 }
@@ -135,7 +135,7 @@ func valuesNode(rows [][]*expr.Expr) engine.Node {
 	for i, r := range rows {
 		inputs[i] = &engine.Chain{
 			Input: &engine.Values{Rows: []types.Row{{}}},
-			Steps: []operators.Step{{Op: operators.OpProject, Exprs: r}},
+			Steps: []plan.Step{{Op: plan.OpProject, Exprs: r}},
 		}
 	}
 	if len(inputs) == 1 {

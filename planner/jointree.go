@@ -7,8 +7,8 @@ import (
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
-	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -54,7 +54,7 @@ type joinInput struct {
 	read       string            // the stream its stage reads
 	stage      string            // that stage's name
 	cols       []scopeCol        // its columns (without the sign)
-	steps      []operators.Step  // a join's hash join; none for a stream
+	steps      []plan.Step       // a join's hash join; none for a stream
 	leaf       *catalog.Relation // the stream, or nil for a join
 	leafIndex  int               // its index in the tree's leaves; -1 for a semi or anti join's right side
 	partitions int
@@ -146,7 +146,7 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 	}
 	internal.Key = keyCols
 	signed := ins[0].signed() || ins[1].signed()
-	spec := &operators.JoinSpec{Type: bj.Kind, LeftWidth: lw, RightWidth: rw, LeftKey: keyCols, RightKey: keyCols, Residual: bj.On}
+	spec := &plan.JoinSpec{Type: bj.Kind, LeftWidth: lw, RightWidth: rw, LeftKey: keyCols, RightKey: keyCols, Residual: bj.On}
 	if signed {
 		spec.SignCol = len(internal.Columns)
 		internal.Columns = append(internal.Columns, "sign")
@@ -173,7 +173,7 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 		}
 		t.stages = append(t.stages, engine.Stage{
 			Name: in.stage, Inputs: []string{in.read}, Output: internal.Name,
-			Steps:      append(in.steps, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: internal.Columns}),
+			Steps:      append(in.steps, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: internal.Columns}),
 			OutputKey:  keyCols,
 			SourceBase: int32(side) << 16,
 		})
@@ -182,7 +182,7 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 	stage := "join" + suffix
 	var cols []scopeCol
 	cols = append(append(cols, ins[0].cols...), ins[1].cols...)
-	steps := []operators.Step{{Op: operators.OpHashJoin, Join: spec}}
+	steps := []plan.Step{{Op: plan.OpHashJoin, Join: spec}}
 	if probe { // [left columns…, sign]
 		cols = ins[0].cols
 		var exprs []*expr.Expr
@@ -191,7 +191,7 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 			exprs, names = append(exprs, expr.Col(i, c.typ, c.name)), append(names, c.name)
 		}
 		exprs, names = append(exprs, expr.Col(lw+rw, types.Int8, "_sign")), append(names, "_sign")
-		steps = append(steps, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names})
+		steps = append(steps, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: names})
 	}
 	if path == "" {
 		t.cols = cols
@@ -227,7 +227,7 @@ func (t *joinTree) input(cat Catalog, te sql.TableExpr, en engine.Node, path str
 		in := joinInput{read: rel.Name, stage: path, cols: sc.cols, leaf: rel, leafIndex: len(t.leaves) - 1, partitions: rel.Partitions}
 		if rel.Kind == catalog.MaterializedView {
 			// its table's changes, as signed rows [columns…, metadata…, sign]
-			in.steps = []operators.Step{changelogStep(rel)}
+			in.steps = []plan.Step{changelogStep(rel)}
 			if t.outer == "" {
 				t.outer = "a join with a view"
 			}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
-	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -130,8 +130,8 @@ func (b *builder) lateralFunc(node engine.Node, sc *scope, tf *sql.TableFunc, ou
 	if err != nil {
 		return nil, nil, err
 	}
-	step := operators.Step{Op: operators.OpLateral, Outer: outer,
-		Sets: []operators.SetSpec{{Fn: c.key, Args: c.args, Width: len(c.names)}}}
+	step := plan.Step{Op: plan.OpLateral, Outer: outer,
+		Sets: []plan.SetSpec{{Fn: c.key, Args: c.args, Width: len(c.names)}}}
 	return appendSteps(node, step), &scope{cols: append(append([]scopeCol(nil), sc.cols...), fsc.cols...)}, nil
 }
 
@@ -166,7 +166,7 @@ func (b *builder) lateralScalar(node engine.Node, sc *scope, tf *sql.TableFunc) 
 		exprs, names = append(exprs, expr.Col(i, c.typ, c.name)), append(names, c.name)
 	}
 	exprs, names = append(exprs, x), append(names, fsc.cols[0].name)
-	return appendSteps(node, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names}), out, nil
+	return appendSteps(node, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: names}), out, nil
 }
 
 // lateralJoinKind checks a join whose right side is a function reading

@@ -10,6 +10,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -49,7 +50,7 @@ func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
 			// else, the result depends on when each row happened to be
 			// processed: a view's rows would never leave it when the
 			// clock moves on, and the view would not equal its SELECT.
-			if ca.Kind != sql.KindMaterializedView && !stateful && steps[j].Op == operators.OpProject {
+			if ca.Kind != sql.KindMaterializedView && !stateful && steps[j].Op == plan.OpProject {
 				continue
 			}
 			if fn := clockCall(&steps[j]); fn != "" {
@@ -79,7 +80,7 @@ func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
 // checkStepRuns builds the step's operator as the engine will, so that
 // what cannot be compiled (a subquery where a pipeline has no way to run
 // it) fails now with its own SQLSTATE.
-func checkStepRuns(s *operators.Step) error {
+func checkStepRuns(s *plan.Step) error {
 	res := &operators.Resources{Ctx: context.Background(), ViewLookup: func(context.Context, string, types.Row) ([]types.Row, error) { return nil, nil }}
 	op, err := operators.BuildWith(s, &expr.Env{}, operators.AbortOnError, res)
 	if err != nil {
@@ -99,7 +100,7 @@ var clockFuncs = map[string]bool{
 }
 
 // clockCall returns the name of a clock function the step calls, or "".
-func clockCall(s *operators.Step) string {
+func clockCall(s *plan.Step) string {
 	found := ""
 	visit := func(e *expr.Expr) {
 		if e == nil || found != "" {
@@ -146,13 +147,13 @@ func clockCall(s *operators.Step) string {
 }
 
 // stepClause names the part of the query a step comes from, for errors.
-func stepClause(s *operators.Step) string {
+func stepClause(s *plan.Step) string {
 	switch s.Op {
-	case operators.OpFilter:
+	case plan.OpFilter:
 		return "WHERE or HAVING"
-	case operators.OpProject:
+	case plan.OpProject:
 		return "select list"
-	case operators.OpIntervalJoin, operators.OpHashJoin, operators.OpLookupJoin:
+	case plan.OpIntervalJoin, plan.OpHashJoin, plan.OpLookupJoin:
 		return "join condition"
 	}
 	return "aggregation"

@@ -8,6 +8,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -144,15 +145,15 @@ func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
 	for i, c := range lc {
 		names[i] = c.name
 	}
-	left := &engine.Chain{Input: ln, Steps: []operators.Step{{Op: operators.OpProject, Exprs: lcast, Names: names}}}
-	right := &engine.Chain{Input: rn, Steps: []operators.Step{{Op: operators.OpProject, Exprs: rcast, Names: names}}}
+	left := &engine.Chain{Input: ln, Steps: []plan.Step{{Op: plan.OpProject, Exprs: lcast, Names: names}}}
+	right := &engine.Chain{Input: rn, Steps: []plan.Step{{Op: plan.OpProject, Exprs: rcast, Names: names}}}
 	var node engine.Node = &engine.UnionAll{Inputs: []engine.Node{left, right}}
 	if q.Op != "union" {
 		node = &engine.SetOp{Except: q.Op == "except", All: q.All, Left: left, Right: right, Width: len(names)}
 	}
-	var steps []operators.Step
+	var steps []plan.Step
 	if !q.All && q.Op == "union" {
-		steps = append(steps, operators.Step{Op: operators.OpDistinct})
+		steps = append(steps, plan.Step{Op: plan.OpDistinct})
 	}
 	sortSteps, err := b.orderAndLimit(out, q.OrderBy, q.Limit, q.Offset)
 	if err != nil {
@@ -167,14 +168,14 @@ func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
 
 // orderAndLimit plans ORDER BY (by output column name or ordinal) and
 // LIMIT/OFFSET over an output scope.
-func (b *builder) orderAndLimit(sc *scope, order []sql.OrderItem, limit, offset sql.Expr) ([]operators.Step, error) {
-	var steps []operators.Step
+func (b *builder) orderAndLimit(sc *scope, order []sql.OrderItem, limit, offset sql.Expr) ([]plan.Step, error) {
+	var steps []plan.Step
 	lo, err := b.limitOffset(limit, offset)
 	if err != nil {
 		return nil, err
 	}
 	if len(order) > 0 {
-		keys := make([]operators.SortKey, len(order))
+		keys := make([]plan.SortKey, len(order))
 		for i, o := range order {
 			col, err := outputRef(sc, o.Expr)
 			if err != nil {
@@ -193,8 +194,8 @@ func (b *builder) orderAndLimit(sc *scope, order []sql.OrderItem, limit, offset 
 	return steps, nil
 }
 
-func sortKey(col int, o sql.OrderItem) operators.SortKey {
-	k := operators.SortKey{Col: col, Desc: o.Desc, NullsFirst: o.Desc}
+func sortKey(col int, o sql.OrderItem) plan.SortKey {
+	k := plan.SortKey{Col: col, Desc: o.Desc, NullsFirst: o.Desc}
 	if o.NullsFirst != nil {
 		k.NullsFirst = *o.NullsFirst
 	}
@@ -245,8 +246,8 @@ type limits struct {
 
 // sortStep is a sort by keys that keeps only the rows LIMIT and OFFSET
 // let through.
-func (l limits) sortStep(keys []operators.SortKey) operators.Step {
-	st := operators.Step{Op: operators.OpSort, Keys: keys, Limit: -1}
+func (l limits) sortStep(keys []plan.SortKey) plan.Step {
+	st := plan.Step{Op: plan.OpSort, Keys: keys, Limit: -1}
 	if l.limX != nil || l.offX != nil {
 		// known when the plan runs: Limit and Offset as written
 		st.Limit, st.Offset, st.LimitExpr, st.OffsetExpr = l.lim, l.off, l.limX, l.offX
@@ -257,8 +258,8 @@ func (l limits) sortStep(keys []operators.SortKey) operators.Step {
 }
 
 // limitStep is the LIMIT/OFFSET step, if there is one.
-func (l limits) limitStep() (operators.Step, bool) {
-	st := operators.Step{Op: operators.OpLimit, Limit: l.lim, Offset: l.off, LimitExpr: l.limX, OffsetExpr: l.offX}
+func (l limits) limitStep() (plan.Step, bool) {
+	st := plan.Step{Op: plan.OpLimit, Limit: l.lim, Offset: l.off, LimitExpr: l.limX, OffsetExpr: l.offX}
 	return st, l.lim >= 0 || l.off > 0 || l.limX != nil || l.offX != nil
 }
 
@@ -527,12 +528,12 @@ func dropHidden(node engine.Node, sc *scope) engine.Node {
 			names = append(names, c.name)
 		}
 	}
-	return appendSteps(node, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names})
+	return appendSteps(node, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: names})
 }
 
-func appendSteps(node engine.Node, steps ...operators.Step) engine.Node {
+func appendSteps(node engine.Node, steps ...plan.Step) engine.Node {
 	if c, ok := node.(*engine.Chain); ok {
-		return &engine.Chain{Input: c.Input, Steps: append(append([]operators.Step(nil), c.Steps...), steps...), Subqueries: c.Subqueries}
+		return &engine.Chain{Input: c.Input, Steps: append(append([]plan.Step(nil), c.Steps...), steps...), Subqueries: c.Subqueries}
 	}
 	return &engine.Chain{Input: node, Steps: steps}
 }
@@ -562,13 +563,13 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 			return nil, nil, err
 		}
 	}
-	var steps []operators.Step
+	var steps []plan.Step
 	if where != nil {
 		pred, err := b.wherePred(in, where)
 		if err != nil {
 			return nil, nil, err
 		}
-		steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: pred})
+		steps = append(steps, plan.Step{Op: plan.OpFilter, Pred: pred})
 	}
 
 	items, err := expandStars(in, sel.Items)
@@ -604,7 +605,7 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		steps = append(steps, operators.Step{Op: operators.OpFilter, Pred: b.inferParam(pred, types.Bool)})
+		steps = append(steps, plan.Step{Op: plan.OpFilter, Pred: b.inferParam(pred, types.Bool)})
 	}
 
 	// Window functions, over the rows so far.
@@ -664,7 +665,7 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 		names = append(names, name)
 		out.cols = append(out.cols, col)
 	}
-	var keys []operators.SortKey
+	var keys []plan.SortKey
 	for _, o := range sel.OrderBy {
 		col, err := outputRef(out, o.Expr)
 		if err != nil {
@@ -694,14 +695,14 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 		}
 		keys = append(keys, sortKey(col, o))
 	}
-	steps = append(steps, operators.Step{Op: operators.OpProject, Exprs: exprs, Names: names})
+	steps = append(steps, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: names})
 	if len(b.subs) > 0 {
 		// A chain of its own: its steps' subquery indexes refer to it.
 		node = &engine.Chain{Input: node, Steps: steps, Subqueries: b.subs}
 		steps = nil
 	}
 	if sel.Distinct {
-		steps = append(steps, operators.Step{Op: operators.OpDistinct})
+		steps = append(steps, plan.Step{Op: plan.OpDistinct})
 	}
 	lo, err := b.limitOffset(sel.Limit, sel.Offset)
 	if err != nil {
@@ -734,7 +735,7 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 
 // planAggregate adds the aggregate step for a SELECT and returns the
 // aggregation state the clauses above it resolve against.
-func (b *builder) planAggregate(in *scope, sel *sql.Select, items []sql.SelectItem, steps *[]operators.Step) (*aggState, error) {
+func (b *builder) planAggregate(in *scope, sel *sql.Select, items []sql.SelectItem, steps *[]plan.Step) (*aggState, error) {
 	a := &aggState{out: &scope{}}
 	var groupBy []*expr.Expr
 	gctx := &exprCtx{scope: in, what: "GROUP BY", noAggs: true}
@@ -800,7 +801,7 @@ func (b *builder) planAggregate(in *scope, sel *sql.Select, items []sql.SelectIt
 		}
 	}
 	for _, s := range a.specs {
-		f, _ := s.Resolve()
+		f, _ := operators.ResolveSpec(s)
 		a.out.cols = append(a.out.cols, scopeCol{name: s.Name, typ: f.Ret})
 	}
 	// Group columns also resolve by their plain column name (SELECT sym …
@@ -814,7 +815,7 @@ func (b *builder) planAggregate(in *scope, sel *sql.Select, items []sql.SelectIt
 			}
 		}
 	}
-	*steps = append(*steps, operators.Step{Op: operators.OpAggregate, GroupBy: groupBy, Aggs: a.specs})
+	*steps = append(*steps, plan.Step{Op: plan.OpAggregate, GroupBy: groupBy, Aggs: a.specs})
 	return a, nil
 }
 

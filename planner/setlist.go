@@ -4,6 +4,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -96,8 +97,8 @@ func hasSetCall(e sql.Expr) bool {
 
 // planSetCalls plans the calls over the input scope in, whose rows are
 // width wide: the projectSet step and where each call's columns are.
-func (b *builder) planSetCalls(in *scope, calls []*sql.FuncCall, width int) (operators.Step, map[string]setCols, error) {
-	step := operators.Step{Op: operators.OpProjectSet}
+func (b *builder) planSetCalls(in *scope, calls []*sql.FuncCall, width int) (plan.Step, map[string]setCols, error) {
+	step := plan.Step{Op: plan.OpProjectSet}
 	cols := map[string]setCols{}
 	at := width
 	for _, f := range calls {
@@ -108,7 +109,7 @@ func (b *builder) planSetCalls(in *scope, calls []*sql.FuncCall, width int) (ope
 		if err != nil {
 			return step, nil, err
 		}
-		step.Sets = append(step.Sets, operators.SetSpec{Fn: call.Fn.Key(), Args: call.Args, Width: len(call.Types)})
+		step.Sets = append(step.Sets, plan.SetSpec{Fn: call.Fn.Key(), Args: call.Args, Width: len(call.Types)})
 		cols[fingerprint(f)] = setCols{start: at, names: call.Names, types: call.Types}
 		at += len(call.Types)
 	}

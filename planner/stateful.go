@@ -9,6 +9,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -30,14 +31,14 @@ type statefulQuery struct {
 	in        *catalog.Relation
 	filter    *expr.Expr       // WHERE over the input, or nil
 	partition []int            // input columns the stateful step partitions state by
-	step      operators.Step   // the stateful step
+	step      plan.Step        // the stateful step
 	having    *expr.Expr       // HAVING over the step's output (final rows only), or nil
-	project   operators.Step   // the select list over the step's output
+	project   plan.Step        // the select list over the step's output
 	out       []catalog.Column // output columns
 	key       []int            // output columns forming a view's key
 	watermark *engine.WatermarkSpec
-	changes   bool            // the step emits a changelog
-	pre       *operators.Step // a projection before the stateful step (top-N)
+	changes   bool       // the step emits a changelog
+	pre       *plan.Step // a projection before the stateful step (top-N)
 	// computed are GROUP BY expressions appended to the input's read
 	// columns before the rows are re-keyed (partition and the step refer
 	// to them by their positions after the read columns).
@@ -264,7 +265,7 @@ func (b *builder) groupColumns(sc *scope, terms []sql.Expr, items []sql.SelectIt
 
 // aggregateSelect plans the select list over an aggregation whose output
 // is: the group columns, [window_start, window_end,] the aggregates.
-func (b *builder) aggregateSelect(in *scope, sel *sql.Select, g *groupKeys, windowed bool, timeType types.Type, qual string) (*aggState, operators.Step, []catalog.Column, error) {
+func (b *builder) aggregateSelect(in *scope, sel *sql.Select, g *groupKeys, windowed bool, timeType types.Type, qual string) (*aggState, plan.Step, []catalog.Column, error) {
 	a := &aggState{out: &scope{}}
 	groupCols := g.cols
 	for gi, c := range groupCols {
@@ -293,32 +294,32 @@ func (b *builder) aggregateSelect(in *scope, sel *sql.Select, g *groupKeys, wind
 	actx := &exprCtx{scope: in, what: "aggregate"}
 	for _, it := range sel.Items {
 		if _, ok := it.Expr.(*sql.Star); ok {
-			return nil, operators.Step{}, nil, pgerror.New(pgerror.GroupingError, "SELECT * is not allowed with GROUP BY")
+			return nil, plan.Step{}, nil, pgerror.New(pgerror.GroupingError, "SELECT * is not allowed with GROUP BY")
 		}
 		if err := b.collectAggs(actx, a, it.Expr); err != nil {
-			return nil, operators.Step{}, nil, err
+			return nil, plan.Step{}, nil, err
 		}
 	}
 	if sel.Having != nil {
 		if err := b.collectAggs(actx, a, sel.Having); err != nil {
-			return nil, operators.Step{}, nil, err
+			return nil, plan.Step{}, nil, err
 		}
 	}
 	for _, s := range a.specs {
-		f, _ := s.Resolve()
+		f, _ := operators.ResolveSpec(s)
 		a.out.cols = append(a.out.cols, scopeCol{name: s.Name, typ: f.Ret})
 	}
-	proj := operators.Step{Op: operators.OpProject}
+	proj := plan.Step{Op: plan.OpProject}
 	var cols []catalog.Column
 	ctx := &exprCtx{scope: in, what: "SELECT", aggs: a}
 	for _, it := range sel.Items {
 		x, err := b.build(ctx, it.Expr)
 		if err != nil {
-			return nil, operators.Step{}, nil, err
+			return nil, plan.Step{}, nil, err
 		}
 		if x.Type == types.Unknown {
 			if x, err = expr.Cast(x, types.Text); err != nil {
-				return nil, operators.Step{}, nil, err
+				return nil, plan.Step{}, nil, err
 			}
 		}
 		name := it.Alias
@@ -336,7 +337,7 @@ func (b *builder) aggregateSelect(in *scope, sel *sql.Select, g *groupKeys, wind
 // columns (the view's key). A group column the select list leaves out is
 // kept as a hidden column (_group1, …): the view holds one row per group,
 // as the SELECT does, however few of its keys it shows.
-func keyOf(proj *operators.Step, cols *[]catalog.Column, out *scope, ngroups int) []int {
+func keyOf(proj *plan.Step, cols *[]catalog.Column, out *scope, ngroups int) []int {
 	var key []int
 	for g := 0; g < ngroups; g++ {
 		key = append(key, keyColumn(proj, cols, g, out.cols[g].typ, len(key)+1))
@@ -347,7 +348,7 @@ func keyOf(proj *operators.Step, cols *[]catalog.Column, out *scope, ngroups int
 // keyColumn returns the output column that carries the step output's
 // column col, adding it as the hidden column _group<n> when no select
 // item is that column.
-func keyColumn(proj *operators.Step, cols *[]catalog.Column, col int, typ types.Type, n int) int {
+func keyColumn(proj *plan.Step, cols *[]catalog.Column, col int, typ types.Type, n int) int {
 	for i, e := range proj.Exprs {
 		if e.Kind == expr.KCol && e.Col == col {
 			return i
@@ -379,7 +380,7 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 		return nil, pgerror.New(pgerror.DatatypeMismatch, "window time column %q must be a timestamp, not %s", tvf.TimeCol, ttype)
 	}
 	b := &builder{cat: cat}
-	spec := operators.WindowSpec{Kind: tvf.Kind}
+	spec := plan.WindowSpec{Kind: tvf.Kind}
 	switch tvf.Kind {
 	case "tumble":
 		if spec.Size, err = intervalMicros(b, tvf.Size, "size"); err != nil {
@@ -461,13 +462,13 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 	q := &statefulQuery{
 		in: in, filter: filter, partition: groupCols, computed: computed, having: having, project: proj, out: cols, changes: changes,
 		watermark: watermarkFor(in, tcol),
-		step: operators.Step{
-			Op: operators.OpWindowAggregate, Window: &spec, TimeCol: tcol, TimeType: ttype,
+		step: plan.Step{
+			Op: plan.OpWindowAggregate, Window: &spec, TimeCol: tcol, TimeType: ttype,
 			GroupBy: groupBy, Aggs: a.specs, Changes: changes,
 		},
 	}
 	if spec.Kind == "session" {
-		q.step.Op = operators.OpSession
+		q.step.Op = plan.OpSession
 	}
 	if changes && having != nil {
 		// the aggregate decides which groups show, and deletes those that stop
@@ -552,7 +553,7 @@ func groupedQuery(cat Catalog, sel *sql.Select, sc *scope) (*statefulQuery, erro
 	}
 	return &statefulQuery{
 		filter: filter, partition: groupCols, computed: g.computed, project: proj, out: cols, key: key, changes: true,
-		step: operators.Step{Op: operators.OpGroupAggregate, GroupBy: groupBy, Aggs: a.specs, Changes: true, Having: having},
+		step: plan.Step{Op: plan.OpGroupAggregate, GroupBy: groupBy, Aggs: a.specs, Changes: true, Having: having},
 	}, nil
 }
 
@@ -650,7 +651,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		return len(innerCols) - 1, nil
 	}
 	visible := width // the subquery's columns; carried ones follow
-	step := operators.Step{Op: operators.OpTopN, Rank: ranking}
+	step := plan.Step{Op: plan.OpTopN, Rank: ranking}
 	var partition []int
 	for _, p := range over.PartitionBy {
 		j, err := pos(p, "PARTITION BY")
@@ -703,7 +704,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 	if err != nil {
 		return nil, err
 	}
-	proj := operators.Step{Op: operators.OpProject}
+	proj := plan.Step{Op: plan.OpProject}
 	var cols []catalog.Column
 	for _, it := range outItems {
 		x, err := b.build(&exprCtx{scope: os, what: "SELECT", noAggs: true}, it.Expr)
@@ -744,7 +745,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		cols = append(cols, catalog.Column{Name: PositionColumn, Type: types.Int8, Hidden: true})
 	}
 	// Input to the operator: the inner projection (without rn).
-	innerProj := operators.Step{Op: operators.OpProject}
+	innerProj := plan.Step{Op: plan.OpProject}
 	for j, c := range innerCols {
 		innerProj.Exprs = append(innerProj.Exprs, sc.ref(c))
 		innerProj.Names = append(innerProj.Names, innerNames[j])
@@ -755,7 +756,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 	}, nil
 }
 
-func selected(proj operators.Step, col int, name string) (int, error) {
+func selected(proj plan.Step, col int, name string) (int, error) {
 	for i, e := range proj.Exprs {
 		if e.Kind == expr.KCol && e.Col == col {
 			return i, nil

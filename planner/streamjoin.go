@@ -8,8 +8,8 @@ import (
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
-	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -65,7 +65,7 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	}
 	spec := jp.spec()
 	spec.LeftTime, spec.RightTime, spec.Lo, spec.Hi, spec.TimeType = 1+lcol, 1+lw+rcol, lo, hi, jp.ls.cols[lcol].typ
-	joinSteps := append([]operators.Step{{Op: operators.OpIntervalJoin, Join: spec}}, jp.chain.Steps...)
+	joinSteps := append([]plan.Step{{Op: plan.OpIntervalJoin, Join: spec}}, jp.chain.Steps...)
 
 	rel, err := outputStream(ca, columnsOf(jp.out), jp.internal.Partitions, nil)
 	if err != nil {
@@ -170,7 +170,7 @@ func (jp *joinPlan) sideStage(stage string, sideNo int, wm *engine.WatermarkSpec
 	exprs := sideRow(sideNo, jp.ls.cols, jp.rs.cols, keys)
 	return engine.Stage{
 		Name: stage, Inputs: []string{in.Name}, Output: jp.internal.Name,
-		Steps:      []operators.Step{{Op: operators.OpProject, Exprs: exprs, Names: jp.internal.Columns}},
+		Steps:      []plan.Step{{Op: plan.OpProject, Exprs: exprs, Names: jp.internal.Columns}},
 		Watermark:  wm,
 		OutputKey:  jp.keyCols,
 		SourceBase: int32(sideNo) << 16,
@@ -179,8 +179,8 @@ func (jp *joinPlan) sideStage(stage string, sideNo int, wm *engine.WatermarkSpec
 
 // spec is the join step's spec over the internal topic's rows, without
 // time bounds.
-func (jp *joinPlan) spec() *operators.JoinSpec {
-	return &operators.JoinSpec{
+func (jp *joinPlan) spec() *plan.JoinSpec {
+	return &plan.JoinSpec{
 		Type: jp.join.Kind, LeftWidth: len(jp.ls.cols), RightWidth: len(jp.rs.cols),
 		LeftKey: jp.keyCols, RightKey: jp.keyCols, Residual: jp.join.On,
 	}
@@ -207,11 +207,11 @@ func planJoinView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (
 		return nil, err
 	}
 	steps := chain.Steps
-	if len(steps) == 0 || steps[len(steps)-1].Op != operators.OpProject {
+	if len(steps) == 0 || steps[len(steps)-1].Op != plan.OpProject {
 		return nil, pgerror.NotSupported("this materialized view over a join")
 	}
 	for _, st := range steps[:len(steps)-1] {
-		if st.Op != operators.OpFilter {
+		if st.Op != plan.OpFilter {
 			return nil, pgerror.NotSupported("step %s in a materialized view over a join", st.Op)
 		}
 	}
@@ -230,7 +230,7 @@ func planJoinView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (
 	}
 	proj.Exprs = append(proj.Exprs, expr.Col(len(t.cols), types.Int8, "_sign"))
 	proj.Names = append(proj.Names, "_sign")
-	joinSteps := append(append([]operators.Step(nil), t.top.steps...), steps[:len(steps)-1]...)
+	joinSteps := append(append([]plan.Step(nil), t.top.steps...), steps[:len(steps)-1]...)
 	joinSteps = append(joinSteps, proj)
 	errs := ErrorsRelation(ca.Name)
 	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &engine.Topology{
@@ -341,8 +341,8 @@ func planLookupJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join,
 	if kind == "cross" {
 		kind = "inner"
 	}
-	spec := &operators.LookupSpec{View: view.Name, Type: kind, Key: key, StreamWidth: bj.LeftWidth, ViewWidth: bj.RightWidth, Residual: residual}
-	steps := append([]operators.Step{{Op: operators.OpLookupJoin, Lookup: spec}}, chain.Steps...)
+	spec := &plan.LookupSpec{View: view.Name, Type: kind, Key: key, StreamWidth: bj.LeftWidth, ViewWidth: bj.RightWidth, Residual: residual}
+	steps := append([]plan.Step{{Op: plan.OpLookupJoin, Lookup: spec}}, chain.Steps...)
 	rel, err := outputStream(ca, columnsOf(out), in.Partitions, nil)
 	if err != nil {
 		return nil, err
@@ -541,9 +541,9 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 	}
 	keyed := keyedProjection(read, q.computed, sign)
 	internal := repartitionStream(ca.Name, partitions, q.partition, keyed)
-	joinSteps := append([]operators.Step(nil), t.top.steps...)
+	joinSteps := append([]plan.Step(nil), t.top.steps...)
 	if q.filter != nil {
-		joinSteps = append(joinSteps, operators.Step{Op: operators.OpFilter, Pred: q.filter})
+		joinSteps = append(joinSteps, plan.Step{Op: plan.OpFilter, Pred: q.filter})
 	}
 	joinSteps = append(joinSteps, keyed)
 	errs := ErrorsRelation(ca.Name)

@@ -6,8 +6,8 @@ import (
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
-	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -54,7 +54,7 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 	}
 	type branch struct {
 		in    *catalog.Relation
-		steps []operators.Step
+		steps []plan.Step
 		cols  []Column
 	}
 	bs := make([]branch, len(branches))
@@ -131,7 +131,7 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 			}
 			casts[col] = x
 		}
-		steps := append(append([]operators.Step(nil), br.steps...), operators.Step{Op: operators.OpProject, Exprs: casts, Names: names})
+		steps := append(append([]plan.Step(nil), br.steps...), plan.Step{Op: plan.OpProject, Exprs: casts, Names: names})
 		topo.Stages = append(topo.Stages, engine.Stage{Name: "u" + strconv.Itoa(i), Inputs: []string{br.in.Name}, Output: rel.Name, Steps: steps})
 		dup := false
 		for _, in := range c.Inputs {

@@ -16,6 +16,7 @@ import (
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
@@ -327,7 +328,7 @@ func (p *memPipeline) start() error {
 		if !p.c.Topology.Seeded(st) {
 			continue
 		}
-		at := slices.IndexFunc(st.Steps, func(s operators.Step) bool { return s.Seeds() })
+		at := slices.IndexFunc(st.Steps, func(s plan.Step) bool { return s.Seeds() })
 		ch, err := p.chainOf(st, 0)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -26,7 +27,7 @@ type winCol struct {
 // over rows of width columns (the FROM's, or the aggregation's output),
 // whose expressions ctx builds. It returns the window steps and the
 // columns the calls resolve to, by fingerprint.
-func (b *builder) planWindows(ctx *exprCtx, width int, items []sql.SelectItem, order []sql.OrderItem) ([]operators.Step, map[string]winCol, error) {
+func (b *builder) planWindows(ctx *exprCtx, width int, items []sql.SelectItem, order []sql.OrderItem) ([]plan.Step, map[string]winCol, error) {
 	var calls []*sql.FuncCall
 	seen := map[string]bool{}
 	visit := func(e sql.Expr) {
@@ -68,7 +69,7 @@ func (b *builder) planWindows(ctx *exprCtx, width int, items []sql.SelectItem, o
 		w.calls = append(w.calls, f)
 	}
 	cols := map[string]winCol{}
-	var steps []operators.Step
+	var steps []plan.Step
 	inner := &exprCtx{scope: ctx.scope, what: "window function arguments", aggs: ctx.aggs}
 	for _, w := range windows {
 		spec, err := b.overSpec(inner, w.over)
@@ -80,7 +81,7 @@ func (b *builder) planWindows(ctx *exprCtx, width int, items []sql.SelectItem, o
 			if err != nil {
 				return nil, nil, err
 			}
-			t, err := wf.Result()
+			t, err := operators.WindowResult(&wf)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -88,14 +89,14 @@ func (b *builder) planWindows(ctx *exprCtx, width int, items []sql.SelectItem, o
 			cols[fingerprint(f)] = winCol{col: width, typ: t, name: f.Name}
 			width++
 		}
-		steps = append(steps, operators.Step{Op: operators.OpWindow, Over: spec})
+		steps = append(steps, plan.Step{Op: plan.OpWindow, Over: spec})
 	}
 	return steps, cols, nil
 }
 
 // overSpec plans an OVER clause's PARTITION BY, ORDER BY and frame.
-func (b *builder) overSpec(c *exprCtx, w *sql.WindowSpec) (*operators.OverSpec, error) {
-	spec := &operators.OverSpec{Frame: operators.DefaultFrame}
+func (b *builder) overSpec(c *exprCtx, w *sql.WindowSpec) (*plan.OverSpec, error) {
+	spec := &plan.OverSpec{Frame: plan.DefaultFrame}
 	for _, p := range w.PartitionBy {
 		x, err := b.windowExpr(c, p)
 		if err != nil {
@@ -137,18 +138,18 @@ func (b *builder) windowExpr(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 	return x, nil
 }
 
-var frameKinds = map[sql.FrameBoundKind]operators.BoundKind{
-	sql.FrameUnboundedPreceding: operators.BoundUnboundedPreceding,
-	sql.FramePreceding:          operators.BoundPreceding,
-	sql.FrameCurrentRow:         operators.BoundCurrentRow,
-	sql.FrameFollowing:          operators.BoundFollowing,
-	sql.FrameUnboundedFollowing: operators.BoundUnboundedFollowing,
+var frameKinds = map[sql.FrameBoundKind]plan.BoundKind{
+	sql.FrameUnboundedPreceding: plan.BoundUnboundedPreceding,
+	sql.FramePreceding:          plan.BoundPreceding,
+	sql.FrameCurrentRow:         plan.BoundCurrentRow,
+	sql.FrameFollowing:          plan.BoundFollowing,
+	sql.FrameUnboundedFollowing: plan.BoundUnboundedFollowing,
 }
 
 // frame checks a frame clause as PostgreSQL does and evaluates its
 // offsets. RANGE with an offset is not supported (0A000).
-func (b *builder) frame(f *sql.WindowFrame, orderBy int) (operators.Frame, error) {
-	fr := operators.Frame{Mode: f.Mode}
+func (b *builder) frame(f *sql.WindowFrame, orderBy int) (plan.Frame, error) {
+	fr := plan.Frame{Mode: f.Mode}
 	werr := func(msg string) error { return pgerror.New(pgerror.WindowingError, "%s", msg) }
 	switch {
 	case f.Start.Kind == sql.FrameUnboundedFollowing:
@@ -159,19 +160,19 @@ func (b *builder) frame(f *sql.WindowFrame, orderBy int) (operators.Frame, error
 		return fr, werr("frame starting from current row cannot have preceding rows")
 	case f.Start.Kind == sql.FrameFollowing && (f.End.Kind == sql.FramePreceding || f.End.Kind == sql.FrameCurrentRow):
 		return fr, werr("frame starting from following row cannot have preceding rows")
-	case f.Mode == operators.FrameGroups && orderBy == 0:
+	case f.Mode == plan.FrameGroups && orderBy == 0:
 		return fr, werr("GROUPS mode requires an ORDER BY clause")
 	}
 	for _, end := range []struct {
 		in   sql.FrameBound
-		out  *operators.FrameBound
+		out  *plan.FrameBound
 		what string
 	}{{f.Start, &fr.Start, "starting"}, {f.End, &fr.End, "ending"}} {
 		end.out.Kind = frameKinds[end.in.Kind]
 		if end.in.Offset == nil {
 			continue
 		}
-		if f.Mode == operators.FrameRange {
+		if f.Mode == plan.FrameRange {
 			if orderBy != 1 {
 				return fr, werr("RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
 			}
@@ -203,8 +204,8 @@ func (b *builder) frame(f *sql.WindowFrame, orderBy int) (operators.Frame, error
 // signatures do: ntile(integer), lag/lead(anycompatible [, integer [,
 // anycompatible]]), nth_value(anyelement, integer), first_value and
 // last_value(anyelement), and the aggregates'.
-func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (operators.WindowFunc, error) {
-	wf := operators.WindowFunc{Name: f.Name, Star: f.Star}
+func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (plan.WindowFunc, error) {
+	wf := plan.WindowFunc{Name: f.Name, Star: f.Star}
 	nargs := func(lo, hi int) error {
 		if len(f.Args) < lo || len(f.Args) > hi || f.Star {
 			return pgerror.New(pgerror.UndefinedFunction, "function %s with %d arguments does not exist", f.Name, len(f.Args))
@@ -297,7 +298,7 @@ func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (operators.WindowFunc,
 			}
 			wf.Args = []*expr.Expr{x}
 		}
-		_, err = wf.Result()
+		_, err = operators.WindowResult(&wf)
 	}
 	return wf, err
 }

@@ -107,7 +107,7 @@ func Cast(v Value, to Type) (Value, error) {
 		}
 	case Date:
 		if from == Timestamp || from == TimestampTZ {
-			return NewDate(floorDiv(v.I, MicrosPerDay)), nil
+			return NewDate(FloorDiv(v.I, MicrosPerDay)), nil
 		}
 	case Timestamp, TimestampTZ:
 		if from == Timestamp || from == TimestampTZ {

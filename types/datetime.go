@@ -81,7 +81,9 @@ func DaysInMonth(y, m int64) int64 {
 	return 31
 }
 
-func floorDiv(a, b int64) int64 {
+// FloorDiv is a / b rounded toward negative infinity (Go's / truncates
+// toward zero): the window or day a microsecond count before 1970 lies in.
+func FloorDiv(a, b int64) int64 {
 	q := a / b
 	if (a%b != 0) && ((a < 0) != (b < 0)) {
 		q--
@@ -144,7 +146,7 @@ func appendFraction(buf []byte, us int64) []byte {
 // appendTimestamp appends PostgreSQL's ISO text form; sep is ' ' for
 // PostgreSQL text and 'T' for ISO 8601 JSON.
 func appendTimestamp(buf []byte, us int64, sep byte) []byte {
-	days := floorDiv(us, MicrosPerDay)
+	days := FloorDiv(us, MicrosPerDay)
 	buf = appendDate(buf, days)
 	buf = append(buf, sep)
 	return appendClock(buf, us-days*MicrosPerDay)
@@ -157,7 +159,7 @@ func ParseDate(s string) (int64, error) {
 	days, rest, ok := scanDate(s)
 	if !ok {
 		if us, err := ParseTimestamp(s, false); err == nil {
-			return floorDiv(us, MicrosPerDay), nil
+			return FloorDiv(us, MicrosPerDay), nil
 		}
 		return 0, pgerror.New(pgerror.InvalidDatetimeFormat, "invalid input syntax for type date: %q", s)
 	}
@@ -227,7 +229,7 @@ func parseTimestamp(s string, tz bool) (int64, bool) {
 		case strings.EqualFold(s, "now"):
 			return time.Now().UnixMicro(), true
 		case strings.EqualFold(s, "today"):
-			return floorDiv(time.Now().UnixMicro(), MicrosPerDay) * MicrosPerDay, true
+			return FloorDiv(time.Now().UnixMicro(), MicrosPerDay) * MicrosPerDay, true
 		}
 	}
 	days, s, ok := scanDate(s)

@@ -670,7 +670,7 @@ func fromJSONNumber(t Type, num string) (Value, error) {
 		if err != nil {
 			return NullValue, badSyntax(t, num)
 		}
-		return NewDate(floorDiv(int64(ms), 86_400_000)), nil
+		return NewDate(FloorDiv(int64(ms), 86_400_000)), nil
 	case Interval:
 		return ParseText(t, num+" seconds")
 	case Text, Varchar:
