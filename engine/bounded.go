@@ -11,48 +11,6 @@ import (
 	"github.com/fvsql/fvsql/types"
 )
 
-// Node is a bounded query plan: plain data, a tree of sources and step
-// chains. The planner builds it; RunBounded runs it.
-type Node interface{ node() }
-
-// Source reads a dataset the host resolves (a stream's data present at
-// query start, a materialized view's state, a system relation).
-type Source struct {
-	Dataset string
-	// Lookup, when set, holds values for a prefix of the dataset's key
-	// columns (a pull query by key): datasets that can (KeyedDataset)
-	// return just those rows instead of scanning.
-	Lookup []*expr.Expr
-}
-
-// Values is constant rows (SELECT without FROM, VALUES lists).
-type Values struct {
-	Rows []types.Row
-}
-
-// Chain runs steps over its input. Expressions of its steps may use the
-// chain's subqueries (expr.KSubquery with the index into Subqueries).
-type Chain struct {
-	Input      Node
-	Steps      []plan.Step
-	Subqueries []Subquery
-}
-
-// Subquery is a plan an expression evaluates (scalar, EXISTS, IN).
-// A correlated one reads the enclosing row (expr.KOuter) and runs once
-// per row; an uncorrelated one runs once per execution.
-type Subquery struct {
-	Plan       Node
-	Correlated bool
-}
-
-// UnionAll concatenates its inputs.
-type UnionAll struct {
-	Inputs []Node
-}
-
-func (*Source) node() {}
-
 // lookupDataset scans by key.
 type lookupDataset struct {
 	kd  KeyedDataset
@@ -62,9 +20,6 @@ type lookupDataset struct {
 func (l lookupDataset) Scan(ctx context.Context, fn func(int32, *operators.Batch) error) error {
 	return l.kd.Lookup(ctx, l.key, fn)
 }
-func (*Values) node()   {}
-func (*Chain) node()    {}
-func (*UnionAll) node() {}
 
 // Dataset is a bounded input.
 type Dataset interface {
@@ -109,7 +64,7 @@ type Limits struct {
 // RunBounded runs a bounded plan, sending result batches to sink from one
 // goroutine. params are the bound values of $1…$n; onErr is the policy for
 // per-row errors. It is RunBoundedLimits without a memory limit.
-func RunBounded(ctx context.Context, n Node, r Resolver, params []types.Value, onErr operators.RowError, sink operators.Emit) error {
+func RunBounded(ctx context.Context, n plan.Node, r Resolver, params []types.Value, onErr operators.RowError, sink operators.Emit) error {
 	return RunBoundedLimits(ctx, n, r, params, onErr, Limits{}, sink)
 }
 
@@ -119,7 +74,7 @@ func RunBounded(ctx context.Context, n Node, r Resolver, params []types.Value, o
 // query's memory account. Every loop watches ctx: once it ends (a
 // CancelRequest, statement_timeout, a closed connection) the query stops
 // within a batch and returns context.Cause(ctx).
-func RunBoundedLimits(ctx context.Context, n Node, r Resolver, params []types.Value, onErr operators.RowError, lim Limits, sink operators.Emit) error {
+func RunBoundedLimits(ctx context.Context, n plan.Node, r Resolver, params []types.Value, onErr operators.RowError, lim Limits, sink operators.Emit) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	q := &query{r: r, onErr: onErr, budget: operators.NewBudget(ctx, lim.MemoryBytes, lim.MemoryName)}
@@ -144,12 +99,12 @@ type query struct {
 // valuesBatch is how many constant rows go downstream at once.
 const valuesBatch = 1024
 
-func (q *query) run(ctx context.Context, n Node, env *expr.Env, emit operators.Emit) error {
+func (q *query) run(ctx context.Context, n plan.Node, env *expr.Env, emit operators.Emit) error {
 	if err := q.budget.Err(); err != nil {
 		return err
 	}
 	switch n := n.(type) {
-	case *Values:
+	case *plan.Values:
 		for rows := n.Rows; len(rows) > 0; {
 			k := min(len(rows), valuesBatch)
 			if err := q.budget.Err(); err != nil {
@@ -161,28 +116,28 @@ func (q *query) run(ctx context.Context, n Node, env *expr.Env, emit operators.E
 			rows = rows[k:]
 		}
 		return nil
-	case *Source:
+	case *plan.Source:
 		return q.runSource(ctx, n, nil, nil, env, emit)
-	case *FuncRows:
+	case *plan.FuncRows:
 		return q.runFuncRows(ctx, n, env, emit)
-	case *Join:
+	case *plan.Join:
 		return q.runJoin(ctx, n, env, emit)
-	case *SetOp:
+	case *plan.SetOp:
 		return q.runSetOp(ctx, n, env, emit)
-	case *UnionAll:
+	case *plan.UnionAll:
 		for _, in := range n.Inputs {
 			if err := q.run(ctx, in, env, emit); err != nil {
 				return err
 			}
 		}
 		return nil
-	case *Chain:
+	case *plan.Chain:
 		if len(n.Subqueries) > 0 {
 			env = q.subqueryEnv(ctx, n, env)
 		}
 		// The stateless steps right above a source run per shard in parallel.
 		prefix := 0
-		if _, ok := n.Input.(*Source); ok {
+		if _, ok := n.Input.(*plan.Source); ok {
 			for prefix < len(n.Steps) && n.Steps[prefix].Stateless() {
 				prefix++
 			}
@@ -216,7 +171,7 @@ func (q *query) run(ctx context.Context, n Node, env *expr.Env, emit operators.E
 			push = chain.Push
 		}
 		var err error
-		if src, ok := n.Input.(*Source); ok {
+		if src, ok := n.Input.(*plan.Source); ok {
 			var need []bool
 			if len(n.Subqueries) == 0 { // outer references would read columns too
 				need = InputColumns(n.Steps, nil)
@@ -264,7 +219,7 @@ func (w watched) Finish(emit operators.Emit) error {
 
 // runSource scans a dataset, running the stateless prefix steps on each
 // shard's goroutine, and hands the results to emit on this goroutine.
-func (q *query) runSource(ctx context.Context, src *Source, prefix []plan.Step, need []bool, env *expr.Env, emit operators.Emit) error {
+func (q *query) runSource(ctx context.Context, src *plan.Source, prefix []plan.Step, need []bool, env *expr.Env, emit operators.Emit) error {
 	onErr := q.onErr
 	ds, err := q.r.Dataset(ctx, src.Dataset)
 	if err != nil {
@@ -371,7 +326,7 @@ func (q *query) runSource(ctx context.Context, src *Source, prefix []plan.Step, 
 // subqueryEnv gives a chain's expressions their subqueries: each runs as
 // a bounded plan (with the outer row for correlated ones) and yields its
 // first column; uncorrelated results are computed once.
-func (q *query) subqueryEnv(ctx context.Context, c *Chain, env *expr.Env) *expr.Env {
+func (q *query) subqueryEnv(ctx context.Context, c *plan.Chain, env *expr.Env) *expr.Env {
 	var mu sync.Mutex
 	cache := map[int][]types.Value{}
 	out := &expr.Env{Params: env.Params, Outer: env.Outer, Session: env.Session, Funcs: env.Funcs}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -60,7 +61,7 @@ func (p *pipeline) superviseBridge(id int, what string, run func() error) {
 }
 
 // ingest copies the external stream into the internal topic.
-func (p *pipeline) ingest(b Bridge, id int) error {
+func (p *pipeline) ingest(b plan.Bridge, id int) error {
 	e := p.e
 	st, key, err := e.host.Backend(p.ctx, b.External)
 	if err != nil {
@@ -125,7 +126,7 @@ func (p *pipeline) internalTopic(name string) string {
 
 // sink forwards the internal topic's committed records to the external
 // stream, skipping what a positioned producer says it already wrote.
-func (p *pipeline) sink(b Bridge, id int) error {
+func (p *pipeline) sink(b plan.Bridge, id int) error {
 	e := p.e
 	st, key, err := e.host.Backend(p.ctx, b.External)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/state"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -288,7 +289,7 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 	if err := topo.Validate(); err != nil {
 		return pgerror.WithCode(err, pgerror.InvalidObjectDefinition)
 	}
-	datasets := map[string]*Stream{}
+	datasets := map[string]*plan.Stream{}
 	for i := range topo.Internal {
 		d := topo.Internal[i]
 		datasets[d.Name] = &d
@@ -296,7 +297,7 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	resolve := func(n string) (*Stream, error) {
+	resolve := func(n string) (*plan.Stream, error) {
 		if d, ok := datasets[n]; ok {
 			return d, nil
 		}
@@ -344,12 +345,12 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 			if up == sr {
 				continue
 			}
-			if up.def.Changes != nil && slices.ContainsFunc(sr.inputs, func(d *Stream) bool { return d.Topic == up.def.Changes.Table }) {
+			if up.def.Changes != nil && slices.ContainsFunc(sr.inputs, func(d *plan.Stream) bool { return d.Topic == up.def.Changes.Table }) {
 				// reads the table of a hidden view (a subquery's) that up
 				// writes: its records carry no watermarks
 				sr.first = false
 			}
-			if !slices.ContainsFunc(sr.inputs, func(d *Stream) bool { return d.Name == up.def.Output }) {
+			if !slices.ContainsFunc(sr.inputs, func(d *plan.Stream) bool { return d.Name == up.def.Output }) {
 				continue
 			}
 			sr.first = false // reads another stage's output, not the pipeline's input
@@ -406,7 +407,7 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 // process) is left alone, and so is one another process's consumers
 // joined meanwhile (the broker refuses a commit from outside a non-empty
 // group).
-func (e *Engine) pinStart(ctx context.Context, name string, stages []*stageRun, topo *Topology) {
+func (e *Engine) pinStart(ctx context.Context, name string, stages []*stageRun, topo *plan.Topology) {
 	internal := map[string]bool{}
 	for _, d := range topo.Internal {
 		internal[d.Name] = true
@@ -488,7 +489,7 @@ func (e *Engine) startOffsets(ctx context.Context, s *stageRun, startTime int64,
 	return offsets, nil
 }
 
-func stageStateful(s *Stage) bool {
+func stageStateful(s *plan.Stage) bool {
 	for _, st := range s.Steps {
 		if !st.Stateless() {
 			return true
@@ -503,7 +504,7 @@ func stageStateful(s *Stage) bool {
 // row comes, and FLUSH waits for it. Each start writes one; a marker the
 // state already answers changes nothing. An input that is not internal
 // (a topology stored before seeding) gets none, as before.
-func (e *Engine) seed(ctx context.Context, stages []*stageRun, topo *Topology) error {
+func (e *Engine) seed(ctx context.Context, stages []*stageRun, topo *plan.Topology) error {
 	var recs []*kgo.Record
 	for _, sr := range stages {
 		if topo.Seeded(sr.def) {
@@ -592,7 +593,7 @@ func (e *Engine) remove(p *pipeline) {
 }
 
 // Drop stops a pipeline and deletes its consumer groups and internal topics.
-func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
+func (e *Engine) Drop(ctx context.Context, name string, topo *plan.Topology) error {
 	e.Stop(name)
 	id := topo.Ident(name)
 	var groups, stages []string
@@ -629,7 +630,7 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *Topology) error {
 // and topics. A topology without an incarnation keeps its local state:
 // a pipeline created again under its name would have the same state
 // keys, and its own restore voids state without a commit behind it.
-func (e *Engine) Forget(name string, topo *Topology) error {
+func (e *Engine) Forget(name string, topo *plan.Topology) error {
 	id := topo.Ident(name)
 	e.stopIf(name, func(running string) bool { return running == id })
 	if topo.Incarnation == "" {

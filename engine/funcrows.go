@@ -5,27 +5,13 @@ import (
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
-// FuncRows is a function in FROM whose arguments are computed when the
-// query runs, once per execution, with the execution's parameters and
-// session (FROM generate_series(1, $1), FROM
-// string_to_array(current_setting('search_path'), ',')): the rows of
-// set-returning function Set (an expr.SetFunc key) over Args, or, when Set
-// is empty, the one-column row of the scalar expression Args[0]. The
-// arguments read no row. Ordinality appends each row's 1-based number.
-type FuncRows struct {
-	Set        string
-	Args       []*expr.Expr
-	Ordinality bool
-}
-
-func (*FuncRows) node() {}
-
 // runFuncRows computes a FuncRows node's rows and sends them on, charged
 // to the query's memory account while they are held.
-func (q *query) runFuncRows(ctx context.Context, n *FuncRows, env *expr.Env, emit operators.Emit) error {
+func (q *query) runFuncRows(ctx context.Context, n *plan.FuncRows, env *expr.Env, emit operators.Emit) error {
 	var rows []types.Row
 	if n.Set == "" {
 		ev, err := expr.CompileEnv(n.Args[0], env)

@@ -8,6 +8,7 @@ import (
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -18,13 +19,13 @@ func TestFuncRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := &FuncRows{Set: call.Fn.Key(), Args: call.Args, Ordinality: true}
+	set := &plan.FuncRows{Set: call.Fn.Key(), Args: call.Args, Ordinality: true}
 	upper, err := expr.Call("upper", expr.Param(0, types.Text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	scalar := &FuncRows{Args: []*expr.Expr{upper}}
-	run := func(n Node, lim Limits, params ...types.Value) (string, error) {
+	scalar := &plan.FuncRows{Args: []*expr.Expr{upper}}
+	run := func(n plan.Node, lim Limits, params ...types.Value) (string, error) {
 		var rows []string
 		err := RunBoundedLimits(context.Background(), n, nil, params, func(_ *operators.Batch, _ int, err error) error { return err }, lim,
 			func(b *operators.Batch) error {
@@ -40,7 +41,7 @@ func TestFuncRows(t *testing.T) {
 		return strings.Join(rows, " "), err
 	}
 	for _, c := range []struct {
-		n      Node
+		n      plan.Node
 		params []types.Value
 		want   string
 	}{

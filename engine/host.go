@@ -5,16 +5,17 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/plan"
 )
 
 // Host is what the engine asks of the system around it (the seed's
 // ControlPlane shape). The server answers it from the catalog.
 type Host interface {
 	// Topology returns a pipeline's stages.
-	Topology(ctx context.Context, pipeline string) (*Topology, error)
+	Topology(ctx context.Context, pipeline string) (*plan.Topology, error)
 	// Stream resolves a stream a stage reads or writes (a user stream)
 	// to its topic and schema. Internal streams come from the topology.
-	Stream(ctx context.Context, name string) (*Stream, error)
+	Stream(ctx context.Context, name string) (*plan.Stream, error)
 	// Backend resolves a stream on another backend (for bridges): the
 	// connection and the stream's key there.
 	Backend(ctx context.Context, name string) (backends.Streamer, string, error)

@@ -5,27 +5,9 @@ import (
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
-
-// Join joins two bounded inputs. Rows of the result are the left row's
-// values followed by the right row's. Equi-join keys (LeftKeys[i] =
-// RightKeys[i]) are matched through a hash table of the right input;
-// On, when set, is evaluated over the joined row. Kind is "inner",
-// "left", "right", "full" or "cross", or "semi" and "anti", whose rows
-// are the left rows alone that have a partner (EXISTS), or have none
-// (NOT EXISTS).
-type Join struct {
-	Kind        string
-	Left, Right Node
-	LeftKeys    []*expr.Expr // over left rows
-	RightKeys   []*expr.Expr // over right rows
-	On          *expr.Expr   // over joined rows, or nil
-	LeftWidth   int
-	RightWidth  int
-}
-
-func (*Join) node() {}
 
 // joinBatch is how many joined rows go downstream at once: a left row
 // may match every right row (a cross join), and the output must flow in
@@ -39,7 +21,7 @@ const joinCheckEvery = 1 << 14
 
 // runJoin collects the right input (charged to the query's memory
 // account), then streams the left through it.
-func (q *query) runJoin(ctx context.Context, j *Join, env *expr.Env, emit operators.Emit) error {
+func (q *query) runJoin(ctx context.Context, j *plan.Join, env *expr.Env, emit operators.Emit) error {
 	var right []types.Row
 	var charged int64
 	defer func() { q.budget.Release(charged) }()

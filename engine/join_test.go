@@ -9,6 +9,7 @@ import (
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -33,7 +34,7 @@ func TestSemiAntiJoin(t *testing.T) {
 		}
 		kind := []string{"semi", "anti"}[c%2]
 		hashed := c%4 < 2
-		j := &Join{Kind: kind, Left: &Values{Rows: left}, Right: &Values{Rows: right}, LeftWidth: 2, RightWidth: 2}
+		j := &plan.Join{Kind: kind, Left: &plan.Values{Rows: left}, Right: &plan.Values{Rows: right}, LeftWidth: 2, RightWidth: 2}
 		// l.k = r.k AND l.id > r.id
 		gt, err := expr.Call(">", expr.Col(1, types.Int8, "id"), expr.Col(3, types.Int8, "id"))
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -32,12 +33,12 @@ func (h *catalogHost) has(name string) bool {
 	return h.names[name]
 }
 
-func (h *catalogHost) Topology(_ context.Context, name string) (*Topology, error) {
-	return &Topology{Stages: []Stage{{Name: "s0", Inputs: []string{"in"}, Output: "out"}}, Errors: "errs"}, nil
+func (h *catalogHost) Topology(_ context.Context, name string) (*plan.Topology, error) {
+	return &plan.Topology{Stages: []plan.Stage{{Name: "s0", Inputs: []string{"in"}, Output: "out"}}, Errors: "errs"}, nil
 }
 
-func (h *catalogHost) Stream(_ context.Context, name string) (*Stream, error) {
-	return &Stream{Name: name, Topic: name, Columns: []string{"k"}, Types: []types.Type{types.Int8}, Partitions: 1}, nil
+func (h *catalogHost) Stream(_ context.Context, name string) (*plan.Stream, error) {
+	return &plan.Stream{Name: name, Topic: name, Columns: []string{"k"}, Types: []types.Type{types.Int8}, Partitions: 1}, nil
 }
 
 func (h *catalogHost) Backend(context.Context, string) (backends.Streamer, string, error) {

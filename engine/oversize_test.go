@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -65,7 +66,7 @@ func TestRecordLimitFits(t *testing.T) {
 func reportWorker() *worker {
 	return &worker{
 		p:      &pipeline{name: strings.Repeat("p", 63)},
-		stage:  &stageRun{def: &Stage{Name: "s0"}},
+		stage:  &stageRun{def: &plan.Stage{Name: "s0"}},
 		errOut: types.NewJSONCodec(ErrorsColumns, ErrorsTypes),
 	}
 }

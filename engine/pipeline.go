@@ -21,9 +21,9 @@ type pipeline struct {
 	e        *Engine
 	name     string
 	id       string // topo.Ident(name): what its groups and state are named after
-	topo     *Topology
+	topo     *plan.Topology
 	stages   []*stageRun
-	errors   *Stream
+	errors   *plan.Stream
 	internal map[string]bool // names of the pipeline's internal streams
 
 	ctx    context.Context
@@ -53,9 +53,9 @@ type pipeline struct {
 
 // stageRun is a stage with its datasets resolved.
 type stageRun struct {
-	def    *Stage
-	inputs []*Stream
-	output *Stream
+	def    *plan.Stage
+	inputs []*plan.Stream
+	output *plan.Stream
 	// first: the stage reads the pipeline's inputs (no other stage
 	// writes them), so its records count as consumed; a join has two.
 	// last: its output is the pipeline's.
@@ -156,7 +156,7 @@ func (s *stageRun) inputTopics(e *Engine) []string {
 	return out
 }
 
-func newPipeline(e *Engine, name string, topo *Topology, stages []*stageRun, errs *Stream) *pipeline {
+func newPipeline(e *Engine, name string, topo *plan.Topology, stages []*stageRun, errs *plan.Stream) *pipeline {
 	ctx, cancel := context.WithCancel(context.Background())
 	internal := map[string]bool{}
 	for _, d := range topo.Internal {

@@ -5,29 +5,14 @@ import (
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
-
-// SetOp is INTERSECT or EXCEPT of two inputs of Width columns each, of
-// the same types: two rows are the same when every column is equal or
-// both are NULL (as PostgreSQL compares rows in set operations). Without
-// All the result is the distinct left rows that the right input has
-// (INTERSECT) or has not (EXCEPT); with All, a row the right input has n
-// times is kept (INTERSECT ALL) or taken out (EXCEPT ALL) n times, in the
-// left input's order.
-type SetOp struct {
-	Except      bool // INTERSECT when false
-	All         bool
-	Left, Right Node
-	Width       int
-}
-
-func (*SetOp) node() {}
 
 // runSetOp counts the right input's rows by their key encoding (charged
 // to the query's memory account), then streams the left through the
 // counts.
-func (q *query) runSetOp(ctx context.Context, n *SetOp, env *expr.Env, emit operators.Emit) error {
+func (q *query) runSetOp(ctx context.Context, n *plan.SetOp, env *expr.Env, emit operators.Emit) error {
 	var charged int64
 	defer func() { q.budget.Release(charged) }()
 	charge := func(k int) error {

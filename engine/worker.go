@@ -14,6 +14,7 @@ import (
 
 	"github.com/fvsql/fvsql/backends/kafka/embedded"
 	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/state"
 	"github.com/fvsql/fvsql/types"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -663,7 +664,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 	upsert := w.inUpsert[fp.Topic]
 	width := codec.Width()
 	if meta {
-		width += MetaWidth
+		width += plan.MetaWidth
 	}
 	b := &operators.Batch{Rows: make([]types.Row, 0, len(fp.Records)), Source: make([]any, 0, len(fp.Records))}
 	flat := make([]types.Value, len(fp.Records)*width)

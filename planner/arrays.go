@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -19,7 +18,7 @@ import (
 // A function in FROM whose arguments are constants is evaluated while
 // planning into constant rows; one whose arguments read no row but are
 // not constants ($1, current_setting(…)) runs per execution
-// (engine.FuncRows); a scalar function in FROM is a one-row, one-column
+// (plan.FuncRows); a scalar function in FROM is a one-row, one-column
 // table. One whose arguments read the enclosing
 // query's row — `ARRAY(SELECT 'toast.' || x FROM unnest(tc.reloptions) x)`,
 // as psql's \d+ sends — is the only FROM item of a subquery, and that
@@ -234,10 +233,10 @@ func tableFuncScope(tf *sql.TableFunc, call *expr.SetCall) (*scope, error) {
 // constants is planned as its rows, computed now; one over other
 // expressions that read no row (parameters, current_setting(…), other
 // functions of those) runs when the query does, per execution
-// (engine.FuncRows), and so does a user table function. Any other
+// (plan.FuncRows), and so does a user table function. Any other
 // function is, as in PostgreSQL, a table of one row and one column, named
 // by the alias or else by the function.
-func (b *builder) buildTableFunc(tf *sql.TableFunc) (engine.Node, *scope, error) {
+func (b *builder) buildTableFunc(tf *sql.TableFunc) (plan.Node, *scope, error) {
 	if fn, ok := b.userFunction(tf.Name); ok && fn.IsTable() && !expr.IsSetFunc(tf.Name) && !expr.Exists(tf.Name) {
 		return b.userTableFunc(tf)
 	}
@@ -263,13 +262,13 @@ func (b *builder) buildTableFunc(tf *sql.TableFunc) (engine.Node, *scope, error)
 		return nil, nil, err
 	}
 	if !constant {
-		return &engine.FuncRows{Set: call.Fn.Key(), Args: call.Args, Ordinality: tf.Ordinality}, sc, nil
+		return &plan.FuncRows{Set: call.Fn.Key(), Args: call.Args, Ordinality: tf.Ordinality}, sc, nil
 	}
 	rows, err := call.Rows(tf.Ordinality)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &engine.Values{Rows: rows}, sc, nil
+	return &plan.Values{Rows: rows}, sc, nil
 }
 
 // fromFuncArg refuses an argument of a function in FROM that cannot be
@@ -296,7 +295,7 @@ func (b *builder) fromFuncArg(tf *sql.TableFunc, a *expr.Expr) error {
 
 // buildScalarTableFunc plans a function that returns one value, in FROM:
 // one row of one column (FROM upper('a') AS x, FROM string_to_array(…) s).
-func (b *builder) buildScalarTableFunc(tf *sql.TableFunc) (engine.Node, *scope, error) {
+func (b *builder) buildScalarTableFunc(tf *sql.TableFunc) (plan.Node, *scope, error) {
 	for _, a := range tf.Args {
 		if hasAggregate(a) {
 			return nil, nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in functions in FROM")
@@ -314,9 +313,9 @@ func (b *builder) buildScalarTableFunc(tf *sql.TableFunc) (engine.Node, *scope, 
 		if tf.Ordinality {
 			row = append(row, types.NewInt8(1))
 		}
-		return &engine.Values{Rows: []types.Row{row}}, sc, nil
+		return &plan.Values{Rows: []types.Row{row}}, sc, nil
 	}
-	return &engine.FuncRows{Args: []*expr.Expr{x}, Ordinality: tf.Ordinality}, sc, nil
+	return &plan.FuncRows{Args: []*expr.Expr{x}, Ordinality: tf.Ordinality}, sc, nil
 }
 
 // scalarFuncColumn builds a function in FROM that returns one value, its
@@ -473,10 +472,10 @@ func (b *builder) catalogLookup(c *exprCtx, name string, args []*expr.Expr) (*ex
 	if err != nil {
 		return nil, true, err
 	}
-	plan := appendSteps(&engine.Source{Dataset: DatasetName(rel)},
+	sub := appendSteps(&plan.Source{Dataset: DatasetName(rel)},
 		plan.Step{Op: plan.OpFilter, Pred: match},
 		plan.Step{Op: plan.OpProject, Exprs: []*expr.Expr{expr.Col(vc, rel.Columns[vc].Type, l.value)}, Names: []string{l.value}})
-	b.subs = append(b.subs, engine.Subquery{Plan: plan, Correlated: correlated})
+	b.subs = append(b.subs, plan.Subquery{Plan: sub, Correlated: correlated})
 	return expr.Subquery(len(b.subs)-1, "scalar", rel.Columns[vc].Type, nil), true, nil
 }
 

@@ -19,7 +19,7 @@ type Continuous struct {
 	Rel      *catalog.Relation // output relation (SQL and Plan set by the caller)
 	Errors   *catalog.Relation // <name>_errors
 	Changes  *catalog.Relation // <view>_changes, for materialized views
-	Topology *engine.Topology
+	Topology *plan.Topology
 	Inputs   []*catalog.Relation
 }
 
@@ -204,7 +204,7 @@ func planStateless(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.Tabl
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := chain.Input.(*engine.Source); !ok {
+	if _, ok := chain.Input.(*plan.Source); !ok {
 		// the steps are over one input's rows, not over a join of them
 		return nil, pgerror.NotSupported("this FROM clause in %s", what)
 	}
@@ -226,8 +226,8 @@ func planStateless(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.Tabl
 		return nil, err
 	}
 	errs := ErrorsRelation(ca.Name)
-	topo := &engine.Topology{
-		Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: rel.Name, Steps: chain.Steps}},
+	topo := &plan.Topology{
+		Stages: []plan.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: rel.Name, Steps: chain.Steps}},
 		Errors: errs.Name,
 	}
 	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{in}}
@@ -361,13 +361,13 @@ func singleTable(sel *sql.Select) (*sql.TableName, bool) {
 // statelessSelect plans a continuous query's SELECT with the bounded
 // planner and checks that what follows its FROM is stateless steps (what
 // reads the FROM is the caller's to check: chain.Input).
-func statelessSelect(cat Catalog, sel *sql.Select, what string) (*engine.Chain, *scope, error) {
+func statelessSelect(cat Catalog, sel *sql.Select, what string) (*plan.Chain, *scope, error) {
 	b := &builder{cat: cat, lateralFuncs: true}
 	node, out, err := b.buildSelect(sel)
 	if err != nil {
 		return nil, nil, err
 	}
-	chain, ok := node.(*engine.Chain)
+	chain, ok := node.(*plan.Chain)
 	if ok && len(chain.Subqueries) > 0 {
 		return nil, nil, pgerror.NotSupported("this scalar subquery in %s", what).
 			WithDetail("A continuous query runs a scalar subquery that is an aggregate without GROUP BY over relations of its own, as a join with its one row; not one that reads the outer row (correlated), or that may be several rows.").
@@ -436,7 +436,7 @@ func bridgeInputs(c *Continuous, name string) error {
 		internal.Partitions = max(in.Partitions, 1)
 		internal.Key = nil
 		c.Topology.Internal = append(c.Topology.Internal, *internal)
-		c.Topology.Ingest = append(c.Topology.Ingest, engine.Bridge{External: in.Name, Internal: internal.Name})
+		c.Topology.Ingest = append(c.Topology.Ingest, plan.Bridge{External: in.Name, Internal: internal.Name})
 		for i := range c.Topology.Stages {
 			for j, s := range c.Topology.Stages[i].Inputs {
 				if s == in.Name {
@@ -478,7 +478,7 @@ func planSink(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	c.Topology.Internal = append(c.Topology.Internal, *out)
 	last := &c.Topology.Stages[len(c.Topology.Stages)-1]
 	last.Output = out.Name
-	c.Topology.Sinks = []engine.Bridge{{External: rel.Name, Internal: out.Name}}
+	c.Topology.Sinks = []plan.Bridge{{External: rel.Name, Internal: out.Name}}
 	return c, nil
 }
 
@@ -500,7 +500,7 @@ func applyOutputOptions(rel *catalog.Relation, opts []sql.Option) error {
 func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, error) {
 	in := q.in
 	errs := ErrorsRelation(ca.Name)
-	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &engine.Topology{Errors: errs.Name}}
+	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &plan.Topology{Errors: errs.Name}}
 	partitions := in.Partitions
 	if len(q.partition) == 0 {
 		partitions = 1 // one global group: one instance holds it
@@ -563,29 +563,29 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 			steps = append(steps, plan.Step{Op: plan.OpFilter, Pred: q.filter})
 		}
 		steps = append(steps, keyed...)
-		out.Topology.Stages = []engine.Stage{{
+		out.Topology.Stages = []plan.Stage{{
 			Name: "s0", Inputs: []string{in.Name}, Output: outputName,
 			Steps: append(steps, stateful...), Watermark: q.watermark,
 		}}
 	} else {
-		var internal engine.Stream
+		var internal plan.Stream
 		if len(keyed) > 0 {
 			internal = repartitionStream(ca.Name, partitions, q.partition, keyed[0])
 		} else {
-			internal = engine.Stream{Name: ca.Name + ".repartition", Topic: InternalTopic(ca.Name, "repartition"), Partitions: partitions, Key: q.partition, Meta: true, Format: types.InternalFormat}
+			internal = plan.Stream{Name: ca.Name + ".repartition", Topic: InternalTopic(ca.Name, "repartition"), Partitions: partitions, Key: q.partition, Meta: true, Format: types.InternalFormat}
 			for _, c := range in.Columns {
 				internal.Columns = append(internal.Columns, c.Name)
 				internal.Types = append(internal.Types, c.Type)
 			}
 		}
-		out.Topology.Internal = []engine.Stream{internal}
-		s0 := engine.Stage{Name: "s0", Inputs: []string{in.Name}, Output: internal.Name, Watermark: q.watermark, OutputKey: q.partition}
+		out.Topology.Internal = []plan.Stream{internal}
+		s0 := plan.Stage{Name: "s0", Inputs: []string{in.Name}, Output: internal.Name, Watermark: q.watermark, OutputKey: q.partition}
 		s0.Steps = changelog
 		if q.filter != nil {
 			s0.Steps = append(s0.Steps, plan.Step{Op: plan.OpFilter, Pred: q.filter})
 		}
 		s0.Steps = append(s0.Steps, keyed...)
-		out.Topology.Stages = []engine.Stage{s0, {Name: "s1", Inputs: []string{internal.Name}, Output: outputName, Steps: stateful}}
+		out.Topology.Stages = []plan.Stage{s0, {Name: "s1", Inputs: []string{internal.Name}, Output: outputName, Steps: stateful}}
 	}
 	last := &out.Topology.Stages[len(out.Topology.Stages)-1]
 	if q.changes {
@@ -640,8 +640,8 @@ func keyedProjection(read, computed []*expr.Expr, sign *expr.Expr) plan.Step {
 
 // repartitionStream is the internal topic a keyed projection's rows are
 // re-keyed into, by the columns key.
-func repartitionStream(pipeline string, partitions int, key []int, keyed plan.Step) engine.Stream {
-	s := engine.Stream{Name: pipeline + ".repartition", Topic: InternalTopic(pipeline, "repartition"), Partitions: partitions, Key: key, Format: types.InternalFormat,
+func repartitionStream(pipeline string, partitions int, key []int, keyed plan.Step) plan.Stream {
+	s := plan.Stream{Name: pipeline + ".repartition", Topic: InternalTopic(pipeline, "repartition"), Partitions: partitions, Key: key, Format: types.InternalFormat,
 		Columns: keyed.Names}
 	for _, x := range keyed.Exprs {
 		s.Types = append(s.Types, x.Type)
@@ -657,7 +657,7 @@ func changelogStep(view *catalog.Relation) plan.Step {
 // signColumn is the sign a changelog step appends to a view's rows
 // (after its columns and the read's metadata columns).
 func signColumn(view *catalog.Relation) *expr.Expr {
-	return expr.Col(len(view.Columns)+engine.MetaWidth, types.Int8, "_sign")
+	return expr.Col(len(view.Columns)+plan.MetaWidth, types.Int8, "_sign")
 }
 
 // readsMeta says whether the stateful step reads an input column at or
@@ -683,7 +683,7 @@ func (q *statefulQuery) readsMeta(n int) bool {
 
 // viewOutput makes a materialized view's relations, its changes stream
 // and its table, written by the topology's last stage.
-func viewOutput(ca *sql.CreateAs, out *Continuous, last *engine.Stage, cols []catalog.Column, key []int, partitions int) error {
+func viewOutput(ca *sql.CreateAs, out *Continuous, last *plan.Stage, cols []catalog.Column, key []int, partitions int) error {
 	view := &catalog.Relation{Name: ca.Name, Kind: catalog.MaterializedView, Topic: ca.Name, Format: "json",
 		Partitions: partitions, Columns: cols}
 	for _, k := range key {
@@ -700,7 +700,7 @@ func viewOutput(ca *sql.CreateAs, out *Continuous, last *engine.Stage, cols []ca
 	changes := &catalog.Relation{Name: name, Kind: catalog.Stream, Topic: name, Format: "json",
 		Partitions: partitions, Options: map[string]string{"pipeline": ca.Name},
 		Columns: append([]catalog.Column{{Name: "op", Type: types.Text}}, cols...)}
-	last.Changes = &engine.ChangesOutput{Table: view.Topic, Key: key}
+	last.Changes = &plan.ChangesOutput{Table: view.Topic, Key: key}
 	out.Rel, out.Changes = view, changes
 	return nil
 }
@@ -714,7 +714,7 @@ func viewOutput(ca *sql.CreateAs, out *Continuous, last *engine.Stage, cols []ca
 //
 // in, chain and sc are the view's input stream and its SELECT as
 // statelessSelect plans it.
-func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *engine.Chain, sc *scope) (*Continuous, error) {
+func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *plan.Chain, sc *scope) (*Continuous, error) {
 	steps := chain.Steps
 	if len(steps) == 0 || steps[len(steps)-1].Op != plan.OpProject {
 		return nil, pgerror.NotSupported("this materialized view")
@@ -739,8 +739,8 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *engine.Chain, sc
 		proj.Names = append(proj.Names, "_src_key", "_sign")
 		cols = append(cols, catalog.Column{Name: "_src_key", Type: types.Bytea, Hidden: true})
 		steps = append(append([]plan.Step{changelogStep(in)}, steps[:len(steps)-1]...), proj)
-		out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &engine.Topology{Errors: errs.Name,
-			Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
+		out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &plan.Topology{Errors: errs.Name,
+			Stages: []plan.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
 		last := &out.Topology.Stages[0]
 		if err := viewOutput(ca, out, last, cols, key, in.Partitions); err != nil {
 			return nil, err
@@ -759,8 +759,8 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *engine.Chain, sc
 		cols = append(cols, catalog.Column{Name: m.name, Type: m.typ, Hidden: true})
 	}
 	steps = append(append([]plan.Step(nil), steps[:len(steps)-1]...), proj)
-	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &engine.Topology{Errors: errs.Name,
-		Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
+	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &plan.Topology{Errors: errs.Name,
+		Stages: []plan.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
 	return out, viewOutput(ca, out, &out.Topology.Stages[0], cols, key, in.Partitions)
 }
 
@@ -828,8 +828,8 @@ func ErrorsRelation(pipeline string) *catalog.Relation {
 }
 
 // StreamOf converts a relation to the engine's view of it.
-func StreamOf(rel *catalog.Relation) *engine.Stream {
-	s := &engine.Stream{Name: rel.Name, Topic: rel.Topic, Partitions: rel.Partitions, Meta: rel.HasMeta(), Format: rel.Format}
+func StreamOf(rel *catalog.Relation) *plan.Stream {
+	s := &plan.Stream{Name: rel.Name, Topic: rel.Topic, Partitions: rel.Partitions, Meta: rel.HasMeta(), Format: rel.Format}
 	if rel.Kind == catalog.MaterializedView {
 		s.Meta, s.Upsert = true, true // read as its table's upserts (a changelog step follows)
 	}
@@ -880,7 +880,7 @@ func planChangesStream(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 // pipeline (a hidden view's, an EMIT CHANGES stream's) and returns the
 // stage that writes it; what names the query in the error of a plan
 // that writes no view.
-func internalTable(c *Continuous, topic, what string) (*engine.Stage, error) {
+func internalTable(c *Continuous, topic, what string) (*plan.Stage, error) {
 	last := &c.Topology.Stages[len(c.Topology.Stages)-1]
 	if c.Changes == nil || last.Changes == nil || last.Output != c.Changes.Name {
 		return nil, pgerror.NotSupported("%s", what)

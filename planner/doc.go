@@ -1,7 +1,7 @@
 // Package planner turns the typed AST of package sql into plans: bounded
-// queries become engine.Node trees of sources and step chains; INSERT
+// queries become plan.Node trees of sources and step chains; INSERT
 // becomes an InsertPlan; CREATE STREAM becomes a catalog relation;
-// continuous queries (CREATE … AS SELECT) become an engine.Topology of
+// continuous queries (CREATE … AS SELECT) become an plan.Topology of
 // stages. Every error a user can make — unknown relations and columns,
 // type mismatches, misplaced aggregates, unsupported constructs — is found
 // here, with its SQLSTATE, before anything runs.

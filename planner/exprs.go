@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -716,6 +715,6 @@ func (b *builder) subquery(c *exprCtx, q sql.QueryExpr) (int, types.Type, error)
 	if child.correlated && c.aggs != nil {
 		return 0, types.Null, pgerror.NotSupported("correlated subqueries above GROUP BY")
 	}
-	b.subs = append(b.subs, engine.Subquery{Plan: node, Correlated: child.correlated})
+	b.subs = append(b.subs, plan.Subquery{Plan: node, Correlated: child.correlated})
 	return len(b.subs) - 1, cols[0].Type, nil
 }

@@ -4,7 +4,6 @@ import (
 	"math/bits"
 	"slices"
 
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
@@ -29,13 +28,13 @@ import (
 //
 // Lists with a function whose arguments read other items (LATERAL), or of
 // more than 64 items, keep the plain left-to-right cross joins.
-func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (engine.Node, *scope, sql.Expr, error) {
+func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (plan.Node, *scope, sql.Expr, error) {
 	if len(from) < 2 || len(from) > 64 || where == nil || !independentItems(from) || b.lateralFuncs {
 		node, sc, err := b.buildFrom(from)
 		return node, sc, where, err
 	}
 	n := len(from)
-	nodes, scopes := make([]engine.Node, n), make([]*scope, n)
+	nodes, scopes := make([]plan.Node, n), make([]*scope, n)
 	for i, t := range from {
 		var err error
 		if tf, ok := t.(*sql.TableFunc); ok {
@@ -117,7 +116,7 @@ func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (engine.N
 
 // fromOrder projects joined rows, whose items came in order, back to the
 // FROM list's order.
-func (b *builder) fromOrder(node engine.Node, sc *scope, order []int, scopes []*scope) (engine.Node, *scope) {
+func (b *builder) fromOrder(node plan.Node, sc *scope, order []int, scopes []*scope) (plan.Node, *scope) {
 	start := make([]int, len(scopes))
 	at, inOrder := 0, true
 	for pos, k := range order {

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
@@ -15,7 +14,7 @@ import (
 // the stream's column order (columns not listed are NULL).
 type InsertPlan struct {
 	Rel        *catalog.Relation
-	Source     engine.Node
+	Source     plan.Node
 	ParamTypes []types.Type
 }
 
@@ -58,7 +57,7 @@ func PlanInsert(cat Catalog, ins *sql.Insert, paramTypes []types.Type) (*InsertP
 		}
 	}
 	width := len(rel.Columns)
-	var src engine.Node
+	var src plan.Node
 	if ins.Values != nil {
 		rows := make([][]*expr.Expr, len(ins.Values))
 		empty := &exprCtx{scope: &scope{}, what: "VALUES", noAggs: true}
@@ -126,22 +125,22 @@ func assignCast(x *expr.Expr, col catalog.Column) (*expr.Expr, error) {
 
 // valuesNode evaluates constant rows at run time (so that parameters and
 // now() bind per execution) by projecting them over one empty row each.
-func valuesNode(rows [][]*expr.Expr) engine.Node {
+func valuesNode(rows [][]*expr.Expr) plan.Node {
 	// Rows of constants (the common case) need no evaluation per execution.
 	if consts, ok := constRows(rows); ok {
-		return &engine.Values{Rows: consts}
+		return &plan.Values{Rows: consts}
 	}
-	inputs := make([]engine.Node, len(rows))
+	inputs := make([]plan.Node, len(rows))
 	for i, r := range rows {
-		inputs[i] = &engine.Chain{
-			Input: &engine.Values{Rows: []types.Row{{}}},
+		inputs[i] = &plan.Chain{
+			Input: &plan.Values{Rows: []types.Row{{}}},
 			Steps: []plan.Step{{Op: plan.OpProject, Exprs: r}},
 		}
 	}
 	if len(inputs) == 1 {
 		return inputs[0]
 	}
-	return &engine.UnionAll{Inputs: inputs}
+	return &plan.UnionAll{Inputs: inputs}
 }
 
 func constRows(rows [][]*expr.Expr) ([]types.Row, bool) {

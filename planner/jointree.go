@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
@@ -14,7 +13,7 @@ import (
 )
 
 // joinTree is a regular join of two or more streams for a materialized
-// view, as the bounded planner planned it (a tree of engine.Join nodes
+// view, as the bounded planner planned it (a tree of plan.Join nodes
 // over stream scans), laid out as stages. Each join of the tree is a hash
 // join reading one internal topic, keyed by its join key, that its two
 // inputs write: a stream's rows through a side stage, another join's
@@ -32,8 +31,8 @@ type joinTree struct {
 	probes   []*catalog.Relation // the inputs of semi and anti joins' right sides, whose columns are not in the joined row
 	cols     []scopeCol          // the joined row's columns
 	outer    string              // why joined rows can be taken back ("a LEFT JOIN", "a join with a view"; "" they cannot)
-	stages   []engine.Stage      // every stage but the top join's
-	internal []engine.Stream
+	stages   []plan.Stage        // every stage but the top join's
+	internal []plan.Stream
 	top      joinInput // the top join: read its internal topic with its steps
 	// sides are the side stages' projections of streams' rows, whose
 	// columns prune may replace by NULLs.
@@ -62,7 +61,7 @@ type joinInput struct {
 
 // planJoinTree lays out the join j (bj as the bounded planner planned
 // it) for the pipeline name.
-func planJoinTree(cat Catalog, name string, j *sql.Join, bj *engine.Join) (*joinTree, error) {
+func planJoinTree(cat Catalog, name string, j *sql.Join, bj *plan.Join) (*joinTree, error) {
 	t := &joinTree{name: name}
 	top, err := t.join(cat, j, bj, "")
 	if err != nil {
@@ -73,7 +72,7 @@ func planJoinTree(cat Catalog, name string, j *sql.Join, bj *engine.Join) (*join
 }
 
 // join lays out the join at path ("" the top) and returns it as an input.
-func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) (joinInput, error) {
+func (t *joinTree) join(cat Catalog, j *sql.Join, bj *plan.Join, path string) (joinInput, error) {
 	if bj.Kind == "cross" {
 		bj.Kind = "inner"
 	}
@@ -127,7 +126,7 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 	if path != "" {
 		suffix = "_" + path
 	}
-	internal := engine.Stream{Name: t.name + ".join" + suffix, Topic: InternalTopic(t.name, "join"+suffix),
+	internal := plan.Stream{Name: t.name + ".join" + suffix, Topic: InternalTopic(t.name, "join"+suffix),
 		Partitions: max(ins[0].partitions, ins[1].partitions, 1), Format: types.InternalFormat}
 	internal.Columns = append(internal.Columns, "side")
 	internal.Types = append(internal.Types, types.Int4)
@@ -171,7 +170,7 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *engine.Join, path string) 
 				exprs = append(exprs, expr.Const(types.NewInt(types.Int8, 1)))
 			}
 		}
-		t.stages = append(t.stages, engine.Stage{
+		t.stages = append(t.stages, plan.Stage{
 			Name: in.stage, Inputs: []string{in.read}, Output: internal.Name,
 			Steps:      append(in.steps, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: internal.Columns}),
 			OutputKey:  keyCols,
@@ -212,7 +211,7 @@ func (in joinInput) signed() bool {
 
 // input lays out one input of a join: a stream or a view, or a join below
 // it.
-func (t *joinTree) input(cat Catalog, te sql.TableExpr, en engine.Node, path string) (joinInput, error) {
+func (t *joinTree) input(cat Catalog, te sql.TableExpr, en plan.Node, path string) (joinInput, error) {
 	switch te := te.(type) {
 	case *sql.TableName:
 		rel, sc, err := changelogInput(cat, te)
@@ -234,7 +233,7 @@ func (t *joinTree) input(cat Catalog, te sql.TableExpr, en engine.Node, path str
 		}
 		return in, nil
 	case *sql.Join:
-		bj, ok := en.(*engine.Join)
+		bj, ok := en.(*plan.Join)
 		if !ok {
 			return joinInput{}, pgerror.NotSupported("this join in a materialized view")
 		}

@@ -3,7 +3,6 @@ package planner
 import (
 	"strconv"
 
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
@@ -76,7 +75,7 @@ func (b *builder) resolveTableCall(tf *sql.TableFunc, sc *scope) (*tableCall, er
 
 // userTableFunc plans a user table function in FROM whose arguments read
 // no FROM item: its rows, computed when the query runs.
-func (b *builder) userTableFunc(tf *sql.TableFunc) (engine.Node, *scope, error) {
+func (b *builder) userTableFunc(tf *sql.TableFunc) (plan.Node, *scope, error) {
 	c, err := b.resolveTableCall(tf, &scope{})
 	if err != nil {
 		return nil, nil, err
@@ -90,7 +89,7 @@ func (b *builder) userTableFunc(tf *sql.TableFunc) (engine.Node, *scope, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	return &engine.FuncRows{Set: c.key, Args: c.args, Ordinality: tf.Ordinality}, sc, nil
+	return &plan.FuncRows{Set: c.key, Args: c.args, Ordinality: tf.Ordinality}, sc, nil
 }
 
 // readsScope reports whether any argument of tf reads a column of sc:
@@ -110,7 +109,7 @@ func (b *builder) readsScope(tf *sql.TableFunc, sc *scope) bool {
 
 // lateralFunc plans tf over the rows of node (scope sc): a lateral step,
 // and the scope of sc's columns then tf's.
-func (b *builder) lateralFunc(node engine.Node, sc *scope, tf *sql.TableFunc, outer bool) (engine.Node, *scope, error) {
+func (b *builder) lateralFunc(node plan.Node, sc *scope, tf *sql.TableFunc, outer bool) (plan.Node, *scope, error) {
 	if tf.Ordinality {
 		return nil, nil, pgerror.NotSupported("WITH ORDINALITY on a LATERAL function")
 	}
@@ -151,7 +150,7 @@ func (b *builder) scalarInFrom(name string) bool {
 // lateralScalar plans a function returning one value over the rows
 // before it in FROM (FROM t, upper(t.v) u): one more column of each row,
 // named as a scalar function in FROM is (buildScalarTableFunc).
-func (b *builder) lateralScalar(node engine.Node, sc *scope, tf *sql.TableFunc) (engine.Node, *scope, error) {
+func (b *builder) lateralScalar(node plan.Node, sc *scope, tf *sql.TableFunc) (plan.Node, *scope, error) {
 	x, fsc, err := b.scalarFuncColumn(tf, sc)
 	if err != nil {
 		return nil, nil, err

@@ -6,9 +6,9 @@ import (
 	"strconv"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 )
 
@@ -196,7 +196,7 @@ func (ns *nester) embed(c *Continuous) error {
 	if len(ns.subs) == 0 {
 		return nil
 	}
-	var stages []engine.Stage
+	var stages []plan.Stage
 	var inputs []*catalog.Relation
 	add := func(rels []*catalog.Relation) {
 		for _, r := range rels {
@@ -229,7 +229,7 @@ func (ns *nester) embed(c *Continuous) error {
 
 // unbridge takes a topology's ingest bridges out: its stages read the
 // external streams again, for bridgeInputs to bridge once.
-func unbridge(t *engine.Topology) {
+func unbridge(t *plan.Topology) {
 	for _, b := range t.Ingest {
 		for i := range t.Stages {
 			for j, in := range t.Stages[i].Inputs {
@@ -238,7 +238,7 @@ func unbridge(t *engine.Topology) {
 				}
 			}
 		}
-		t.Internal = slices.DeleteFunc(t.Internal, func(d engine.Stream) bool { return d.Name == b.Internal })
+		t.Internal = slices.DeleteFunc(t.Internal, func(d plan.Stream) bool { return d.Name == b.Internal })
 	}
 	t.Ingest = nil
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -171,7 +170,7 @@ func emitsChanges(rel *catalog.Relation) bool {
 	if rel.Kind != catalog.Stream || len(rel.Plan) == 0 {
 		return false
 	}
-	var t engine.Topology
+	var t plan.Topology
 	if json.Unmarshal(rel.Plan, &t) != nil || len(t.Stages) == 0 {
 		return false
 	}

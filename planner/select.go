@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -32,7 +31,7 @@ type builder struct {
 	// inlining counts the sql functions being inlined around this
 	// builder's expressions (userfunc.go).
 	inlining int
-	subs     []engine.Subquery
+	subs     []plan.Subquery
 	// records names the fields of the record expressions built (see
 	// setlist.go).
 	records map[*expr.Expr]recordShape
@@ -44,7 +43,7 @@ type builder struct {
 
 // Query is a planned bounded query.
 type Query struct {
-	Root       engine.Node
+	Root       plan.Node
 	Columns    []Column
 	ParamTypes []types.Type
 	// Relations lists the user relations read (for EXPLAIN and locking).
@@ -80,7 +79,7 @@ func (b *builder) finalParams() []types.Type {
 	return out
 }
 
-func (b *builder) buildQuery(q sql.QueryExpr) (engine.Node, *scope, error) {
+func (b *builder) buildQuery(q sql.QueryExpr) (plan.Node, *scope, error) {
 	switch q := q.(type) {
 	case *sql.Select:
 		return b.buildSelect(q)
@@ -90,7 +89,7 @@ func (b *builder) buildQuery(q sql.QueryExpr) (engine.Node, *scope, error) {
 	return nil, nil, pgerror.NotSupported("query %T", q)
 }
 
-func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
+func (b *builder) buildSetOp(q *sql.SetOp) (plan.Node, *scope, error) {
 	opName := strings.ToUpper(q.Op)
 	ln, ls, err := b.buildQuery(q.Left)
 	if err != nil {
@@ -145,11 +144,11 @@ func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
 	for i, c := range lc {
 		names[i] = c.name
 	}
-	left := &engine.Chain{Input: ln, Steps: []plan.Step{{Op: plan.OpProject, Exprs: lcast, Names: names}}}
-	right := &engine.Chain{Input: rn, Steps: []plan.Step{{Op: plan.OpProject, Exprs: rcast, Names: names}}}
-	var node engine.Node = &engine.UnionAll{Inputs: []engine.Node{left, right}}
+	left := &plan.Chain{Input: ln, Steps: []plan.Step{{Op: plan.OpProject, Exprs: lcast, Names: names}}}
+	right := &plan.Chain{Input: rn, Steps: []plan.Step{{Op: plan.OpProject, Exprs: rcast, Names: names}}}
+	var node plan.Node = &plan.UnionAll{Inputs: []plan.Node{left, right}}
 	if q.Op != "union" {
-		node = &engine.SetOp{Except: q.Op == "except", All: q.All, Left: left, Right: right, Width: len(names)}
+		node = &plan.SetOp{Except: q.Op == "except", All: q.All, Left: left, Right: right, Width: len(names)}
 	}
 	var steps []plan.Step
 	if !q.All && q.Op == "union" {
@@ -161,7 +160,7 @@ func (b *builder) buildSetOp(q *sql.SetOp) (engine.Node, *scope, error) {
 	}
 	steps = append(steps, sortSteps...)
 	if len(steps) > 0 {
-		node = &engine.Chain{Input: node, Steps: steps}
+		node = &plan.Chain{Input: node, Steps: steps}
 	}
 	return node, out, nil
 }
@@ -313,16 +312,16 @@ func (b *builder) limitOffset(limit, offset sql.Expr) (l limits, err error) {
 
 // buildFrom plans the FROM clause: one item, or several joined (a comma
 // list is a cross join, filtered by WHERE).
-func (b *builder) buildFrom(from []sql.TableExpr) (engine.Node, *scope, error) {
+func (b *builder) buildFrom(from []sql.TableExpr) (plan.Node, *scope, error) {
 	if len(from) == 0 {
-		return &engine.Values{Rows: []types.Row{{}}}, &scope{}, nil
+		return &plan.Values{Rows: []types.Row{{}}}, &scope{}, nil
 	}
 	node, sc, err := b.buildTable(from[0])
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, t := range from[1:] {
-		var rn engine.Node
+		var rn plan.Node
 		var rs *scope
 		var err error
 		if tf, ok := t.(*sql.TableFunc); ok && (b.lateralFuncs || b.readsScope(tf, sc)) {
@@ -339,13 +338,13 @@ func (b *builder) buildFrom(from []sql.TableExpr) (engine.Node, *scope, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		node, sc = &engine.Join{Kind: "cross", Left: node, Right: rn, LeftWidth: len(sc.cols), RightWidth: len(rs.cols)},
+		node, sc = &plan.Join{Kind: "cross", Left: node, Right: rn, LeftWidth: len(sc.cols), RightWidth: len(rs.cols)},
 			&scope{cols: append(append([]scopeCol(nil), sc.cols...), rs.cols...)}
 	}
 	return node, sc, nil
 }
 
-func (b *builder) buildTable(t sql.TableExpr) (engine.Node, *scope, error) {
+func (b *builder) buildTable(t sql.TableExpr) (plan.Node, *scope, error) {
 	switch t := t.(type) {
 	case *sql.TableName:
 		rel, err := b.cat.Lookup(t.Schema, t.Name)
@@ -363,7 +362,7 @@ func (b *builder) buildTable(t sql.TableExpr) (engine.Node, *scope, error) {
 		for i, c := range rel.ReadColumns() {
 			sc.cols = append(sc.cols, scopeCol{table: qual, schema: schema, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: rel.OID, attnum: int16(i + 1)})
 		}
-		return &engine.Source{Dataset: DatasetName(rel)}, sc, nil
+		return &plan.Source{Dataset: DatasetName(rel)}, sc, nil
 	case *sql.DerivedTable:
 		node, sc, err := b.buildQuery(t.Query)
 		if err != nil {
@@ -392,7 +391,7 @@ func (b *builder) buildTable(t sql.TableExpr) (engine.Node, *scope, error) {
 
 // buildJoin plans a JOIN: equality conditions between the two sides
 // become hash keys, the rest of ON is checked on joined rows.
-func (b *builder) buildJoin(j *sql.Join) (engine.Node, *scope, error) {
+func (b *builder) buildJoin(j *sql.Join) (plan.Node, *scope, error) {
 	ln, ls, err := b.buildTable(j.Left)
 	if err != nil {
 		return nil, nil, err
@@ -420,10 +419,10 @@ func (b *builder) buildJoin(j *sql.Join) (engine.Node, *scope, error) {
 
 // joinNode joins two planned inputs on conds: equalities between the two
 // sides become hash keys, the rest is checked on joined rows.
-func (b *builder) joinNode(kind string, ln engine.Node, ls *scope, rn engine.Node, rs *scope, conds []sql.Expr) (engine.Node, *scope, error) {
+func (b *builder) joinNode(kind string, ln plan.Node, ls *scope, rn plan.Node, rs *scope, conds []sql.Expr) (plan.Node, *scope, error) {
 	lw := len(ls.cols)
 	sc := &scope{cols: append(append([]scopeCol(nil), ls.cols...), rs.cols...)}
-	join := &engine.Join{Kind: kind, Left: ln, Right: rn, LeftWidth: lw, RightWidth: len(rs.cols)}
+	join := &plan.Join{Kind: kind, Left: ln, Right: rn, LeftWidth: lw, RightWidth: len(rs.cols)}
 	if join.Kind == "" {
 		join.Kind = "inner"
 	}
@@ -519,7 +518,7 @@ func DatasetName(rel *catalog.Relation) string {
 	return "rel:" + rel.Name
 }
 
-func dropHidden(node engine.Node, sc *scope) engine.Node {
+func dropHidden(node plan.Node, sc *scope) plan.Node {
 	var exprs []*expr.Expr
 	var names []string
 	for i, c := range sc.cols {
@@ -531,15 +530,15 @@ func dropHidden(node engine.Node, sc *scope) engine.Node {
 	return appendSteps(node, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: names})
 }
 
-func appendSteps(node engine.Node, steps ...plan.Step) engine.Node {
-	if c, ok := node.(*engine.Chain); ok {
-		return &engine.Chain{Input: c.Input, Steps: append(append([]plan.Step(nil), c.Steps...), steps...), Subqueries: c.Subqueries}
+func appendSteps(node plan.Node, steps ...plan.Step) plan.Node {
+	if c, ok := node.(*plan.Chain); ok {
+		return &plan.Chain{Input: c.Input, Steps: append(append([]plan.Step(nil), c.Steps...), steps...), Subqueries: c.Subqueries}
 	}
-	return &engine.Chain{Input: node, Steps: steps}
+	return &plan.Chain{Input: node, Steps: steps}
 }
 
 // buildSelect plans one SELECT block.
-func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
+func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
 	if len(sel.DistinctOn) > 0 {
 		ranked, err := distinctOnAsRank(b, sel)
 		if err != nil {
@@ -558,7 +557,7 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if src, ok := node.(*engine.Source); ok && where != nil {
+	if src, ok := node.(*plan.Source); ok && where != nil {
 		if err := b.keyLookup(src, sel.From[0].(*sql.TableName), in, where); err != nil {
 			return nil, nil, err
 		}
@@ -698,7 +697,7 @@ func (b *builder) buildSelect(sel *sql.Select) (engine.Node, *scope, error) {
 	steps = append(steps, plan.Step{Op: plan.OpProject, Exprs: exprs, Names: names})
 	if len(b.subs) > 0 {
 		// A chain of its own: its steps' subquery indexes refer to it.
-		node = &engine.Chain{Input: node, Steps: steps, Subqueries: b.subs}
+		node = &plan.Chain{Input: node, Steps: steps, Subqueries: b.subs}
 		steps = nil
 	}
 	if sel.Distinct {
@@ -867,7 +866,7 @@ func columnName(e sql.Expr) string {
 // keyLookup turns WHERE key = value (for a prefix of a materialized
 // view's key columns, values constant or parameters) into a lookup, so
 // the view answers without a scan. The WHERE still filters the result.
-func (b *builder) keyLookup(src *engine.Source, t *sql.TableName, in *scope, where sql.Expr) error {
+func (b *builder) keyLookup(src *plan.Source, t *sql.TableName, in *scope, where sql.Expr) error {
 	rel, err := b.cat.Lookup(t.Schema, t.Name)
 	if err != nil || rel.Kind != catalog.MaterializedView || len(rel.Key) == 0 {
 		return nil

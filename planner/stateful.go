@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -36,7 +35,7 @@ type statefulQuery struct {
 	project   plan.Step        // the select list over the step's output
 	out       []catalog.Column // output columns
 	key       []int            // output columns forming a view's key
-	watermark *engine.WatermarkSpec
+	watermark *plan.WatermarkSpec
 	changes   bool       // the step emits a changelog
 	pre       *plan.Step // a projection before the stateful step (top-N)
 	// computed are GROUP BY expressions appended to the input's read
@@ -168,8 +167,8 @@ func intervalMicros(b *builder, e sql.Expr, what string) (int64, error) {
 // declared delay when the WATERMARK is on that column, else none. A
 // metadata column shadowed by a declared one has no name in ReadColumns,
 // so the declared column takes the WATERMARK, as it takes the name.
-func watermarkFor(in *catalog.Relation, col int) *engine.WatermarkSpec {
-	spec := &engine.WatermarkSpec{Col: col}
+func watermarkFor(in *catalog.Relation, col int) *plan.WatermarkSpec {
+	spec := &plan.WatermarkSpec{Col: col}
 	if read := in.ReadColumns(); in.Watermark != nil && col < len(read) && in.Watermark.Column == read[col].Name {
 		spec.Delay = in.Watermark.Delay
 	}

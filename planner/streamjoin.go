@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
@@ -72,13 +71,13 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 		return nil, err
 	}
 	errs := ErrorsRelation(ca.Name)
-	topo := &engine.Topology{
-		Stages: []engine.Stage{
+	topo := &plan.Topology{
+		Stages: []plan.Stage{
 			jp.sideStage("left", 0, watermarkFor(jp.left, lcol)),
 			jp.sideStage("right", 1, watermarkFor(jp.right, rcol)),
 			{Name: "join", Inputs: []string{jp.internal.Name}, Output: rel.Name, Steps: joinSteps},
 		},
-		Internal: []engine.Stream{jp.internal},
+		Internal: []plan.Stream{jp.internal},
 		Errors:   errs.Name,
 	}
 	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{jp.left, jp.right}}
@@ -92,11 +91,11 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 type joinPlan struct {
 	left, right *catalog.Relation
 	ls, rs      *scope
-	join        *engine.Join
-	chain       *engine.Chain // chain.Steps: WHERE and the select list over joined rows
+	join        *plan.Join
+	chain       *plan.Chain // chain.Steps: WHERE and the select list over joined rows
 	out         *scope
-	internal    engine.Stream // [side, left…, right…, keys…]
-	keyCols     []int         // the key columns of internal
+	internal    plan.Stream // [side, left…, right…, keys…]
+	keyCols     []int       // the key columns of internal
 }
 
 func planJoinSides(cat Catalog, name string, sel *sql.Select, lt, rt *sql.TableName) (*joinPlan, error) {
@@ -112,7 +111,7 @@ func planJoinSides(cat Catalog, name string, sel *sql.Select, lt, rt *sql.TableN
 	if err != nil {
 		return nil, err
 	}
-	bj, ok := chain.Input.(*engine.Join)
+	bj, ok := chain.Input.(*plan.Join)
 	if !ok {
 		return nil, pgerror.NotSupported("this stream join")
 	}
@@ -126,7 +125,7 @@ func planJoinSides(cat Catalog, name string, sel *sql.Select, lt, rt *sql.TableN
 
 // newJoinPlan makes the internal topic of a join of left and right, as
 // the bounded planner planned it (bj), for the pipeline name.
-func newJoinPlan(name string, left, right *catalog.Relation, ls, rs *scope, bj *engine.Join) (*joinPlan, error) {
+func newJoinPlan(name string, left, right *catalog.Relation, ls, rs *scope, bj *plan.Join) (*joinPlan, error) {
 	lw, rw := len(ls.cols), len(rs.cols)
 	if bj.Kind == "cross" {
 		bj.Kind = "inner"
@@ -139,7 +138,7 @@ func newJoinPlan(name string, left, right *catalog.Relation, ls, rs *scope, bj *
 			WithHint("Join on a key: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts.")
 	}
 	jp := &joinPlan{left: left, right: right, ls: ls, rs: rs, join: bj}
-	internal := engine.Stream{Name: name + ".join", Topic: InternalTopic(name, "join"), Partitions: max(left.Partitions, right.Partitions, 1), Format: types.InternalFormat}
+	internal := plan.Stream{Name: name + ".join", Topic: InternalTopic(name, "join"), Partitions: max(left.Partitions, right.Partitions, 1), Format: types.InternalFormat}
 	internal.Columns = append(internal.Columns, "side")
 	internal.Types = append(internal.Types, types.Int4)
 	for i, c := range ls.cols {
@@ -162,13 +161,13 @@ func newJoinPlan(name string, left, right *catalog.Relation, ls, rs *scope, bj *
 
 // sideStage is the stage that writes one side's rows (sideNo 0 left, 1
 // right) into the internal topic, keyed by the join key.
-func (jp *joinPlan) sideStage(stage string, sideNo int, wm *engine.WatermarkSpec) engine.Stage {
+func (jp *joinPlan) sideStage(stage string, sideNo int, wm *plan.WatermarkSpec) plan.Stage {
 	in, keys := jp.left, jp.join.LeftKeys
 	if sideNo == 1 {
 		in, keys = jp.right, jp.join.RightKeys
 	}
 	exprs := sideRow(sideNo, jp.ls.cols, jp.rs.cols, keys)
-	return engine.Stage{
+	return plan.Stage{
 		Name: stage, Inputs: []string{in.Name}, Output: jp.internal.Name,
 		Steps:      []plan.Step{{Op: plan.OpProject, Exprs: exprs, Names: jp.internal.Columns}},
 		Watermark:  wm,
@@ -198,7 +197,7 @@ func planJoinView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (
 	if err != nil {
 		return nil, err
 	}
-	bj, ok := chain.Input.(*engine.Join)
+	bj, ok := chain.Input.(*plan.Join)
 	if !ok {
 		return nil, pgerror.NotSupported("this materialized view over a join")
 	}
@@ -233,9 +232,9 @@ func planJoinView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (
 	joinSteps := append(append([]plan.Step(nil), t.top.steps...), steps[:len(steps)-1]...)
 	joinSteps = append(joinSteps, proj)
 	errs := ErrorsRelation(ca.Name)
-	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &engine.Topology{
+	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &plan.Topology{
 		Stages: append(t.stages,
-			engine.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: ca.Name + ChangesSuffix, Steps: joinSteps}),
+			plan.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: ca.Name + ChangesSuffix, Steps: joinSteps}),
 		Internal: t.internal,
 		Errors:   errs.Name,
 	}}
@@ -273,7 +272,7 @@ func planLookupJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join,
 	if err != nil {
 		return nil, err
 	}
-	bj, ok := chain.Input.(*engine.Join)
+	bj, ok := chain.Input.(*plan.Join)
 	if !ok {
 		return nil, pgerror.NotSupported("this stream-table join")
 	}
@@ -348,8 +347,8 @@ func planLookupJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join,
 		return nil, err
 	}
 	errs := ErrorsRelation(ca.Name)
-	topo := &engine.Topology{
-		Stages: []engine.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: rel.Name, Steps: steps}},
+	topo := &plan.Topology{
+		Stages: []plan.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: rel.Name, Steps: steps}},
 		Errors: errs.Name,
 	}
 	c := &Continuous{Rel: rel, Errors: errs, Topology: topo, Inputs: []*catalog.Relation{in}}
@@ -505,7 +504,7 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 	if err != nil {
 		return nil, err
 	}
-	bj, ok := node.(*engine.Join)
+	bj, ok := node.(*plan.Join)
 	if !ok {
 		return nil, pgerror.NotSupported("this join in a materialized view")
 	}
@@ -547,10 +546,10 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 	}
 	joinSteps = append(joinSteps, keyed)
 	errs := ErrorsRelation(ca.Name)
-	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &engine.Topology{
+	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &plan.Topology{
 		Stages: append(t.stages,
-			engine.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: internal.Name, Steps: joinSteps, OutputKey: q.partition},
-			engine.Stage{Name: "aggregate", Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()}),
+			plan.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: internal.Name, Steps: joinSteps, OutputKey: q.partition},
+			plan.Stage{Name: "aggregate", Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()}),
 		Internal: append(t.internal, internal),
 		Errors:   errs.Name,
 	}}

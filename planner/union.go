@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
@@ -85,7 +84,7 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := chain.Input.(*engine.Source); !ok {
+		if _, ok := chain.Input.(*plan.Source); !ok {
 			return nil, pgerror.NotSupported("this query in a UNION ALL of streams")
 		}
 		bs[i] = branch{in: in, steps: chain.Steps, cols: out.outColumns()}
@@ -120,7 +119,7 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 		return nil, err
 	}
 	errs := ErrorsRelation(ca.Name)
-	topo := &engine.Topology{Errors: errs.Name}
+	topo := &plan.Topology{Errors: errs.Name}
 	c := &Continuous{Rel: rel, Errors: errs, Topology: topo}
 	for i, br := range bs {
 		casts := make([]*expr.Expr, len(outTypes))
@@ -132,7 +131,7 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 			casts[col] = x
 		}
 		steps := append(append([]plan.Step(nil), br.steps...), plan.Step{Op: plan.OpProject, Exprs: casts, Names: names})
-		topo.Stages = append(topo.Stages, engine.Stage{Name: "u" + strconv.Itoa(i), Inputs: []string{br.in.Name}, Output: rel.Name, Steps: steps})
+		topo.Stages = append(topo.Stages, plan.Stage{Name: "u" + strconv.Itoa(i), Inputs: []string{br.in.Name}, Output: rel.Name, Steps: steps})
 		dup := false
 		for _, in := range c.Inputs {
 			dup = dup || in.Name == br.in.Name

@@ -316,7 +316,7 @@ func (p *memPipeline) feedStream(rng *rand.Rand, in *catalog.Relation, rows []ty
 
 // start delivers the seed marker the engine's start of a pipeline writes
 // (engine.Engine.seed), before any row: to partition 0 of each stage that
-// gets one (engine.Topology.Seeded), whose aggregate without GROUP BY
+// gets one (plan.Topology.Seeded), whose aggregate without GROUP BY
 // emits its group over no rows.
 func (p *memPipeline) start() error {
 	if p.started {
@@ -369,7 +369,7 @@ func (p *memPipeline) push(stream string, part int32, b *operators.Batch) error 
 	return p.err
 }
 
-func (p *memPipeline) chainOf(st *engine.Stage, part int32) (*memChain, error) {
+func (p *memPipeline) chainOf(st *plan.Stage, part int32) (*memChain, error) {
 	id := fmt.Sprintf("%s/%d", st.Name, part)
 	if ch, ok := p.chains[id]; ok {
 		return ch, nil
@@ -395,7 +395,7 @@ func (p *memPipeline) chainOf(st *engine.Stage, part int32) (*memChain, error) {
 
 // emit takes a stage's output: into the next stage, re-keyed, or into
 // the view.
-func (p *memPipeline) emit(st *engine.Stage, b *operators.Batch) error {
+func (p *memPipeline) emit(st *plan.Stage, b *operators.Batch) error {
 	if ch := st.Changes; ch != nil && ch.Table != p.c.Rel.Topic {
 		return p.emitTable(st, b)
 	}
@@ -424,7 +424,7 @@ func (p *memPipeline) emit(st *engine.Stage, b *operators.Batch) error {
 		}
 		return nil
 	}
-	var out *engine.Stream
+	var out *plan.Stream
 	for i := range p.c.Topology.Internal {
 		if p.c.Topology.Internal[i].Name == st.Output {
 			out = &p.c.Topology.Internal[i]
@@ -458,9 +458,9 @@ func (p *memPipeline) emit(st *engine.Stage, b *operators.Batch) error {
 // emitTable takes the changes of a hidden view (a subquery's) into its
 // internal table: upserts and tombstones spread over the table's
 // partitions by key, to the stages reading it.
-func (p *memPipeline) emitTable(st *engine.Stage, b *operators.Batch) error {
+func (p *memPipeline) emitTable(st *plan.Stage, b *operators.Batch) error {
 	ch := st.Changes
-	var out *engine.Stream
+	var out *plan.Stream
 	for i := range p.c.Topology.Internal {
 		if d := &p.c.Topology.Internal[i]; d.Topic == ch.Table && d.Upsert {
 			out = d
@@ -509,7 +509,7 @@ func (p *memPipeline) checkpoint(rng *rand.Rand) error {
 			continue
 		}
 		stage, _, _ := strings.Cut(id, "/")
-		var st *engine.Stage
+		var st *plan.Stage
 		for i := range p.c.Topology.Stages {
 			if p.c.Topology.Stages[i].Name == stage {
 				st = &p.c.Topology.Stages[i]
@@ -664,7 +664,7 @@ func logTable(p *memPipeline, view *catalog.Relation) *tableLog {
 
 // changeOf is the change row i of a batch a view's stage writes is, as
 // the engine's worker reads it: the batch's op, or a delete for a -1 row.
-func changeOf(ch *engine.ChangesOutput, b *operators.Batch, i int) operators.Op {
+func changeOf(ch *plan.ChangesOutput, b *operators.Batch, i int) operators.Op {
 	op := operators.OpInsert
 	if b.Ops != nil {
 		op = b.Ops[i]

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
@@ -113,7 +113,7 @@ func TestWindowOverRecordTimestamp(t *testing.T) {
 				t.Fatalf("%d partitions: %s: %v", partitions, q, err)
 			}
 			first := c.Topology.Stages[0]
-			if want := (engine.WatermarkSpec{Col: tsCol, Delay: 5_000_000}); first.Watermark == nil || *first.Watermark != want {
+			if want := (plan.WatermarkSpec{Col: tsCol, Delay: 5_000_000}); first.Watermark == nil || *first.Watermark != want {
 				t.Errorf("%d partitions: %s: first stage's watermark %+v, want %+v", partitions, q, first.Watermark, want)
 			}
 			for _, in := range c.Topology.Internal {

@@ -9,6 +9,7 @@ import (
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
@@ -40,8 +41,8 @@ func (s *session) planInsert(ins *sql.Insert, params []types.Type) (*statement, 
 // insert evaluates every row first and writes only if all of them are
 // valid, so a bad value fails the statement with nothing written. In a
 // transaction block (hold set) the rows are held until COMMIT instead.
-func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []types.Value, hold *txWrites, lim engine.Limits) (int64, error) {
-	rel := plan.Rel
+func (s *Server) insert(ctx context.Context, ins *planner.InsertPlan, args []types.Value, hold *txWrites, lim engine.Limits) (int64, error) {
+	rel := ins.Rel
 	st, err := s.backend(ctx, rel)
 	if err != nil {
 		return 0, err
@@ -70,7 +71,7 @@ func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []ty
 		}
 		var err error
 		if hold != nil {
-			err = hold.hold(plan.Rel, msgs, lim.MemoryBytes)
+			err = hold.hold(ins.Rel, msgs, lim.MemoryBytes)
 			msgs = nil // held: a new slice for the next rows
 		} else {
 			err = prod.Send(ctx, msgs)
@@ -79,7 +80,7 @@ func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []ty
 		size = 0
 		return err
 	}
-	err = engine.RunBoundedLimits(ctx, plan.Source, &datasets{srv: s, held: hold}, args, operators.AbortOnError, lim, func(b *operators.Batch) error {
+	err = engine.RunBoundedLimits(ctx, ins.Source, &datasets{srv: s, held: hold}, args, operators.AbortOnError, lim, func(b *operators.Batch) error {
 		for _, row := range b.Rows {
 			if err := checkNotNull(rel, row); err != nil {
 				return err
@@ -89,8 +90,8 @@ func (s *Server) insert(ctx context.Context, plan *planner.InsertPlan, args []ty
 			size += len(payload)
 			n++
 		}
-		if size > maxInsertBuffer && plan.Source != nil {
-			if _, isValues := plan.Source.(*engine.Values); !isValues {
+		if size > maxInsertBuffer && ins.Source != nil {
+			if _, isValues := ins.Source.(*plan.Values); !isValues {
 				return flush()
 			}
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/types"
 )
@@ -65,7 +66,7 @@ const (
 
 // pipeStream runs root over cfg.Stream of the backend cfg.Source (cfg
 // validated), writing rows through write, which flushes them.
-func pipeStream(ctx context.Context, cfg PipeConfig, root engine.Node, dec *inputDecoder, write operators.Emit) error {
+func pipeStream(ctx context.Context, cfg PipeConfig, root plan.Node, dec *inputDecoder, write operators.Emit) error {
 	dec.unit = "message"
 	st, err := backends.Open(ctx, cfg.Source, cfg.Env)
 	if err != nil {
@@ -102,12 +103,12 @@ func pipeStream(ctx context.Context, cfg PipeConfig, root engine.Node, dec *inpu
 // streamingPlan reports whether root writes the rows of each input batch
 // while it processes the batch and keeps nothing across batches: a source
 // under stateless steps only. Such a plan can run once per batch.
-func streamingPlan(root engine.Node) bool {
+func streamingPlan(root plan.Node) bool {
 	switch n := root.(type) {
-	case *engine.Source:
+	case *plan.Source:
 		return len(n.Lookup) == 0
-	case *engine.Chain:
-		src, ok := n.Input.(*engine.Source)
+	case *plan.Chain:
+		src, ok := n.Input.(*plan.Source)
 		if !ok || len(src.Lookup) > 0 || len(n.Subqueries) > 0 {
 			return false
 		}
@@ -123,7 +124,7 @@ func streamingPlan(root engine.Node) bool {
 
 // pipeEachBatch runs a streaming plan once per batch of messages and
 // acknowledges the batch once its rows are written and flushed.
-func pipeEachBatch(ctx context.Context, root engine.Node, r *streamReader, dec *inputDecoder, write operators.Emit) error {
+func pipeEachBatch(ctx context.Context, root plan.Node, r *streamReader, dec *inputDecoder, write operators.Emit) error {
 	for {
 		msgs, err := r.next(ctx)
 		if errors.Is(err, backends.ErrEndOfStream) {

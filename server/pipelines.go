@@ -18,6 +18,7 @@ import (
 	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
@@ -32,7 +33,7 @@ type host struct {
 
 var _ engine.Host = (*host)(nil)
 
-func (h *host) Topology(_ context.Context, name string) (*engine.Topology, error) {
+func (h *host) Topology(_ context.Context, name string) (*plan.Topology, error) {
 	rel, ok := h.s.cat.Get(name)
 	if !ok || len(rel.Plan) == 0 {
 		return nil, pgerror.New(pgerror.UndefinedObject, "pipeline %q does not exist", name)
@@ -71,15 +72,15 @@ func (s *Server) checkStartTime(ctx context.Context, plan *planner.Continuous) e
 }
 
 // topologyOf decodes a pipeline relation's stored topology.
-func topologyOf(rel *catalog.Relation) (*engine.Topology, error) {
-	var t engine.Topology
+func topologyOf(rel *catalog.Relation) (*plan.Topology, error) {
+	var t plan.Topology
 	if err := json.Unmarshal(rel.Plan, &t); err != nil {
 		return nil, pgerror.New(pgerror.Internal, "pipeline %q: corrupt plan: %v", rel.Name, err)
 	}
 	return &t, nil
 }
 
-func (h *host) Stream(_ context.Context, name string) (*engine.Stream, error) {
+func (h *host) Stream(_ context.Context, name string) (*plan.Stream, error) {
 	rel, ok := h.s.cat.Get(name)
 	if !ok {
 		return nil, pgerror.New(pgerror.UndefinedTable, "stream %q does not exist", name)

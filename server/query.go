@@ -9,6 +9,7 @@ import (
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/pgwire"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/planner"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
@@ -86,14 +87,14 @@ func (s *session) withStatementTimeout(ctx context.Context) (context.Context, fu
 
 // pointLookup reports whether a plan reads at most one row of a
 // materialized view: the view's local copy looked up by its whole key.
-func (s *Server) pointLookup(n engine.Node) bool {
-	if c, ok := n.(*engine.Chain); ok {
+func (s *Server) pointLookup(n plan.Node) bool {
+	if c, ok := n.(*plan.Chain); ok {
 		if len(c.Subqueries) > 0 {
 			return false
 		}
 		n = c.Input
 	}
-	src, ok := n.(*engine.Source)
+	src, ok := n.(*plan.Source)
 	if !ok || len(src.Lookup) == 0 {
 		return false
 	}
@@ -139,10 +140,10 @@ func (s *session) planExplain(e *sql.Explain, params []types.Type) (*statement, 
 
 // explainNode renders a bounded plan, one line per node or step, the
 // input below what consumes it.
-func explainNode(n engine.Node, depth int) []string {
+func explainNode(n plan.Node, depth int) []string {
 	pad := strings.Repeat("  ", depth)
 	switch n := n.(type) {
-	case *engine.Source:
+	case *plan.Source:
 		line := pad + "scan " + strings.TrimPrefix(n.Dataset, "rel:")
 		if len(n.Lookup) > 0 {
 			keys := make([]string, len(n.Lookup))
@@ -152,9 +153,9 @@ func explainNode(n engine.Node, depth int) []string {
 			line = pad + "lookup " + strings.TrimPrefix(n.Dataset, "rel:") + " by key (" + strings.Join(keys, ", ") + ")"
 		}
 		return []string{line}
-	case *engine.Values:
+	case *plan.Values:
 		return []string{fmt.Sprintf("%svalues (%d rows)", pad, len(n.Rows))}
-	case *engine.Join:
+	case *plan.Join:
 		line := pad + n.Kind + " join"
 		if len(n.LeftKeys) > 0 {
 			var keys []string
@@ -167,7 +168,7 @@ func explainNode(n engine.Node, depth int) []string {
 			line += " on " + n.On.String()
 		}
 		return append(append([]string{line}, explainNode(n.Left, depth+1)...), explainNode(n.Right, depth+1)...)
-	case *engine.SetOp:
+	case *plan.SetOp:
 		line := pad + "intersect"
 		if n.Except {
 			line = pad + "except"
@@ -176,13 +177,13 @@ func explainNode(n engine.Node, depth int) []string {
 			line += " all"
 		}
 		return append(append([]string{line}, explainNode(n.Left, depth+1)...), explainNode(n.Right, depth+1)...)
-	case *engine.UnionAll:
+	case *plan.UnionAll:
 		out := []string{pad + "union all"}
 		for _, in := range n.Inputs {
 			out = append(out, explainNode(in, depth+1)...)
 		}
 		return out
-	case *engine.Chain:
+	case *plan.Chain:
 		var out []string
 		for i := len(n.Steps) - 1; i >= 0; i-- {
 			out = append(out, pad+n.Steps[i].String())
