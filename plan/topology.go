@@ -11,7 +11,10 @@ import (
 // Topology is a continuous query as stages; plain data, stored by the
 // host (the catalog) as JSON.
 type Topology struct {
-	Stages []Stage `json:"stages"`
+	// Version is the layout of the stored topology (Version): 0 in
+	// topologies stored before versions were kept, which are version 1.
+	Version int     `json:"version,omitempty"`
+	Stages  []Stage `json:"stages"`
 	// Internal lists the datasets the pipeline owns (repartition topics),
 	// created when the pipeline starts and deleted when it is dropped.
 	Internal []Stream `json:"internal,omitempty"`
@@ -39,6 +42,15 @@ type Topology struct {
 	// Views and internal topics are read from their beginning.
 	StartTime int64 `json:"start_time,omitempty"`
 }
+
+// Version is the layout of the topologies this build writes and the
+// newest it runs. A change to the meaning of a stored field, or a field
+// an older build would ignore to a wrong result, raises it, and the
+// engine then runs both layouts (an older one as it was written: the
+// pipelines created before an upgrade keep running with their state). A
+// process of an older build refuses a newer topology instead of running
+// it wrong (a rolling upgrade runs such a pipeline on the new processes).
+const Version = 1
 
 // Ident is the name a pipeline's groups and state are named after: its
 // name, then its incarnation.
@@ -141,6 +153,9 @@ const MetaWidth = 4
 
 // Validate checks the topology's structure before anything runs.
 func (t *Topology) Validate() error {
+	if t.Version > Version {
+		return fmt.Errorf("topology version %d is newer than this fvsql's (%d): a process of a later release created the pipeline", t.Version, Version)
+	}
 	if len(t.Stages) == 0 {
 		return fmt.Errorf("engine: topology has no stages")
 	}

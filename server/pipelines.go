@@ -46,11 +46,11 @@ func (h *host) Topology(_ context.Context, name string) (*plan.Topology, error) 
 // text file: its lines have no times), by opening a consumer of each
 // such input at the time: the ingest bridge would fail the same way on
 // every try, leaving the pipeline RETRYING for good.
-func (s *Server) checkStartTime(ctx context.Context, plan *planner.Continuous) error {
-	if plan.Topology.StartTime == 0 {
+func (s *Server) checkStartTime(ctx context.Context, cq *planner.Continuous) error {
+	if cq.Topology.StartTime == 0 {
 		return nil
 	}
-	for _, in := range plan.Inputs {
+	for _, in := range cq.Inputs {
 		if in.Kind != catalog.Stream || in.Backend == "" {
 			continue
 		}
@@ -58,7 +58,7 @@ func (s *Server) checkStartTime(ctx context.Context, plan *planner.Continuous) e
 		if err != nil {
 			return err
 		}
-		c, err := st.Consumer(ctx, in.Topic, backends.ConsumerOptions{StartTime: time.UnixMicro(plan.Topology.StartTime)})
+		c, err := st.Consumer(ctx, in.Topic, backends.ConsumerOptions{StartTime: time.UnixMicro(cq.Topology.StartTime)})
 		if err != nil {
 			code := pgerror.IOError
 			if errors.Is(err, backends.ErrCannotSeek) {
@@ -165,30 +165,31 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 		return nil, pgerror.New(pgerror.DuplicateTable, "relation %q already exists", ca.Name)
 	}
 	rec := &recordingCatalog{Catalog: s.cat}
-	plan, err := planner.PlanContinuous(rec, ca)
+	cq, err := planner.PlanContinuous(rec, ca)
 	if err != nil {
 		return nil, err
 	}
-	plan.Rel.Functions = rec.used
-	owned := []*catalog.Relation{plan.Errors}
-	if plan.Changes != nil {
-		owned = append(owned, plan.Changes)
+	cq.Rel.Functions = rec.used
+	owned := []*catalog.Relation{cq.Errors}
+	if cq.Changes != nil {
+		owned = append(owned, cq.Changes)
 	}
 	for _, rel := range owned {
 		if _, ok := s.cat.Get(rel.Name); ok {
 			return nil, pgerror.New(pgerror.DuplicateTable, "relation %q (which the pipeline would own) already exists", rel.Name)
 		}
 	}
-	plan.Rel.ID = newID()
-	plan.Topology.Incarnation = plan.Rel.ID[:8]
-	for i := range plan.Topology.Ingest {
-		plan.Topology.Ingest[i].Group = "fvsql." + plan.Rel.Name + "." + plan.Rel.ID
+	cq.Rel.ID = newID()
+	cq.Topology.Incarnation = cq.Rel.ID[:8]
+	cq.Topology.Version = plan.Version
+	for i := range cq.Topology.Ingest {
+		cq.Topology.Ingest[i].Group = "fvsql." + cq.Rel.Name + "." + cq.Rel.ID
 	}
-	if plan.Rel.Plan, err = json.Marshal(plan.Topology); err != nil {
+	if cq.Rel.Plan, err = json.Marshal(cq.Topology); err != nil {
 		return nil, err
 	}
-	plan.Rel.SQL = text
-	rels := append(owned, plan.Rel)
+	cq.Rel.SQL = text
+	rels := append(owned, cq.Rel)
 	// Everything that can be refused is checked before anything is
 	// created: a refused CREATE SINK left its <name>_errors stream behind.
 	for _, rel := range rels {
@@ -199,7 +200,7 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 			return nil, err
 		}
 	}
-	if err := s.checkStartTime(ctx, plan); err != nil {
+	if err := s.checkStartTime(ctx, cq); err != nil {
 		return nil, err
 	}
 	var published []string
@@ -227,10 +228,10 @@ func (s *Server) createAs(ctx context.Context, ca *sql.CreateAs, text string) (p
 		}
 		published = append(published, rel.Name)
 	}
-	if err := s.engine.Start(ctx, plan.Rel.Name); err != nil {
+	if err := s.engine.Start(ctx, cq.Rel.Name); err != nil {
 		// nothing may be left half-created: take the relations back
-		s.dropPipeline(ctx, plan.Rel)
-		_ = s.catLog.publish(ctx, plan.Rel.Name, nil)
+		s.dropPipeline(ctx, cq.Rel)
+		_ = s.catLog.publish(ctx, cq.Rel.Name, nil)
 		return nil, err
 	}
 	return tagOnly(tag), nil
