@@ -145,7 +145,7 @@ func (q *query) run(ctx context.Context, n plan.Node, env *expr.Env, emit operat
 		ops := make([]operators.Operator, 0, len(n.Steps)-prefix)
 		res := &operators.Resources{Ctx: ctx, Budget: q.budget}
 		for i := prefix; i < len(n.Steps); i++ {
-			op, err := operators.BuildWith(&n.Steps[i], env, q.onErr, res)
+			op, err := BuildStep(&n.Steps[i], env, q.onErr, res)
 			if err != nil {
 				return err
 			}
@@ -246,7 +246,7 @@ func (q *query) runSource(ctx context.Context, src *plan.Source, prefix []plan.S
 	}
 	// Compile once up front so plan errors surface before any data moves.
 	for i := range prefix {
-		if _, err := operators.Build(&prefix[i], env, onErr); err != nil {
+		if _, err := BuildStep(&prefix[i], env, onErr, nil); err != nil {
 			return err
 		}
 	}
@@ -265,7 +265,7 @@ func (q *query) runSource(ctx context.Context, src *plan.Source, prefix []plan.S
 		}
 		ops := make([]operators.Operator, len(prefix))
 		for i := range prefix {
-			op, err := operators.Build(&prefix[i], env, onErr)
+			op, err := BuildStep(&prefix[i], env, onErr, nil)
 			if err != nil {
 				return nil, err
 			}

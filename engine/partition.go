@@ -75,7 +75,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	statefulAt := -1
 	for i := range w.stage.def.Steps {
 		env := &expr.Env{Funcs: w.p.e.cfg.Funcs, Epoch: &w.epochs}
-		op, err := operators.BuildWith(&w.stage.def.Steps[i], env, onErr, &operators.Resources{Ctx: w.p.ctx, ViewLookup: w.p.e.cfg.ViewLookup, GroupCacheBytes: w.p.e.cfg.GroupCacheBytes})
+		op, err := BuildStep(&w.stage.def.Steps[i], env, onErr, &operators.Resources{Ctx: w.p.ctx, ViewLookup: w.p.e.cfg.ViewLookup, GroupCacheBytes: w.p.e.cfg.GroupCacheBytes})
 		if err != nil {
 			return nil, err
 		}

@@ -528,7 +528,9 @@ func (a *distinctAcc) Add(v types.Value) error {
 
 func (a *distinctAcc) Result() types.Value { return a.inner.Result() }
 
-var errBadState = errors.New("operators: malformed aggregate state")
+// ErrBadState is a state entry that does not decode: written by another
+// layout, or damaged.
+var ErrBadState = errors.New("operators: malformed operator state")
 
 func appendBool(buf []byte, b bool) []byte {
 	if b {
@@ -539,7 +541,7 @@ func appendBool(buf []byte, b bool) []byte {
 
 func readBool(buf []byte) (bool, []byte, error) {
 	if len(buf) < 1 {
-		return false, buf, errBadState
+		return false, buf, ErrBadState
 	}
 	return buf[0] != 0, buf[1:], nil
 }
@@ -547,7 +549,7 @@ func readBool(buf []byte) (bool, []byte, error) {
 func readVarint(buf []byte) (int64, []byte, error) {
 	v, n := binary.Varint(buf)
 	if n <= 0 {
-		return 0, buf, errBadState
+		return 0, buf, ErrBadState
 	}
 	return v, buf[n:], nil
 }
@@ -683,7 +685,7 @@ func (a *distinctAcc) LoadState(buf []byte) ([]byte, error) {
 	}
 	n, m := binary.Uvarint(buf)
 	if m <= 0 {
-		return buf, errBadState
+		return buf, ErrBadState
 	}
 	buf = buf[m:]
 	a.seen = make(map[string]string, n)
@@ -700,7 +702,7 @@ func (a *distinctAcc) LoadState(buf []byte) ([]byte, error) {
 		k, ok1 := read()
 		enc, ok2 := read()
 		if !ok1 || !ok2 {
-			return buf, errBadState
+			return buf, ErrBadState
 		}
 		a.seen[k] = enc
 	}
@@ -792,7 +794,7 @@ func (a *stringAggAcc) LoadState(buf []byte) ([]byte, error) {
 	}
 	n, m := binary.Uvarint(buf)
 	if m <= 0 || uint64(len(buf)-m) < n {
-		return buf, errBadState
+		return buf, ErrBadState
 	}
 	a.b = append(a.b[:0], buf[m:m+int(n)]...)
 	return buf[m+int(n):], nil
@@ -823,7 +825,7 @@ func (a *arrayAggAcc) LoadState(buf []byte) ([]byte, error) {
 	}
 	n, m := binary.Uvarint(buf)
 	if m <= 0 || uint64(len(buf)-m) < n {
-		return buf, errBadState
+		return buf, ErrBadState
 	}
 	a.buf = append(a.buf[:0], buf[m:m+int(n)]...)
 	return buf[m+int(n):], nil

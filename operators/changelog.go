@@ -202,14 +202,14 @@ func (a *bagAcc) AppendState(buf []byte) []byte {
 func (a *bagAcc) LoadState(buf []byte) ([]byte, error) {
 	n, m := binary.Uvarint(buf)
 	if m <= 0 {
-		return nil, errBadState
+		return nil, ErrBadState
 	}
 	buf = buf[m:]
 	a.vals = make([]bagVal, 0, n)
 	for range n {
 		c, m := binary.Varint(buf)
 		if m <= 0 {
-			return nil, errBadState
+			return nil, ErrBadState
 		}
 		v, rest, err := types.DecodeValue(buf[m:])
 		if err != nil {
@@ -357,7 +357,7 @@ func (a *signedAcc) LoadState(buf []byte) ([]byte, error) {
 	}
 	k, w := binary.Uvarint(buf)
 	if w <= 0 || k > 1000 {
-		return buf, errBadState
+		return buf, ErrBadState
 	}
 	buf = buf[w:]
 	a.scales = make([]int64, k)

@@ -1,5 +1,6 @@
-// Package operators holds the engine's step vocabulary as batch
-// operators: the inline steps (filter, project — which covers select,
+// Package operators holds the operator contract (Batch, Emit, Operator,
+// Stateful, KV, RowError, Budget) and the engine's step vocabulary as
+// batch operators, built from plan steps: the inline steps (filter, project — which covers select,
 // rename, drop and applyExpression) and the stateful ones (hash and
 // windowed aggregation, sort, top-N, limit, distinct, and the window
 // functions of bounded queries, windowfunc.go). The same operator
@@ -28,12 +29,8 @@
 // the group's distinct values and their counts (bagAcc), of string_agg,
 // array_agg and ORDER BY aggregates through the group's rows in order
 // (listagg.go: listAcc, which such aggregates keep in any continuous
-// query, signed or not), and deletes a group all of whose rows left. The hash join of views (hashjoin.go)
-// emits signed rows too: pairs, and an outer row's NULL-padded row until
-// its first partner takes it back (a semi join's left row while it has
-// a partner, an anti join's while it has none); it also takes signed
-// input (another join's rows, a view's changes) and takes back the pairs
-// of a row that goes.
+// query, signed or not), and deletes a group all of whose rows left. The joins, which emit and
+// take signed rows too, are package join's.
 //
 // A lateral step is a ProjectSet of one function of a FROM item over the
 // rows before it (LEFT JOIN LATERAL keeps a row it gives nothing for).

@@ -17,7 +17,7 @@ type Filter struct {
 
 // Process implements Operator.
 func (f *Filter) Process(b *Batch, emit Emit) error {
-	f.out.reset()
+	f.out.Reset()
 	if f.batch != nil {
 		f.batch.Next(b.Rows)
 	}
@@ -72,7 +72,7 @@ type Project struct {
 func (p *Project) Process(b *Batch, emit Emit) error {
 	w := len(p.Exprs)
 	flat := make([]types.Value, len(b.Rows)*w)
-	p.out.reset()
+	p.out.Reset()
 	if p.batch != nil {
 		p.batch.Next(b.Rows)
 	}

@@ -137,8 +137,8 @@ func (k *MemKV) Scan(lo, hi []byte, fn func(key, value []byte) error) error {
 // Len is the number of keys (state size in tests).
 func (k *MemKV) Len() int { return len(k.m) }
 
-// be64 appends an int64 so that byte order is numeric order.
-func be64(buf []byte, v int64) []byte {
+// AppendInt64Key appends an int64 so that byte order is numeric order.
+func AppendInt64Key(buf []byte, v int64) []byte {
 	return binary.BigEndian.AppendUint64(buf, uint64(v)^(1<<63))
 }
 

@@ -160,7 +160,7 @@ func (a *listAcc) LoadState(buf []byte) ([]byte, error) {
 	}
 	n, m := binary.Uvarint(buf)
 	if m <= 0 || n > uint64(len(buf)) {
-		return nil, errBadState
+		return nil, ErrBadState
 	}
 	buf = buf[m:]
 	a.rows, a.bytes = make([]listRow, 0, n), 0

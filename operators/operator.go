@@ -19,11 +19,11 @@ type Batch struct {
 // Len returns the number of rows.
 func (b *Batch) Len() int { return len(b.Rows) }
 
-// reset empties a batch an operator reuses for its output, dropping its
+// Reset empties a batch an operator reuses for its output, dropping its
 // references to the previous rows and records: a reused slice keeps the
 // entries past its length, which would otherwise hold a large batch's
 // rows alive long after it was emitted.
-func (b *Batch) reset() {
+func (b *Batch) Reset() {
 	clear(b.Rows)
 	clear(b.Source)
 	b.Rows, b.Source, b.Ops = b.Rows[:0], b.Source[:0], b.Ops[:0]

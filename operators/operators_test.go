@@ -1169,11 +1169,11 @@ func TestMemKV(t *testing.T) {
 	// be64 keys order like the numbers
 	nums := []int64{math.MinInt64, -1 << 40, -2, -1, 0, 1, 2, 1 << 40, math.MaxInt64}
 	for i := 1; i < len(nums); i++ {
-		if bytes.Compare(be64(nil, nums[i-1]), be64(nil, nums[i])) >= 0 {
-			t.Errorf("be64(%d) >= be64(%d)", nums[i-1], nums[i])
+		if bytes.Compare(AppendInt64Key(nil, nums[i-1]), AppendInt64Key(nil, nums[i])) >= 0 {
+			t.Errorf("AppendInt64Key(%d) >= AppendInt64Key(%d)", nums[i-1], nums[i])
 		}
-		if readBE64(be64(nil, nums[i])) != nums[i] {
-			t.Errorf("readBE64(be64(%d))", nums[i])
+		if readBE64(AppendInt64Key(nil, nums[i])) != nums[i] {
+			t.Errorf("readBE64(AppendInt64Key(%d))", nums[i])
 		}
 	}
 }

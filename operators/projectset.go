@@ -23,7 +23,7 @@ type ProjectSet struct {
 
 // Process implements Operator.
 func (p *ProjectSet) Process(b *Batch, emit Emit) error {
-	p.out.reset()
+	p.out.Reset()
 	results := make([][]types.Row, len(p.Sets))
 	extra := 0
 	for _, w := range p.Widths {
@@ -84,7 +84,7 @@ func (p *ProjectSet) flush(in *Batch, emit Emit) error {
 		p.out.Ops = nil
 	}
 	err := emit(&p.out)
-	p.out.reset()
+	p.out.Reset()
 	return err
 }
 

@@ -79,7 +79,7 @@ func (s *SessionAggregate) newAccs() []Accumulator {
 func groupKey(gkey []byte) []byte { return append([]byte{'g'}, gkey...) }
 
 func closeKey(end int64, gkey []byte) []byte {
-	return append(be64([]byte{'c'}, end), gkey...)
+	return append(AppendInt64Key([]byte{'c'}, end), gkey...)
 }
 
 func (s *SessionAggregate) load(gkey []byte, group types.Row) (*sessionGroup, error) {
@@ -97,7 +97,7 @@ func (s *SessionAggregate) load(gkey []byte, group types.Row) (*sessionGroup, er
 		}
 		n, m := binary.Uvarint(v)
 		if m <= 0 {
-			return nil, errBadState
+			return nil, ErrBadState
 		}
 		v = v[m:]
 		for i := uint64(0); i < n; i++ {
@@ -346,7 +346,7 @@ func (s *SessionAggregate) OnWatermark(wm int64, emit Emit) error {
 	}
 	var hi []byte // sessions with last + gap < wm
 	if wm < math.MaxInt64 {
-		hi = be64([]byte{'c'}, wm)
+		hi = AppendInt64Key([]byte{'c'}, wm)
 	} else {
 		hi = []byte{'d'}
 	}

@@ -158,7 +158,7 @@ type Limit struct {
 
 // Process implements Operator.
 func (l *Limit) Process(b *Batch, emit Emit) error {
-	l.out.reset()
+	l.out.Reset()
 	for _, r := range b.Rows {
 		if l.Count >= 0 && l.seen >= l.Offset+l.Count {
 			break
@@ -196,7 +196,7 @@ func (d *Distinct) Process(b *Batch, emit Emit) error {
 	if d.seen == nil {
 		d.seen = map[string]struct{}{}
 	}
-	d.out.reset()
+	d.out.Reset()
 	for _, r := range b.Rows {
 		d.key = types.AppendKeyRow(d.key[:0], r)
 		if _, ok := d.seen[string(d.key)]; ok {

@@ -38,8 +38,6 @@ func Build(s *plan.Step, env *expr.Env, onErr RowError) (Operator, error) {
 // lookups, for stream-table joins).
 func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Operator, error) {
 	switch s.Op {
-	case plan.OpLookupJoin:
-		return buildLookupJoin(s, env, onErr, res)
 	case plan.OpFilter:
 		benv, batch := withBatch(env)
 		p, err := expr.CompilePredicateEnv(s.Pred, benv)
@@ -49,7 +47,7 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		return &Filter{Pred: p, OnError: onErr, batch: batch}, nil
 	case plan.OpProject:
 		benv, batch := withBatch(env)
-		evs, err := compileAll(s.Exprs, benv)
+		evs, err := CompileAll(s.Exprs, benv)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +63,7 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		}
 		return ps, nil
 	case plan.OpAggregate, plan.OpWindowAggregate, plan.OpGroupAggregate, plan.OpSession:
-		groupBy, err := compileAll(s.GroupBy, env)
+		groupBy, err := CompileAll(s.GroupBy, env)
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +148,7 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 	case plan.OpChangelog:
 		return &Changelog{Width: s.Width, KeyCol: s.KeyCol}, nil
 	case plan.OpTopN:
-		parts, err := compileAll(s.PartitionBy, env)
+		parts, err := CompileAll(s.PartitionBy, env)
 		if err != nil {
 			return nil, err
 		}
@@ -162,21 +160,6 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 			return nil, pgerror.New(pgerror.Internal, "operators: top-N sign in column %d of rows of %d", s.Sign, s.Width)
 		}
 		return &TopN{PartitionBy: parts, Keys: s.Keys, N: s.N, Width: s.Width, Ranking: rank, OnError: onErr, Sign: s.Sign}, nil
-	case plan.OpIntervalJoin, plan.OpHashJoin:
-		if s.Join == nil {
-			return nil, pgerror.New(pgerror.Internal, "operators: %s without a spec", s.Op)
-		}
-		var residual expr.Eval
-		if s.Join.Residual != nil {
-			var err error
-			if residual, err = expr.CompileEnv(s.Join.Residual, env); err != nil {
-				return nil, err
-			}
-		}
-		if s.Op == plan.OpHashJoin {
-			return NewHashJoin(*s.Join, residual, onErr), nil
-		}
-		return NewIntervalJoin(*s.Join, residual, onErr), nil
 	case plan.OpSort:
 		limit, offset, err := s.Limits(env)
 		if err != nil {
@@ -203,7 +186,8 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 	return nil, pgerror.New(pgerror.Internal, "operators: unknown step %q", s.Op)
 }
 
-func compileAll(es []*expr.Expr, env *expr.Env) ([]expr.Eval, error) {
+// CompileAll compiles each expression against env.
+func CompileAll(es []*expr.Expr, env *expr.Env) ([]expr.Eval, error) {
 	out := make([]expr.Eval, len(es))
 	for i, e := range es {
 		ev, err := expr.CompileEnv(e, env)

@@ -106,7 +106,7 @@ func (t *TopN) list(key []byte) (*topList, error) {
 	if ok {
 		n, m := binary.Uvarint(v)
 		if m <= 0 {
-			return nil, errBadState
+			return nil, ErrBadState
 		}
 		v = v[m:]
 		l.emitted = int(n)

@@ -601,7 +601,7 @@ rows:
 				}
 				continue
 			}
-			w.pkey = append(be64(be64(w.pkey[:0], p+w.Spec.Slide), p), gkey...) // get copies it
+			w.pkey = append(AppendInt64Key(AppendInt64Key(w.pkey[:0], p+w.Spec.Slide), p), gkey...) // get copies it
 			e, err := w.st.get(w.pkey, w.gvals, p, p+w.Spec.Slide)
 			if err != nil {
 				return err
@@ -620,7 +620,7 @@ rows:
 				continue // closed
 			}
 			open++
-			key := be64(be64(make([]byte, 0, 16+len(gkey)), win[1]), win[0])
+			key := AppendInt64Key(AppendInt64Key(make([]byte, 0, 16+len(gkey)), win[1]), win[0])
 			key = append(key, gkey...)
 			e, err := w.st.get(key, w.gvals, win[0], win[1])
 			if err != nil {
@@ -674,9 +674,9 @@ func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
 	if err := w.st.flush(); err != nil {
 		return err
 	}
-	var hi []byte // window ends <= wm: keys below be64(wm+1)
+	var hi []byte // window ends <= wm: keys below AppendInt64Key(wm+1)
 	if wm < math.MaxInt64 {
-		hi = be64(nil, wm+1)
+		hi = AppendInt64Key(nil, wm+1)
 	}
 	var closed [][]byte
 	out := &Batch{}
@@ -780,7 +780,7 @@ func (w *WindowAggregate) closePanes(prev, wm int64, emit Emit) error {
 		}
 		var hi []byte
 		if wm < math.MaxInt64 {
-			hi = be64(nil, wm+1)
+			hi = AppendInt64Key(nil, wm+1)
 		}
 		byEnd = map[int64][]*aggEntry{}
 		err := w.st.kv.Scan(nil, hi, func(key, value []byte) error {
@@ -892,7 +892,7 @@ func (w *WindowAggregate) closePanes(prev, wm int64, emit Emit) error {
 	} else if dropTo < math.MaxInt64 {
 		// The smallest pane end left: the first key past the dropped.
 		var err error
-		if w.minEnd, err = w.firstEnd(be64(nil, dropTo+1)); err != nil {
+		if w.minEnd, err = w.firstEnd(AppendInt64Key(nil, dropTo+1)); err != nil {
 			return err
 		}
 	}

@@ -95,15 +95,15 @@ type winRow struct {
 func NewWindowFuncs(spec *plan.OverSpec, env *expr.Env, onErr RowError, budget *Budget) (*WindowFuncs, error) {
 	w := &WindowFuncs{Spec: spec, Budget: budget, OnError: onErr}
 	var err error
-	if w.part, err = compileAll(spec.PartitionBy, env); err != nil {
+	if w.part, err = CompileAll(spec.PartitionBy, env); err != nil {
 		return nil, err
 	}
-	if w.ord, err = compileAll(spec.OrderBy, env); err != nil {
+	if w.ord, err = CompileAll(spec.OrderBy, env); err != nil {
 		return nil, err
 	}
 	for i := range spec.Funcs {
 		f := &spec.Funcs[i]
-		evs, err := compileAll(f.Args, env)
+		evs, err := CompileAll(f.Args, env)
 		if err != nil {
 			return nil, err
 		}

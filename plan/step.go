@@ -10,8 +10,8 @@ import (
 )
 
 // Step is one step of a stage in the engine's vocabulary, as plain data:
-// the planner writes it, the catalog stores it (JSON), operators.Build
-// turns it into an Operator. Which fields are used depends on Op.
+// the planner writes it, the catalog stores it (JSON), engine.BuildStep
+// turns it into an operator (of package operators, or join for joins). Which fields are used depends on Op.
 type Step struct {
 	Op string `json:"op"`
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/engine"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -81,7 +82,7 @@ func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
 // it) fails now with its own SQLSTATE.
 func checkStepRuns(s *plan.Step) error {
 	res := &operators.Resources{Ctx: context.Background(), ViewLookup: func(context.Context, string, types.Row) ([]types.Row, error) { return nil, nil }}
-	op, err := operators.BuildWith(s, &expr.Env{}, operators.AbortOnError, res)
+	op, err := engine.BuildStep(s, &expr.Env{}, operators.AbortOnError, res)
 	if err != nil {
 		return err
 	}

@@ -377,7 +377,7 @@ func (p *memPipeline) chainOf(st *plan.Stage, part int32) (*memChain, error) {
 	ch := &memChain{}
 	var ops []operators.Operator
 	for i := range st.Steps {
-		op, err := operators.BuildWith(&st.Steps[i], &expr.Env{}, operators.AbortOnError, &operators.Resources{Ctx: context.Background()})
+		op, err := engine.BuildStep(&st.Steps[i], &expr.Env{}, operators.AbortOnError, &operators.Resources{Ctx: context.Background()})
 		if err != nil {
 			return nil, err
 		}
@@ -518,7 +518,7 @@ func (p *memPipeline) checkpoint(rng *rand.Rand) error {
 		var ops []operators.Operator
 		n := 0
 		for i := range st.Steps {
-			op, err := operators.BuildWith(&st.Steps[i], &expr.Env{}, operators.AbortOnError, &operators.Resources{Ctx: context.Background()})
+			op, err := engine.BuildStep(&st.Steps[i], &expr.Env{}, operators.AbortOnError, &operators.Resources{Ctx: context.Background()})
 			if err != nil {
 				return err
 			}

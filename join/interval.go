@@ -1,4 +1,4 @@
-package operators
+package join
 
 import (
 	"encoding/binary"
@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
@@ -22,9 +23,9 @@ import (
 type IntervalJoin struct {
 	Spec     plan.JoinSpec
 	Residual expr.Eval // nil: none
-	OnError  RowError
+	OnError  operators.RowError
 
-	kv    KV
+	kv    operators.KV
 	wm    int64
 	seq   int64 // next row sequence number; -1 until loaded
 	keep  [2]bool
@@ -34,7 +35,7 @@ type IntervalJoin struct {
 }
 
 // NewIntervalJoin builds the operator.
-func NewIntervalJoin(spec plan.JoinSpec, residual expr.Eval, onErr RowError) *IntervalJoin {
+func NewIntervalJoin(spec plan.JoinSpec, residual expr.Eval, onErr operators.RowError) *IntervalJoin {
 	j := &IntervalJoin{Spec: spec, Residual: residual, OnError: onErr, wm: math.MinInt64, seq: -1}
 	j.keep[0] = spec.Type == "left" || spec.Type == "full"
 	j.keep[1] = spec.Type == "right" || spec.Type == "full"
@@ -49,7 +50,7 @@ const (
 )
 
 // Bind implements Stateful.
-func (j *IntervalJoin) Bind(kv KV) {
+func (j *IntervalJoin) Bind(kv operators.KV) {
 	j.kv = kv
 	j.seq = -1
 }
@@ -58,11 +59,11 @@ func (j *IntervalJoin) Bind(kv KV) {
 func (j *IntervalJoin) OnCheckpoint() error { return nil }
 
 // Finish implements Operator.
-func (j *IntervalJoin) Finish(emit Emit) error { return j.OnWatermark(math.MaxInt64, emit) }
+func (j *IntervalJoin) Finish(emit operators.Emit) error { return j.OnWatermark(math.MaxInt64, emit) }
 
 func (j *IntervalJoin) ensureKV() error {
 	if j.kv == nil {
-		j.Bind(NewMemKV())
+		j.Bind(operators.NewMemKV())
 	}
 	if j.seq >= 0 {
 		return nil
@@ -74,14 +75,7 @@ func (j *IntervalJoin) ensureKV() error {
 
 // pair makes an output row from a left and a right side (nil: NULLs).
 func (j *IntervalJoin) pair(left, right types.Row) types.Row {
-	out := make(types.Row, j.Spec.LeftWidth+j.Spec.RightWidth)
-	if left != nil {
-		copy(out, left)
-	}
-	if right != nil {
-		copy(out[j.Spec.LeftWidth:], right)
-	}
-	return out
+	return padded(j.Spec.LeftWidth, j.Spec.RightWidth, left, right, 0)
 }
 
 func saturatingAdd(a, b int64) int64 {
@@ -96,7 +90,7 @@ func saturatingAdd(a, b int64) int64 {
 }
 
 // Process implements Operator.
-func (j *IntervalJoin) Process(b *Batch, emit Emit) error {
+func (j *IntervalJoin) Process(b *operators.Batch, emit operators.Emit) error {
 	if err := j.ensureKV(); err != nil {
 		return err
 	}
@@ -122,7 +116,7 @@ rows:
 		if t.I <= j.wm {
 			// Its partners may have expired already: like a row of a
 			// closed window, it is late.
-			if err := j.OnError(b, i, fmt.Errorf("%w (event time %s, watermark %s)", ErrLate,
+			if err := j.OnError(b, i, fmt.Errorf("%w (event time %s, watermark %s)", operators.ErrLate,
 				types.NewTimestamp(j.Spec.TimeType, t.I).Text(), types.NewTimestamp(j.Spec.TimeType, j.wm).Text())); err != nil {
 				return err
 			}
@@ -151,16 +145,16 @@ rows:
 		var touched [][]byte // other-side entries of an outer side matched for the first time
 		var touchedVals [][]byte
 		prefix := append([]byte{joinData, byte(o)}, key...)
-		from := be64(append([]byte(nil), prefix...), lo)
+		from := operators.AppendInt64Key(append([]byte(nil), prefix...), lo)
 		var to []byte
 		if hi < math.MaxInt64 {
-			to = be64(append([]byte(nil), prefix...), hi+1)
+			to = operators.AppendInt64Key(append([]byte(nil), prefix...), hi+1)
 		} else {
 			to = prefixEnd(prefix)
 		}
 		err := j.kv.Scan(from, to, func(k, v []byte) error {
 			if len(v) < 1 {
-				return errBadState
+				return operators.ErrBadState
 			}
 			other, _, err := types.DecodeValues(v[1:], j.Spec.Width(o))
 			if err != nil {
@@ -221,7 +215,7 @@ rows:
 	if len(j.pairs) == 0 {
 		return nil
 	}
-	return emit(&Batch{Rows: j.pairs})
+	return emit(&operators.Batch{Rows: j.pairs})
 }
 
 // residualError carries a per-row evaluation error out of a scan.
@@ -257,7 +251,7 @@ func (j *IntervalJoin) store(s int, key []byte, t int64, row types.Row, matched 
 	if err := j.kv.Set([]byte{joinSeqNo}, seqb[:binary.PutUvarint(seqb[:], uint64(j.seq))]); err != nil {
 		return err
 	}
-	dk := be64(be64(append([]byte{joinData, byte(s)}, key...), t), seq)
+	dk := operators.AppendInt64Key(operators.AppendInt64Key(append([]byte{joinData, byte(s)}, key...), t), seq)
 	flag := byte(0)
 	if matched {
 		flag = 1
@@ -266,13 +260,13 @@ func (j *IntervalJoin) store(s int, key []byte, t int64, row types.Row, matched 
 	if err := j.kv.Set(dk, j.buf); err != nil {
 		return err
 	}
-	tk := be64(be64([]byte{joinTime, byte(s)}, t), seq)
+	tk := operators.AppendInt64Key(operators.AppendInt64Key([]byte{joinTime, byte(s)}, t), seq)
 	return j.kv.Set(tk, key)
 }
 
 // OnWatermark implements Stateful: rows that can no longer match are
 // deleted; an outer side's unmatched ones are emitted with NULLs.
-func (j *IntervalJoin) OnWatermark(wm int64, emit Emit) error {
+func (j *IntervalJoin) OnWatermark(wm int64, emit operators.Emit) error {
 	if err := j.ensureKV(); err != nil {
 		return err
 	}
@@ -289,14 +283,14 @@ func (j *IntervalJoin) OnWatermark(wm int64, emit Emit) error {
 		}
 		var hi []byte
 		if limit < math.MaxInt64 {
-			hi = be64([]byte{joinTime, byte(s)}, limit+1)
+			hi = operators.AppendInt64Key([]byte{joinTime, byte(s)}, limit+1)
 		} else {
 			hi = []byte{joinTime, byte(s) + 1}
 		}
 		var dead [][2][]byte // time index key, data key
 		err := j.kv.Scan([]byte{joinTime, byte(s)}, hi, func(k, v []byte) error {
 			if len(k) != 18 {
-				return errBadState
+				return operators.ErrBadState
 			}
 			dk := append(append([]byte{joinData, byte(s)}, v...), k[2:]...)
 			dead = append(dead, [2][]byte{append([]byte(nil), k...), dk})
@@ -330,7 +324,7 @@ func (j *IntervalJoin) OnWatermark(wm int64, emit Emit) error {
 	if len(out) == 0 {
 		return nil
 	}
-	return emit(&Batch{Rows: out})
+	return emit(&operators.Batch{Rows: out})
 }
 
 // prefixEnd is the smallest key above every key starting with prefix.

@@ -1,6 +1,7 @@
-package operators
+package join
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
@@ -82,19 +84,19 @@ func TestIntervalJoinOracle(t *testing.T) {
 			}
 		}
 		var late []int64
-		onErr := func(b *Batch, i int, err error) error {
-			if !errors.Is(err, ErrLate) {
+		onErr := func(b *operators.Batch, i int, err error) error {
+			if !errors.Is(err, operators.ErrLate) {
 				return fmt.Errorf("row %d: unexpected error %v", i, err)
 			}
 			late = append(late, b.Rows[i][3+3*int(b.Rows[i][0].I)].I)
 			return nil
 		}
-		kv := NewMemKV()
+		kv := operators.NewMemKV()
 		j := NewIntervalJoin(spec, res, onErr)
 		j.Bind(kv)
 
 		var got []string
-		emit := func(b *Batch) error {
+		emit := func(b *operators.Batch) error {
 			for _, r := range b.Rows {
 				got = append(got, pairText(r))
 			}
@@ -104,7 +106,7 @@ func TestIntervalJoinOracle(t *testing.T) {
 		clock, maxSeen := int64(0), int64(math.MinInt64)
 		wm := int64(math.MinInt64)
 		for i := 0; i < n; {
-			batch := &Batch{}
+			batch := &operators.Batch{}
 			for k := 1 + rng.IntN(6); k > 0 && i < n; k-- {
 				clock += int64(rng.IntN(800))
 				r := joinRow{side: rng.IntN(2), ts: clock - int64(rng.IntN(int(delay)+1500)), id: int64(i)}
@@ -132,7 +134,7 @@ func TestIntervalJoinOracle(t *testing.T) {
 				j = NewIntervalJoin(spec, res, onErr)
 				j.Bind(kv)
 				if wm > math.MinInt64 {
-					if err := j.OnWatermark(wm, func(*Batch) error { return nil }); err != nil {
+					if err := j.OnWatermark(wm, func(*operators.Batch) error { return nil }); err != nil {
 						t.Fatalf("%s: %v", desc, err)
 					}
 				}
@@ -255,12 +257,14 @@ func TestHashJoinOracle(t *testing.T) {
 				return types.NewBool(row[2].I%2 == row[5].I%2), nil
 			}
 		}
-		onErr := func(b *Batch, i int, err error) error { return fmt.Errorf("row %d: unexpected error %v", i, err) }
-		kv := NewMemKV()
+		onErr := func(b *operators.Batch, i int, err error) error {
+			return fmt.Errorf("row %d: unexpected error %v", i, err)
+		}
+		kv := operators.NewMemKV()
 		j := NewHashJoin(spec, res, onErr)
 		j.Bind(kv)
 		net := map[string]int64{}
-		emit := func(b *Batch) error {
+		emit := func(b *operators.Batch) error {
 			for _, r := range b.Rows {
 				if len(r) != 7 {
 					return fmt.Errorf("output row of %d columns, want 7", len(r))
@@ -275,7 +279,7 @@ func TestHashJoinOracle(t *testing.T) {
 		}
 		var rows []joinRow
 		for i := 0; i < n; {
-			batch := &Batch{}
+			batch := &operators.Batch{}
 			for k := 1 + rng.IntN(6); k > 0 && i < n; k-- {
 				if signed && len(rows) > 0 && rng.IntN(3) == 0 { // a live row goes
 					g := rng.IntN(len(rows))
@@ -332,13 +336,13 @@ func TestHashJoinResidualError(t *testing.T) {
 		return types.NewBool(true), nil
 	}
 	var aside []int64
-	onErr := func(b *Batch, i int, err error) error {
+	onErr := func(b *operators.Batch, i int, err error) error {
 		aside = append(aside, b.Rows[i][3+3*int(b.Rows[i][0].I)].I)
 		return nil
 	}
 	j := NewHashJoin(spec, res, onErr)
 	var got []string
-	emit := func(b *Batch) error {
+	emit := func(b *operators.Batch) error {
 		for _, r := range b.Rows {
 			got = append(got, fmt.Sprintf("%s%+d", pairText(r), r[6].I))
 		}
@@ -346,7 +350,7 @@ func TestHashJoinResidualError(t *testing.T) {
 	}
 	k := int64(1)
 	in := []joinRow{{side: 0, key: &k, id: 1}, {side: 1, key: &k, id: 13}, {side: 1, key: &k, id: 2}, {side: 0, key: &k, id: 3}}
-	b := &Batch{}
+	b := &operators.Batch{}
 	for _, r := range in {
 		b.Rows = append(b.Rows, r.input())
 	}
@@ -356,5 +360,97 @@ func TestHashJoinResidualError(t *testing.T) {
 	want := []string{"1|-+1", "1|--1", "1|2+1", "3|2+1"}
 	if !slices.Equal(got, want) || !slices.Equal(aside, []int64{13}) {
 		t.Fatalf("got %v, set aside %v; want %v, set aside [13]", got, aside, want)
+	}
+}
+
+// TestBoundedJoinOracle runs random left and right rows (keys with NULLs,
+// with and without an ON over the joined row) through the bounded join
+// of every type, the right input and the left in random batches, and
+// checks its rows against the same nested-loop oracle as the continuous
+// joins: one row per pair, the unmatched outer rows NULL-padded, a semi
+// join's left rows with a partner and an anti join's without.
+func TestBoundedJoinOracle(t *testing.T) {
+	cases := 600
+	if testing.Short() {
+		cases = 80
+	}
+	for c := 0; c < cases; c++ {
+		seed := uint64(20261205 + c)
+		rng := rand.New(rand.NewPCG(seed, 13))
+		typ := []string{"inner", "left", "right", "full", "semi", "anti"}[c%6]
+		residual := c/6%2 == 1 // l.id % 2 = r.id % 2
+		keys := 1 + rng.IntN(5)
+		n := rng.IntN(120)
+		desc := fmt.Sprintf("seed %d: bounded %s join, keys %d, residual %v, %d rows", seed, typ, keys, residual, n)
+
+		spec := &plan.Join{Kind: typ, LeftWidth: 3, RightWidth: 3,
+			LeftKeys: []*expr.Expr{expr.Col(0, types.Int8, "lkey")}, RightKeys: []*expr.Expr{expr.Col(0, types.Int8, "rkey")}}
+		if residual {
+			lm, err := expr.Call("mod", expr.Col(2, types.Int8, "lid"), expr.Const(types.NewInt8(2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rm, err := expr.Call("mod", expr.Col(5, types.Int8, "rid"), expr.Const(types.NewInt8(2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.On, err = expr.Compare("=", lm, rm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var rows []joinRow
+		var sides [2][]types.Row
+		for i := 0; i < n; i++ {
+			r := joinRow{side: rng.IntN(2), ts: int64(rng.IntN(1000)), id: int64(i)}
+			if rng.IntN(12) > 0 {
+				k := int64(rng.IntN(keys))
+				r.key = &k
+			}
+			rows = append(rows, r)
+			sides[r.side] = append(sides[r.side], r.input()[1+3*r.side:4+3*r.side])
+		}
+		budget := operators.NewBudget(context.Background(), 0, "")
+		j, err := NewBounded(spec, &expr.Env{}, budget)
+		if err != nil {
+			t.Fatalf("%s: %v", desc, err)
+		}
+		var got []string
+		emit := func(b *operators.Batch) error {
+			for _, r := range b.Rows {
+				switch {
+				case (typ == "semi" || typ == "anti") && len(r) == 3:
+					got = append(got, fmt.Sprintf("%d|-", r[2].I))
+				case len(r) == 6:
+					got = append(got, pairText(r))
+				default:
+					return fmt.Errorf("a %s join's row of %d columns", typ, len(r))
+				}
+			}
+			return nil
+		}
+		inBatches := func(rows []types.Row, fn func([]types.Row) error) {
+			for len(rows) > 0 {
+				k := min(len(rows), 1+rng.IntN(8))
+				if err := fn(rows[:k]); err != nil {
+					t.Fatalf("%s: %v", desc, err)
+				}
+				rows = rows[k:]
+			}
+		}
+		inBatches(sides[1], j.AddRight)
+		inBatches(sides[0], func(b []types.Row) error { return j.Probe(b, emit) })
+		if err := j.Finish(emit); err != nil {
+			t.Fatalf("%s: %v", desc, err)
+		}
+		j.Release()
+		if used := budget.Used(); used != 0 {
+			t.Fatalf("%s: %d bytes still charged after Release", desc, used)
+		}
+		want := nestedJoin(rows, typ, func(l, r joinRow) bool { return !residual || l.id%2 == r.id%2 })
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s:\ngot  %d rows %s\nwant %d rows %s", desc, len(got), strings.Join(got, " "), len(want), strings.Join(want, " "))
+		}
 	}
 }

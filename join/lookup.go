@@ -1,40 +1,14 @@
-package operators
+package join
 
 import (
 	"context"
 
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
-
-// ViewLookup returns the current rows of a view under a key or a prefix
-// of its key, in key order. It returns ctx's error once ctx is done.
-type ViewLookup func(ctx context.Context, view string, key types.Row) ([]types.Row, error)
-
-// Resources are what some operators need from the process running them.
-type Resources struct {
-	// Ctx ends when the operators' pipeline stops; lookups made on their
-	// behalf end with it. Nil is context.Background().
-	Ctx        context.Context
-	ViewLookup ViewLookup
-	// GroupCacheBytes bounds the encoded groups an unwindowed GROUP BY
-	// keeps in memory between epochs, per partition (0: the default,
-	// DefaultGroupCacheBytes).
-	GroupCacheBytes int
-	// Budget, in bounded queries, is charged with the rows the sort,
-	// aggregate and distinct operators hold, and tells their long loops
-	// when the query has ended (nil: unlimited).
-	Budget *Budget
-}
-
-func (r *Resources) budget() *Budget {
-	if r == nil {
-		return nil
-	}
-	return r.Budget
-}
 
 // LookupJoin is the operator of a LookupSpec. It keeps no state: the
 // view's copy in the running process is the table side, read as it is when
@@ -44,17 +18,17 @@ type LookupJoin struct {
 	Spec     plan.LookupSpec
 	Keys     []expr.Eval
 	Residual expr.Eval
-	Lookup   ViewLookup
-	OnError  RowError
+	Lookup   operators.ViewLookup
+	OnError  operators.RowError
 	Ctx      context.Context // passed to Lookup
 
 	key types.Row
-	out Batch
+	out operators.Batch
 }
 
 // Process implements Operator.
-func (j *LookupJoin) Process(b *Batch, emit Emit) error {
-	j.out.reset()
+func (j *LookupJoin) Process(b *operators.Batch, emit operators.Emit) error {
+	j.out.Reset()
 rows:
 	for i, row := range b.Rows {
 		j.key = j.key[:0]
@@ -112,7 +86,7 @@ rows:
 	return emit(&j.out)
 }
 
-func (j *LookupJoin) add(b *Batch, i int, out types.Row) {
+func (j *LookupJoin) add(b *operators.Batch, i int, out types.Row) {
 	j.out.Rows = append(j.out.Rows, out)
 	if b.Source != nil {
 		j.out.Source = append(j.out.Source, b.Source[i])
@@ -120,16 +94,16 @@ func (j *LookupJoin) add(b *Batch, i int, out types.Row) {
 }
 
 // Finish implements Operator.
-func (j *LookupJoin) Finish(Emit) error { return nil }
+func (j *LookupJoin) Finish(operators.Emit) error { return nil }
 
-func buildLookupJoin(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Operator, error) {
+func buildLookupJoin(s *plan.Step, env *expr.Env, onErr operators.RowError, res *operators.Resources) (operators.Operator, error) {
 	if s.Lookup == nil {
 		return nil, pgerror.New(pgerror.Internal, "operators: lookupJoin without a spec")
 	}
 	if res == nil || res.ViewLookup == nil {
 		return nil, pgerror.NotSupported("a stream-table join outside a continuous query")
 	}
-	keys, err := compileAll(s.Lookup.Key, env)
+	keys, err := operators.CompileAll(s.Lookup.Key, env)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,11 @@
-package operators
+package join
 
 import (
 	"bytes"
 	"encoding/binary"
 
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
@@ -40,9 +41,9 @@ import (
 type HashJoin struct {
 	Spec     plan.JoinSpec
 	Residual expr.Eval // nil: none
-	OnError  RowError
+	OnError  operators.RowError
 
-	kv    KV
+	kv    operators.KV
 	seq   int64   // next row sequence number; -1 until loaded
 	keep  [2]bool // a side's rows without a partner come out alone (NULL-padded), or come with the first (semi)
 	semi  bool    // a left row comes out alone while it has a partner, not while it has none
@@ -53,7 +54,7 @@ type HashJoin struct {
 }
 
 // NewHashJoin builds the operator.
-func NewHashJoin(spec plan.JoinSpec, residual expr.Eval, onErr RowError) *HashJoin {
+func NewHashJoin(spec plan.JoinSpec, residual expr.Eval, onErr operators.RowError) *HashJoin {
 	j := &HashJoin{Spec: spec, Residual: residual, OnError: onErr, seq: -1}
 	j.keep[0] = spec.Type == "left" || spec.Type == "full" || spec.Type == "semi" || spec.Type == "anti"
 	j.keep[1] = spec.Type == "right" || spec.Type == "full"
@@ -63,7 +64,7 @@ func NewHashJoin(spec plan.JoinSpec, residual expr.Eval, onErr RowError) *HashJo
 }
 
 // Bind implements Stateful.
-func (j *HashJoin) Bind(kv KV) {
+func (j *HashJoin) Bind(kv operators.KV) {
 	j.kv = kv
 	j.seq = -1
 }
@@ -72,14 +73,14 @@ func (j *HashJoin) Bind(kv KV) {
 func (j *HashJoin) OnCheckpoint() error { return nil }
 
 // OnWatermark implements Stateful: a regular join's rows never expire.
-func (j *HashJoin) OnWatermark(int64, Emit) error { return nil }
+func (j *HashJoin) OnWatermark(int64, operators.Emit) error { return nil }
 
 // Finish implements Operator.
-func (j *HashJoin) Finish(Emit) error { return nil }
+func (j *HashJoin) Finish(operators.Emit) error { return nil }
 
 func (j *HashJoin) ensureKV() error {
 	if j.kv == nil {
-		j.Bind(NewMemKV())
+		j.Bind(operators.NewMemKV())
 	}
 	if j.seq >= 0 {
 		return nil
@@ -90,14 +91,14 @@ func (j *HashJoin) ensureKV() error {
 }
 
 // loadSeq reads a join's next row sequence number (0 when none is stored).
-func loadSeq(kv KV) (int64, error) {
+func loadSeq(kv operators.KV) (int64, error) {
 	v, ok, err := kv.Get([]byte{joinSeqNo})
 	if err != nil || !ok {
 		return 0, err
 	}
 	n, m := binary.Uvarint(v)
 	if m <= 0 {
-		return 0, errBadState
+		return 0, operators.ErrBadState
 	}
 	return int64(n), nil
 }
@@ -105,11 +106,8 @@ func loadSeq(kv KV) (int64, error) {
 // signed makes an output row from a left and a right side (nil: NULLs)
 // and a sign.
 func (j *HashJoin) signed(left, right types.Row, sign int64) types.Row {
-	lw, rw := j.Spec.LeftWidth, j.Spec.RightWidth
-	out := make(types.Row, lw+rw+1)
-	copy(out, left)
-	copy(out[lw:], right)
-	out[lw+rw] = types.NewInt(types.Int8, sign)
+	out := padded(j.Spec.LeftWidth, j.Spec.RightWidth, left, right, 1)
+	out[len(out)-1] = types.NewInt(types.Int8, sign)
 	return out
 }
 
@@ -131,7 +129,7 @@ func (j *HashJoin) alone(sign int64) int64 {
 }
 
 // Process implements Operator.
-func (j *HashJoin) Process(b *Batch, emit Emit) error {
+func (j *HashJoin) Process(b *operators.Batch, emit operators.Emit) error {
 	if err := j.ensureKV(); err != nil {
 		return err
 	}
@@ -183,7 +181,7 @@ rows:
 		err := j.kv.Scan(prefix, prefixEnd(prefix), func(k, v []byte) error {
 			n, m := binary.Uvarint(v)
 			if m <= 0 {
-				return errBadState
+				return operators.ErrBadState
 			}
 			other, _, err := types.DecodeValues(v[m:], j.Spec.Width(o))
 			if err != nil {
@@ -244,14 +242,14 @@ rows:
 	if len(j.out) == 0 {
 		return nil
 	}
-	return emit(&Batch{Rows: j.out})
+	return emit(&operators.Batch{Rows: j.out})
 }
 
 // retract takes back row i of b, side s's row mine under key: it forgets
 // one stored row of equal values, takes back the pairs that row made and,
 // for an outer side, gives each partner it leaves alone its NULL-padded
 // row back, or takes back its own when it had no partner.
-func (j *HashJoin) retract(b *Batch, i, s int, key []byte, mine types.Row) error {
+func (j *HashJoin) retract(b *operators.Batch, i, s int, key []byte, mine types.Row) error {
 	want := types.AppendValues(nil, mine)
 	mineKey := append([]byte{joinData, byte(s)}, key...)
 	var held []byte // the stored row's state key; nil: the join does not hold it
@@ -259,7 +257,7 @@ func (j *HashJoin) retract(b *Batch, i, s int, key []byte, mine types.Row) error
 	err := j.kv.Scan(mineKey, prefixEnd(mineKey), func(k, v []byte) error {
 		n, m := binary.Uvarint(v)
 		if m <= 0 {
-			return errBadState
+			return operators.ErrBadState
 		}
 		if held == nil && bytes.Equal(v[m:], want) {
 			held, partners = append([]byte(nil), k...), n
@@ -277,7 +275,7 @@ func (j *HashJoin) retract(b *Batch, i, s int, key []byte, mine types.Row) error
 	err = j.kv.Scan(prefix, prefixEnd(prefix), func(k, v []byte) error {
 		n, m := binary.Uvarint(v)
 		if m <= 0 {
-			return errBadState
+			return operators.ErrBadState
 		}
 		other, _, err := types.DecodeValues(v[m:], j.Spec.Width(o))
 		if err != nil {
@@ -302,7 +300,7 @@ func (j *HashJoin) retract(b *Batch, i, s int, key []byte, mine types.Row) error
 		}
 		if j.keep[o] {
 			if n == 0 {
-				return errBadState // a partner always counts the rows it met
+				return operators.ErrBadState // a partner always counts the rows it met
 			}
 			if n == 1 { // its last partner: a semi join's row goes, an outer one's padded row comes back
 				j.out = append(j.out, j.orphan(o, other, j.alone(1)))
@@ -338,7 +336,7 @@ func (j *HashJoin) store(s int, key []byte, row types.Row, matched int) error {
 	if err := j.kv.Set([]byte{joinSeqNo}, seqb[:binary.PutUvarint(seqb[:], uint64(j.seq))]); err != nil {
 		return err
 	}
-	dk := be64(append([]byte{joinData, byte(s)}, key...), seq)
+	dk := operators.AppendInt64Key(append([]byte{joinData, byte(s)}, key...), seq)
 	j.buf = types.AppendValues(binary.AppendUvarint(j.buf[:0], uint64(matched)), row)
 	return j.kv.Set(dk, j.buf)
 }

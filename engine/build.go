@@ -1,0 +1,19 @@
+package engine
+
+import (
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/join"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
+)
+
+// BuildStep makes the operator of a plan step: a join's from package join,
+// any other's from package operators. env holds the bound $n values (and
+// subqueries, in bounded queries), onErr is the per-row error policy, res
+// the running process's resources (nil in bounded queries).
+func BuildStep(s *plan.Step, env *expr.Env, onErr operators.RowError, res *operators.Resources) (operators.Operator, error) {
+	if join.Builds(s.Op) {
+		return join.Build(s, env, onErr, res)
+	}
+	return operators.BuildWith(s, env, onErr, res)
+}
