@@ -34,8 +34,8 @@ import (
 // A running aggregate (OVER (PARTITION BY … ORDER BY x), the default
 // frame: the rows up to the current one and its peers) is each row
 // joined with the aggregate of a self-join, see runningAggregate. A
-// window with several ORDER BY terms or another frame is refused; so is
-// one in a grouped or DISTINCT query. Ranking and other window functions
+// window with another frame is refused; so is one in a grouped or
+// DISTINCT query. Ranking and other window functions
 // are left as they are (the top-N recognises the ranking ones).
 func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	var calls []*sql.FuncCall
@@ -64,8 +64,8 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		return nil, pgerror.NotSupported("a window function with a subquery in a materialized view")
 	}
 	for _, f := range calls {
-		if len(f.Over.OrderBy) > 1 || f.Over.Frame != nil && !runningFrame(f.Over.Frame) || f.Over.Frame != nil && len(f.Over.OrderBy) == 0 {
-			return nil, pgerror.NotSupported("a window function with several ORDER BY terms or a frame in a materialized view").
+		if f.Over.Frame != nil && !runningFrame(f.Over.Frame) || f.Over.Frame != nil && len(f.Over.OrderBy) == 0 {
+			return nil, pgerror.NotSupported("a window function with a frame in a materialized view").
 				WithHint("Over whole partitions (OVER (PARTITION BY …)) and running (OVER (PARTITION BY … ORDER BY x)), aggregates run in views.")
 		}
 	}
@@ -96,8 +96,7 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		for i, e := range f.Over.PartitionBy {
 			keys[i] = sql.FormatExpr(e)
 		}
-		if len(f.Over.OrderBy) > 0 {
-			o := f.Over.OrderBy[0]
+		for _, o := range f.Over.OrderBy {
 			keys = append(keys, "\x01"+sql.FormatExpr(o.Expr), fmt.Sprint(o.Desc, o.NullsFirst != nil && *o.NullsFirst, o.NullsFirst == nil))
 		}
 		p := byKeys[strings.Join(keys, "\x00")]
@@ -261,8 +260,7 @@ func runningAggregate(cat Catalog, sel *sql.Select, sc *scope, f *sql.FuncCall, 
 		}
 		and(nullSafeEq(row(e), peer(e), zero))
 	}
-	o := f.Over.OrderBy[0]
-	and(precedesOrPeer(peer(o.Expr), row(o.Expr), o))
+	and(upTo(f.Over.OrderBy, peer, row))
 	if sel.Where != nil {
 		and(peer(sel.Where)) // the rows the window sees passed WHERE
 	}
@@ -285,22 +283,49 @@ func runningAggregate(cat Catalog, sel *sql.Select, sc *scope, f *sql.FuncCall, 
 	return inner, join, nil
 }
 
-// precedesOrPeer says that row p comes before row r, or is its peer, in
-// the order of one ORDER BY term (NULLs last ascending, first descending,
-// unless NULLS FIRST or LAST says otherwise), given its values at p and r.
-func precedesOrPeer(p, r sql.Expr, o sql.OrderItem) sql.Expr {
+// upTo says that row p comes before row r in the order of the ORDER BY
+// terms, or is its peer (equal by every term, NULLs equal), given each
+// term's value at p (at(e)) and at r (rt(e)): p precedes r strictly by the
+// first term, or is its peer by it and comes up to r by the rest.
+func upTo(terms []sql.OrderItem, at, rt func(sql.Expr) sql.Expr) sql.Expr {
+	last := terms[len(terms)-1]
+	e := precedes(at(last.Expr), rt(last.Expr), last, false)
+	for i := len(terms) - 2; i >= 0; i-- {
+		p, r := at(terms[i].Expr), rt(terms[i].Expr)
+		peers := &sql.Binary{Op: "or", L: &sql.Binary{Op: "and", L: &sql.IsNull{X: p}, R: &sql.IsNull{X: r}}, R: &sql.Binary{Op: "=", L: p, R: r}}
+		e = &sql.Binary{Op: "or", L: precedes(p, r, terms[i], true), R: &sql.Binary{Op: "and", L: peers, R: e}}
+	}
+	return e
+}
+
+// precedes says that row p comes before row r, or unless strict is its
+// peer, in the order of one ORDER BY term (NULLs last ascending, first
+// descending, unless NULLS FIRST or LAST says otherwise), given its
+// values at p and r.
+func precedes(p, r sql.Expr, o sql.OrderItem, strict bool) sql.Expr {
 	nullsFirst := o.Desc
 	if o.NullsFirst != nil {
 		nullsFirst = *o.NullsFirst
 	}
 	cmp := &sql.Binary{Op: "<=", L: p, R: r}
-	if o.Desc {
+	switch {
+	case o.Desc && strict:
+		cmp.Op = ">"
+	case o.Desc:
 		cmp.Op = ">="
+	case strict:
+		cmp.Op = "<"
 	}
-	if nullsFirst { // p is NULL, or both are not and p is not after r
-		return &sql.Binary{Op: "or", L: &sql.IsNull{X: p}, R: &sql.Binary{Op: "and", L: &sql.IsNull{X: r, Not: true}, R: cmp}}
+	first, second := p, r // the NULL that comes first, and the other
+	if !nullsFirst {
+		first, second = r, p
 	}
-	return &sql.Binary{Op: "or", L: &sql.IsNull{X: r}, R: &sql.Binary{Op: "and", L: &sql.IsNull{X: p, Not: true}, R: cmp}}
+	// first is NULL (and, if strict, second is not), or neither is and cmp
+	var null sql.Expr = &sql.IsNull{X: first}
+	if strict {
+		null = &sql.Binary{Op: "and", L: null, R: &sql.IsNull{X: second, Not: true}}
+	}
+	return &sql.Binary{Op: "or", L: null, R: &sql.Binary{Op: "and", L: &sql.IsNull{X: second, Not: true}, R: cmp}}
 }
 
 // requalify names the columns of the FROM item sc in e by alias.

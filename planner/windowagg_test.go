@@ -9,7 +9,7 @@ import (
 
 // TestWindowAggViewDifferential: views with aggregates over whole
 // partitions (agg(…) OVER (PARTITION BY …), OVER ()) of dv's rows, of a
-// join of dv and du, running aggregates (OVER (… ORDER BY x)) of dv's
+// join of dv and du, running aggregates (OVER (… ORDER BY x[, y …])) of dv's
 // rows, and views over such a view, each against its bounded SELECT.
 func TestWindowAggViewDifferential(t *testing.T) {
 	twoStreamDifferential(t, "vw", 11_000_027, *viewCases/6, genWindowAggView)
@@ -21,7 +21,8 @@ func genWindowAggView(rng *rand.Rand) string {
 			"min(w)", "sum(dv.v)")
 		part := pick(rng, "", "PARTITION BY k", "PARTITION BY w > 0", "PARTITION BY k, v % 2", "PARTITION BY v", "PARTITION BY dv.k")
 		if rng.Intn(3) == 0 { // a running aggregate: up to the row and its peers
-			part = strings.TrimSpace(part + pick(rng, " ORDER BY v", " ORDER BY id DESC", " ORDER BY w NULLS FIRST", " ORDER BY k DESC NULLS LAST", " ORDER BY v % 3"))
+			part = strings.TrimSpace(part + pick(rng, " ORDER BY v", " ORDER BY id DESC", " ORDER BY w NULLS FIRST", " ORDER BY k DESC NULLS LAST", " ORDER BY v % 3",
+				" ORDER BY k, v", " ORDER BY w DESC, v NULLS FIRST", " ORDER BY v % 3, k DESC, w"))
 		}
 		return fmt.Sprintf("%s OVER (%s)", agg, part)
 	}
