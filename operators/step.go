@@ -177,6 +177,14 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		return &Limit{Offset: offset, Count: limit}, nil
 	case plan.OpDistinct:
 		return &Distinct{Budget: res.budget()}, nil
+	case plan.OpOverWindow:
+		if s.Over == nil {
+			return nil, pgerror.New(pgerror.Internal, "operators: overWindow without a spec")
+		}
+		if s.Sign != 0 && s.Sign != s.Width {
+			return nil, pgerror.New(pgerror.Internal, "operators: overWindow sign in column %d of rows of %d", s.Sign, s.Width)
+		}
+		return NewOverWindow(s.Over, s.Width, s.Sign, env, onErr)
 	case plan.OpWindow:
 		if s.Over == nil {
 			return nil, pgerror.New(pgerror.Internal, "operators: window without a spec")

@@ -62,7 +62,8 @@ type Step struct {
 	Width       int          `json:"width,omitempty"`
 	Rank        string       `json:"rank,omitempty"`
 
-	// window (bounded queries): the OVER clause and its functions
+	// window (bounded queries), overWindow (continuous): the OVER clause
+	// and its functions
 	Over *OverSpec `json:"over,omitempty"`
 
 	// projectSet: the select list's set-returning functions; lateral:
@@ -98,6 +99,10 @@ const (
 	OpHashJoin        = "hashJoin"
 	OpLookupJoin      = "lookupJoin"
 	OpChangelog       = "changelog"
+	// OpOverWindow is a continuous query's window functions of one OVER
+	// clause (Over) over rows of Width columns (signed by Sign when it is
+	// not 0), emitting signed rows: the row, its values, the sign.
+	OpOverWindow = "overWindow"
 )
 
 // AggSpec is one aggregate call of an aggregate step.
@@ -298,9 +303,12 @@ func (s *Step) String() string {
 		if s.Sign != 0 {
 			fmt.Fprintf(&sb, " signed by #%d", s.Sign)
 		}
-	case OpWindow:
+	case OpWindow, OpOverWindow:
 		if s.Over != nil {
 			sb.WriteString(s.Over.String())
+		}
+		if s.Sign != 0 {
+			fmt.Fprintf(&sb, " signed by #%d", s.Sign)
 		}
 	case OpLimit:
 		if s.Limit >= 0 {

@@ -1,0 +1,309 @@
+package operators
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/plan"
+	"github.com/fvsql/fvsql/types"
+)
+
+// OverWindow computes the window functions of one OVER clause in a
+// continuous query (plan.OpOverWindow): lag, lead, first_value, the
+// rankings, aggregates over any frame, as the bounded window step does
+// (WindowFuncs, whose code computes a partition's values here too).
+//
+// It keeps every row of each partition, in the clause's order (ties in
+// arrival order), with the values it last emitted for it. A batch's rows
+// go into their partitions (a row of sign -1 takes out one row of equal
+// values); then each partition the batch touched is computed again, and
+// the operator emits the difference as signed rows, [row, values…,
+// sign]: -1 with the old values and +1 with the new for each row whose
+// values changed, +1 for a new row, -1 for a row that went. A row of lag
+// changes one neighbour; a running aggregate changes every row after the
+// new one, which is what its answer is. Computing a partition costs its
+// size, once per batch that touches it.
+//
+// State per partition: one entry of its rows and their emitted values.
+type OverWindow struct {
+	Width   int // input row width, without the sign
+	Sign    int // input column of each row's sign (= Width); 0: every row comes
+	OnError RowError
+
+	w       *WindowFuncs // compiled spec; computes a sorted partition
+	kv      KV
+	parts   map[string]*overPart
+	touched []*overPart
+	key     []byte
+	buf     []byte
+}
+
+type overPart struct {
+	key     []byte
+	rows    []winRow
+	shown   []types.Row    // per row, the values it was emitted with (nil: not yet)
+	left    [][2]types.Row // rows taken out since the last emission: row, shown values
+	fresh   []overFresh    // rows the batch put in, in arrival order
+	touched bool           // by the batch
+	dirty   bool           // since the last checkpoint
+}
+
+// overFresh is a row the batch put in: where it came from, to blame it
+// if computing its partition fails.
+type overFresh struct {
+	r winRow
+	b *Batch
+	i int
+}
+
+// NewOverWindow compiles a continuous window step over rows of width
+// columns (sign: the sign's column, or 0).
+func NewOverWindow(spec *plan.OverSpec, width, sign int, env *expr.Env, onErr RowError) (*OverWindow, error) {
+	w, err := NewWindowFuncs(spec, env, onErr, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &OverWindow{Width: width, Sign: sign, OnError: onErr, w: w}, nil
+}
+
+// Bind implements Stateful.
+func (o *OverWindow) Bind(kv KV) {
+	o.kv = kv
+	o.parts = map[string]*overPart{}
+	o.touched = nil
+}
+
+// winRowOf evaluates what the window needs of an input row.
+func (o *OverWindow) winRowOf(row types.Row) (winRow, error) {
+	r := winRow{row: row}
+	var err error
+	if r.part, err = evalAll(o.w.part, row); err != nil {
+		return r, err
+	}
+	if r.ord, err = evalAll(o.w.ord, row); err != nil {
+		return r, err
+	}
+	r.args = make([]types.Row, len(o.w.args))
+	for j, evs := range o.w.args {
+		if r.args[j], err = evalAll(evs, row); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+func (o *OverWindow) part(key []byte) (*overPart, error) {
+	if p, ok := o.parts[string(key)]; ok {
+		return p, nil
+	}
+	p := &overPart{key: bytes.Clone(key)}
+	v, ok, err := o.kv.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	for ok && len(v) > 0 {
+		var row, shown types.Row
+		if row, v, err = types.DecodeValues(v, o.Width); err != nil {
+			return nil, err
+		}
+		if shown, v, err = types.DecodeValues(v, len(o.w.Spec.Funcs)); err != nil {
+			return nil, err
+		}
+		r, err := o.winRowOf(row)
+		if err != nil {
+			return nil, err // it was evaluated when it came
+		}
+		p.rows = append(p.rows, r)
+		p.shown = append(p.shown, shown)
+	}
+	o.parts[string(p.key)] = p
+	return p, nil
+}
+
+// Process implements Operator.
+func (o *OverWindow) Process(b *Batch, emit Emit) error {
+	for i, row := range b.Rows {
+		sign := int64(1)
+		if o.Sign > 0 {
+			sign = row[o.Sign].I
+			row = row[:o.Width]
+		}
+		r, err := o.winRowOf(row)
+		if err != nil {
+			if err := o.OnError(b, i, err); err != nil {
+				return err
+			}
+			continue
+		}
+		o.key = types.AppendKeyRow(o.key[:0], r.part)
+		p, err := o.part(o.key)
+		if err != nil {
+			return err
+		}
+		if !p.touched {
+			p.touched, p.dirty = true, true
+			o.touched = append(o.touched, p)
+		}
+		if sign < 0 {
+			o.remove(p, row)
+			continue
+		}
+		o.insert(p, r)
+		p.fresh = append(p.fresh, overFresh{r: r, b: b, i: i})
+	}
+	out := &Batch{}
+	for _, p := range o.touched {
+		if err := o.emitPart(p, out); err != nil {
+			return err
+		}
+	}
+	o.touched = o.touched[:0]
+	if len(out.Rows) == 0 {
+		return nil
+	}
+	return emit(out)
+}
+
+// insert puts r in its place in p, after its peers (ties keep arrival
+// order), not yet shown.
+func (o *OverWindow) insert(p *overPart, r winRow) {
+	at := sort.Search(len(p.rows), func(k int) bool { return CompareRows(o.w.Spec.Order, p.rows[k].ord, r.ord) > 0 })
+	p.rows = append(p.rows, winRow{})
+	copy(p.rows[at+1:], p.rows[at:])
+	p.rows[at] = r
+	p.shown = append(p.shown, nil)
+	copy(p.shown[at+1:], p.shown[at:])
+	p.shown[at] = nil
+}
+
+// remove takes out of p the first row of the same values as row; if it
+// was shown, its retraction goes out with the partition's changes.
+func (o *OverWindow) remove(p *overPart, row types.Row) {
+	want := types.AppendValues(nil, row)
+	for k := range p.rows {
+		o.buf = types.AppendValues(o.buf[:0], p.rows[k].row)
+		if !bytes.Equal(o.buf, want) {
+			continue
+		}
+		if p.shown[k] != nil {
+			p.left = append(p.left, [2]types.Row{p.rows[k].row, p.shown[k]})
+		}
+		p.rows = append(p.rows[:k], p.rows[k+1:]...)
+		p.shown = append(p.shown[:k], p.shown[k+1:]...)
+		return
+	}
+}
+
+// emitPart computes p again and adds what changed to out.
+func (o *OverWindow) emitPart(p *overPart, out *Batch) error {
+	var res [][]types.Value
+	if len(p.rows) > 0 {
+		var err error
+		if res, err = o.w.partition(p.rows); err != nil {
+			if res, err = o.blame(p); err != nil {
+				return err
+			}
+		}
+	}
+	for _, l := range p.left {
+		out.Rows = append(out.Rows, o.signed(l[0], l[1], -1))
+	}
+	nf := len(o.w.Spec.Funcs)
+	var a []byte
+	for k := range p.rows {
+		vals := make(types.Row, nf)
+		for j := range vals {
+			vals[j] = res[j][k]
+		}
+		if old := p.shown[k]; old != nil {
+			a = types.AppendValues(a[:0], old)
+			o.buf = types.AppendValues(o.buf[:0], vals)
+			if bytes.Equal(a, o.buf) {
+				continue
+			}
+			out.Rows = append(out.Rows, o.signed(p.rows[k].row, old, -1))
+		}
+		out.Rows = append(out.Rows, o.signed(p.rows[k].row, vals, 1))
+		p.shown[k] = vals
+	}
+	p.left, p.fresh, p.touched = nil, nil, false
+	return nil
+}
+
+// blame finds the rows of the batch that make computing p fail: it takes
+// them out and puts them back one at a time, and a row after which the
+// computation fails is a poison row (OnError) and stays out.
+func (o *OverWindow) blame(p *overPart) ([][]types.Value, error) {
+	fresh := map[*types.Value]bool{}
+	for _, f := range p.fresh {
+		fresh[&f.r.row[0]] = true
+	}
+	rows, shown := p.rows[:0], p.shown[:0]
+	for k, r := range p.rows {
+		if !fresh[&r.row[0]] {
+			rows, shown = append(rows, r), append(shown, p.shown[k])
+		}
+	}
+	p.rows, p.shown = rows, shown
+	for _, f := range p.fresh {
+		o.insert(p, f.r)
+		if _, err := o.w.partition(p.rows); err != nil {
+			for k := range p.rows {
+				if &p.rows[k].row[0] == &f.r.row[0] {
+					p.rows = append(p.rows[:k], p.rows[k+1:]...)
+					p.shown = append(p.shown[:k], p.shown[k+1:]...)
+					break
+				}
+			}
+			if err := o.OnError(f.b, f.i, err); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(p.rows) == 0 {
+		return nil, nil
+	}
+	return o.w.partition(p.rows)
+}
+
+// signed is an output row: the input row, the function values, the sign.
+func (o *OverWindow) signed(row, vals types.Row, sign int64) types.Row {
+	out := make(types.Row, 0, o.Width+len(vals)+1)
+	out = append(append(out, row...), vals...)
+	return append(out, types.NewInt(types.Int8, sign))
+}
+
+// OnWatermark implements Stateful (a partition's rows never expire: a
+// later row may come before any of them).
+func (o *OverWindow) OnWatermark(int64, Emit) error { return nil }
+
+// OnCheckpoint implements Stateful: each partition changed since the last
+// checkpoint is written whole (deleted when empty).
+func (o *OverWindow) OnCheckpoint() error {
+	for _, p := range o.parts {
+		if !p.dirty {
+			continue
+		}
+		p.dirty = false
+		if len(p.rows) == 0 {
+			delete(o.parts, string(p.key))
+			if err := o.kv.Delete(p.key); err != nil {
+				return err
+			}
+			continue
+		}
+		b := o.buf[:0]
+		for k, r := range p.rows {
+			b = types.AppendValues(types.AppendValues(b, r.row), p.shown[k])
+		}
+		o.buf = b
+		if err := o.kv.Set(p.key, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Finish implements Operator.
+func (o *OverWindow) Finish(Emit) error { return nil }
