@@ -83,12 +83,16 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if !ok {
 		return nil, pgerror.NotSupported("this continuous query")
 	}
+	var layers map[*sql.DerivedTable]bool
 	if ca.Kind == sql.KindMaterializedView {
 		var err error
 		if sel, err = lateralAsSubquery(cat, sel); err != nil {
 			return nil, err
 		}
 		if sel, err = windowAggsAsJoins(cat, sel); err != nil {
+			return nil, err
+		}
+		if sel, layers, err = windowsAsLayers(sel); err != nil {
 			return nil, err
 		}
 	}
@@ -108,7 +112,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		if sel, err = limitOverGroups(sel); err != nil {
 			return nil, err
 		}
-		ns := &nester{cat: &overlay{Catalog: cat, views: map[string]*catalog.Relation{}}, name: ca.Name}
+		ns := &nester{cat: &overlay{Catalog: cat, views: map[string]*catalog.Relation{}}, name: ca.Name, layers: layers}
 		nested := *sel
 		if nested.From, err = ns.from(sel.From); err != nil {
 			return nil, err
@@ -199,6 +203,9 @@ func planStateless(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.Tabl
 	what := "continuous queries"
 	if ca.Kind == sql.KindMaterializedView {
 		what = "a materialized view"
+		if hasWindowCall(sel) {
+			return planWindowView(cat, ca, sel, in)
+		}
 	}
 	chain, out, err := statelessSelect(cat, sel, what)
 	if err != nil {
@@ -532,7 +539,7 @@ func planStatefulTopology(ca *sql.CreateAs, q *statefulQuery) (*Continuous, erro
 	// record's (its partition and offset), not the input's.
 	var keyed []plan.Step
 	repartitioned := in.Partitions > 1 || view || q.step.Seeds() // as the stage cut below decides
-	if len(q.computed) > 0 || view || (repartitioned && q.readsMeta(len(in.Columns))) {
+	if len(q.computed) > 0 || view || (repartitioned && (q.carry || q.readsMeta(len(in.Columns)))) {
 		var read []*expr.Expr
 		for i, c := range in.ReadColumns() {
 			read = append(read, expr.Col(i, c.Type, c.Name))

@@ -56,6 +56,9 @@ type nester struct {
 	cat  *overlay
 	name string // the pipeline's
 	subs []*Continuous
+	// layers are subqueries windowsAsLayers made: hidden views, never a
+	// top-N's inner query
+	layers map[*sql.DerivedTable]bool
 }
 
 // checkHiddenName refuses a pipeline whose name is a hidden view's of
@@ -100,7 +103,7 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 		j.Left, j.Right = l, r
 		return &j, nil
 	case *sql.DerivedTable:
-		if inner, ok := t.Query.(*sql.Select); ok && ranks(inner) {
+		if inner, ok := t.Query.(*sql.Select); ok && ranks(inner) && !ns.layers[t] {
 			inner = commaAsJoins(ns.cat, inner)
 			from, err := ns.from(inner.From)
 			if err != nil {
@@ -120,16 +123,21 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 	return te, nil
 }
 
-// ranks says whether a select list has a window function that is not
-// an aggregate: a top-N's inner query. (Aggregates over partitions are
-// joins, see windowAggsAsJoins.)
+// ranks says whether a select list has a ranking window function and no
+// other window function that is not an aggregate: a top-N's inner query.
+// (Aggregates over partitions are joins, see windowAggsAsJoins; a
+// subquery with lag or first_value is a hidden view, see planWindowView.)
 func ranks(sel *sql.Select) bool {
+	rank := false
 	for _, it := range sel.Items {
 		if f, ok := it.Expr.(*sql.FuncCall); ok && f.Over != nil && !operators.IsAggregate(f.Name) {
-			return true
+			if !rankingFuncs[f.Name] {
+				return false
+			}
+			rank = true
 		}
 	}
-	return false
+	return rank
 }
 
 // hide plans a subquery as a hidden view and returns the table that

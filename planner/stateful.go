@@ -42,6 +42,10 @@ type statefulQuery struct {
 	// columns before the rows are re-keyed (partition and the step refer
 	// to them by their positions after the read columns).
 	computed []*expr.Expr
+	// carry: the stateful stage reads the input's metadata (a window
+	// view's key is each row's record), so a repartition carries the
+	// read columns, metadata included, rather than putting its own.
+	carry bool
 }
 
 // planStateful recognises the stateful shapes of continuous queries:

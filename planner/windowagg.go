@@ -63,10 +63,26 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	if hasSubqueryExpr(sel) {
 		return nil, pgerror.NotSupported("a window function with a subquery in a materialized view")
 	}
+	// Over one stream or view, other frames, and running aggregates over
+	// a view, are the window operator's (planWindowView).
+	one, view := false, false
+	switch t := sel.From[0].(type) {
+	case *sql.TableName:
+		r, err := cat.Lookup(t.Schema, t.Name)
+		one = err == nil && (r.Kind == catalog.Stream || r.Kind == catalog.MaterializedView)
+		view = one && r.Kind == catalog.MaterializedView
+	case *sql.DerivedTable: // a hidden view
+		one, view = true, true
+	}
+	for _, f := range calls {
+		if one && (f.Over.Frame != nil && !runningFrame(f.Over.Frame) || len(f.Over.OrderBy) > 0 && view) {
+			return sel, nil
+		}
+	}
 	for _, f := range calls {
 		if f.Over.Frame != nil && !runningFrame(f.Over.Frame) || f.Over.Frame != nil && len(f.Over.OrderBy) == 0 {
-			return nil, pgerror.NotSupported("a window function with a frame in a materialized view").
-				WithHint("Over whole partitions (OVER (PARTITION BY …)) and running (OVER (PARTITION BY … ORDER BY x)), aggregates run in views.")
+			return nil, pgerror.NotSupported("a window function with a frame over a join in a materialized view").
+				WithHint("Over one stream or view any frame runs; over a join, compute the join in a subquery and the window over its rows.")
 		}
 	}
 	from := sel.From[0]

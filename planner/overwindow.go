@@ -1,0 +1,247 @@
+package planner
+
+import (
+	"strconv"
+
+	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// hasWindowCall says whether sel's select list calls a window function.
+func hasWindowCall(sel *sql.Select) bool {
+	found := false
+	for _, it := range sel.Items {
+		walkExpr(it.Expr, func(e sql.Expr) bool {
+			if f, ok := e.(*sql.FuncCall); ok && f.Over != nil {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// planWindowView plans a materialized view whose select list calls window
+// functions of one OVER clause over one input (a stream, or a view read
+// as its changes): the bounded planner's steps, with its window step run
+// by an overWindow operator behind a re-keying by the PARTITION BY values.
+// The operator emits signed rows, so each input row is a row of the view,
+// keyed by where it came from (its record's partition and offset, or a
+// view's record key), and its values change as rows come and go around
+// it. Any function and frame the bounded window step computes runs
+// (lag, lead, first_value, nth_value, the rankings, ntile, aggregates
+// over ROWS, RANGE or GROUPS frames).
+//
+//	SELECT id, amount - lag(amount) OVER (PARTITION BY cust ORDER BY ts) AS delta FROM orders
+//	→ s0: orders → filter → project the read columns, cust AS _g0 → repartition by _g0
+//	  s1: overWindow lag(amount) over (partition by cust order by ts) → project id, delta, _src_partition, _src_offset
+func planWindowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.Relation) (*Continuous, error) {
+	b := &builder{cat: cat}
+	node, sc, err := b.buildSelect(sel)
+	if err != nil {
+		return nil, err
+	}
+	chain, ok := node.(*plan.Chain)
+	if !ok || len(chain.Subqueries) > 0 {
+		return nil, pgerror.NotSupported("window functions with a subquery in a materialized view")
+	}
+	if _, ok := chain.Input.(*plan.Source); !ok {
+		return nil, pgerror.NotSupported("window functions over this FROM clause in a materialized view")
+	}
+	var filters []*expr.Expr
+	var window *plan.Step
+	var project *plan.Step
+	for i := range chain.Steps {
+		st := &chain.Steps[i]
+		switch {
+		case st.Op == plan.OpFilter && window == nil:
+			filters = append(filters, st.Pred)
+		case st.Op == plan.OpWindow && window == nil:
+			window = st
+		case st.Op == plan.OpWindow:
+			return nil, pgerror.NotSupported("window functions of several OVER clauses in one materialized view").
+				WithHint("Give them the same OVER clause, or compute one in a subquery and the other over its rows.")
+		case st.Op == plan.OpProject && window != nil && i == len(chain.Steps)-1:
+			project = st
+		default:
+			return nil, pgerror.NotSupported("step %s with window functions in a materialized view", st.Op)
+		}
+	}
+	if window == nil || project == nil {
+		return nil, pgerror.NotSupported("this window query in a materialized view")
+	}
+	read := in.ReadColumns()
+	nread := len(read)
+	over := *window.Over
+	q := &statefulQuery{in: in, changes: true, carry: true}
+	if len(filters) > 0 {
+		if q.filter, err = expr.And(filters...); err != nil {
+			return nil, err
+		}
+	}
+	// The rows are re-keyed by their PARTITION BY values, computed after
+	// the read columns; the operator's rows are the read columns and
+	// those values, its function values follow.
+	for i, e := range over.PartitionBy {
+		q.computed = append(q.computed, e)
+		q.partition = append(q.partition, nread+i)
+	}
+	width := nread + len(q.computed)
+	q.step = plan.Step{Op: plan.OpOverWindow, Over: &over, Width: width}
+	by := make([]*expr.Expr, nread+len(over.Funcs))
+	for c, col := range read {
+		by[c] = expr.Col(c, col.Type, col.Name)
+	}
+	for j := range over.Funcs {
+		t, err := operators.WindowResult(&over.Funcs[j])
+		if err != nil {
+			return nil, err
+		}
+		by[nread+j] = expr.Col(width+j, t, over.Funcs[j].Name)
+	}
+	proj := plan.Step{Op: plan.OpProject, Names: append([]string(nil), project.Names...)}
+	for _, e := range project.Exprs {
+		proj.Exprs = append(proj.Exprs, e.Substitute(by))
+	}
+	cols := columnsOf(sc)
+	// The view's key: where each row came from, a stream's record or a
+	// view's key.
+	type source struct {
+		col  int
+		name string
+		typ  types.Type
+	}
+	n := len(in.Columns)
+	hidden := []source{{n + 1, "_src_partition", types.Int4}, {n + 2, "_src_offset", types.Int8}}
+	if in.Kind == catalog.MaterializedView {
+		hidden = nil
+		for _, k := range in.Key {
+			i := in.ColumnIndex(k)
+			if i < 0 {
+				return nil, pgerror.New(pgerror.Internal, "view %s: key column %s is not a column", in.Name, k)
+			}
+			hidden = append(hidden, source{i, "_src_" + k, in.Columns[i].Type})
+		}
+		if len(hidden) == 0 {
+			return nil, pgerror.NotSupported("window functions over view %s, which has no key", in.Name)
+		}
+	}
+	for _, h := range hidden {
+		q.key = append(q.key, len(proj.Exprs))
+		proj.Exprs = append(proj.Exprs, expr.Col(h.col, h.typ, h.name))
+		proj.Names = append(proj.Names, h.name)
+		cols = append(cols, catalog.Column{Name: h.name, Type: h.typ, Hidden: true})
+	}
+	proj.Exprs = append(proj.Exprs, expr.Col(width+len(over.Funcs), types.Int8, "_sign"))
+	proj.Names = append(proj.Names, "_sign")
+	q.project, q.out = proj, cols
+	c, err := planStatefulTopology(ca, q)
+	if err != nil {
+		return nil, err
+	}
+	c.Topology.Stages[len(c.Topology.Stages)-1].Changes.Sign = len(cols)
+	return c, bridgeInputs(c, ca.Name)
+}
+
+// windowsAsLayers rewrites a view whose select list has window functions
+// of several OVER clauses over one FROM item into layers of one clause
+// each: the first clause's functions in a subquery of every column
+// (SELECT *, f(…) OVER w1 AS _w1 …, its WHERE applied there), which runs
+// as a hidden view, and the rest over its rows (an overWindow reads a
+// view's rows as their changes). The clauses of ranking functions come
+// last; layers lists the subqueries it made, which the nester hides as
+// views even where they read like a top-N's inner query.
+func windowsAsLayers(sel *sql.Select) (out *sql.Select, layers map[*sql.DerivedTable]bool, err error) {
+	type clause struct {
+		calls   []*sql.FuncCall
+		ranking bool
+	}
+	var clauses []*clause
+	byText := map[string]*clause{}
+	for _, it := range sel.Items {
+		walkExpr(it.Expr, func(e sql.Expr) bool {
+			f, ok := e.(*sql.FuncCall)
+			if !ok || f.Over == nil {
+				return true
+			}
+			text := sql.FormatExpr(&sql.FuncCall{Name: "w", Over: f.Over})
+			c := byText[text]
+			if c == nil {
+				c = &clause{}
+				byText[text] = c
+				clauses = append(clauses, c)
+			}
+			c.calls = append(c.calls, f)
+			c.ranking = c.ranking || rankingFuncs[f.Name]
+			return false
+		})
+	}
+	if len(clauses) < 2 || len(sel.From) != 1 {
+		return sel, nil, nil
+	}
+	if _, ok := sel.From[0].(*sql.TableName); !ok {
+		return sel, nil, nil
+	}
+	for _, it := range sel.Items {
+		if _, ok := it.Expr.(*sql.Star); ok {
+			return nil, nil, pgerror.NotSupported("* with window functions of several OVER clauses in a materialized view").
+				WithHint("Name the columns.")
+		}
+	}
+	// ranking clauses last (stable)
+	var order []*clause
+	for _, ranking := range []bool{false, true} {
+		for _, c := range clauses {
+			if c.ranking == ranking {
+				order = append(order, c)
+			}
+		}
+	}
+	t := sel.From[0].(*sql.TableName)
+	alias := t.Alias
+	if alias == "" {
+		alias = t.Name
+	}
+	value := map[*sql.FuncCall]sql.Expr{}
+	layers = map[*sql.DerivedTable]bool{}
+	var from sql.TableExpr = t
+	where := sel.Where
+	for n, c := range order[:len(order)-1] {
+		inner := &sql.Select{Items: []sql.SelectItem{{Expr: &sql.Star{}}}, From: []sql.TableExpr{from}, Where: where}
+		for k, f := range c.calls {
+			name := "_w" + strconv.Itoa(n+1) + "_" + strconv.Itoa(k+1)
+			inner.Items = append(inner.Items, sql.SelectItem{Expr: substituteCalls(f, value), Alias: name})
+			value[f] = &sql.ColumnRef{Table: alias, Name: name}
+		}
+		dt := &sql.DerivedTable{Query: inner, Alias: alias}
+		layers[dt] = true
+		from, where = dt, nil
+	}
+	top := *sel
+	top.From, top.Where = []sql.TableExpr{from}, where
+	top.Items = make([]sql.SelectItem, len(sel.Items))
+	for i, it := range sel.Items {
+		top.Items[i] = sql.SelectItem{Expr: substituteCalls(it.Expr, value), Alias: it.Alias}
+		if top.Items[i].Alias == "" {
+			top.Items[i].Alias = columnName(it.Expr)
+		}
+	}
+	return &top, layers, nil
+}
+
+// substituteCalls replaces the function calls of e that value maps.
+func substituteCalls(e sql.Expr, value map[*sql.FuncCall]sql.Expr) sql.Expr {
+	return sql.Rewrite(e, func(x sql.Expr) (sql.Expr, bool) {
+		if f, ok := x.(*sql.FuncCall); ok {
+			if v, ok := value[f]; ok {
+				return v, true
+			}
+		}
+		return nil, false
+	})
+}
