@@ -152,13 +152,17 @@ func (o *OverWindow) Process(b *Batch, emit Emit) error {
 		o.insert(p, r)
 		p.fresh = append(p.fresh, overFresh{r: r, b: b, i: i})
 	}
-	out := &Batch{}
+	// Every retraction goes before every insertion: a row that moved from
+	// one partition to another (a view's row updated) leaves before it
+	// comes back under the same key.
+	out, plus := &Batch{}, &Batch{}
 	for _, p := range o.touched {
-		if err := o.emitPart(p, out); err != nil {
+		if err := o.emitPart(p, out, plus); err != nil {
 			return err
 		}
 	}
 	o.touched = o.touched[:0]
+	out.Rows = append(out.Rows, plus.Rows...)
 	if len(out.Rows) == 0 {
 		return nil
 	}
@@ -195,8 +199,9 @@ func (o *OverWindow) remove(p *overPart, row types.Row) {
 	}
 }
 
-// emitPart computes p again and adds what changed to out.
-func (o *OverWindow) emitPart(p *overPart, out *Batch) error {
+// emitPart computes p again and adds what changed to minus (the rows
+// retracted) and plus (those put in).
+func (o *OverWindow) emitPart(p *overPart, minus, plus *Batch) error {
 	var res [][]types.Value
 	if len(p.rows) > 0 {
 		var err error
@@ -207,7 +212,7 @@ func (o *OverWindow) emitPart(p *overPart, out *Batch) error {
 		}
 	}
 	for _, l := range p.left {
-		out.Rows = append(out.Rows, o.signed(l[0], l[1], -1))
+		minus.Rows = append(minus.Rows, o.signed(l[0], l[1], -1))
 	}
 	nf := len(o.w.Spec.Funcs)
 	var a []byte
@@ -222,9 +227,9 @@ func (o *OverWindow) emitPart(p *overPart, out *Batch) error {
 			if bytes.Equal(a, o.buf) {
 				continue
 			}
-			out.Rows = append(out.Rows, o.signed(p.rows[k].row, old, -1))
+			minus.Rows = append(minus.Rows, o.signed(p.rows[k].row, old, -1))
 		}
-		out.Rows = append(out.Rows, o.signed(p.rows[k].row, vals, 1))
+		plus.Rows = append(plus.Rows, o.signed(p.rows[k].row, vals, 1))
 		p.shown[k] = vals
 	}
 	p.left, p.fresh, p.touched = nil, nil, false

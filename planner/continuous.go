@@ -112,7 +112,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		if sel, err = limitOverGroups(sel); err != nil {
 			return nil, err
 		}
-		ns := &nester{cat: &overlay{Catalog: cat, views: map[string]*catalog.Relation{}}, name: ca.Name, layers: layers}
+		ns := &nester{cat: &overlay{Catalog: cat, views: map[string]*catalog.Relation{}}, name: ca.Name, layers: layers, outer: sel}
 		nested := *sel
 		if nested.From, err = ns.from(sel.From); err != nil {
 			return nil, err

@@ -246,7 +246,7 @@ func lateralRows(sel *sql.Select) bool {
 		return false
 	}
 	return !sel.Distinct && len(sel.DistinctOn) == 0 && len(sel.GroupBy) == 0 && sel.Having == nil &&
-		len(sel.OrderBy) == 0 && sel.Limit == nil && sel.Offset == nil && !anyAggregate(sel.Items) && !ranks(sel)
+		len(sel.OrderBy) == 0 && sel.Limit == nil && sel.Offset == nil && !anyAggregate(sel.Items) && !hasWindowCall(sel)
 }
 
 // lateralAsSubquery rewrites a materialized view over a stream and

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/fvsql/fvsql/catalog"
-	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
@@ -59,6 +58,8 @@ type nester struct {
 	// layers are subqueries windowsAsLayers made: hidden views, never a
 	// top-N's inner query
 	layers map[*sql.DerivedTable]bool
+	// outer is the SELECT whose FROM clause is being nested
+	outer *sql.Select
 }
 
 // checkHiddenName refuses a pipeline whose name is a hidden view's of
@@ -103,9 +104,12 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 		j.Left, j.Right = l, r
 		return &j, nil
 	case *sql.DerivedTable:
-		if inner, ok := t.Query.(*sql.Select); ok && ranks(inner) && !ns.layers[t] {
+		if inner, ok := t.Query.(*sql.Select); ok && !ns.layers[t] && topNShape(ns.outer, inner) {
 			inner = commaAsJoins(ns.cat, inner)
+			outer := ns.outer
+			ns.outer = inner
 			from, err := ns.from(inner.From)
+			ns.outer = outer
 			if err != nil {
 				return nil, err
 			}
@@ -123,21 +127,37 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 	return te, nil
 }
 
-// ranks says whether a select list has a ranking window function and no
-// other window function that is not an aggregate: a top-N's inner query.
-// (Aggregates over partitions are joins, see windowAggsAsJoins; a
-// subquery with lag or first_value is a hidden view, see planWindowView.)
-func ranks(sel *sql.Select) bool {
-	rank := false
-	for _, it := range sel.Items {
-		if f, ok := it.Expr.(*sql.FuncCall); ok && f.Over != nil && !operators.IsAggregate(f.Name) {
-			if !rankingFuncs[f.Name] {
+// topNShape says whether inner, a subquery of outer's FROM clause, is a
+// top-N's: its one window function is a ranking one, which outer's WHERE
+// bounds, and outer only filters and projects. Any other subquery with
+// window functions is a hidden view (see planWindowView).
+func topNShape(outer, inner *sql.Select) bool {
+	var rank *sql.SelectItem
+	windows := 0
+	for i, it := range inner.Items {
+		walkExpr(it.Expr, func(e sql.Expr) bool {
+			if f, ok := e.(*sql.FuncCall); ok && f.Over != nil {
+				windows++
+				if f == it.Expr && rankingFuncs[f.Name] {
+					rank = &inner.Items[i]
+				}
 				return false
 			}
-			rank = true
-		}
+			return true
+		})
 	}
-	return rank
+	if windows != 1 || rank == nil || outer == nil {
+		return false
+	}
+	if len(outer.GroupBy) > 0 || outer.Having != nil || outer.Distinct || anyAggregate(outer.Items) || len(outer.From) != 1 {
+		return false
+	}
+	name := rank.Alias
+	if name == "" {
+		name = rank.Expr.(*sql.FuncCall).Name
+	}
+	_, hi, err := rowNumberBounds(outer.Where, name)
+	return err == nil && hi > 0
 }
 
 // hide plans a subquery as a hidden view and returns the table that
@@ -308,8 +328,9 @@ func limitOverGroups(sel *sql.Select) (*sql.Select, error) {
 	}, nil
 }
 
-// hasSubquery says whether a FROM list holds a subquery that is not a
-// top-N's.
+// hasSubquery says whether a FROM list holds a subquery without window
+// functions (one with them, a top-N's or a window view's, is refused or
+// planned by what handles windows, which says more).
 func hasSubquery(list []sql.TableExpr) bool {
 	for _, te := range list {
 		switch t := te.(type) {
@@ -318,7 +339,7 @@ func hasSubquery(list []sql.TableExpr) bool {
 				return true
 			}
 		case *sql.DerivedTable:
-			if inner, ok := t.Query.(*sql.Select); !ok || !ranks(inner) || hasSubquery(inner.From) {
+			if inner, ok := t.Query.(*sql.Select); !ok || !hasWindowCall(inner) || hasSubquery(inner.From) {
 				return true
 			}
 		}

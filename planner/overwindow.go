@@ -130,6 +130,13 @@ func planWindowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.
 		if len(hidden) == 0 {
 			return nil, pgerror.NotSupported("window functions over view %s, which has no key", in.Name)
 		}
+		// A view's row may move to another partition (its PARTITION BY
+		// values changed): another operator instance puts it in, maybe
+		// before this one takes it out. With the partition in the key the
+		// two are different rows of the view, in whichever order.
+		for i, e := range q.computed {
+			hidden = append(hidden, source{nread + i, "_src_part" + strconv.Itoa(i+1), e.Type})
+		}
 	}
 	for _, h := range hidden {
 		q.key = append(q.key, len(proj.Exprs))
@@ -184,7 +191,16 @@ func windowsAsLayers(sel *sql.Select) (out *sql.Select, layers map[*sql.DerivedT
 	if len(clauses) < 2 || len(sel.From) != 1 {
 		return sel, nil, nil
 	}
-	if _, ok := sel.From[0].(*sql.TableName); !ok {
+	var alias string
+	switch t := sel.From[0].(type) {
+	case *sql.TableName:
+		alias = t.Alias
+		if alias == "" {
+			alias = t.Name
+		}
+	case *sql.DerivedTable:
+		alias = t.Alias
+	default: // a join: the window is refused as before
 		return sel, nil, nil
 	}
 	for _, it := range sel.Items {
@@ -202,14 +218,9 @@ func windowsAsLayers(sel *sql.Select) (out *sql.Select, layers map[*sql.DerivedT
 			}
 		}
 	}
-	t := sel.From[0].(*sql.TableName)
-	alias := t.Alias
-	if alias == "" {
-		alias = t.Name
-	}
 	value := map[*sql.FuncCall]sql.Expr{}
 	layers = map[*sql.DerivedTable]bool{}
-	var from sql.TableExpr = t
+	from := sel.From[0]
 	where := sel.Where
 	for n, c := range order[:len(order)-1] {
 		inner := &sql.Select{Items: []sql.SelectItem{{Expr: &sql.Star{}}}, From: []sql.TableExpr{from}, Where: where}
