@@ -2,6 +2,7 @@ package planner
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fvsql/fvsql/catalog"
@@ -385,8 +386,11 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*plan.Chain, *s
 	}
 	for _, st := range chain.Steps {
 		if st.Op == plan.OpWindow {
-			return nil, nil, pgerror.NotSupported("window functions in %s", what).
-				WithHint("Use ROW_NUMBER(), RANK() or DENSE_RANK() OVER (…) <= N in a materialized view for top-N.")
+			hint := "Use a materialized view: there window functions run over one stream, view or subquery."
+			if strings.Contains(what, "materialized view") {
+				hint = "Window functions run over one stream, view or subquery: put the join in a subquery, FROM (SELECT … JOIN …) j."
+			}
+			return nil, nil, pgerror.NotSupported("window functions in %s", what).WithHint("%s", hint)
 		}
 		if st.Op == plan.OpProjectSet {
 			return nil, nil, pgerror.NotSupported("set-returning functions in the select list of %s", what).
