@@ -31,7 +31,7 @@ var crashPipelines = func() []string {
 	if v := os.Getenv(pipelinesEnv); v != "" {
 		return strings.Split(v, ",")
 	}
-	return []string{"s1", "w1", "w2", "t3", "v4", "j5", "j6", "j7", "n8"} // v4 reads t3
+	return []string{"s1", "w1", "w2", "t3", "v4", "j5", "j6", "j7", "n8", "o9"} // v4 reads t3
 }()
 
 // TestCrashRestart: the pipelines s1 (stateless), w1 (windowed
@@ -39,8 +39,8 @@ var crashPipelines = func() []string {
 // repartition stage), t3 (top-3 view), v4 (a view over t3), j5 (an
 // aggregate over a LEFT JOIN of ev with a second input, dim, whose rows
 // for half the keys come halfway), j6 (a view of an inner join's rows)
-// j7 (a NOT EXISTS view over ev and dim) and n8 (an aggregate over a
-// grouped subquery) run over an 8-partition input
+// j7 (a NOT EXISTS view over ev and dim), n8 (an aggregate over a
+// grouped subquery) and o9 (a window view: lag per key) run over an 8-partition input
 // that a plain Kafka producer fills, while the process doing the work is
 // killed with SIGKILL at seeded random moments (at least 20 times) and
 // restarted on the same data directory. The read_committed output must
@@ -185,7 +185,7 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 
 // stagesOf is how many stages each crash pipeline has: the stateful ones
 // re-key ev (8 partitions) into an internal topic first.
-var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2, "v4": 2, "j5": 4, "j6": 3, "j7": 3, "n8": 4}
+var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2, "v4": 2, "j5": 4, "j6": 3, "j7": 3, "n8": 4, "o9": 2}
 
 // joinStages names the stages of the join pipelines (the others' are s0, s1).
 var joinStages = map[string][]string{"j5": {"left", "right", "join", "aggregate"}, "j6": {"left", "right", "join"}, "j7": {"left", "right", "join"}, "n8": {"sub1_s0", "sub1_s1", "s0", "s1"}}

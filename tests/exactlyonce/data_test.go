@@ -64,11 +64,16 @@ const (
 	// and enters the next.
 	n8DDL = "CREATE MATERIALIZED VIEW n8 AS SELECT c % 16 AS b, count(*) AS n, sum(s) AS s FROM (SELECT k, count(*) AS c, sum(v) AS s FROM ev GROUP BY k) t GROUP BY 1"
 
+	// o9 is a window view: each row of ev with v % 100 = 2 and how far v
+	// moved from the key's row before it in event time (lag), which
+	// changes when a row comes between them.
+	o9DDL = "CREATE MATERIALIZED VIEW o9 AS SELECT v, k, v - lag(v) OVER (PARTITION BY k ORDER BY ts) AS d FROM ev WHERE v % 100 = 2"
+
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -167,6 +172,86 @@ func (d *dataset) expectJ6() map[int64][2]int64 {
 		}
 	}
 	return out
+}
+
+// expectO9 is the view o9: the rows of ev with v % 100 = 2, by v, with
+// their k and v minus the v of the key's row before them in event time
+// (nil for a key's first).
+func (d *dataset) expectO9() map[int64]o9Row {
+	out := map[int64]o9Row{}
+	last := map[int64]*int64{}
+	for _, r := range d.rows { // in event time order
+		if r.v%100 != 2 {
+			continue
+		}
+		row := o9Row{k: r.k}
+		if prev := last[r.k]; prev != nil {
+			dv := r.v - *prev
+			row.d = &dv
+		}
+		v := r.v
+		last[r.k] = &v
+		out[r.v] = row
+	}
+	return out
+}
+
+type o9Row struct {
+	k int64
+	d *int64
+}
+
+// checkO9 compares the window view o9 with its expected rows, by SELECT.
+func checkO9(t *testing.T, d *dataset, conn *pgx.Conn) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+	defer cancel()
+	p := newProblems(t, "o9 (SELECT)")
+	rows, err := conn.Query(ctx, "SELECT v, k, d FROM o9")
+	if err != nil {
+		t.Errorf("SELECT FROM o9: %v", err)
+		return false
+	}
+	got := map[int64]o9Row{}
+	for rows.Next() {
+		var v int64
+		var r o9Row
+		if err := rows.Scan(&v, &r.k, &r.d); err != nil {
+			t.Errorf("SELECT FROM o9: %v", err)
+			return false
+		}
+		if _, dup := got[v]; dup {
+			p.add("two rows for one v", "v=%d", v)
+		}
+		got[v] = r
+	}
+	if err := rows.Err(); err != nil {
+		t.Errorf("SELECT FROM o9: %v", err)
+		return false
+	}
+	show := func(r o9Row) string {
+		if r.d == nil {
+			return fmt.Sprintf("k=%d d=NULL", r.k)
+		}
+		return fmt.Sprintf("k=%d d=%d", r.k, *r.d)
+	}
+	want := d.expectO9()
+	for v, w := range want {
+		g, ok := got[v]
+		switch {
+		case !ok:
+			p.add("missing row", "v=%d %s", v, show(w))
+		case show(g) != show(w):
+			p.add("wrong row", "v=%d: got %s, want %s", v, show(g), show(w))
+		}
+	}
+	for v, g := range got {
+		if _, ok := want[v]; !ok {
+			p.add("unexpected row", "v=%d %s", v, show(g))
+		}
+	}
+	t.Logf("o9: %d rows, %d expected: %s", len(got), len(want), p.summary())
+	return p.ok()
 }
 
 // expectJ7 is the view j7 once every dim row is in: the rows of ev with
@@ -814,6 +899,8 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 			results[p] = checkBuckets(t, c, conn, "n8", d.expectN8())
 		case "j5", "j6", "j7":
 			results[p] = checkJoins(t, d, conn, p)
+		case "o9":
+			results[p] = checkO9(t, d, conn)
 		}
 	}
 	results["errors streams empty"] = checkNoErrors(t, c, pipelines...)

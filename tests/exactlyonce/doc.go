@@ -28,6 +28,8 @@
 //	n8  an aggregate over a grouped subquery (a hidden view in the pipeline):
 //	    SELECT c % 16 AS b, count(*) AS n, sum(s) AS s
 //	    FROM (SELECT k, count(*) AS c, sum(v) AS s FROM ev GROUP BY k) t GROUP BY 1
+//	o9  a window view (the overWindow operator): SELECT v, k, v - lag(v)
+//	    OVER (PARTITION BY k ORDER BY ts) AS d FROM ev WHERE v % 100 = 2
 //
 // over a second stream dim (k, d = k % 5), one row per key, produced apart
 // from ev: the even keys before the data, the odd ones halfway through the
@@ -48,7 +50,8 @@
 // equal the expected top 3 per key; v4's compacted topic and SELECT equal
 // the count and sum per bucket of those rows; SELECT * FROM j5 has one row
 // per d with every row matched (no NULL group left) and j6 every row of
-// ev with v % 100 = 0 once; the pipelines' _errors streams are
+// ev with v % 100 = 0 once; o9 every row of ev with v % 100 = 2 once, with
+// its key's lag; the pipelines' _errors streams are
 // empty (no poison, no late rows).
 //
 // The tests:
