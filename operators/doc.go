@@ -32,6 +32,11 @@
 // query, signed or not), and deletes a group all of whose rows left. The joins, which emit and
 // take signed rows too, are package join's.
 //
+// The window functions of a view (overwindow.go: OverWindow) keep each
+// partition's rows in order and compute a touched partition again per
+// batch with the bounded window step's code (windowfunc.go), emitting
+// what changed as signed rows.
+//
 // A lateral step is a ProjectSet of one function of a FROM item over the
 // rows before it (LEFT JOIN LATERAL keeps a row it gives nothing for).
 // Filter and Project give their compiled expressions the batch they are

@@ -21,9 +21,12 @@
 //
 // Window functions of a bounded SELECT become window steps, one per
 // distinct OVER clause, between the aggregation and the select list
-// (window.go); a continuous query ranks only through top-N
-// (stateful.go), and any other window function in one is refused at
-// CREATE with 0A000.
+// (window.go). In a view the same step runs as an overWindow operator
+// behind a re-keying by the PARTITION BY values (overwindow.go), unless
+// the query is a top-N (stateful.go) or aggregates over whole partitions
+// or running over a stream (windowagg.go); the functions of several OVER
+// clauses are layers of hidden views, one clause each. In a stream a
+// window function is refused at CREATE with 0A000.
 //
 // A continuous aggregation or top-N is recognised by its shape
 // (stateful.go: one stateful step over one stream) and cut into stages
