@@ -32,6 +32,7 @@ type OverWindow struct {
 	OnError RowError
 
 	w       *WindowFuncs // compiled spec; computes a sorted partition
+	reach   int          // see overReach
 	kv      KV
 	parts   map[string]*overPart
 	touched []*overPart
@@ -47,6 +48,19 @@ type overPart struct {
 	fresh   []overFresh    // rows the batch put in, in arrival order
 	touched bool           // by the batch
 	dirty   bool           // since the last checkpoint
+	// lo and hi are the least and greatest positions the batch put a row
+	// in or took one out at (lo -1: none), ops how many it did: what it
+	// changed lies between lo and hi + ops.
+	lo, hi, ops int
+}
+
+// note records a change of p's rows at position at.
+func (p *overPart) note(at int) {
+	if p.lo < 0 || at < p.lo {
+		p.lo = at
+	}
+	p.hi = max(p.hi, at)
+	p.ops++
 }
 
 // overFresh is a row the batch put in: where it came from, to blame it
@@ -64,7 +78,52 @@ func NewOverWindow(spec *plan.OverSpec, width, sign int, env *expr.Env, onErr Ro
 	if err != nil {
 		return nil, err
 	}
-	return &OverWindow{Width: width, Sign: sign, OnError: onErr, w: w}, nil
+	return &OverWindow{Width: width, Sign: sign, OnError: onErr, w: w, reach: overReach(spec)}, nil
+}
+
+// overReach is how far a row's values reach in its partition's order:
+// they depend only on the rows at most that many positions before or
+// after it (lag and lead by a constant offset, frames of ROWS with
+// offsets), so a change at a position changes only the rows that near
+// it, and only they need computing again. -1: a row's values depend on
+// the whole partition (the rankings, ntile, cume_dist, RANGE and GROUPS
+// frames, frames unbounded at either end).
+func overReach(spec *plan.OverSpec) int {
+	bounded := func(b plan.FrameBound) bool {
+		return b.Kind == plan.BoundPreceding || b.Kind == plan.BoundCurrentRow || b.Kind == plan.BoundFollowing
+	}
+	fr := spec.Frame
+	frame := -1
+	if fr.Mode == plan.FrameRows && bounded(fr.Start) && bounded(fr.End) {
+		frame = int(min(max(fr.Start.Offset, fr.End.Offset), 1<<20))
+	}
+	reach := 0
+	for i := range spec.Funcs {
+		f := &spec.Funcs[i]
+		switch {
+		case f.Name == "lag" || f.Name == "lead":
+			k := int64(1)
+			if len(f.Args) > 1 {
+				off := f.Args[1]
+				if off.Kind != expr.KConst || off.Val.IsNull() {
+					return -1
+				}
+				k = off.Val.I
+			}
+			if k < 0 {
+				k = -k
+			}
+			if k > 1<<20 {
+				return -1
+			}
+			reach = max(reach, int(k))
+		case usesFrame(f) && frame >= 0:
+			reach = max(reach, frame)
+		default:
+			return -1
+		}
+	}
+	return reach
 }
 
 // Bind implements Stateful.
@@ -97,7 +156,7 @@ func (o *OverWindow) part(key []byte) (*overPart, error) {
 	if p, ok := o.parts[string(key)]; ok {
 		return p, nil
 	}
-	p := &overPart{key: bytes.Clone(key)}
+	p := &overPart{key: bytes.Clone(key), lo: -1}
 	v, ok, err := o.kv.Get(key)
 	if err != nil {
 		return nil, err
@@ -149,7 +208,7 @@ func (o *OverWindow) Process(b *Batch, emit Emit) error {
 			o.remove(p, row)
 			continue
 		}
-		o.insert(p, r)
+		p.note(o.insert(p, r))
 		p.fresh = append(p.fresh, overFresh{r: r, b: b, i: i})
 	}
 	// Every retraction goes before every insertion: a row that moved from
@@ -170,8 +229,8 @@ func (o *OverWindow) Process(b *Batch, emit Emit) error {
 }
 
 // insert puts r in its place in p, after its peers (ties keep arrival
-// order), not yet shown.
-func (o *OverWindow) insert(p *overPart, r winRow) {
+// order), not yet shown, and returns the place.
+func (o *OverWindow) insert(p *overPart, r winRow) int {
 	at := sort.Search(len(p.rows), func(k int) bool { return CompareRows(o.w.Spec.Order, p.rows[k].ord, r.ord) > 0 })
 	p.rows = append(p.rows, winRow{})
 	copy(p.rows[at+1:], p.rows[at:])
@@ -179,6 +238,7 @@ func (o *OverWindow) insert(p *overPart, r winRow) {
 	p.shown = append(p.shown, nil)
 	copy(p.shown[at+1:], p.shown[at:])
 	p.shown[at] = nil
+	return at
 }
 
 // remove takes out of p the first row of the same values as row; if it
@@ -193,6 +253,7 @@ func (o *OverWindow) remove(p *overPart, row types.Row) {
 		if p.shown[k] != nil {
 			p.left = append(p.left, [2]types.Row{p.rows[k].row, p.shown[k]})
 		}
+		p.note(k)
 		p.rows = append(p.rows[:k], p.rows[k+1:]...)
 		p.shown = append(p.shown[:k], p.shown[k+1:]...)
 		return
@@ -202,13 +263,22 @@ func (o *OverWindow) remove(p *overPart, row types.Row) {
 // emitPart computes p again and adds what changed to minus (the rows
 // retracted) and plus (those put in).
 func (o *OverWindow) emitPart(p *overPart, minus, plus *Batch) error {
+	// The rows to compare, [lo, hi), computed over [base, end): all of
+	// them, or, when the values reach only so far, those near what changed
+	// with their reach around them.
+	lo, hi, base, end := 0, len(p.rows), 0, len(p.rows)
+	if m := o.reach; m >= 0 && p.lo >= 0 {
+		lo, hi = max(0, p.lo-m), min(len(p.rows), p.hi+p.ops+m+1)
+		base, end = max(0, lo-m), min(len(p.rows), hi+m)
+	}
 	var res [][]types.Value
-	if len(p.rows) > 0 {
+	if lo < hi {
 		var err error
-		if res, err = o.w.partition(p.rows); err != nil {
+		if res, err = o.w.partition(p.rows[base:end]); err != nil {
 			if res, err = o.blame(p); err != nil {
 				return err
 			}
+			lo, hi, base = 0, len(p.rows), 0
 		}
 	}
 	for _, l := range p.left {
@@ -216,10 +286,10 @@ func (o *OverWindow) emitPart(p *overPart, minus, plus *Batch) error {
 	}
 	nf := len(o.w.Spec.Funcs)
 	var a []byte
-	for k := range p.rows {
+	for k := lo; k < hi; k++ {
 		vals := make(types.Row, nf)
 		for j := range vals {
-			vals[j] = res[j][k]
+			vals[j] = res[j][k-base]
 		}
 		if old := p.shown[k]; old != nil {
 			a = types.AppendValues(a[:0], old)
@@ -233,6 +303,7 @@ func (o *OverWindow) emitPart(p *overPart, minus, plus *Batch) error {
 		p.shown[k] = vals
 	}
 	p.left, p.fresh, p.touched = nil, nil, false
+	p.lo, p.hi, p.ops = -1, 0, 0
 	return nil
 }
 
