@@ -25,7 +25,9 @@ import (
 // new one, which is what its answer is. Computing a partition costs its
 // size, once per batch that touches it.
 //
-// State per partition: one entry of its rows and their emitted values.
+// State per partition: one entry of its rows, each with its ORDER BY and
+// argument values as they were evaluated when it came (a user function
+// replaced since does not reorder the rows kept) and its emitted values.
 type OverWindow struct {
 	Width   int // input row width, without the sign
 	Sign    int // input column of each row's sign (= Width); 0: every row comes
@@ -38,6 +40,7 @@ type OverWindow struct {
 	touched []*overPart
 	key     []byte
 	buf     []byte
+	seq     uint64 // the last row identity given out
 }
 
 type overPart struct {
@@ -46,6 +49,7 @@ type overPart struct {
 	shown   []types.Row    // per row, the values it was emitted with (nil: not yet)
 	left    [][2]types.Row // rows taken out since the last emission: row, shown values
 	fresh   []overFresh    // rows the batch put in, in arrival order
+	first   overTouch      // the batch's first row that touched p
 	touched bool           // by the batch
 	dirty   bool           // since the last checkpoint
 	// lo and hi are the least and greatest positions the batch put a row
@@ -67,6 +71,13 @@ func (p *overPart) note(at int) {
 // if computing its partition fails.
 type overFresh struct {
 	r winRow
+	b *Batch
+	i int
+}
+
+// first is the batch's first row that touched p, blamed when p cannot be
+// computed even without the batch's new rows.
+type overTouch struct {
 	b *Batch
 	i int
 }
@@ -94,8 +105,8 @@ func overReach(spec *plan.OverSpec) int {
 	}
 	fr := spec.Frame
 	frame := -1
-	if fr.Mode == plan.FrameRows && bounded(fr.Start) && bounded(fr.End) {
-		frame = int(min(max(fr.Start.Offset, fr.End.Offset), 1<<20))
+	if fr.Mode == plan.FrameRows && bounded(fr.Start) && bounded(fr.End) && max(fr.Start.Offset, fr.End.Offset) <= 1<<20 {
+		frame = int(max(fr.Start.Offset, fr.End.Offset))
 	}
 	reach := 0
 	for i := range spec.Funcs {
@@ -133,9 +144,11 @@ func (o *OverWindow) Bind(kv KV) {
 	o.touched = nil
 }
 
-// winRowOf evaluates what the window needs of an input row.
+// winRowOf evaluates what the window needs of an input row, and gives it
+// an identity.
 func (o *OverWindow) winRowOf(row types.Row) (winRow, error) {
-	r := winRow{row: row}
+	o.seq++
+	r := winRow{row: row, seq: o.seq}
 	var err error
 	if r.part, err = evalAll(o.w.part, row); err != nil {
 		return r, err
@@ -162,16 +175,22 @@ func (o *OverWindow) part(key []byte) (*overPart, error) {
 		return nil, err
 	}
 	for ok && len(v) > 0 {
-		var row, shown types.Row
-		if row, v, err = types.DecodeValues(v, o.Width); err != nil {
+		o.seq++
+		r := winRow{seq: o.seq, args: make([]types.Row, len(o.w.args))}
+		if r.row, v, err = types.DecodeValues(v, o.Width); err != nil {
 			return nil, err
 		}
+		if r.ord, v, err = types.DecodeValues(v, len(o.w.ord)); err != nil {
+			return nil, err
+		}
+		for j, evs := range o.w.args {
+			if r.args[j], v, err = types.DecodeValues(v, len(evs)); err != nil {
+				return nil, err
+			}
+		}
+		var shown types.Row
 		if shown, v, err = types.DecodeValues(v, len(o.w.Spec.Funcs)); err != nil {
 			return nil, err
-		}
-		r, err := o.winRowOf(row)
-		if err != nil {
-			return nil, err // it was evaluated when it came
 		}
 		p.rows = append(p.rows, r)
 		p.shown = append(p.shown, shown)
@@ -202,6 +221,7 @@ func (o *OverWindow) Process(b *Batch, emit Emit) error {
 		}
 		if !p.touched {
 			p.touched, p.dirty = true, true
+			p.first = overTouch{b: b, i: i}
 			o.touched = append(o.touched, p)
 		}
 		if sign < 0 {
@@ -254,6 +274,12 @@ func (o *OverWindow) remove(p *overPart, row types.Row) {
 			p.left = append(p.left, [2]types.Row{p.rows[k].row, p.shown[k]})
 		}
 		p.note(k)
+		for f := range p.fresh { // a row of this batch goes again
+			if p.fresh[f].r.seq == p.rows[k].seq {
+				p.fresh = append(p.fresh[:f], p.fresh[f+1:]...)
+				break
+			}
+		}
 		p.rows = append(p.rows[:k], p.rows[k+1:]...)
 		p.shown = append(p.shown[:k], p.shown[k+1:]...)
 		return
@@ -309,24 +335,47 @@ func (o *OverWindow) emitPart(p *overPart, minus, plus *Batch) error {
 
 // blame finds the rows of the batch that make computing p fail: it takes
 // them out and puts them back one at a time, and a row after which the
-// computation fails is a poison row (OnError) and stays out.
+// computation fails is a poison row (OnError) and stays out. When p
+// cannot be computed even without them (a row that went changed what
+// another's arguments mean, as ntile's count), its values are NULL until
+// it can, and the error is reported against the batch's first row that
+// touched it.
 func (o *OverWindow) blame(p *overPart) ([][]types.Value, error) {
-	fresh := map[*types.Value]bool{}
+	fresh := map[uint64]bool{}
 	for _, f := range p.fresh {
-		fresh[&f.r.row[0]] = true
+		fresh[f.r.seq] = true
 	}
 	rows, shown := p.rows[:0], p.shown[:0]
 	for k, r := range p.rows {
-		if !fresh[&r.row[0]] {
+		if !fresh[r.seq] {
 			rows, shown = append(rows, r), append(shown, p.shown[k])
 		}
 	}
 	p.rows, p.shown = rows, shown
+	compute := func() ([][]types.Value, error) {
+		if len(p.rows) == 0 {
+			return nil, nil
+		}
+		return o.w.partition(p.rows)
+	}
+	if _, err := compute(); err != nil {
+		for _, f := range p.fresh {
+			o.insert(p, f.r)
+		}
+		if err := o.OnError(p.first.b, p.first.i, err); err != nil {
+			return nil, err
+		}
+		res := make([][]types.Value, len(o.w.Spec.Funcs))
+		for j := range res {
+			res[j] = make([]types.Value, len(p.rows))
+		}
+		return res, nil
+	}
 	for _, f := range p.fresh {
 		o.insert(p, f.r)
-		if _, err := o.w.partition(p.rows); err != nil {
+		if _, err := compute(); err != nil {
 			for k := range p.rows {
-				if &p.rows[k].row[0] == &f.r.row[0] {
+				if p.rows[k].seq == f.r.seq {
 					p.rows = append(p.rows[:k], p.rows[k+1:]...)
 					p.shown = append(p.shown[:k], p.shown[k+1:]...)
 					break
@@ -337,10 +386,7 @@ func (o *OverWindow) blame(p *overPart) ([][]types.Value, error) {
 			}
 		}
 	}
-	if len(p.rows) == 0 {
-		return nil, nil
-	}
-	return o.w.partition(p.rows)
+	return compute()
 }
 
 // signed is an output row: the input row, the function values, the sign.
@@ -371,7 +417,11 @@ func (o *OverWindow) OnCheckpoint() error {
 		}
 		b := o.buf[:0]
 		for k, r := range p.rows {
-			b = types.AppendValues(types.AppendValues(b, r.row), p.shown[k])
+			b = types.AppendValues(types.AppendValues(b, r.row), r.ord)
+			for _, a := range r.args {
+				b = types.AppendValues(b, a)
+			}
+			b = types.AppendValues(b, p.shown[k])
 		}
 		o.buf = b
 		if err := o.kv.Set(p.key, b); err != nil {

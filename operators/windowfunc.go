@@ -89,6 +89,7 @@ type winRow struct {
 	part types.Row
 	ord  types.Row
 	args []types.Row // per function
+	seq  uint64      // OverWindow's identity of the row (unused in bounded queries)
 }
 
 // NewWindowFuncs compiles a window step.

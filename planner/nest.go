@@ -149,7 +149,17 @@ func topNShape(outer, inner *sql.Select) bool {
 	if windows != 1 || rank == nil || outer == nil {
 		return false
 	}
-	if len(outer.GroupBy) > 0 || outer.Having != nil || outer.Distinct || anyAggregate(outer.Items) || len(outer.From) != 1 {
+	for _, it := range inner.Items { // beside its ranking, a top-N carries columns only
+		switch it.Expr.(type) {
+		case *sql.ColumnRef, *sql.Star:
+		default:
+			if it.Expr != rank.Expr {
+				return false
+			}
+		}
+	}
+	if len(outer.GroupBy) > 0 || outer.Having != nil || outer.Distinct || anyAggregate(outer.Items) || len(outer.From) != 1 ||
+		len(outer.OrderBy) > 0 || outer.Limit != nil || outer.Offset != nil || hasWindowCall(outer) {
 		return false
 	}
 	name := rank.Alias

@@ -209,6 +209,10 @@ func windowsAsLayers(sel *sql.Select) (out *sql.Select, layers map[*sql.DerivedT
 				WithHint("Name the columns.")
 		}
 	}
+	if len(sel.GroupBy) > 0 || sel.Having != nil || sel.Distinct || len(sel.DistinctOn) > 0 || anyAggregate(sel.Items) {
+		return nil, nil, pgerror.NotSupported("window functions over a grouped or DISTINCT query in a materialized view").
+			WithHint("Group in a subquery, and compute the window functions over its rows.")
+	}
 	// ranking clauses last (stable)
 	var order []*clause
 	for _, ranking := range []bool{false, true} {

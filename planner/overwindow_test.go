@@ -109,6 +109,14 @@ func genOverWindowView(rng *rand.Rand) string {
 		items = append(items, fmt.Sprintf("%s AS x%d", c, i))
 	}
 	q := "SELECT " + strings.Join(items, ", ") + " FROM " + src.from + src.where
+	if src.from == "dv" && rng.Intn(6) == 0 {
+		// a ranked subquery bounded by its reader: a top-N when the rank
+		// is its one window function and it carries columns only, a
+		// window view read by a row view otherwise
+		extra := pick(rng, "", ", v * 2 AS v2", ", lag(v) OVER (PARTITION BY k ORDER BY id) AS l")
+		return fmt.Sprintf("SELECT * FROM (SELECT id, k, v%s, row_number() OVER (PARTITION BY k ORDER BY v DESC, id) AS rn FROM dv%s) t WHERE rn <= %d",
+			extra, src.where, 1+rng.Intn(3))
+	}
 	if rng.Intn(5) == 0 { // a view over it
 		q = "SELECT x1, count(*) AS c FROM (" + q + ") o GROUP BY x1"
 	}

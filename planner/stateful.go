@@ -781,7 +781,10 @@ func rowNumberBounds(where sql.Expr, rn string) (lo, hi int64, err error) {
 	}
 	num := func(e sql.Expr) (int64, bool) {
 		l, ok := e.(*sql.Literal)
-		return l.Value.I, ok && l.Value.K.IsInteger()
+		if !ok {
+			return 0, false
+		}
+		return l.Value.I, l.Value.K.IsInteger()
 	}
 	upper := func(n int64) { // rn <= n
 		if hi < 0 || n < hi {
