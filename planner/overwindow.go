@@ -222,12 +222,35 @@ func windowsAsLayers(sel *sql.Select) (out *sql.Select, layers map[*sql.DerivedT
 			}
 		}
 	}
+	// The metadata columns a layer above reads go along by name: * does
+	// not carry them.
+	var meta []sql.SelectItem
+	if _, ok := sel.From[0].(*sql.TableName); ok {
+		for _, m := range catalog.MetaColumns {
+			found := false
+			for _, it := range sel.Items {
+				walkExpr(it.Expr, func(e sql.Expr) bool {
+					if r, ok := e.(*sql.ColumnRef); ok && r.Name == m.Name {
+						found = true
+					}
+					return !found
+				})
+			}
+			if found {
+				meta = append(meta, sql.SelectItem{Expr: &sql.ColumnRef{Name: m.Name}, Alias: m.Name})
+			}
+		}
+	}
 	value := map[*sql.FuncCall]sql.Expr{}
 	layers = map[*sql.DerivedTable]bool{}
 	from := sel.From[0]
 	where := sel.Where
 	for n, c := range order[:len(order)-1] {
-		inner := &sql.Select{Items: []sql.SelectItem{{Expr: &sql.Star{}}}, From: []sql.TableExpr{from}, Where: where}
+		items := []sql.SelectItem{{Expr: &sql.Star{}}}
+		if n == 0 { // above, * has them: the layer below named them
+			items = append(items, meta...)
+		}
+		inner := &sql.Select{Items: items, From: []sql.TableExpr{from}, Where: where}
 		for k, f := range c.calls {
 			name := "_w" + strconv.Itoa(n+1) + "_" + strconv.Itoa(k+1)
 			inner.Items = append(inner.Items, sql.SelectItem{Expr: substituteCalls(f, value), Alias: name})

@@ -109,6 +109,10 @@ func genOverWindowView(rng *rand.Rand) string {
 		items = append(items, fmt.Sprintf("%s AS x%d", c, i))
 	}
 	q := "SELECT " + strings.Join(items, ", ") + " FROM " + src.from + src.where
+	if src.from == "dv" && rng.Intn(10) == 0 { // the records' metadata, through layers
+		return "SELECT id, lag(v) OVER (PARTITION BY _partition ORDER BY _offset) AS x1, rank() OVER (ORDER BY v) AS x2, _offset - " +
+			"first_value(_offset) OVER (PARTITION BY _partition ORDER BY _offset) AS x3 FROM dv" + src.where
+	}
 	if src.from == "dv" && rng.Intn(6) == 0 {
 		// a ranked subquery bounded by its reader: a top-N when the rank
 		// is its one window function and it carries columns only, a
