@@ -32,8 +32,8 @@ func hasWindowCall(sel *sql.Select) bool {
 // by an overWindow operator behind a re-keying by the PARTITION BY values.
 // The operator emits signed rows, so each input row is a row of the view,
 // keyed by where it came from (its record's partition and offset, or a
-// view's record key), and its values change as rows come and go around
-// it. Any function and frame the bounded window step computes runs
+// view's key and the row's PARTITION BY values), and its values change as
+// rows come and go around it. Any function and frame the bounded window step computes runs
 // (lag, lead, first_value, nth_value, the rankings, ntile, aggregates
 // over ROWS, RANGE or GROUPS frames).
 //
