@@ -128,9 +128,10 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 }
 
 // topNShape says whether inner, a subquery of outer's FROM clause, is a
-// top-N's: its one window function is a ranking one, which outer's WHERE
-// bounds, and outer only filters and projects. Any other subquery with
-// window functions is a hidden view (see planWindowView).
+// top-N's: its one window function is a ranking one, and, over one input,
+// it carries columns only, outer's WHERE bounds the rank and outer only
+// filters and projects. Any other subquery with window functions is a
+// hidden view (see planWindowView).
 func topNShape(outer, inner *sql.Select) bool {
 	var rank *sql.SelectItem
 	windows := 0
@@ -148,6 +149,9 @@ func topNShape(outer, inner *sql.Select) bool {
 	}
 	if windows != 1 || rank == nil || outer == nil {
 		return false
+	}
+	if len(inner.From) != 1 || isJoin(inner.From[0]) {
+		return true // a ranked join (rankedJoin), whose columns may be expressions
 	}
 	for _, it := range inner.Items { // beside its ranking, a top-N carries columns only
 		switch it.Expr.(type) {
@@ -411,4 +415,10 @@ func (ns *nester) rankedJoin(inner *sql.Select, alias string) (sql.TableExpr, er
 	f.Over = spec
 	ranked[rank].Expr = &f
 	return &sql.DerivedTable{Query: &sql.Select{Items: ranked, From: []sql.TableExpr{join}}, Alias: alias}, nil
+}
+
+// isJoin says whether a FROM item is a join.
+func isJoin(te sql.TableExpr) bool {
+	_, ok := te.(*sql.Join)
+	return ok
 }
