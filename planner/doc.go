@@ -56,7 +56,9 @@
 // over whole partitions (agg OVER (PARTITION BY …): a hidden grouped view
 // LEFT JOINed on the keys) or running over a stream (OVER (… ORDER BY x):
 // the stream joined with itself up to each row, grouped by the row's
-// record, windowagg.go), a stream's rows with LATERAL
+// record, windowagg.go), window functions over a join or a grouped
+// query in the same SELECT (the join or the grouping below, the windows
+// over its rows: windowsOverQuery, overwindow.go), a stream's rows with LATERAL
 // functions of them (a hidden stream: lateral.go) and SELECT DISTINCT ON
 // (a ranking: distincton.go, bounded queries too). A comma FROM list
 // becomes the JOIN … ON it means (fromwhere.go). CREATE STREAM … EMIT

@@ -150,15 +150,16 @@ func topNShape(outer, inner *sql.Select) bool {
 	if windows != 1 || rank == nil || outer == nil {
 		return false
 	}
-	if len(inner.From) != 1 || isJoin(inner.From[0]) {
-		return true // a ranked join (rankedJoin), whose columns may be expressions
-	}
-	for _, it := range inner.Items { // beside its ranking, a top-N carries columns only
-		switch it.Expr.(type) {
-		case *sql.ColumnRef, *sql.Star:
-		default:
-			if it.Expr != rank.Expr {
-				return false
+	// beside its ranking, a top-N over one input carries columns only; a
+	// ranked join (rankedJoin) computes expressions too
+	if len(inner.From) == 1 && !isJoin(inner.From[0]) {
+		for _, it := range inner.Items {
+			switch it.Expr.(type) {
+			case *sql.ColumnRef, *sql.Star:
+			default:
+				if it.Expr != rank.Expr {
+					return false
+				}
 			}
 		}
 	}
@@ -287,8 +288,7 @@ func unbridge(t *plan.Topology) {
 
 // limitOverGroups rewrites ORDER BY … LIMIT over an aggregation or
 // DISTINCT as the top-N of a subquery that is the aggregation: SELECT *
-// FROM (the query without them) ORDER BY … LIMIT. An ORDER BY term
-// names an output column (by name or position) or is a select list term.
+// FROM (the query without them) ORDER BY … LIMIT (limitOverSubquery).
 func limitOverGroups(sel *sql.Select) (*sql.Select, error) {
 	if len(sel.OrderBy) == 0 && sel.Limit == nil && sel.Offset == nil {
 		return sel, nil
@@ -296,12 +296,20 @@ func limitOverGroups(sel *sql.Select) (*sql.Select, error) {
 	if len(sel.GroupBy) == 0 && sel.Having == nil && !anyAggregate(sel.Items) && !sel.Distinct {
 		return sel, nil
 	}
+	return limitOverSubquery(sel)
+}
+
+// limitOverSubquery makes sel's ORDER BY … LIMIT a top-N over a subquery
+// of the rest: the order SQL evaluates them in, after grouping, window
+// functions and DISTINCT. An ORDER BY term names an output column (by
+// name or position) or is a select list term.
+func limitOverSubquery(sel *sql.Select) (*sql.Select, error) {
 	inner := *sel
 	inner.OrderBy, inner.Limit, inner.Offset = nil, nil, nil
 	names := make([]string, len(sel.Items))
 	for i, it := range sel.Items {
 		if _, ok := it.Expr.(*sql.Star); ok {
-			return nil, pgerror.NotSupported("ORDER BY … LIMIT over an aggregation with * in its select list")
+			return nil, pgerror.NotSupported("ORDER BY … LIMIT over an aggregation or window functions with * in its select list")
 		}
 		names[i] = it.Alias
 		if names[i] == "" {
@@ -330,7 +338,7 @@ func limitOverGroups(sel *sql.Select) (*sql.Select, error) {
 			}
 		}
 		if term == nil {
-			return nil, pgerror.NotSupported("ORDER BY a term outside the select list (%s) over an aggregation in a materialized view", sql.FormatExpr(o.Expr)).
+			return nil, pgerror.NotSupported("ORDER BY a term outside the select list (%s) over an aggregation or window functions in a materialized view", sql.FormatExpr(o.Expr)).
 				WithHint("Add the term to the select list, or order by its output name or position.")
 		}
 		order = append(order, sql.OrderItem{Expr: term, Desc: o.Desc, NullsFirst: o.NullsFirst})

@@ -283,3 +283,183 @@ func substituteCalls(e sql.Expr, value map[*sql.FuncCall]sql.Expr) sql.Expr {
 		return nil, false
 	})
 }
+
+// windowsOverQuery rewrites a view whose window functions run over a
+// grouped query or a join into window functions over a subquery of it,
+// which is the order SQL evaluates them in: FROM, WHERE, GROUP BY and
+// HAVING below, in the subquery, and the window functions above, over
+// its rows (a hidden view, read as its changes by planWindowView).
+//
+//	SELECT cust, sum(amount) AS s, rank() OVER (ORDER BY sum(amount) DESC) FROM orders GROUP BY cust
+//	→ SELECT _q.cust, _q.s, rank() OVER (ORDER BY _q._q1 DESC) AS rank
+//	  FROM (SELECT cust AS cust, sum(amount) AS s, sum(amount) AS _q1 FROM orders GROUP BY cust) _q
+//
+// Each largest part of the select list without a window call becomes a
+// column of the subquery (an item that is one whole keeps its name, so
+// that GROUP BY can name it), and so does each argument, PARTITION BY
+// and ORDER BY term of a window call; constants stay where they are.
+// Whole-partition aggregates over a join keep windowAggsAsJoins' plan.
+// ORDER BY … LIMIT is a top-N over a subquery of the rest
+// (limitOverSubquery), SELECT DISTINCT is DISTINCT over one
+// (distinctOverWindows), and each subquery is planned the same way in its
+// turn. A query with DISTINCT ON, or a * in its select list, is left as it
+// is (and refused further on).
+func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
+	if !hasWindowCall(sel) || len(sel.DistinctOn) > 0 || len(sel.From) == 0 {
+		return sel, nil
+	}
+	if len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil {
+		return limitOverSubquery(sel)
+	}
+	if sel.Distinct {
+		return distinctOverWindows(sel), nil
+	}
+	grouped := len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items)
+	joined := len(sel.From) > 1 || isJoin(sel.From[0])
+	if !grouped && !joined || !grouped && wholePartitionAggregates(sel) {
+		return sel, nil
+	}
+	const alias = "_q"
+	used := map[string]bool{}
+	for _, it := range sel.Items {
+		if _, ok := it.Expr.(*sql.Star); ok {
+			return sel, nil
+		}
+		used[it.Alias] = true
+	}
+	inner := &sql.Select{From: sel.From, Where: sel.Where, Having: sel.Having}
+	for _, g := range sel.GroupBy { // an ordinal names an item the subquery has elsewhere
+		if l, ok := g.(*sql.Literal); ok && l.Value.K.IsInteger() {
+			if n := int(l.Value.I); n >= 1 && n <= len(sel.Items) && !hasWindowCallIn(sel.Items[n-1].Expr) {
+				g = sel.Items[n-1].Expr
+			}
+		}
+		inner.GroupBy = append(inner.GroupBy, g)
+	}
+	// column returns a reference to the subquery's column of e, which it
+	// adds, named name, or a fresh name when name is "" (and reuses when
+	// the subquery has e already).
+	named := map[string]string{}
+	column := func(e sql.Expr, name string) sql.Expr {
+		text := sql.FormatExpr(e)
+		if have, ok := named[text]; ok && (name == "" || name == have) {
+			return &sql.ColumnRef{Table: alias, Name: have}
+		}
+		for n := len(inner.Items) + 1; name == ""; n++ {
+			if c := alias + strconv.Itoa(n); !used[c] {
+				name = c
+			}
+		}
+		used[name] = true
+		named[text] = name
+		inner.Items = append(inner.Items, sql.SelectItem{Expr: e, Alias: name})
+		return &sql.ColumnRef{Table: alias, Name: name}
+	}
+	var lift func(sql.Expr) sql.Expr
+	lift = func(e sql.Expr) sql.Expr {
+		return sql.Rewrite(e, func(x sql.Expr) (sql.Expr, bool) {
+			if _, ok := x.(*sql.Literal); ok {
+				return x, true
+			}
+			f, ok := x.(*sql.FuncCall)
+			if !hasWindowCallIn(x) {
+				return column(x, ""), true
+			}
+			if !ok || f.Over == nil {
+				return nil, false
+			}
+			g := *f
+			g.Args = make([]sql.Expr, len(f.Args))
+			for i, a := range f.Args {
+				g.Args[i] = lift(a)
+			}
+			g.Filter = lift(f.Filter)
+			over := *f.Over
+			over.PartitionBy = make([]sql.Expr, len(f.Over.PartitionBy))
+			for i, p := range f.Over.PartitionBy {
+				over.PartitionBy[i] = lift(p)
+			}
+			over.OrderBy = make([]sql.OrderItem, len(f.Over.OrderBy))
+			for i, o := range f.Over.OrderBy {
+				over.OrderBy[i] = o
+				over.OrderBy[i].Expr = lift(o.Expr)
+			}
+			g.Over = &over
+			return &g, true
+		})
+	}
+	out := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}}}
+	for _, it := range sel.Items {
+		name := it.Alias
+		if name == "" {
+			name = columnName(it.Expr)
+		}
+		var e sql.Expr
+		if hasWindowCallIn(it.Expr) {
+			e = lift(it.Expr)
+		} else if _, ok := it.Expr.(*sql.Literal); ok {
+			e = it.Expr
+		} else {
+			e = column(it.Expr, name)
+		}
+		out.Items = append(out.Items, sql.SelectItem{Expr: e, Alias: name})
+	}
+	return out, nil
+}
+
+// distinctOverWindows rewrites SELECT DISTINCT with window functions
+// into DISTINCT over a subquery of the rest, SQL's order (the window
+// functions' values are among what DISTINCT compares):
+//
+//	SELECT DISTINCT name, rank() OVER (ORDER BY name) AS r FROM … → SELECT DISTINCT _d.name, _d.r FROM (SELECT name, rank() OVER (ORDER BY name) AS r FROM …) _d
+//
+// A * or two items of one name leave it as it is.
+func distinctOverWindows(sel *sql.Select) *sql.Select {
+	const alias = "_d"
+	inner := *sel
+	inner.Distinct = false
+	inner.Items = make([]sql.SelectItem, len(sel.Items))
+	out := &sql.Select{Distinct: true, From: []sql.TableExpr{&sql.DerivedTable{Query: &inner, Alias: alias}}}
+	seen := map[string]bool{}
+	for i, it := range sel.Items {
+		name := it.Alias
+		if name == "" {
+			name = columnName(it.Expr)
+		}
+		if _, ok := it.Expr.(*sql.Star); ok || seen[name] {
+			return sel
+		}
+		seen[name] = true
+		inner.Items[i] = sql.SelectItem{Expr: it.Expr, Alias: name}
+		out.Items = append(out.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: alias, Name: name}, Alias: name})
+	}
+	return out
+}
+
+// wholePartitionAggregates says whether every window call of sel is an
+// aggregate over whole partitions (no ORDER BY, no frame).
+func wholePartitionAggregates(sel *sql.Select) bool {
+	all := true
+	for _, it := range sel.Items {
+		walkExpr(it.Expr, func(e sql.Expr) bool {
+			if f, ok := e.(*sql.FuncCall); ok && f.Over != nil {
+				all = all && operators.IsAggregate(f.Name) && len(f.Over.OrderBy) == 0 && f.Over.Frame == nil
+				return false
+			}
+			return all
+		})
+	}
+	return all
+}
+
+// hasWindowCallIn says whether e calls a window function.
+func hasWindowCallIn(e sql.Expr) bool {
+	found := false
+	walkExpr(e, func(x sql.Expr) bool {
+		if f, ok := x.(*sql.FuncCall); ok && f.Over != nil {
+			found = true
+		}
+		return !found
+	})
+	return found
+}

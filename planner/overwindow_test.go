@@ -22,7 +22,9 @@ func TestOverWindowViewDifferential(t *testing.T) {
 func genOverWindowView(rng *rand.Rand) string {
 	type source struct {
 		from, where      string
+		tail             string   // GROUP BY, HAVING
 		id               string   // a column unique per row
+		items            string   // the select list's first items, when not id
 		num, other, part []string // numeric columns, other columns, partition terms
 	}
 	sources := []source{
@@ -32,6 +34,11 @@ func genOverWindowView(rng *rand.Rand) string {
 			num: []string{"n", "s", "m"}, other: []string{"k"}, part: []string{"n > 1", "s % 2"}},
 		{from: "(SELECT d.id, u.id AS uid, d.v, u.w, d.k FROM dv d JOIN du u ON d.k = u.k) t", id: "id, uid",
 			num: []string{"v", "w"}, other: []string{"k"}, part: []string{"k", "w > 0"}},
+		// windows over a grouped query or a join in the same SELECT
+		{from: "dv", id: "k", num: []string{"count(*)", "sum(v)", "max(w)"}, other: []string{"k"}, part: []string{"count(*) > 1", "sum(v) % 2"},
+			where: pick(rng, "", " WHERE v > 2"), tail: pick(rng, " GROUP BY k", " GROUP BY 1", " GROUP BY k HAVING count(*) > 1")},
+		{from: "dv d JOIN du u ON d.k = u.k", id: "d.id, u.id", items: "d.id, u.id AS uid",
+			num: []string{"d.v", "u.w"}, other: []string{"d.k"}, part: []string{"d.k", "u.w > 0"}, where: pick(rng, "", " WHERE d.v > 2")},
 	}
 	src := sources[rng.Intn(len(sources))]
 	if rng.Intn(2) == 0 {
@@ -101,14 +108,17 @@ func genOverWindowView(rng *rand.Rand) string {
 		return "sum(" + num() + ") " + over(false, pick(rng, "", "GROUPS BETWEEN CURRENT ROW AND 1 FOLLOWING"))
 	}
 	items := strings.Split(src.id, ", ")
+	if src.items != "" {
+		items = strings.Split(src.items, ", ")
+	}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
 		c := call()
-		if rng.Intn(4) == 0 && !strings.Contains(c, "_value(k") && !strings.HasPrefix(c, "cume_dist") && !strings.HasPrefix(c, "percent_rank") && !strings.HasPrefix(c, "avg") {
+		if rng.Intn(4) == 0 && !strings.Contains(c, "_value(k") && !strings.Contains(c, "_value(d.k") && !strings.HasPrefix(c, "cume_dist") && !strings.HasPrefix(c, "percent_rank") && !strings.HasPrefix(c, "avg") {
 			c = num() + " - " + c
 		}
 		items = append(items, fmt.Sprintf("%s AS x%d", c, i))
 	}
-	q := "SELECT " + strings.Join(items, ", ") + " FROM " + src.from + src.where
+	q := "SELECT " + strings.Join(items, ", ") + " FROM " + src.from + src.where + src.tail
 	if src.from == "dv" && rng.Intn(10) == 0 { // the records' metadata, through layers
 		return "SELECT id, lag(v) OVER (PARTITION BY _partition ORDER BY _offset) AS x1, rank() OVER (ORDER BY v) AS x2, _offset - " +
 			"first_value(_offset) OVER (PARTITION BY _partition ORDER BY _offset) AS x3 FROM dv" + src.where
@@ -121,8 +131,15 @@ func genOverWindowView(rng *rand.Rand) string {
 		return fmt.Sprintf("SELECT * FROM (SELECT id, k, v%s, row_number() OVER (PARTITION BY k ORDER BY v DESC, id) AS rn FROM dv%s) t WHERE rn <= %d",
 			extra, src.where, 1+rng.Intn(3))
 	}
-	if rng.Intn(5) == 0 { // a view over it
+	switch rng.Intn(8) {
+	case 0, 1: // a view over it
 		q = "SELECT x1, count(*) AS c FROM (" + q + ") o GROUP BY x1"
+	case 2: // a top-N of it (ties broken by the ids)
+		ids := src.id
+		if src.items != "" {
+			ids = "id, uid"
+		}
+		q += fmt.Sprintf(" ORDER BY x1 DESC, %s LIMIT %d", ids, 1+rng.Intn(4))
 	}
 	return q
 }
