@@ -236,7 +236,7 @@ func procs() []*proc {
 			}
 			ps = append(ps, &proc{name: f.Name, args: f.Args, variadic: f.Variadic, ret: ret, set: true, strict: !f.NonStrict})
 		}
-		for _, name := range []string{"avg", "bool_and", "bool_or", "count", "every", "max", "min", "sum"} {
+		for _, name := range []string{"avg", "bool_and", "bool_or", "count", "every", "max", "min", "stddev", "stddev_pop", "stddev_samp", "sum", "var_pop", "var_samp", "variance"} {
 			if !operators.IsAggregate(name) {
 				continue
 			}

@@ -223,7 +223,7 @@ func extractNumeric(field string, us int64) (types.Value, error) {
 
 func roundDecimal(d *apd.Decimal, places int32) (types.Value, error) {
 	r := new(apd.Decimal)
-	ctx := types.DecimalContext
+	ctx := *types.DecimalContext
 	ctx.Rounding = apd.RoundHalfUp
 	if _, err := ctx.Quantize(r, d, -places); err != nil {
 		return types.NullValue, pgerror.New(pgerror.NumericValueOutOfRange, "numeric value out of range")

@@ -87,7 +87,7 @@ func divDecimal(a, b types.Value) (types.Value, error) {
 	scale = max(scale, decimalScale(a.N), decimalScale(b.N), 0)
 	scale = min(scale, 1000)
 	q := new(apd.Decimal)
-	ctx := types.DecimalContext
+	ctx := *types.DecimalContext
 	ctx.Rounding = apd.RoundHalfUp
 	if _, err := ctx.Quo(q, a.N, b.N); err != nil {
 		return types.NullValue, pgerror.New(pgerror.NumericValueOutOfRange, "numeric value out of range")
@@ -342,7 +342,7 @@ func init() {
 			op1("+", t, t, func(a types.Value) (types.Value, error) { return a, nil }),
 		)
 	}
-	ctx := types.DecimalContext
+	ctx := *types.DecimalContext
 	fs = append(fs,
 		op2("+", num, num, num, decOp(ctx.Add)), op2("-", num, num, num, decOp(ctx.Sub)),
 		op2("*", num, num, num, decOp(ctx.Mul)), op2("/", num, num, num, divDecimal),

@@ -56,13 +56,14 @@ func IsAggregate(name string) bool {
 	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "array_agg":
 		return true
 	}
-	return false
+	return isVarAgg(name)
 }
 
 // ResolveAgg types an aggregate call as PostgreSQL does: count gives
 // bigint; sum of smallint/integer gives bigint, of bigint and numeric
 // gives numeric, of floats the float; avg of integers and numeric gives
-// numeric, of floats double precision; min and max keep their type. star
+// numeric, of floats double precision, and so do the variances and
+// standard deviations; min and max keep their type. star
 // marks count(*).
 func ResolveAgg(name string, arg types.Type, star bool) (*AggFunc, error) {
 	f := &AggFunc{Name: name, Arg: arg}
@@ -104,6 +105,17 @@ func ResolveAgg(name string, arg types.Type, star bool) (*AggFunc, error) {
 		case arg.IsFloat():
 			f.Ret = types.Float8
 			f.New = func() Accumulator { return &avgAcc{float: true, fsum: sumFloatAcc{t: types.Float8}} }
+		default:
+			return bad()
+		}
+	case "var_pop", "var_samp", "variance", "stddev_pop", "stddev_samp", "stddev":
+		switch {
+		case arg.IsInteger() || arg == types.Numeric || arg == types.Unknown:
+			f.Ret = types.Numeric
+			f.New = func() Accumulator { return newVarAcc(name, false) }
+		case arg.IsFloat():
+			f.Ret = types.Float8
+			f.New = func() Accumulator { return newVarAcc(name, true) }
 		default:
 			return bad()
 		}

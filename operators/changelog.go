@@ -107,8 +107,8 @@ func (c *Changelog) OnCheckpoint() error { return nil }
 func (c *Changelog) Finish(Emit) error { return nil }
 
 // Every aggregate runs over signed rows, taking a row back out when it
-// leaves: count, sum and avg fold it out of their running result
-// (signedAcc); min, max, bool_and, bool_or, every and the DISTINCT forms
+// leaves: count, sum, avg and the variances and standard deviations fold
+// it out of their running result (signedAcc); min, max, bool_and, bool_or, every and the DISTINCT forms
 // of those and of count, sum and avg keep the group's values with their
 // counts (bagAcc); string_agg, array_agg and ORDER BY aggregates keep the
 // group's rows (listAcc).
@@ -126,7 +126,7 @@ func bagged(name string, distinct bool) bool {
 	case "count", "sum", "avg":
 		return distinct
 	}
-	return false
+	return distinct && isVarAgg(name)
 }
 
 // bagAcc is an aggregate over signed rows whose result a leaving row
@@ -225,8 +225,8 @@ func (a *bagAcc) Merge(Accumulator) error {
 	return pgerror.New(pgerror.Internal, "operators: merge of aggregates over signed rows")
 }
 
-// signedAcc is an aggregate over signed rows (count, sum or avg, as
-// Retracts allows): Add folds a row in, retract takes one out. It counts
+// signedAcc is an aggregate over signed rows (count, sum, avg, or a
+// variance or standard deviation): Add folds a row in, retract takes one out. It counts
 // the non-NULL values it holds, so that a sum all of whose values left is
 // NULL again, as over no rows. A numeric sum shows as many decimal
 // places as the most precise value it holds (as PostgreSQL's does, over
@@ -296,6 +296,8 @@ func (a *signedAcc) retract(v types.Value) error {
 			return nil
 		}
 		return in.sum.Add(negate(v))
+	case *varAcc:
+		return in.retract(v)
 	default:
 		return pgerror.New(pgerror.Internal, "operators: this aggregate cannot retract")
 	}
@@ -324,6 +326,8 @@ func (a *signedAcc) Result() types.Value {
 		a.rescale(in)
 	case *avgAcc:
 		a.rescale(&in.sum)
+	case *varAcc:
+		in.scale = a.scale()
 	case *sumFloatAcc, *sumIntervalAcc:
 		if a.n == 0 {
 			return types.NullValue

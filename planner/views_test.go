@@ -225,7 +225,8 @@ func genView(rng *rand.Rand) string {
 	}
 	aggs := []string{"count(*)", "sum(v)", "min(w)", "max(v)", "count(DISTINCT v)", "count(*) FILTER (WHERE w > 0)",
 		"sum(w) FILTER (WHERE k = 'a')", "avg(w)", "max(k)", "bool_or(w > 2)", "max(_offset)", "count(DISTINCT _partition)",
-		"string_agg(k, ',' ORDER BY id)", "array_agg(v ORDER BY id DESC)", "string_agg(DISTINCT k, '-' ORDER BY k)"}
+		"string_agg(k, ',' ORDER BY id)", "array_agg(v ORDER BY id DESC)", "string_agg(DISTINCT k, '-' ORDER BY k)",
+		"stddev(v)", "var_pop(w)", "variance(DISTINCT v)", "stddev_pop(w) FILTER (WHERE v > 1)"}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
 		items = append(items, fmt.Sprintf("%s AS a%d", pick(rng, aggs...), i))
 	}
@@ -785,7 +786,8 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 		aggs = append(aggs, "count("+c+")")
 	}
 	for _, c := range nums {
-		aggs = append(aggs, "sum("+c+")", "avg("+c+")", "count(*) FILTER (WHERE "+c+" > 1)", "sum("+c+") FILTER (WHERE "+c+" < 3)")
+		aggs = append(aggs, "sum("+c+")", "avg("+c+")", "count(*) FILTER (WHERE "+c+" > 1)", "sum("+c+") FILTER (WHERE "+c+" < 3)",
+			"stddev("+c+")", "var_pop("+c+")")
 	}
 	for _, c := range cols { // those that keep the group's values (not over numerics: see above)
 		if !c.Hidden && c.Type != types.Numeric {
@@ -1078,7 +1080,8 @@ func genJoinView(rng *rand.Rand) string {
 	aggs := []string{"count(*) AS n", "count(b.id) AS nb", "sum(a.v) AS sa", "avg(b.v) AS ab", "sum(a.v * b.v) AS p",
 		"count(*) FILTER (WHERE b.v > 1) AS f", "sum(coalesce(b.v, 10)) AS sc",
 		"min(b.v) AS mn", "max(a.id) AS mx", "count(DISTINCT b.v) AS dv", "bool_or(a.v = b.v) AS bo", "sum(DISTINCT a.v) AS sd",
-		"array_agg(b.id ORDER BY a.id, b.id NULLS FIRST) AS aa", "string_agg(b.v::text, ',' ORDER BY a.id DESC, b.id, b.v) AS st"}
+		"array_agg(b.id ORDER BY a.id, b.id NULLS FIRST) AS aa", "string_agg(b.v::text, ',' ORDER BY a.id DESC, b.id, b.v) AS st",
+		"stddev_pop(b.v) AS sp", "variance(a.v + b.v) AS va"}
 	rng.Shuffle(len(aggs), func(i, j int) { aggs[i], aggs[j] = aggs[j], aggs[i] })
 	sel := aggs[:1+rng.Intn(3)]
 	groups := append([]string{"a.k", "b.v", "a.v % 2", "coalesce(b.k, -1)", "b.id IS NULL"}, groups3...)

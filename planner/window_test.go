@@ -185,7 +185,7 @@ func (c *wcase) sql() string {
 
 func genWindowCase(r *rand.Rand) *wcase {
 	fns := []string{"row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
-		"first_value", "last_value", "nth_value", "count*", "count", "sum", "min", "max", "avg"}
+		"first_value", "last_value", "nth_value", "count*", "count", "sum", "min", "max", "avg", "var_pop", "stddev"}
 	c := &wcase{fn: fns[r.Intn(len(fns))], filter: r.Intn(4) == 0, grouped: r.Intn(6) == 0}
 	c.part = []string{"", "", "k", "v"}[r.Intn(4)]
 	for _, col := range []string{"v", "k"} {
@@ -199,7 +199,8 @@ func genWindowCase(r *rand.Rand) *wcase {
 		}
 	}
 	r.Shuffle(len(c.order), func(i, j int) { c.order[i], c.order[j] = c.order[j], c.order[i] })
-	aggregate := c.fn == "count*" || c.fn == "count" || c.fn == "sum" || c.fn == "min" || c.fn == "max" || c.fn == "avg"
+	aggregate := c.fn == "count*" || c.fn == "count" || c.fn == "sum" || c.fn == "min" || c.fn == "max" || c.fn == "avg" ||
+		c.fn == "var_pop" || c.fn == "stddev"
 	framed := aggregate || c.fn == "first_value" || c.fn == "last_value" || c.fn == "nth_value"
 	if framed && r.Intn(3) > 0 {
 		c.frame = genFrame(r, len(c.order) > 0)
@@ -470,6 +471,19 @@ func wref(c *wcase, rows []types.Row) map[int64]string {
 				s = fmt.Sprint(hi)
 			case "avg":
 				s = fmt.Sprint(float64(sum) / float64(len(vals)))
+			case "var_pop", "stddev":
+				mean, ss := float64(sum)/float64(len(vals)), 0.0
+				for _, v := range vals {
+					ss += (float64(v) - mean) * (float64(v) - mean)
+				}
+				switch {
+				case c.fn == "var_pop":
+					s = fmt.Sprint(ss / float64(len(vals)))
+				case len(vals) < 2:
+					s = "NULL"
+				default:
+					s = fmt.Sprint(math.Sqrt(ss / float64(len(vals)-1)))
+				}
 			}
 		}
 		out[cur.id] = s

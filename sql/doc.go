@@ -76,7 +76,8 @@
 //	a || b with + - * / % ^ in an operand  the operand is parenthesized
 //	current_user, user, …       current_user() … (SQL-value functions)
 //	concat(…)                   pg_catalog.concat(…) (TiDB turns || into concat)
-//	stddev, variance            stddev_samp, var_samp (PostgreSQL's meaning)
+//	stddev, variance            "stddev", "variance" (PostgreSQL's meaning, not
+//	                            MySQL's); before OVER stddev_samp, var_samp
 //	key, lag, rank, partition…  "key", … when TiDB reserves a word PostgreSQL
 //	                            does not and it is not used as syntax there
 //	COLLATE name                dropped (fvsql compares by code point)

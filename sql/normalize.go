@@ -1748,7 +1748,8 @@ func (n *normalizer) rejectWord(i, hi int) (int, bool, error) {
 
 // renameFunc keeps PostgreSQL's meaning of functions TiDB's grammar
 // treats specially: stddev and variance are the sample forms in
-// PostgreSQL, the population forms in MySQL; concat must not look like ||;
+// PostgreSQL, the population forms in MySQL (quoted they are plain calls,
+// and before OVER stddev_samp and var_samp); concat must not look like ||;
 // the others have MySQL-only argument syntax, and quoting the name makes
 // TiDB parse a plain call.
 func (n *normalizer) renameFunc(i, hi int) (int, bool, error) {
@@ -1757,10 +1758,14 @@ func (n *normalizer) renameFunc(i, hi int) (int, bool, error) {
 	}
 	t := n.toks[i]
 	switch t.val {
-	case "stddev":
-		n.put("stddev_samp", t.pos, oName)
-	case "variance":
-		n.put("var_samp", t.pos, oName)
+	case "stddev", "variance":
+		// TiDB takes OVER after its own aggregates' names only; quoted,
+		// the call keeps the name it shows as a column's
+		if c := n.match(i+1, hi); c > 0 && n.at(c+1, hi).is("over") {
+			n.put(map[string]string{"stddev": "stddev_samp", "variance": "var_samp"}[t.val], t.pos, oName)
+		} else {
+			n.put(quoteIdent(t.val), t.pos, oName)
+		}
 	case "concat":
 		// TiDB turns a || b into concat(a, b); qualify the real one.
 		n.put("pg_catalog", t.pos, oName)
