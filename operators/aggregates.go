@@ -37,6 +37,9 @@ type AggFunc struct {
 	// Build before accumulators are made); nil is a NULL delimiter, which
 	// joins the values with nothing, as in PostgreSQL.
 	Delim *string
+	// Fraction is percentile_cont's and percentile_disc's fraction (a
+	// constant of the query, set by Build); nil is NULL.
+	Fraction *float64
 	// Grows marks the aggregates whose state grows with their input
 	// (string_agg, array_agg): their accumulators are sizedAccs, charged
 	// to a bounded query's Budget as they grow, and in a continuous query
@@ -56,7 +59,7 @@ func IsAggregate(name string) bool {
 	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "array_agg":
 		return true
 	}
-	return isVarAgg(name)
+	return isVarAgg(name) || IsOrderedSet(name)
 }
 
 // ResolveAgg types an aggregate call as PostgreSQL does: count gives
@@ -119,6 +122,8 @@ func ResolveAgg(name string, arg types.Type, star bool) (*AggFunc, error) {
 		default:
 			return bad()
 		}
+	case "percentile_cont", "percentile_disc", "mode":
+		return resolveOrderedSet(f, arg)
 	case "min", "max":
 		if arg == types.JSONB {
 			return bad()

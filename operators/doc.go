@@ -24,10 +24,12 @@
 // A view read by another view arrives as upserts and tombstones by record
 // key; the changelog step (changelog.go) keeps each key's row and emits
 // signed rows, -1 for the row a key had and +1 for its new one, and a
-// group aggregate given a sign column takes -1 rows back out of count, sum
-// and avg (signedAcc), of min, max and the DISTINCT aggregates through
+// group aggregate given a sign column takes -1 rows back out of count,
+// sum, avg and the variances and standard deviations (signedAcc;
+// varagg.go), of min, max and the DISTINCT aggregates through
 // the group's distinct values and their counts (bagAcc), of string_agg,
-// array_agg and ORDER BY aggregates through the group's rows in order
+// array_agg, ORDER BY aggregates and the ordered-set ones (percentile_cont,
+// percentile_disc, mode: orderedset.go) through the group's rows in order
 // (listagg.go: listAcc, which such aggregates keep in any continuous
 // query, signed or not), and deletes a group all of whose rows left. The joins, which emit and
 // take signed rows too, are package join's.

@@ -1,6 +1,8 @@
 package operators
 
 import (
+	"math"
+
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
@@ -84,6 +86,23 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 				}
 				if v.K != types.Null {
 					f.Delim = &v.S
+				}
+			}
+			if a.Fraction != nil {
+				d, err := expr.CompileEnv(a.Fraction, env)
+				if err != nil {
+					return nil, err
+				}
+				v, err := d(nil)
+				if err != nil {
+					return nil, err
+				}
+				if v.K != types.Null {
+					x := types.AsFloat(v)
+					if x < 0 || x > 1 || math.IsNaN(x) {
+						return nil, pgerror.New(pgerror.NumericValueOutOfRange, "percentile value %g is not between 0 and 1", x)
+					}
+					f.Fraction = &x
 				}
 			}
 			call := AggCall{Func: f, Distinct: a.Distinct}

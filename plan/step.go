@@ -114,6 +114,10 @@ type AggSpec struct {
 	// Delim is string_agg's delimiter: an expression of constants and
 	// parameters, evaluated once when the step is built.
 	Delim *expr.Expr `json:"delim,omitempty"`
+	// Fraction is a percentile's: constants and parameters, evaluated
+	// once when the step is built (percentile_cont(0.5) WITHIN GROUP
+	// (ORDER BY x) has Arg x, OrderBy [x]).
+	Fraction *expr.Expr `json:"fraction,omitempty"`
 	// OrderBy and Order are agg(x ORDER BY …): the keys' expressions and
 	// their directions (Order[i].Col is unused), bounded queries only.
 	OrderBy []*expr.Expr `json:"order_by,omitempty"`

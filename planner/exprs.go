@@ -488,6 +488,12 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 				}
 			}
 		}
+		var fraction sql.Expr // a percentile's
+		if f.WithinGroup || operators.IsOrderedSet(f.Name) {
+			if f, fraction, err = orderedSetCall(f); err != nil {
+				return false
+			}
+		}
 		var filter sql.Expr // array_agg's; the other aggregates' is a CASE in the argument
 		if f.Filter != nil && f.Name == "array_agg" {
 			g := *f
@@ -535,6 +541,11 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 					return false
 				}
 			}
+			if fraction != nil {
+				if spec.Fraction, err = b.aggConstant(inner, fraction, types.Float8, f.Name+" with a fraction"); err != nil {
+					return false
+				}
+			}
 			if filter != nil {
 				fctx := &exprCtx{scope: c.scope, what: "FILTER", noAggs: true}
 				if spec.Filter, err = b.build(fctx, filter); err != nil {
@@ -579,17 +590,64 @@ func filterAsCase(f *sql.FuncCall) (*sql.FuncCall, error) {
 	return &g, nil
 }
 
-// aggDelim plans string_agg's delimiter: of the value's type (text or
-// bytea), and a constant of the query (literals, parameters and
-// functions of them), evaluated once when the aggregate is built.
-func (b *builder) aggDelim(c *exprCtx, arg *expr.Expr, e sql.Expr) (*expr.Expr, error) {
-	d, err := b.build(c, e)
-	if err != nil {
-		return nil, err
+// orderedSetCall checks an ordered-set aggregate's call, f(fraction)
+// WITHIN GROUP (ORDER BY x) or mode() WITHIN GROUP (ORDER BY x), and
+// returns it as f(x ORDER BY x) with its fraction (nil for mode): the
+// value is the argument an aggregate's FILTER and ORDER BY apply to.
+func orderedSetCall(f *sql.FuncCall) (*sql.FuncCall, sql.Expr, error) {
+	switch {
+	case !f.WithinGroup:
+		return nil, nil, pgerror.New(pgerror.UndefinedFunction, "WITHIN GROUP is required for ordered-set aggregate %s", f.Name)
+	case !operators.IsOrderedSet(f.Name):
+		return nil, nil, pgerror.New(pgerror.UndefinedFunction, "%s is not an ordered-set aggregate, so it cannot have WITHIN GROUP", f.Name)
+	case f.Distinct:
+		return nil, nil, pgerror.New(pgerror.SyntaxError, "cannot use DISTINCT with WITHIN GROUP")
 	}
+	direct := 1
+	if f.Name == "mode" {
+		direct = 0
+	}
+	if len(f.Args) != direct || len(f.OrderBy) != 1 || f.Star {
+		return nil, nil, pgerror.New(pgerror.UndefinedFunction, "function %s with %d direct and %d ordered arguments does not exist", f.Name, len(f.Args), len(f.OrderBy)).
+			WithHint("percentile_cont(fraction) and percentile_disc(fraction) WITHIN GROUP (ORDER BY x), mode() WITHIN GROUP (ORDER BY x).")
+	}
+	var fraction sql.Expr
+	if direct == 1 {
+		fraction = f.Args[0]
+	}
+	g := *f
+	g.Args = []sql.Expr{f.OrderBy[0].Expr}
+	g.WithinGroup = false
+	return &g, fraction, nil
+}
+
+// aggDelim plans string_agg's delimiter: of the value's type (text or
+// bytea), and a constant of the query (aggConstant).
+func (b *builder) aggDelim(c *exprCtx, arg *expr.Expr, e sql.Expr) (*expr.Expr, error) {
 	t := types.Text
 	if arg.Type == types.Bytea {
 		t = types.Bytea
+	}
+	d, err := b.aggConstant(c, e, t, "string_agg with a delimiter")
+	if err != nil {
+		return nil, err
+	}
+	if d.Type != t && d.Type != types.Unknown && d.Type != types.Null && !(t == types.Text && d.Type.IsString()) {
+		return nil, pgerror.New(pgerror.UndefinedFunction, "function string_agg(%s, %s) does not exist", arg.Type, d.Type).
+			WithHint("No function matches the given name and argument types. You might need to add explicit type casts.")
+	}
+	return expr.Coerce(d, t, false)
+}
+
+// aggConstant plans an aggregate's argument that is one value for the
+// whole query, what ("string_agg with a delimiter"): a
+// constant of the query (literals, parameters and functions of them),
+// evaluated once when the aggregate is built. A parameter is of type t;
+// a fraction is coerced to it.
+func (b *builder) aggConstant(c *exprCtx, e sql.Expr, t types.Type, what string) (*expr.Expr, error) {
+	d, err := b.build(c, e)
+	if err != nil {
+		return nil, err
 	}
 	if isUntypedParam(d) {
 		d = b.inferParam(d, t)
@@ -602,14 +660,13 @@ func (b *builder) aggDelim(c *exprCtx, arg *expr.Expr, e sql.Expr) (*expr.Expr, 
 		}
 	})
 	if !constant {
-		return nil, pgerror.NotSupported("string_agg with a delimiter that is not a constant").
-			WithHint("Use a literal or a parameter as the delimiter.")
+		return nil, pgerror.NotSupported("%s that is not a constant", what).
+			WithHint("Use a literal or a parameter.")
 	}
-	if d.Type != t && d.Type != types.Unknown && d.Type != types.Null && !(t == types.Text && d.Type.IsString()) {
-		return nil, pgerror.New(pgerror.UndefinedFunction, "function string_agg(%s, %s) does not exist", arg.Type, d.Type).
-			WithHint("No function matches the given name and argument types. You might need to add explicit type casts.")
+	if t == types.Float8 {
+		return expr.Coerce(d, t, false)
 	}
-	return expr.Coerce(d, t, false)
+	return d, nil
 }
 
 // walkExpr visits AST expressions depth first; fn returns false to skip

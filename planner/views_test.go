@@ -226,7 +226,9 @@ func genView(rng *rand.Rand) string {
 	aggs := []string{"count(*)", "sum(v)", "min(w)", "max(v)", "count(DISTINCT v)", "count(*) FILTER (WHERE w > 0)",
 		"sum(w) FILTER (WHERE k = 'a')", "avg(w)", "max(k)", "bool_or(w > 2)", "max(_offset)", "count(DISTINCT _partition)",
 		"string_agg(k, ',' ORDER BY id)", "array_agg(v ORDER BY id DESC)", "string_agg(DISTINCT k, '-' ORDER BY k)",
-		"stddev(v)", "var_pop(w)", "variance(DISTINCT v)", "stddev_pop(w) FILTER (WHERE v > 1)"}
+		"stddev(v)", "var_pop(w)", "variance(DISTINCT v)", "stddev_pop(w) FILTER (WHERE v > 1)",
+		"percentile_cont(0.5) WITHIN GROUP (ORDER BY v)", "percentile_disc(0.3) WITHIN GROUP (ORDER BY w DESC)",
+		"mode() WITHIN GROUP (ORDER BY k)", "percentile_cont(0.75) WITHIN GROUP (ORDER BY w) FILTER (WHERE k <> 'a')"}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
 		items = append(items, fmt.Sprintf("%s AS a%d", pick(rng, aggs...), i))
 	}
@@ -794,7 +796,8 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 			aggs = append(aggs, "min("+c.Name+")", "max("+c.Name+")", "count(DISTINCT "+c.Name+")")
 		}
 		if !c.Hidden && c.Type.IsInteger() {
-			aggs = append(aggs, "sum(DISTINCT "+c.Name+")", "bool_or("+c.Name+" > 1)", "max("+c.Name+") FILTER (WHERE "+c.Name+" < 3)")
+			aggs = append(aggs, "sum(DISTINCT "+c.Name+")", "bool_or("+c.Name+" > 1)", "max("+c.Name+") FILTER (WHERE "+c.Name+" < 3)",
+				"percentile_cont(0.5) WITHIN GROUP (ORDER BY "+c.Name+")", "mode() WITHIN GROUP (ORDER BY "+c.Name+" DESC)")
 		}
 		if !c.Hidden && c.Type != types.Numeric { // in an order that ties only rows of equal values
 			aggs = append(aggs, "string_agg("+c.Name+"::text, ',' ORDER BY "+strings.Join(all, " DESC, ")+" DESC)")
@@ -1081,7 +1084,7 @@ func genJoinView(rng *rand.Rand) string {
 		"count(*) FILTER (WHERE b.v > 1) AS f", "sum(coalesce(b.v, 10)) AS sc",
 		"min(b.v) AS mn", "max(a.id) AS mx", "count(DISTINCT b.v) AS dv", "bool_or(a.v = b.v) AS bo", "sum(DISTINCT a.v) AS sd",
 		"array_agg(b.id ORDER BY a.id, b.id NULLS FIRST) AS aa", "string_agg(b.v::text, ',' ORDER BY a.id DESC, b.id, b.v) AS st",
-		"stddev_pop(b.v) AS sp", "variance(a.v + b.v) AS va"}
+		"stddev_pop(b.v) AS sp", "variance(a.v + b.v) AS va", "percentile_disc(0.5) WITHIN GROUP (ORDER BY b.v NULLS FIRST) AS pd"}
 	rng.Shuffle(len(aggs), func(i, j int) { aggs[i], aggs[j] = aggs[j], aggs[i] })
 	sel := aggs[:1+rng.Intn(3)]
 	groups := append([]string{"a.k", "b.v", "a.v % 2", "coalesce(b.k, -1)", "b.id IS NULL"}, groups3...)

@@ -96,8 +96,12 @@ type FuncCall struct {
 	Star     bool
 	Distinct bool
 	OrderBy  []OrderItem // agg(args ORDER BY …)
-	Filter   Expr
-	Over     *WindowSpec
+	// WithinGroup marks an ordered-set aggregate's call, f(args) WITHIN
+	// GROUP (ORDER BY …): OrderBy holds its ORDER BY, Args its direct
+	// arguments (percentile_cont(0.5) WITHIN GROUP (ORDER BY x)).
+	WithinGroup bool
+	Filter      Expr
+	Over        *WindowSpec
 }
 
 // WindowSpec is an OVER (…) clause; a named window (WINDOW w AS …,

@@ -894,8 +894,8 @@ func (c *converter) funcCall(e *tast.FuncCallExpr) (Expr, error) {
 			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"ARRAY\"")
 		case fnSubscript, fnSlice:
 			return c.subscript(e)
-		case fnAggOrder:
-			return c.aggOrder(e)
+		case fnAggOrder, fnWithinGroup:
+			return c.aggOrder(e, name == fnWithinGroup)
 		case fnDistinctAgg:
 			if len(e.Args) == 1 {
 				x, err := c.expr(e.Args[0])
@@ -978,9 +978,10 @@ func fromNamePos(src string, nr *normalized) func(string) int {
 	}
 }
 
-// aggOrder converts __fvsql_aggorder(agg(args), keys…): keys wrapped in
+// aggOrder converts __fvsql_aggorder(agg(args), keys…) (and
+// __fvsql_withingroup, within: an ordered-set call): keys wrapped in
 // __fvsql_desc and __fvsql_nulls_first/_last, in either order.
-func (c *converter) aggOrder(e *tast.FuncCallExpr) (Expr, error) {
+func (c *converter) aggOrder(e *tast.FuncCallExpr, within bool) (Expr, error) {
 	bad := pgerror.New(pgerror.SyntaxError, "syntax error at or near \"ORDER\"")
 	if len(e.Args) < 2 {
 		return nil, bad
@@ -1017,6 +1018,7 @@ func (c *converter) aggOrder(e *tast.FuncCallExpr) (Expr, error) {
 		}
 		f.OrderBy = append(f.OrderBy, oi)
 	}
+	f.WithinGroup = within
 	return f, nil
 }
 

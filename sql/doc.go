@@ -76,6 +76,8 @@
 //	a || b with + - * / % ^ in an operand  the operand is parenthesized
 //	current_user, user, …       current_user() … (SQL-value functions)
 //	concat(…)                   pg_catalog.concat(…) (TiDB turns || into concat)
+//	f(a) WITHIN GROUP (ORDER BY k)  __fvsql_withingroup("f"(a), k): an ordered-set
+//	                            aggregate's call (FuncCall.WithinGroup)
 //	stddev, variance            "stddev", "variance" (PostgreSQL's meaning, not
 //	                            MySQL's); before OVER stddev_samp, var_samp
 //	key, lag, rank, partition…  "key", … when TiDB reserves a word PostgreSQL

@@ -805,11 +805,16 @@ func (f *formatter) funcCall(e *FuncCall) {
 		f.w("*")
 	}
 	f.exprList(e.Args)
-	if len(e.OrderBy) > 0 {
+	if len(e.OrderBy) > 0 && !e.WithinGroup {
 		f.w(" ORDER BY ")
 		f.orderItems(e.OrderBy)
 	}
 	f.w(")")
+	if e.WithinGroup {
+		f.w(" WITHIN GROUP (ORDER BY ")
+		f.orderItems(e.OrderBy)
+		f.w(")")
+	}
 	if e.Filter != nil {
 		f.w(" FILTER (WHERE ")
 		f.expr(e.Filter, 0)

@@ -37,6 +37,7 @@ const (
 	fnSlice       = "__fvsql_slice"       // x[lo:hi]
 	fnField       = "__fvsql_field"       // (x).field
 	fnAggOrder    = "__fvsql_aggorder"    // agg(args ORDER BY keys)
+	fnWithinGroup = "__fvsql_withingroup" // agg(args) WITHIN GROUP (ORDER BY keys)
 	fnDistinctOn  = "__fvsql_distinct_on" // SELECT DISTINCT ON (keys): a first select item
 	fnDesc        = "__fvsql_desc"        // a DESC key of fnAggOrder
 	fnDistinctAgg = "__fvsql_distinct"    // agg(DISTINCT …) of an aggregate TiDB does not know
@@ -118,18 +119,19 @@ type normalizer struct {
 	max       int
 	floor     int         // len(frames) when the innermost run began
 	closers   map[int]int // input index of a ")" -> extra ")" to emit after it
+	lastCall  int         // the index in out of the name of the call the last ")" closed, or -1
 	before    map[int]int // input index -> ")" to emit before it (|| operands)
 }
 
 // normalize rewrites the tokens of u. A non-empty prefix ("SELECT " for
 // an expression) is emitted first.
 func normalize(u unit, prefix string) (*normalized, error) {
-	n := &normalizer{src: u.src, toks: u.toks, after: u.after, out: make([]otok, 0, len(u.toks)+8)}
+	n := &normalizer{src: u.src, toks: u.toks, after: u.after, out: make([]otok, 0, len(u.toks)+8), lastCall: -1}
 	n.frames = append(n.frames, frame{orderStart: -1, call: -1})
 	if prefix != "" {
-		n.put(prefix, n.at(0, len(u.toks)).pos, oKeyword)
+		n.put(prefix, n.at(0, len(n.toks)).pos, oKeyword)
 	}
-	if err := n.run(0, len(u.toks)); err != nil {
+	if err := n.run(0, len(n.toks)); err != nil {
 		return nil, err
 	}
 	return n.render(), nil
@@ -349,6 +351,7 @@ func (n *normalizer) opStep(i, hi int) (int, error) {
 	case ")":
 		switch {
 		case len(n.frames) > n.floor:
+			n.lastCall = n.frame().call
 			n.frames = n.frames[:len(n.frames)-1]
 		case n.floor > 1:
 			return 0, syntaxErrorAt(n.src, t)
@@ -720,6 +723,19 @@ func (n *normalizer) wordStep(i, hi int) (int, error) {
 				}
 			}
 		}
+	}
+	if t.is("within") && next.is("group") && n.at(i+2, hi).isOp("(") && n.at(i+3, hi).is("order") && n.at(i+4, hi).is("by") &&
+		i > 0 && n.toks[i-1].isOp(")") && n.lastCall >= 0 && n.last().kind == oClose {
+		// f(args) WITHIN GROUP (ORDER BY keys): __fvsql_withingroup(f(args),
+		// keys), f quoted (a plain call, whatever TiDB makes of mode)
+		call := n.lastCall
+		if !strings.HasPrefix(n.out[call].text, `"`) {
+			n.out[call].text = quoteIdent(strings.ToLower(n.out[call].text))
+		}
+		n.wrapOpen(call, fnWithinGroup, t.pos)
+		n.put(",", t.pos, oOther)
+		n.frames = append(n.frames, frame{call: -1, aggOrder: true, orderStart: len(n.out)})
+		return i + 5, nil
 	}
 	if f := n.frame(); f.call >= 0 && t.is("order") && next.is("by") && !f.aggOrder {
 		// agg(args ORDER BY keys): __fvsql_aggorder(agg(args), keys)
