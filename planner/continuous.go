@@ -762,20 +762,39 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *plan.Chain, sc *
 		last.Changes.Sign = len(cols)
 		return out, nil
 	}
-	var key []int
-	for i, m := range []struct {
-		meta, name string
-		typ        types.Type
-	}{{"_partition", "_src_partition", types.Int4}, {"_offset", "_src_offset", types.Int8}} {
-		key = append(key, len(proj.Exprs))
-		proj.Exprs = append(proj.Exprs, expr.Col(n+1+i, m.typ, m.meta))
-		proj.Names = append(proj.Names, m.name)
-		cols = append(cols, catalog.Column{Name: m.name, Type: m.typ, Hidden: true})
-	}
+	key := appendHidden(&proj, &cols, recordKey(n))
 	steps = append(append([]plan.Step(nil), steps[:len(steps)-1]...), proj)
 	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &plan.Topology{Errors: errs.Name,
 		Stages: []plan.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
 	return out, viewOutput(ca, out, &out.Topology.Stages[0], cols, key, in.Partitions)
+}
+
+// hiddenCol is a hidden column a view's projection adds: input column
+// col (named from in EXPLAIN), shown as name.
+type hiddenCol struct {
+	col        int
+	from, name string
+	typ        types.Type
+}
+
+// recordKey is what keys a view's row by the record of a stream of n
+// columns it came from: the record's partition and offset (the metadata
+// columns after _key).
+func recordKey(n int) []hiddenCol {
+	return []hiddenCol{{n + 1, "_partition", "_src_partition", types.Int4}, {n + 2, "_offset", "_src_offset", types.Int8}}
+}
+
+// appendHidden adds hs to a view's projection and its columns, and
+// returns their indices.
+func appendHidden(proj *plan.Step, cols *[]catalog.Column, hs []hiddenCol) []int {
+	var idx []int
+	for _, h := range hs {
+		idx = append(idx, len(proj.Exprs))
+		proj.Exprs = append(proj.Exprs, expr.Col(h.col, h.typ, h.from))
+		proj.Names = append(proj.Names, h.name)
+		*cols = append(*cols, catalog.Column{Name: h.name, Type: h.typ, Hidden: true})
+	}
+	return idx
 }
 
 func fromKind(t sql.TableExpr) string {

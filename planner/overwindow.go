@@ -111,13 +111,10 @@ func planWindowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.
 	cols := columnsOf(sc)
 	// The view's key: where each row came from, a stream's record or a
 	// view's key.
-	type source struct {
-		col  int
-		name string
-		typ  types.Type
+	hidden := recordKey(len(in.Columns))
+	for i := range hidden { // the operator's rows name them so
+		hidden[i].from = hidden[i].name
 	}
-	n := len(in.Columns)
-	hidden := []source{{n + 1, "_src_partition", types.Int4}, {n + 2, "_src_offset", types.Int8}}
 	if in.Kind == catalog.MaterializedView {
 		hidden = nil
 		for _, k := range in.Key {
@@ -125,7 +122,7 @@ func planWindowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.
 			if i < 0 {
 				return nil, pgerror.New(pgerror.Internal, "view %s: key column %s is not a column", in.Name, k)
 			}
-			hidden = append(hidden, source{i, "_src_" + k, in.Columns[i].Type})
+			hidden = append(hidden, hiddenCol{i, "_src_" + k, "_src_" + k, in.Columns[i].Type})
 		}
 		if len(hidden) == 0 {
 			return nil, pgerror.NotSupported("window functions over view %s, which has no key", in.Name)
@@ -135,15 +132,11 @@ func planWindowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.
 		// before this one takes it out. With the partition in the key the
 		// two are different rows of the view, in whichever order.
 		for i, e := range q.computed {
-			hidden = append(hidden, source{nread + i, "_src_part" + strconv.Itoa(i+1), e.Type})
+			name := "_src_part" + strconv.Itoa(i+1)
+			hidden = append(hidden, hiddenCol{nread + i, name, name, e.Type})
 		}
 	}
-	for _, h := range hidden {
-		q.key = append(q.key, len(proj.Exprs))
-		proj.Exprs = append(proj.Exprs, expr.Col(h.col, h.typ, h.name))
-		proj.Names = append(proj.Names, h.name)
-		cols = append(cols, catalog.Column{Name: h.name, Type: h.typ, Hidden: true})
-	}
+	q.key = append(q.key, appendHidden(&proj, &cols, hidden)...)
 	proj.Exprs = append(proj.Exprs, expr.Col(width+len(over.Funcs), types.Int8, "_sign"))
 	proj.Names = append(proj.Names, "_sign")
 	q.project, q.out = proj, cols
