@@ -107,12 +107,21 @@ func genOverWindowView(rng *rand.Rand) string {
 		}
 		return "sum(" + num() + ") " + over(false, pick(rng, "", "GROUPS BETWEEN CURRENT ROW AND 1 FOLLOWING"))
 	}
+	// an aggregate's FILTER
+	filtered := func(c string) string {
+		for _, agg := range []string{"sum(", "avg(", "max(", "min(", "count("} {
+			if strings.HasPrefix(c, agg) && rng.Intn(4) == 0 {
+				return strings.Replace(c, " OVER (", " FILTER (WHERE "+num()+" > 1) OVER (", 1)
+			}
+		}
+		return c
+	}
 	items := strings.Split(src.id, ", ")
 	if src.items != "" {
 		items = strings.Split(src.items, ", ")
 	}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
-		c := call()
+		c := filtered(call())
 		if rng.Intn(4) == 0 && !strings.Contains(c, "_value(k") && !strings.Contains(c, "_value(d.k") && !strings.HasPrefix(c, "cume_dist") && !strings.HasPrefix(c, "percent_rank") && !strings.HasPrefix(c, "avg") {
 			c = num() + " - " + c
 		}

@@ -204,7 +204,28 @@ func (b *builder) frame(f *sql.WindowFrame, orderBy int) (plan.Frame, error) {
 // signatures do: ntile(integer), lag/lead(anycompatible [, integer [,
 // anycompatible]]), nth_value(anyelement, integer), first_value and
 // last_value(anyelement), and the aggregates'.
+// windowFilterAsCase plans agg(x) FILTER (WHERE c) OVER … as
+// filterAsCase plans a grouped aggregate's FILTER: agg(CASE WHEN c THEN x
+// END) OVER …, the same for the aggregates that skip NULLs. FILTER on a
+// function that is no aggregate, and on array_agg (which keeps NULLs), is
+// 0A000.
+func windowFilterAsCase(f *sql.FuncCall) (*sql.FuncCall, error) {
+	switch {
+	case f.Filter == nil:
+		return f, nil
+	case !operators.IsAggregate(f.Name):
+		return nil, pgerror.New(pgerror.FeatureNotSupported, "FILTER is not implemented for non-aggregate window functions")
+	case f.Name == "array_agg" || operators.IsOrderedSet(f.Name):
+		return nil, pgerror.NotSupported("FILTER on %s over a window", f.Name)
+	}
+	return filterAsCase(f)
+}
+
 func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (plan.WindowFunc, error) {
+	f, err := windowFilterAsCase(f)
+	if err != nil {
+		return plan.WindowFunc{}, err
+	}
 	wf := plan.WindowFunc{Name: f.Name, Star: f.Star}
 	nargs := func(lo, hi int) error {
 		if len(f.Args) < lo || len(f.Args) > hi || f.Star {
@@ -215,10 +236,6 @@ func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (plan.WindowFunc, erro
 	if f.Distinct {
 		return wf, pgerror.NotSupported("DISTINCT is not implemented for window functions")
 	}
-	if f.Filter != nil {
-		return wf, pgerror.NotSupported("FILTER in window functions")
-	}
-	var err error
 	build := func(i int, t types.Type) (*expr.Expr, error) {
 		x, err := b.windowExpr(c, f.Args[i])
 		if err != nil || t == types.Unknown {

@@ -86,6 +86,8 @@ type wcase struct {
 	order   []wkey
 	frame   *wframe
 	filter  bool // WHERE id % 3 <> 0
+	// aggFilter is an aggregate's FILTER (WHERE v > 2) (max(v) over groups)
+	aggFilter bool
 	grouped bool // SELECT over GROUP BY id (each row its own group): the window runs over the aggregation
 }
 
@@ -173,7 +175,11 @@ func (c *wcase) sql() string {
 	if c.frame != nil {
 		spec = append(spec, fmt.Sprintf("%s BETWEEN %s AND %s", strings.ToUpper(c.frame.mode), c.frame.start.sql(), c.frame.end.sql()))
 	}
-	q := fmt.Sprintf("SELECT id, %s(%s) OVER (%s) FROM wd", name, strings.Join(args, ", "), strings.Join(spec, " "))
+	filter := ""
+	if c.aggFilter {
+		filter = " FILTER (WHERE " + col("v") + " > 2)"
+	}
+	q := fmt.Sprintf("SELECT id, %s(%s)%s OVER (%s) FROM wd", name, strings.Join(args, ", "), filter, strings.Join(spec, " "))
 	if c.filter {
 		q += " WHERE id % 3 <> 0"
 	}
@@ -205,6 +211,7 @@ func genWindowCase(r *rand.Rand) *wcase {
 	if framed && r.Intn(3) > 0 {
 		c.frame = genFrame(r, len(c.order) > 0)
 	}
+	c.aggFilter = aggregate && r.Intn(4) == 0
 	switch c.fn {
 	case "ntile":
 		c.fnArgs = []int64{int64(1 + r.Intn(5))}
@@ -441,10 +448,19 @@ func wref(c *wcase, rows []types.Row) map[int64]string {
 				s = val(frame[t])
 			}
 		case "count*":
-			s = fmt.Sprint(len(frame))
+			n := 0
+			for _, x := range frame {
+				if !c.aggFilter || x.v.K != types.Null && x.v.I > 2 {
+					n++
+				}
+			}
+			s = fmt.Sprint(n)
 		default:
 			var vals []int64
 			for _, x := range frame {
+				if c.aggFilter && (x.v.K == types.Null || x.v.I <= 2) {
+					continue
+				}
 				if x.v.K != types.Null {
 					vals = append(vals, x.v.I)
 				}

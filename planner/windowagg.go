@@ -38,6 +38,10 @@ import (
 // DISTINCT query. Ranking and other window functions
 // are left as they are (the top-N recognises the ranking ones).
 func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	sel, err := windowFiltersAsCase(sel)
+	if err != nil {
+		return nil, err
+	}
 	var calls []*sql.FuncCall
 	other := false
 	for _, it := range sel.Items {
@@ -187,6 +191,35 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		from = &sql.Join{Kind: "left", Left: from, Right: &sql.DerivedTable{Query: p.inner, Alias: p.alias}, On: p.on}
 	}
 	out.From = []sql.TableExpr{from}
+	return &out, nil
+}
+
+// windowFiltersAsCase applies windowFilterAsCase to the window calls of
+// sel's select list.
+func windowFiltersAsCase(sel *sql.Select) (*sql.Select, error) {
+	var err error
+	items := make([]sql.SelectItem, len(sel.Items))
+	changed := false
+	for i, it := range sel.Items {
+		items[i] = it
+		items[i].Expr = sql.Rewrite(it.Expr, func(x sql.Expr) (sql.Expr, bool) {
+			f, ok := x.(*sql.FuncCall)
+			if !ok || f.Over == nil || f.Filter == nil || err != nil {
+				return nil, false
+			}
+			var g *sql.FuncCall
+			if g, err = windowFilterAsCase(f); err != nil {
+				return f, true
+			}
+			changed = true
+			return g, true
+		})
+	}
+	if err != nil || !changed {
+		return sel, err
+	}
+	out := *sel
+	out.Items = items
 	return &out, nil
 }
 

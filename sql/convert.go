@@ -1092,7 +1092,7 @@ func (c *converter) filter(e *tast.FuncCallExpr) (Expr, error) {
 		return nil, err
 	}
 	f, ok := agg.(*FuncCall)
-	if !ok || f.Over != nil {
+	if !ok {
 		return nil, pgerror.New(pgerror.SyntaxError, "FILTER specified, but it is not an aggregate function")
 	}
 	if f.Filter, err = c.expr(e.Args[1]); err != nil {

@@ -1489,7 +1489,8 @@ func (n *normalizer) fieldSelect(i, hi int) (int, error) {
 }
 
 // filter rewrites agg(…) FILTER (WHERE cond) into
-// __fvsql_filter(agg(…), (cond)).
+// __fvsql_filter(agg(…), (cond)), and agg(…) FILTER (WHERE cond) OVER w
+// into __fvsql_filter(agg(…) OVER w, (cond)).
 func (n *normalizer) filter(i, hi int) (int, bool, error) {
 	if !n.at(i+1, hi).isOp("(") || !n.at(i+2, hi).is("where") || n.last().kind != oClose {
 		return 0, false, nil
@@ -1501,6 +1502,27 @@ func (n *normalizer) filter(i, hi int) (int, bool, error) {
 	}
 	t := n.toks[i]
 	n.out = slices.Insert(n.out, start, otok{text: fnFilter, pos: t.pos, kind: oName}, otok{text: "(", pos: t.pos, kind: oOpen})
+	if over := n.at(closeIdx+1, hi); over.is("over") {
+		// agg(…) FILTER (WHERE cond) OVER w: __fvsql_filter(agg(…) OVER w,
+		// (cond)), the window first (TiDB takes OVER after a call only)
+		end := closeIdx + 3 // OVER name
+		if n.at(closeIdx+2, hi).isOp("(") {
+			if end = n.match(closeIdx+2, hi) + 1; end <= 0 {
+				return 0, false, syntaxErrorAt(n.src, over)
+			}
+		}
+		if err := n.run(closeIdx+1, min(end, hi)); err != nil {
+			return 0, false, err
+		}
+		n.put(",", t.pos, oOther)
+		n.put("(", n.toks[i+1].pos, oOpen)
+		if err := n.run(i+3, closeIdx); err != nil {
+			return 0, false, err
+		}
+		n.put(")", n.toks[closeIdx].pos, oClose)
+		n.put(")", n.toks[closeIdx].pos, oClose)
+		return min(end, hi), true, nil
+	}
 	n.put(",", t.pos, oOther)
 	n.open(n.toks[i+1].pos)
 	if n.closers == nil {
@@ -1777,7 +1799,11 @@ func (n *normalizer) renameFunc(i, hi int) (int, bool, error) {
 	case "stddev", "variance":
 		// TiDB takes OVER after its own aggregates' names only; quoted,
 		// the call keeps the name it shows as a column's
-		if c := n.match(i+1, hi); c > 0 && n.at(c+1, hi).is("over") {
+		c := n.match(i+1, hi)
+		if c > 0 && n.at(c+1, hi).is("filter") && n.at(c+2, hi).isOp("(") {
+			c = n.match(c+2, hi) // f(…) FILTER (…) OVER
+		}
+		if c > 0 && n.at(c+1, hi).is("over") {
 			n.put(map[string]string{"stddev": "stddev_samp", "variance": "var_samp"}[t.val], t.pos, oName)
 		} else {
 			n.put(quoteIdent(t.val), t.pos, oName)
