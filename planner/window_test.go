@@ -79,16 +79,16 @@ var windowCases = flag.Int("window-cases", 4000, "cases of TestWindowDifferentia
 // wcase is one case of the differential test: rows of (k, id, v) and a
 // window query, with what the reference needs to compute it.
 type wcase struct {
-	fn      string // function name
-	fnArgs  []int64
-	nargs   int    // arguments written (lag/lead: 1 to 3)
-	part    string // "", "k", "v"
-	order   []wkey
-	frame   *wframe
-	filter  bool // WHERE id % 3 <> 0
+	fn     string // function name
+	fnArgs []int64
+	nargs  int    // arguments written (lag/lead: 1 to 3)
+	part   string // "", "k", "v"
+	order  []wkey
+	frame  *wframe
+	filter bool // WHERE id % 3 <> 0
 	// aggFilter is an aggregate's FILTER (WHERE v > 2) (max(v) over groups)
 	aggFilter bool
-	grouped bool // SELECT over GROUP BY id (each row its own group): the window runs over the aggregation
+	grouped   bool // SELECT over GROUP BY id (each row its own group): the window runs over the aggregation
 }
 
 type wkey struct {
