@@ -881,6 +881,24 @@ func (c *converter) funcCall(e *tast.FuncCallExpr) (Expr, error) {
 			return numericLiteral(stringArg(e, 0))
 		case fnFilter:
 			return c.filter(e)
+		case fnOver:
+			if len(e.Args) == 2 {
+				x, err := c.expr(e.Args[0])
+				if err != nil {
+					return nil, err
+				}
+				w, err := c.expr(e.Args[1])
+				if err != nil {
+					return nil, err
+				}
+				f, ok := x.(*FuncCall)
+				carrier, ok2 := w.(*FuncCall)
+				if ok && ok2 && f.Over == nil && carrier.Over != nil {
+					f.Over = carrier.Over
+					return f, nil
+				}
+			}
+			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"OVER\"")
 		case fnArray:
 			items, err := c.exprs(e.Args)
 			return &ArrayExpr{Items: items}, err

@@ -27,6 +27,7 @@ const (
 	fnNum         = "__fvsql_num"
 	fnExtract     = "__fvsql_extract"
 	fnFilter      = "__fvsql_filter"
+	fnOver        = "__fvsql_over" // f(…) OVER w of an aggregate TiDB takes no OVER after
 	fnNullsFirst  = "__fvsql_nulls_first"
 	fnNullsLast   = "__fvsql_nulls_last"
 	colStar       = "__fvsql_star"
@@ -900,7 +901,49 @@ func init() {
 		"for":         (*normalizer).forLocking,
 		"operator":    (*normalizer).operatorCall,
 		"values":      (*normalizer).valuesList,
+		"bool_and":    (*normalizer).overCarrier,
+		"bool_or":     (*normalizer).overCarrier,
+		"every":       (*normalizer).overCarrier,
+		"string_agg":  (*normalizer).overCarrier,
+		"array_agg":   (*normalizer).overCarrier,
 	}
+}
+
+// overCarrier rewrites f(…) OVER w, an aggregate TiDB's grammar takes no
+// OVER after, into __fvsql_over(f(…), sum(0) OVER w): the window rides
+// on a call that takes it, and the converter moves it to f.
+func (n *normalizer) overCarrier(i, hi int) (int, bool, error) {
+	if !n.at(i+1, hi).isOp("(") || n.prevIsDot(i) {
+		return 0, false, nil
+	}
+	c := n.match(i+1, hi)
+	if c < 0 || !n.at(c+1, hi).is("over") {
+		return 0, false, nil
+	}
+	end := c + 3 // OVER name
+	if n.at(c+2, hi).isOp("(") {
+		if end = n.match(c+2, hi) + 1; end <= 0 {
+			return 0, false, nil
+		}
+	}
+	end = min(end, hi)
+	t := n.toks[i]
+	n.put(fnOver, t.pos, oName)
+	n.put("(", t.pos, oOpen)
+	n.put(t.val, t.pos, oName)
+	if err := n.run(i+1, c+1); err != nil {
+		return 0, false, err
+	}
+	n.put(",", t.pos, oOther)
+	n.put("sum", t.pos, oName)
+	n.put("(", t.pos, oOpen)
+	n.put("0", t.pos, oValue)
+	n.put(")", t.pos, oClose)
+	if err := n.run(c+1, end); err != nil {
+		return 0, false, err
+	}
+	n.put(")", n.toks[end-1].pos, oClose)
+	return end, true, nil
 }
 
 // interval rewrites INTERVAL 'text' [field [TO field]] into
