@@ -140,6 +140,9 @@ type bagAcc struct {
 	f    *AggFunc
 	vals []bagVal
 	buf  []byte
+	// counted feeds each value as many times as rows hold it (a float
+	// variance, which cannot take a value back out exactly).
+	counted bool
 }
 
 type bagVal struct {
@@ -183,8 +186,10 @@ func (a *bagAcc) retract(v types.Value) error {
 func (a *bagAcc) Result() types.Value {
 	acc := a.f.New()
 	for _, b := range a.vals {
-		if err := acc.Add(b.v); err != nil {
-			return types.NullValue // not reached: each value was added once before
+		for k := int64(0); k < b.n && (a.counted || k == 0); k++ {
+			if err := acc.Add(b.v); err != nil {
+				return types.NullValue // not reached: each value was added before
+			}
 		}
 	}
 	return acc.Result()

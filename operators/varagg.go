@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -22,7 +23,10 @@ import (
 //
 // Over float4 and float8 it keeps the count, the sum and the sum of
 // squared deviations from the mean, updated as Youngs and Cramer do
-// (PostgreSQL's float8_accum), and its result is double precision.
+// (PostgreSQL's float8_accum), and its result is double precision. Over
+// signed rows it is fed from the group's values (a counted bagAcc):
+// undoing an update in floating point is not exact, and a NaN or an
+// infinity would never leave.
 //
 // A sample's statistics are NULL over fewer than two values, a
 // population's over none.
@@ -104,23 +108,8 @@ func (a *varAcc) retract(v types.Value) error {
 	if v.K == types.Null {
 		return nil
 	}
-	if a.float {
-		x := types.AsFloat(v)
-		if a.n--; a.n <= 1 {
-			a.sx -= x
-			a.sxx = 0
-			if a.n == 0 {
-				a.sx = 0
-			}
-			return nil
-		}
-		t := x*float64(a.n+1) - a.sx
-		a.sx -= x
-		a.sxx -= t * t / float64((a.n+1)*a.n)
-		if a.sxx < 0 {
-			a.sxx = 0
-		}
-		return nil
+	if a.float { // over signed rows a float variance is a counted bagAcc
+		return pgerror.New(pgerror.Internal, "operators: a float variance cannot take a value back out")
 	}
 	a.n--
 	if err := a.sum.Add(negate(v)); err != nil {

@@ -226,6 +226,10 @@ func (s *aggState) newAccs() []Accumulator {
 			accs[i] = c.stateAcc() // a listAcc, signed rows or not
 		case s.sign != 0 && bagged(c.Func.Name, c.Distinct):
 			accs[i] = &bagAcc{f: c.Func}
+		case s.sign != 0 && isVarAgg(c.Func.Name) && c.Func.Arg.IsFloat():
+			// float arithmetic cannot take a value back out exactly:
+			// the variance is computed from the group's values
+			accs[i] = &bagAcc{f: c.Func, counted: true}
 		case s.sign != 0:
 			accs[i] = &signedAcc{inner: c.newAcc()}
 		default:

@@ -289,8 +289,9 @@ func substituteCalls(e sql.Expr, value map[*sql.FuncCall]sql.Expr) sql.Expr {
 //
 // Each largest part of the select list without a window call becomes a
 // column of the subquery (an item that is one whole keeps its name, so
-// that GROUP BY can name it), and so does each argument, PARTITION BY
-// and ORDER BY term of a window call; constants stay where they are.
+// that GROUP BY can name it, and GROUP BY's ordinals are its positions
+// there), and so does each argument, PARTITION BY and ORDER BY term of a
+// window call; constants inside window calls stay where they are.
 // Whole-partition aggregates over a join keep windowAggsAsJoins' plan.
 // ORDER BY … LIMIT is a top-N over a subquery of the rest
 // (limitOverSubquery), SELECT DISTINCT is DISTINCT over one
@@ -313,22 +314,15 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 		return sel, nil
 	}
 	const alias = "_q"
-	used := map[string]bool{}
+	used := map[string]bool{} // the output names, which fresh names avoid
 	for _, it := range sel.Items {
 		if _, ok := it.Expr.(*sql.Star); ok {
 			return sel, nil
 		}
 		used[it.Alias] = true
+		used[columnName(it.Expr)] = true
 	}
 	inner := &sql.Select{From: sel.From, Where: sel.Where, Having: sel.Having}
-	for _, g := range sel.GroupBy { // an ordinal names an item the subquery has elsewhere
-		if l, ok := g.(*sql.Literal); ok && l.Value.K.IsInteger() {
-			if n := int(l.Value.I); n >= 1 && n <= len(sel.Items) && !hasWindowCallIn(sel.Items[n-1].Expr) {
-				g = sel.Items[n-1].Expr
-			}
-		}
-		inner.GroupBy = append(inner.GroupBy, g)
-	}
 	// column returns a reference to the subquery's column of e, which it
 	// adds, named name, or a fresh name when name is "" (and reuses when
 	// the subquery has e already).
@@ -382,7 +376,8 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 		})
 	}
 	out := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}}}
-	for _, it := range sel.Items {
+	at := make([]int, len(sel.Items)) // an item's position in the subquery, when it is there whole
+	for i, it := range sel.Items {
 		name := it.Alias
 		if name == "" {
 			name = columnName(it.Expr)
@@ -390,12 +385,31 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 		var e sql.Expr
 		if hasWindowCallIn(it.Expr) {
 			e = lift(it.Expr)
-		} else if _, ok := it.Expr.(*sql.Literal); ok {
-			e = it.Expr
 		} else {
 			e = column(it.Expr, name)
+			ref := e.(*sql.ColumnRef)
+			for j, in := range inner.Items {
+				if in.Alias == ref.Name {
+					at[i] = j + 1
+				}
+			}
 		}
 		out.Items = append(out.Items, sql.SelectItem{Expr: e, Alias: name})
+	}
+	// GROUP BY: a name is the subquery's (an item whole keeps its name),
+	// an ordinal the position its item has there
+	for _, g := range sel.GroupBy {
+		if l, ok := g.(*sql.Literal); ok && l.Value.K.IsInteger() {
+			n := int(l.Value.I)
+			switch {
+			case n < 1 || n > len(sel.Items):
+				return nil, pgerror.New(pgerror.InvalidColumnReference, "GROUP BY position %d is not in select list", n)
+			case at[n-1] == 0:
+				return nil, pgerror.New(pgerror.WindowingError, "window functions are not allowed in GROUP BY")
+			}
+			g = &sql.Literal{Value: types.NewInt(types.Int4, int64(at[n-1]))}
+		}
+		inner.GroupBy = append(inner.GroupBy, g)
 	}
 	return out, nil
 }

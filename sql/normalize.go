@@ -930,7 +930,7 @@ func (n *normalizer) overCarrier(i, hi int) (int, bool, error) {
 	t := n.toks[i]
 	n.put(fnOver, t.pos, oName)
 	n.put("(", t.pos, oOpen)
-	n.put(t.val, t.pos, oName)
+	n.put(quoteIdent(t.val), t.pos, oName)
 	if err := n.run(i+1, c+1); err != nil {
 		return 0, false, err
 	}
@@ -1840,15 +1840,22 @@ func (n *normalizer) renameFunc(i, hi int) (int, bool, error) {
 	t := n.toks[i]
 	switch t.val {
 	case "stddev", "variance":
-		// TiDB takes OVER after its own aggregates' names only; quoted,
-		// the call keeps the name it shows as a column's
+		// Quoted, the call keeps the name it shows as a column's, and
+		// over a window it rides on a carrier (overCarrier). TiDB's own
+		// names, the sample forms, where its aggregate grammar is
+		// needed: f(ALL x), f(x) FILTER (…) OVER w.
 		c := n.match(i+1, hi)
+		filterOver := false
 		if c > 0 && n.at(c+1, hi).is("filter") && n.at(c+2, hi).isOp("(") {
-			c = n.match(c+2, hi) // f(…) FILTER (…) OVER
+			c2 := n.match(c+2, hi)
+			filterOver = c2 > 0 && n.at(c2+1, hi).is("over")
 		}
-		if c > 0 && n.at(c+1, hi).is("over") {
+		switch {
+		case n.at(i+2, hi).is("all") || filterOver:
 			n.put(map[string]string{"stddev": "stddev_samp", "variance": "var_samp"}[t.val], t.pos, oName)
-		} else {
+		case c > 0 && n.at(c+1, hi).is("over"):
+			return n.overCarrier(i, hi)
+		default:
 			n.put(quoteIdent(t.val), t.pos, oName)
 		}
 	case "concat":
