@@ -353,7 +353,7 @@ func (b *builder) funcScan(c *exprCtx, q sql.QueryExpr, mode string, x *expr.Exp
 		return nil, false, nil // the ordinary plan reports the error, or runs it
 	}
 	if c.aggs != nil {
-		return nil, true, pgerror.NotSupported("correlated subqueries above GROUP BY")
+		return nil, true, pgerror.NotSupported(errCorrelatedAboveGroups)
 	}
 	if sel.Distinct || len(sel.GroupBy) > 0 || sel.Having != nil || len(sel.OrderBy) > 0 ||
 		sel.Limit != nil || sel.Offset != nil || len(sel.Items) != 1 || hasAggregate(sel.Items[0].Expr) {

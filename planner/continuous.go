@@ -138,6 +138,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 // planSelect plans a continuous SELECT whose FROM clause holds no
 // subqueries to nest.
 func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, error) {
+	if err := correlatedAboveGroups(cat, sel); err != nil {
+		return nil, err
+	}
 	if ca.Kind == sql.KindMaterializedView {
 		var err error
 		if sel, _, err = existsAsJoins(cat, sel); err != nil {
@@ -191,6 +194,48 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
 	}
 	return planStateless(cat, ca, sel, sel.From[0].(*sql.TableName))
+}
+
+// correlatedAboveGroups refuses a grouped query whose select list or
+// HAVING reads the groups in a subquery that scalarsAsJoins left as it
+// is (correlated otherwise than by GROUP BY columns), as PostgreSQL's
+// rules would let it run and fvsql cannot: each group's row would fail.
+func correlatedAboveGroups(cat Catalog, sel *sql.Select) error {
+	grouped := len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items)
+	if !grouped || !hasSubqueryExpr(&sql.Select{Items: sel.Items, Having: sel.Having}) {
+		return nil
+	}
+	_, sc, err := (&builder{cat: cat}).buildFrom(sel.From)
+	if err != nil {
+		return nil // the planner reports it
+	}
+	var found error
+	see := func(e sql.Expr) {
+		walkExpr(e, func(n sql.Expr) bool {
+			var q sql.QueryExpr
+			switch x := n.(type) {
+			case *sql.Subquery:
+				q = x.Query
+			case *sql.In:
+				q = x.Sub
+			case *sql.Quantified:
+				q = x.Sub
+			}
+			if q != nil && found == nil {
+				child := &builder{cat: cat, outer: sc}
+				if _, _, err := child.buildQuery(q); err == nil && child.correlated {
+					found = pgerror.NotSupported(errCorrelatedAboveGroups).
+						WithHint("Join the subquery grouped by the columns it reads instead, or correlate it by equalities with GROUP BY columns.")
+				}
+			}
+			return found == nil
+		})
+	}
+	for _, it := range sel.Items {
+		see(it.Expr)
+	}
+	see(sel.Having)
+	return found
 }
 
 // planStateless plans a continuous query of filters and projections (and

@@ -755,6 +755,10 @@ func hasAggregate(e sql.Expr) bool {
 	return found
 }
 
+// errCorrelatedAboveGroups is the 0A000 of a subquery that reads the
+// groups of the query around it (correlatedAboveGroups looks for it).
+const errCorrelatedAboveGroups = "correlated subqueries above GROUP BY"
+
 // subquery plans a subquery of the current SELECT and returns its index
 // and the type of its (single) column. Columns it does not find in its
 // own FROM resolve against the enclosing scope, making it correlated.
@@ -770,7 +774,7 @@ func (b *builder) subquery(c *exprCtx, q sql.QueryExpr) (int, types.Type, error)
 		return 0, types.Null, pgerror.New(pgerror.SyntaxError, "subquery must return only one column")
 	}
 	if child.correlated && c.aggs != nil {
-		return 0, types.Null, pgerror.NotSupported("correlated subqueries above GROUP BY")
+		return 0, types.Null, pgerror.NotSupported(errCorrelatedAboveGroups)
 	}
 	b.subs = append(b.subs, plan.Subquery{Plan: node, Correlated: child.correlated})
 	return len(b.subs) - 1, cols[0].Type, nil

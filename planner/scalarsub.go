@@ -23,7 +23,9 @@ import (
 // decides. LEFT JOIN pads a row with NULL when HAVING leaves the
 // subquery without its row, as the subquery's value would be NULL.
 // Grouped queries get the value as one more GROUP BY term (it is one
-// value: the groups stay the same).
+// value: the groups stay the same); so does a correlated one in their
+// select list whose outer columns are GROUP BY columns (one value per
+// group).
 //
 // A correlated one whose outer references are equalities with columns of
 // its own (an aggregate per outer row's key: the row with its group's
@@ -59,7 +61,7 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 			inner = new(sql.Select)
 			*inner = *s.Query.(*sql.Select)
 			inner.Items = []sql.SelectItem{{Expr: inner.Items[0].Expr, Alias: "_v"}}
-		} else if c, ok := correlated(cat, s); ok && !(inSelect && grouped) {
+		} else if c, ok := correlated(cat, s); ok && (!(inSelect && grouped) || groupedBy(c.outer, sel.GroupBy)) {
 			inner, on = c.grouped(alias)
 			if c.count { // count over no rows is 0, not the NULL a LEFT JOIN pads with
 				value = &sql.FuncCall{Name: "coalesce", Args: []sql.Expr{value, &sql.Literal{Value: types.NewInt8(0)}}}
@@ -106,6 +108,28 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 		out.GroupBy = append(append([]sql.Expr(nil), sel.GroupBy...), keys[fromWhere:]...)
 	}
 	return &out
+}
+
+// groupedBy says whether each outer expression a correlated subquery
+// reads is a column the query groups by (so that the subquery's value is
+// one per group: one more GROUP BY term, as an uncorrelated one's).
+func groupedBy(outer, groupBy []sql.Expr) bool {
+	for _, o := range outer {
+		r, ok := o.(*sql.ColumnRef)
+		if !ok {
+			return false
+		}
+		found := false
+		for _, g := range groupBy {
+			if gr, ok := g.(*sql.ColumnRef); ok && gr.Name == r.Name && (gr.Table == r.Table || gr.Table == "" || r.Table == "") {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // oneRow says whether a scalar subquery is one row by its shape and reads
