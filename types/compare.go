@@ -82,7 +82,7 @@ func compareSame(a, b Value) int {
 	case Float4, Float8:
 		return cmpFloat(a.Float(), b.Float())
 	case Numeric:
-		return a.N.Cmp(b.N)
+		return cmpDecimal(a.N, b.N)
 	case Interval:
 		ai, bi := a.Interval(), b.Interval()
 		return cmpInt(ai.Duration(), bi.Duration())
@@ -110,9 +110,24 @@ func compareNumbers(a, b Value) int {
 		if a.K.IsFloat() || b.K.IsFloat() {
 			return cmpFloat(AsFloat(a), AsFloat(b))
 		}
-		return AsDecimal(a).Cmp(AsDecimal(b))
+		return cmpDecimal(AsDecimal(a), AsDecimal(b))
 	}
 	return cmpFloat(AsFloat(a), AsFloat(b))
+}
+
+// cmpDecimal compares two decimals as PostgreSQL compares numerics: NaN
+// above every other number and equal to itself (apd orders it first).
+func cmpDecimal(x, y *apd.Decimal) int {
+	xn, yn := x.Form == apd.NaN || x.Form == apd.NaNSignaling, y.Form == apd.NaN || y.Form == apd.NaNSignaling
+	switch {
+	case xn && yn:
+		return 0
+	case xn:
+		return 1
+	case yn:
+		return -1
+	}
+	return x.Cmp(y)
 }
 
 // AsFloat converts a number to float64.

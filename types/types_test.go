@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/fvsql/fvsql/pgerror"
 )
 
@@ -210,5 +212,23 @@ func TestIntegerRangeEdges(t *testing.T) {
 	}
 	if v, err := Cast(NewFloat8(-9223372036854775808.0), Int8); err != nil || v.I != -9223372036854775808 {
 		t.Errorf("cast -2^63 to bigint: %v %v", v, err)
+	}
+}
+
+// TestCompareNumericNaN: PostgreSQL orders numeric NaN above every other
+// number and equal to itself, as float NaN.
+func TestCompareNumericNaN(t *testing.T) {
+	nan, err := ParseDecimal("NaN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, five := NewNumeric(nan), NewNumeric(apd.New(5, 0))
+	for _, c := range []struct {
+		a, b Value
+		want int
+	}{{n, five, 1}, {five, n, -1}, {n, n, 0}, {n, NewInt8(7), 1}, {NewFloat8(1e300), n, -1}} {
+		if got := Compare(c.a, c.b); got != c.want {
+			t.Errorf("Compare(%v, %v) = %d, want %d", c.a, c.b, got, c.want)
+		}
 	}
 }
