@@ -18,6 +18,19 @@ func ResolveSpec(a plan.AggSpec) (*AggFunc, error) {
 	return ResolveAgg(a.Name, argType, a.Star)
 }
 
+// constantArg evaluates an aggregate's constant argument (string_agg's
+// delimiter, a percentile's fraction) once; NULL when there is none.
+func constantArg(e *expr.Expr, env *expr.Env) (types.Value, error) {
+	if e == nil {
+		return types.NullValue, nil
+	}
+	d, err := expr.CompileEnv(e, env)
+	if err != nil {
+		return types.NullValue, err
+	}
+	return d(nil)
+}
+
 // withBatch is env with a Batch of the operator's own: its user function
 // calls prefetch a batch's results (expr.Batch).
 func withBatch(env *expr.Env) (*expr.Env, *expr.Batch) {
@@ -75,35 +88,19 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 			if err != nil {
 				return nil, err
 			}
-			if a.Delim != nil {
-				d, err := expr.CompileEnv(a.Delim, env)
-				if err != nil {
-					return nil, err
-				}
-				v, err := d(nil)
-				if err != nil {
-					return nil, err
-				}
-				if v.K != types.Null {
-					f.Delim = &v.S
-				}
+			if v, err := constantArg(a.Delim, env); err != nil {
+				return nil, err
+			} else if v.K != types.Null {
+				f.Delim = &v.S
 			}
-			if a.Fraction != nil {
-				d, err := expr.CompileEnv(a.Fraction, env)
-				if err != nil {
-					return nil, err
+			if v, err := constantArg(a.Fraction, env); err != nil {
+				return nil, err
+			} else if v.K != types.Null {
+				x := types.AsFloat(v)
+				if x < 0 || x > 1 || math.IsNaN(x) {
+					return nil, pgerror.New(pgerror.NumericValueOutOfRange, "percentile value %g is not between 0 and 1", x)
 				}
-				v, err := d(nil)
-				if err != nil {
-					return nil, err
-				}
-				if v.K != types.Null {
-					x := types.AsFloat(v)
-					if x < 0 || x > 1 || math.IsNaN(x) {
-						return nil, pgerror.New(pgerror.NumericValueOutOfRange, "percentile value %g is not between 0 and 1", x)
-					}
-					f.Fraction = &x
-				}
+				f.Fraction = &x
 			}
 			call := AggCall{Func: f, Distinct: a.Distinct}
 			arg := a.Arg
