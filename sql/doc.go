@@ -48,6 +48,9 @@
 //	1e3, 2.5E-3                 __fvsql_num('1e3') -> exact numeric Literal
 //	EXTRACT(f FROM x)           __fvsql_extract('f', x) -> FuncCall "extract"
 //	agg(…) FILTER (WHERE c)     __fvsql_filter(agg(…), (c))
+//	agg(…) FILTER (WHERE c) OVER w  __fvsql_filter(agg(…) OVER w, (c))
+//	bool_and(…) OVER w, …       __fvsql_over("bool_and"(…), sum(0) OVER w): the
+//	                            window on a carrier TiDB takes OVER after
 //	f(*)                        f(__fvsql_star) -> FuncCall.Star
 //	x [ASC|DESC] NULLS FIRST    __fvsql_nulls_first(x) [ASC|DESC] (and _last)
 //	TUMBLE/HOP/SESSION(…) in FROM  __fvsql_tvf_N; arguments parsed separately
