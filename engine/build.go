@@ -17,3 +17,16 @@ func BuildStep(s *plan.Step, env *expr.Env, onErr operators.RowError, res *opera
 	}
 	return operators.BuildWith(s, env, onErr, res)
 }
+
+// AskBefore asks op, an operator of stage st, for the old row of each
+// update (operators.BeforeEmitter) when st writes a changes stream that
+// carries them (plan.ChangesOutput.Before). Only a stage's stateful
+// operator emits updates; any other op is left as it is.
+func AskBefore(st *plan.Stage, op operators.Operator) {
+	if st.Changes == nil || !st.Changes.Before {
+		return
+	}
+	if b, ok := op.(operators.BeforeEmitter); ok {
+		b.EmitBefore()
+	}
+}

@@ -87,6 +87,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 		if s, ok := op.(operators.Stateful); ok {
 			pt.stateful, statefulAt = s, i
 		}
+		AskBefore(w.stage.def, op)
 		ops = append(ops, op)
 	}
 	pt.chain = operators.NewChain(w.emit, ops...)

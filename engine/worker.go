@@ -824,6 +824,17 @@ func (w *worker) emit(b *operators.Batch) error {
 		chKey := types.RecordKey(row, ch.Key)
 		buf = w.out.Append(buf, w.full)
 		chVal := cut(rowStart)
+		if op == operators.OpUpdateBefore {
+			// the old row of the update that follows: the changes stream
+			// only (the table gets the update)
+			if why, bad := w.unwritable(topic, chKey, chVal); bad {
+				w.dropOutput(b, i, why)
+				buf = buf[:rowStart]
+				continue
+			}
+			w.produce(&kgo.Record{Topic: topic, Key: chKey, Value: chVal})
+			continue
+		}
 		// The table topic: the row under its key, or a tombstone.
 		table := w.p.e.topic(ch.Table)
 		start := len(buf)

@@ -73,11 +73,15 @@ var ErrLate = errors.New("late: the row's window is already closed")
 // Op is the kind of change a row of a changelog batch carries.
 type Op byte
 
-// Changelog ops (Batch.Ops).
+// Changelog ops (Batch.Ops). An update replaces the row of a key;
+// OpUpdateBefore, when an operator emits before rows (BeforeEmitter), is
+// the row it replaces, just before the OpUpdate row, for readers of a
+// view's changes that fold rows in and must take the old one out.
 const (
-	OpInsert Op = 'I'
-	OpUpdate Op = 'U'
-	OpDelete Op = 'D'
+	OpInsert       Op = 'I'
+	OpUpdate       Op = 'U'
+	OpDelete       Op = 'D'
+	OpUpdateBefore Op = 'B'
 )
 
 // String names the op as the changes streams show it.
@@ -89,8 +93,19 @@ func (o Op) String() string {
 		return "update"
 	case OpDelete:
 		return "delete"
+	case OpUpdateBefore:
+		return "update_before"
 	}
 	return "?"
+}
+
+// BeforeEmitter is a Stateful operator whose changes can carry the old
+// row of each update: after EmitBefore, every OpUpdate row it emits
+// follows an OpUpdateBefore row holding what the key showed before (a
+// view's <view>_changes then lets an outside reader retract). Rendering
+// the old rows costs, so only a stage writing such a changes stream asks.
+type BeforeEmitter interface {
+	EmitBefore()
 }
 
 // MemKV is an in-memory KV (bounded queries, tests).

@@ -575,6 +575,7 @@ type change struct {
 
 type runResult struct {
 	out     []change
+	before  bool // the operator was asked for update_before rows
 	errs    map[int][]error
 	wmAt    []int64 // the watermark each row met (the last one before its batch)
 	epochs  int
@@ -592,6 +593,7 @@ type harness struct {
 	timeCol int // -1: no event time
 	delay   int64
 	changes bool // the operator emits a changelog
+	before  bool // ... with update_before rows (BeforeEmitter), when it can
 	pCkpt   float64
 	pAbort  float64
 	pRest   float64
@@ -639,6 +641,9 @@ func (h *harness) build(sink *[]rowErr) operators.Stateful {
 	if !ok {
 		h.t.Fatalf("Build(%s) gave %T, not a Stateful operator", h.step, op)
 	}
+	if b, ok := op.(operators.BeforeEmitter); ok && h.before {
+		b.EmitBefore()
+	}
 	return st
 }
 
@@ -653,6 +658,11 @@ func (h *harness) run(rows []types.Row, batches [][]int) runResult {
 	t := h.t
 	orig := copyRows(rows)
 	res := runResult{errs: map[int][]error{}, wmAt: make([]int64, len(rows))}
+	if h.changes {
+		h.before = h.r.IntN(2) == 0
+		_, can := h.build(new([]rowErr)).(operators.BeforeEmitter)
+		res.before = h.before && can
+	}
 	for i := range res.wmAt {
 		res.wmAt[i] = math.MaxInt64 // not yet seen
 	}
@@ -834,10 +844,13 @@ func (h *harness) run(rows []types.Row, batches [][]int) runResult {
 }
 
 // applyChanges folds a changelog into the final table, strictly: an insert
-// must be of a new key, an update or delete of an existing one.
-func applyChanges(t *testing.T, out []change, key func(types.Row) string) map[string]types.Row {
+// must be of a new key, an update or delete of an existing one; with
+// res.before, each update follows an update_before of its key holding the
+// row the table has for it, and without, no update_before comes.
+func applyChanges(t *testing.T, res runResult, key func(types.Row) string) map[string]types.Row {
 	t.Helper()
 	table := map[string]types.Row{}
+	out := res.out
 	for i, c := range out {
 		k := key(c.row)
 		_, ok := table[k]
@@ -847,9 +860,23 @@ func applyChanges(t *testing.T, out []change, key func(types.Row) string) map[st
 				t.Fatalf("change %d: insert of existing key %s: %s (was %s)", i, k, rowText(c.row), rowText(table[k]))
 			}
 			table[k] = c.row
+		case operators.OpUpdateBefore:
+			switch {
+			case !res.before:
+				t.Fatalf("change %d: update_before from an operator not asked for them: %s", i, rowText(c.row))
+			case !ok:
+				t.Fatalf("change %d: update_before of missing key %s: %s", i, k, rowText(c.row))
+			case !sameRow(c.row, table[k]):
+				t.Fatalf("change %d: update_before %s of key %s, which holds %s", i, rowText(c.row), k, rowText(table[k]))
+			case i+1 == len(out) || out[i+1].op != operators.OpUpdate || key(out[i+1].row) != k:
+				t.Fatalf("change %d: update_before %s not followed by an update of key %s", i, rowText(c.row), k)
+			}
 		case operators.OpUpdate:
 			if !ok {
 				t.Fatalf("change %d: update of missing key %s: %s", i, k, rowText(c.row))
+			}
+			if res.before && (i == 0 || out[i-1].op != operators.OpUpdateBefore) {
+				t.Fatalf("change %d: update of key %s without its update_before: %s", i, k, rowText(c.row))
 			}
 			table[k] = c.row
 		case operators.OpDelete:
@@ -1253,7 +1280,7 @@ func windowCase(kind string) func(t *testing.T, seed uint64, store *state.Store)
 		}
 		var final map[string]types.Row
 		if q.changes {
-			final = applyChanges(t, res.out, keyOf)
+			final = applyChanges(t, res, keyOf)
 		} else {
 			final = map[string]types.Row{}
 			for _, c := range res.out {
@@ -1370,7 +1397,7 @@ func groupCase(t *testing.T, seed uint64, store *state.Store) {
 		g.rows = append(g.rows, row)
 	}
 	checkErrors(t, desc, res, expErr)
-	final := applyChanges(t, res.out, func(row types.Row) string { return groupKeyText(row[:len(q.group)]) })
+	final := applyChanges(t, res, func(row types.Row) string { return groupKeyText(row[:len(q.group)]) })
 	compareGroups(t, desc, q, groups, order, final, false)
 }
 
@@ -1544,7 +1571,7 @@ func sessionCase(t *testing.T, seed uint64, store *state.Store) {
 	}
 	var final map[string]types.Row
 	if q.changes {
-		final = applyChanges(t, res.out, keyOf)
+		final = applyChanges(t, res, keyOf)
 	} else {
 		final = map[string]types.Row{}
 		for _, c := range res.out {
@@ -1815,7 +1842,7 @@ func checkTopInput(t *testing.T, desc string, q *topQuery, rows []types.Row, bat
 func checkTop(t *testing.T, desc string, q *topQuery, rows []types.Row, batches [][]int, res runResult) {
 	t.Helper()
 	parts := checkTopInput(t, desc, q, rows, batches, res)
-	final := applyChanges(t, res.out, func(row types.Row) string {
+	final := applyChanges(t, res, func(row types.Row) string {
 		if len(row) != tWidth+1 {
 			t.Fatalf("%s\ntop-N row %s has %d columns, want %d", desc, rowText(row), len(row), tWidth+1)
 		}
@@ -1921,7 +1948,7 @@ func dedupCase(t *testing.T, seed uint64, store *state.Store) {
 	desc := fmt.Sprintf("dedup part=%v rows=%d batches=%d mode=%s", q.part, n, len(batches), h.mode)
 	res := h.run(rows, batches)
 	checkErrors(t, desc, res, nil)
-	final := applyChanges(t, res.out, func(row types.Row) string { return fmt.Sprintf("%s#%d", q.partKey(row), row[tWidth].I) })
+	final := applyChanges(t, res, func(row types.Row) string { return fmt.Sprintf("%s#%d", q.partKey(row), row[tWidth].I) })
 	latest := map[string]types.Row{}
 	for _, row := range rows {
 		k := q.partKey(row)

@@ -29,6 +29,7 @@ type SessionAggregate struct {
 	// passing it leaves with a delete of the row it showed.
 	Having expr.Eval
 
+	before  bool // updates follow the rows they replace (BeforeEmitter)
 	kv      KV
 	groups  map[string]*sessionGroup
 	touched []*sessionGroup
@@ -42,7 +43,7 @@ type session struct {
 	start, last int64 // first and last event time
 	accs        []Accumulator
 	emitted     bool      // the session shows: a change row with this start was emitted, and no delete since
-	old         types.Row // with Having: the row it showed before this batch changed it
+	old         types.Row // with Having or before: the row it showed before this batch changed it
 }
 
 type sessionGroup struct {
@@ -245,7 +246,7 @@ rows:
 		for k, m := range g.removed {
 			if m.start == ns.start && m.emitted {
 				ns.emitted = true
-				if s.Having != nil {
+				if s.Having != nil || s.before {
 					ns.old = m.old
 					if ns.old == nil {
 						ns.old = s.row(g, m)
@@ -316,6 +317,13 @@ func (s *SessionAggregate) emitChanges(emit Emit) error {
 			op := OpInsert
 			if ss.emitted {
 				op = OpUpdate
+				if s.before {
+					if old == nil { // unchanged since it was shown
+						old = row
+					}
+					out.Rows = append(out.Rows, old)
+					out.Ops = append(out.Ops, OpUpdateBefore)
+				}
 			}
 			ss.emitted = true
 			out.Rows = append(out.Rows, row)
@@ -332,6 +340,9 @@ func (s *SessionAggregate) emitChanges(emit Emit) error {
 }
 
 // OnWatermark implements Stateful: sessions whose end the watermark
+// EmitBefore implements BeforeEmitter.
+func (s *SessionAggregate) EmitBefore() { s.before = true }
+
 // passed close (final rows unless Changes) and leave the state.
 func (s *SessionAggregate) OnWatermark(wm int64, emit Emit) error {
 	if s.kv == nil {

@@ -64,6 +64,7 @@ type TopN struct {
 	OnError     RowError
 	Sign        int // input column of each row's sign (= Width); 0: every row comes
 
+	before  bool // updates follow the rows they replace (BeforeEmitter)
 	kv      KV
 	lists   map[string]*topList
 	touched []*topList
@@ -79,6 +80,7 @@ type topList struct {
 	lo      int      // first position changed since the last emission (-1: none)
 	dirty   bool
 	shown   []topRow // signed: the rows shown, by position, as last emitted
+	was     []topRow // unsigned, with before: the rows shown before this batch changed them
 }
 
 type topRow struct {
@@ -207,6 +209,9 @@ rows:
 		if t.Sign == 0 && t.numberAt(l, pos, row) > t.N {
 			continue
 		}
+		if t.before && l.lo < 0 {
+			l.was = append(l.was[:0], l.rows[:min(l.emitted, len(l.rows))]...)
+		}
 		l.rows = append(l.rows, topRow{})
 		copy(l.rows[pos+1:], l.rows[pos:])
 		l.rows[pos] = topRow{row: types.CloneRow(row)} // kept across batches: own its bytes
@@ -276,6 +281,9 @@ func (t *TopN) emitSigned(emit Emit) error {
 				if r.rank == old.rank && CompareRows(t.Keys, r.row, old.row) == 0 && bytes.Equal(types.AppendValues(nil, r.row), types.AppendValues(nil, old.row)) {
 					continue
 				}
+				if t.before {
+					out.Rows, out.Ops = append(out.Rows, t.output(old.row, old.rank, p)), append(out.Ops, OpUpdateBefore)
+				}
 				out.Rows, out.Ops = append(out.Rows, t.output(r.row, r.rank, p)), append(out.Ops, OpUpdate)
 			}
 		}
@@ -310,6 +318,9 @@ func (t *TopN) emitChanges(emit Emit) error {
 			op := OpUpdate
 			if p >= l.emitted {
 				op = OpInsert
+			} else if t.before && p < len(l.was) {
+				old := l.was[p]
+				out.Rows, out.Ops = append(out.Rows, t.output(old.row, old.shown, p)), append(out.Ops, OpUpdateBefore)
 			}
 			r := &l.rows[p]
 			r.shown = r.rank
@@ -325,12 +336,17 @@ func (t *TopN) emitChanges(emit Emit) error {
 			}
 		}
 		l.dropped = nil
+		clear(l.was)
+		l.was = l.was[:0]
 		l.emitted = len(l.rows)
 		l.lo = -1
 	}
 	t.touched = t.touched[:0]
 	return emit(out)
 }
+
+// EmitBefore implements BeforeEmitter.
+func (t *TopN) EmitBefore() { t.before = true }
 
 // OnWatermark implements Stateful (top-N state never expires: a later
 // row can always enter).

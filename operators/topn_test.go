@@ -18,13 +18,16 @@ import (
 // each ranking over partitions p, ordered by v DESC, in random batches,
 // rebuilding it from its state at random, and after every batch checks
 // the view its changes make (by partition and position) against the
-// ranking of the rows live so far, ties in arrival order.
+// ranking of the rows live so far, ties in arrival order. Every other
+// case asks for update_before rows: each must hold what the view shows at
+// its position, just before the update there.
 func TestSignedTopNOracle(t *testing.T) {
 	for c := range 300 {
 		rng := rand.New(rand.NewPCG(uint64(c), 23))
 		ranking := []string{"row_number", "rank", "dense_rank"}[c%3]
 		n := int64(1 + rng.IntN(4))
-		desc := fmt.Sprintf("case %d: %s <= %d", c, ranking, n)
+		before := c%2 == 1
+		desc := fmt.Sprintf("case %d: %s <= %d, before %t", c, ranking, n, before)
 		step := &plan.Step{Op: plan.OpTopN, N: n, Width: 3, Sign: 3, Rank: ranking, Keys: []plan.SortKey{{Col: 1, Desc: true}},
 			PartitionBy: []*expr.Expr{expr.Col(0, types.Int8, "p")}}
 		kv := NewMemKV()
@@ -34,6 +37,9 @@ func TestSignedTopNOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 			op.(Stateful).Bind(kv)
+			if before {
+				op.(BeforeEmitter).EmitBefore()
+			}
 			return op
 		}
 		op := build()
@@ -64,7 +70,22 @@ func TestSignedTopNOracle(t *testing.T) {
 						pos = r[4].I - 1
 					}
 					k := [2]int64{r[0].I, pos}
-					_, had := view[k]
+					shown, had := view[k]
+					row := fmt.Sprintf("%d/%d #%d", r[1].I, r[2].I, r[3].I)
+					if o.Ops[i] == OpUpdateBefore {
+						switch {
+						case !before:
+							return fmt.Errorf("update_before at %v, not asked for", k)
+						case row != shown:
+							return fmt.Errorf("update_before %s at %v, which shows %s", row, k, shown)
+						case i+1 == len(o.Rows) || o.Ops[i+1] != OpUpdate:
+							return fmt.Errorf("update_before at %v without its update", k)
+						}
+						continue
+					}
+					if o.Ops[i] == OpUpdate && before && (i == 0 || o.Ops[i-1] != OpUpdateBefore) {
+						return fmt.Errorf("update at %v without its update_before", k)
+					}
 					switch o.Ops[i] {
 					case OpInsert:
 						if had {
@@ -78,7 +99,7 @@ func TestSignedTopNOracle(t *testing.T) {
 					if o.Ops[i] == OpDelete {
 						delete(view, k)
 					} else {
-						view[k] = fmt.Sprintf("%d/%d #%d", r[1].I, r[2].I, r[3].I)
+						view[k] = row
 					}
 				}
 				return nil

@@ -30,7 +30,8 @@ type aggEntry struct {
 	// insert or an update, not a delete): the next one is an update.
 	emitted bool
 	// old is the row the group showed before this batch touched it, kept
-	// when a HAVING may turn its change into a delete of that row.
+	// when a HAVING may turn its change into a delete of that row, over
+	// signed rows, and when updates carry their old rows (before).
 	old     types.Row
 	dirty   bool
 	touched bool // in aggState.touched
@@ -83,8 +84,11 @@ type aggState struct {
 	// (the one group of an aggregate without GROUP BY stays, as over no
 	// rows). The accumulators are signedAccs, and each entry counts its
 	// rows (n).
-	sign    int
-	ngroup  int
+	sign   int
+	ngroup int
+	// before: each update is emitted after the row it replaces
+	// (OpUpdateBefore; BeforeEmitter).
+	before  bool
 	kv      KV
 	entries map[string]*aggEntry
 	touched []*aggEntry // in first-touch order, for change emission
@@ -370,7 +374,7 @@ func (s *aggState) add(e *aggEntry, row types.Row) error {
 			}
 		}
 	}
-	if (s.having != nil || s.sign != 0) && e.emitted && !e.touched && e.old == nil {
+	if (s.having != nil || s.sign != 0 || s.before) && e.emitted && !e.touched && e.old == nil {
 		e.old = s.row(e, s.window, s.timeType)
 	}
 	if s.sign != 0 && row[s.sign].I < 0 {
@@ -446,6 +450,10 @@ func (s *aggState) emitChanges(emit Emit, window bool, tt types.Type) error {
 		op := OpInsert
 		if e.emitted {
 			op = OpUpdate
+			if s.before && old != nil {
+				out.Rows = append(out.Rows, old)
+				out.Ops = append(out.Ops, OpUpdateBefore)
+			}
 		}
 		e.emitted = true
 		out.Rows = append(out.Rows, row)
@@ -657,6 +665,9 @@ func (w *WindowAggregate) late(t int64) error {
 	return fmt.Errorf("%w (event time %s, watermark %s)", ErrLate,
 		types.NewTimestamp(w.TimeType, t).Text(), types.NewTimestamp(w.TimeType, w.wm).Text())
 }
+
+// EmitBefore implements BeforeEmitter (EMIT CHANGES windows update).
+func (w *WindowAggregate) EmitBefore() { w.st.before = true }
 
 // OnWatermark implements Stateful: windows ending at or before wm close.
 func (w *WindowAggregate) OnWatermark(wm int64, emit Emit) error {
@@ -986,6 +997,9 @@ func (g *GroupAggregate) Seed(emit Emit) error {
 	g.st.touch(e)
 	return g.st.emitChanges(emit, false, types.Null)
 }
+
+// EmitBefore implements BeforeEmitter.
+func (g *GroupAggregate) EmitBefore() { g.st.before = true }
 
 // OnWatermark implements Stateful (unwindowed groups never close).
 func (g *GroupAggregate) OnWatermark(int64, Emit) error { return nil }

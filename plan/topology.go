@@ -126,6 +126,12 @@ type ChangesOutput struct {
 	// their sign (signed rows, from a changelog step upstream): +1 rows are
 	// inserts, -1 rows deletes. Else the batch's ops say.
 	Sign int `json:"sign,omitempty"`
+	// Before makes each update in the changes stream follow the row it
+	// replaces, with op update_before (a view's <view>_changes and an EMIT
+	// CHANGES stream, for outside readers that retract; not a hidden
+	// view's, which nothing reads). The table topic gets the update only.
+	// Topologies stored before it existed keep writing updates alone.
+	Before bool `json:"before,omitempty"`
 }
 
 // Stream is a topic and the schema of its JSON records.

@@ -759,7 +759,7 @@ func viewOutput(ca *sql.CreateAs, out *Continuous, last *plan.Stage, cols []cata
 	changes := &catalog.Relation{Name: name, Kind: catalog.Stream, Topic: name, Format: "json",
 		Partitions: partitions, Options: map[string]string{"pipeline": ca.Name},
 		Columns: append([]catalog.Column{{Name: "op", Type: types.Text}}, cols...)}
-	last.Changes = &plan.ChangesOutput{Table: view.Topic, Key: key}
+	last.Changes = &plan.ChangesOutput{Table: view.Topic, Key: key, Before: true}
 	out.Rel, out.Changes = view, changes
 	return nil
 }
@@ -923,9 +923,9 @@ func StreamOf(rel *catalog.Relation) *plan.Stream {
 
 // planChangesStream plans CREATE STREAM … AS <query> EMIT CHANGES: the
 // query's changes as a stream, as a materialized view's <view>_changes
-// carries them (an op column, insert, update or delete, then the row,
-// each record keyed by the row's key in the view), with no view to
-// query. It is a view's pipeline whose table is an internal topic.
+// carries them (an op column, insert, update_before then update, or
+// delete, then the row, each record keyed by the row's key in the view),
+// with no view to query. It is a view's pipeline whose table is an internal topic.
 func planChangesStream(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	q := *ca.Query
 	q.Emit = sql.EmitDefault

@@ -212,10 +212,13 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 		}
 		// The hidden view's table and changes go to internal topics of
 		// the pipeline, not to user topics.
-		if _, err := internalTable(sub, InternalTopic(name, "table"), "this subquery in a materialized view"); err != nil {
+		last, err := internalTable(sub, InternalTopic(name, "table"), "this subquery in a materialized view")
+		if err != nil {
 			return nil, err
 		}
 		sub.Changes.Topic = InternalTopic(name, "changes")
+		last.Changes.Before = false // the views over it read its table, not its changes
+
 	}
 	ns.cat.views[name] = sub.Rel
 	ns.subs = append(ns.subs, sub)

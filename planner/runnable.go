@@ -64,12 +64,12 @@ func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
 		for _, in := range c.Inputs {
 			if isChangesStream(in) {
 				return pgerror.New(pgerror.FeatureNotSupported, "aggregating, ranking or joining the changes stream %q is not supported yet", in.Name).
-					WithDetail("Its rows are inserts, updates and deletes of a view; an update carries no old row, so it cannot be retracted from a result built on it.").
+					WithDetail("Its rows are a view's changes (insert, update_before, update, delete), not the view's rows: an aggregate over them would fold in every change.").
 					WithHint("Read the view itself (FROM %s): a materialized view over a view takes its changes back out.", strings.TrimSuffix(in.Name, ChangesSuffix))
 			}
 			if emitsChanges(in) {
 				return pgerror.New(pgerror.FeatureNotSupported, "aggregating, ranking or joining the EMIT CHANGES stream %q is not supported yet", in.Name).
-					WithDetail("Its rows are inserts, updates and deletes of its query's result; an update carries no old row, so it cannot be retracted from a result built on it.").
+					WithDetail("Its rows are the changes of its query's result (insert, update_before, update, delete), not the result's rows: an aggregate over them would fold in every change.").
 					WithHint("Use the stream's query as a subquery (FROM (…) t) in a materialized view: it takes its changes back out.")
 			}
 		}

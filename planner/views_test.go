@@ -384,6 +384,7 @@ func (p *memPipeline) chainOf(st *plan.Stage, part int32) (*memChain, error) {
 		if err != nil {
 			return nil, err
 		}
+		engine.AskBefore(st, op)
 		if s, ok := op.(operators.Stateful); ok {
 			kv := operators.NewMemKV()
 			s.Bind(kv)
@@ -406,6 +407,23 @@ func (p *memPipeline) emit(st *plan.Stage, b *operators.Batch) error {
 		for i, row := range b.Rows {
 			key := string(engine.TableKey(nil, row, ch.Key, p.types))
 			op := changeOf(ch, b, i)
+			if op == operators.OpUpdateBefore {
+				// the changes stream's old row of the update that follows:
+				// what the view holds under the key
+				held, ok := p.view[key]
+				switch {
+				case !ch.Before:
+					p.err = fmt.Errorf("an update_before from a stage not asked for them: %v", row)
+				case !ok || fmt.Sprint(held) != fmt.Sprint(row):
+					p.err = fmt.Errorf("an update_before of %v, but the view holds %v under its key", row, held)
+				case i+1 == len(b.Rows) || changeOf(ch, b, i+1) != operators.OpUpdate || string(engine.TableKey(nil, b.Rows[i+1], ch.Key, p.types)) != key:
+					p.err = fmt.Errorf("an update_before of %v not followed by the update of its key", row)
+				}
+				continue
+			}
+			if op == operators.OpUpdate && ch.Before && (i == 0 || changeOf(ch, b, i-1) != operators.OpUpdateBefore) {
+				p.err = fmt.Errorf("an update of %v without its update_before", row)
+			}
 			if p.table != nil {
 				var r types.Row
 				if op != operators.OpDelete {
@@ -479,7 +497,14 @@ func (p *memPipeline) emitTable(st *plan.Stage, b *operators.Batch) error {
 		part := keyPart(key, out.Partitions)
 		p.offset++
 		var value types.Row
-		if changeOf(ch, b, i) != operators.OpDelete {
+		switch changeOf(ch, b, i) {
+		case operators.OpUpdateBefore:
+			if !ch.Before {
+				return fmt.Errorf("stage %s, not asked for them, emits update_before rows: %v", st.Name, row)
+			}
+			continue // the changes stream's alone (an EMIT CHANGES stream's)
+		case operators.OpDelete:
+		default:
 			value = types.CloneRow(row[:len(out.Columns)])
 		}
 		rec, op := tableRecord(len(out.Columns), key, value, part, p.offset)
@@ -525,6 +550,7 @@ func (p *memPipeline) checkpoint(rng *rand.Rand) error {
 			if err != nil {
 				return err
 			}
+			engine.AskBefore(st, op)
 			if s, ok := op.(operators.Stateful); ok {
 				s.Bind(ch.kvs[n])
 				ch.state[n] = s

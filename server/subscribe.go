@@ -19,8 +19,9 @@ import (
 
 // SUBSCRIBE streams what a relation receives from now on: a stream's new
 // rows; a view's current rows (op insert) followed by its changes (op
-// insert/update/delete). It runs until the client cancels it or, in a
-// cursor, until the cursor is closed.
+// insert, update_before then update, delete: as its <view>_changes). It
+// runs until the client cancels it or, in a cursor, until the cursor is
+// closed.
 
 // planSubscribe returns the columns of a subscription and a function that
 // starts it. The function reads where the subscription starts before it

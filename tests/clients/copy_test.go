@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -353,7 +354,7 @@ func TestCopySubscribe(t *testing.T) {
 		t.Errorf("first line %q, want the view's current row", got[0])
 	}
 	for _, l := range got {
-		if f := strings.Split(l, "\t"); len(f) != 3 || (f[0] != "insert" && f[0] != "update" && f[0] != "delete") {
+		if f := strings.Split(l, "\t"); len(f) != 3 || !slices.Contains([]string{"insert", "update_before", "update", "delete"}, f[0]) {
 			t.Errorf("subscription line %q, want op\\tk\\ts", l)
 		}
 	}
