@@ -30,7 +30,7 @@ const ErrorsSuffix = "_errors"
 // PlanContinuous plans CREATE STREAM|MATERIALIZED VIEW … AS SELECT (and
 // CREATE SINK), refusing what it could not run (checkContinuous).
 func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
-	start, ca, err := pipelineOptions(ca, time.Now())
+	po, ca, err := pipelineOptions(ca, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,10 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Topology.StartTime = start
+	c.Topology.StartTime = po.start
+	if err := applyUpdateBefore(c, po); err != nil {
+		return nil, err
+	}
 	if err := checkStartTime(c); err != nil {
 		return nil, err
 	}
@@ -201,7 +204,7 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 // is (correlated otherwise than by GROUP BY columns), as PostgreSQL's
 // rules would let it run and fvsql cannot: each group's row would fail.
 func correlatedAboveGroups(cat Catalog, sel *sql.Select) error {
-	grouped := len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items)
+	grouped := aggregates(sel)
 	if !grouped || !hasSubqueryExpr(&sql.Select{Items: sel.Items, Having: sel.Having}) {
 		return nil
 	}
@@ -344,7 +347,7 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	case len(sel.OrderBy) == 0:
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "LIMIT without ORDER BY in a materialized view").
 			WithDetail("Which rows it keeps would depend on the order they arrive in.")
-	case len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) || sel.Distinct:
+	case aggregates(sel) || sel.Distinct:
 		return nil, pgerror.NotSupported("ORDER BY … LIMIT over an aggregation or DISTINCT in a materialized view")
 	}
 	t, ok := singleTable(sel)

@@ -34,7 +34,7 @@ func distinctOnAsRank(b *builder, sel *sql.Select) (*sql.Select, error) {
 		return nil, pgerror.NotSupported("DISTINCT ON over this FROM item").
 			WithHint("Select its rows in a subquery with an alias, and take DISTINCT ON of it.")
 	}
-	if sel.Distinct || len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
+	if sel.Distinct || aggregates(sel) {
 		return nil, pgerror.NotSupported("DISTINCT ON with GROUP BY, aggregates or DISTINCT").
 			WithHint("Aggregate in a subquery, and take DISTINCT ON of it.")
 	}

@@ -228,7 +228,7 @@ func lateralInput(from []sql.TableExpr) (*sql.TableName, bool) {
 // are no view's rows (several per input record), so they are written as
 // a stream first, which a view can read.
 func planLateral(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.TableName) (*Continuous, error) {
-	if ca.Kind == sql.KindMaterializedView || len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) || ca.Query.Emit != sql.EmitDefault {
+	if ca.Kind == sql.KindMaterializedView || aggregates(sel) || ca.Query.Emit != sql.EmitDefault {
 		return nil, pgerror.NotSupported("a LATERAL function in a materialized view or an aggregation").
 			WithHint("Write its rows as a stream (CREATE STREAM t AS SELECT … FROM s, LATERAL f(…) x), then aggregate or view t.")
 	}

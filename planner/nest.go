@@ -163,7 +163,7 @@ func topNShape(outer, inner *sql.Select) bool {
 			}
 		}
 	}
-	if len(outer.GroupBy) > 0 || outer.Having != nil || outer.Distinct || anyAggregate(outer.Items) || len(outer.From) != 1 ||
+	if aggregates(outer) || outer.Distinct || len(outer.From) != 1 ||
 		len(outer.OrderBy) > 0 || outer.Limit != nil || outer.Offset != nil || hasWindowCall(outer) {
 		return false
 	}
@@ -296,7 +296,7 @@ func limitOverGroups(sel *sql.Select) (*sql.Select, error) {
 	if len(sel.OrderBy) == 0 && sel.Limit == nil && sel.Offset == nil {
 		return sel, nil
 	}
-	if len(sel.GroupBy) == 0 && sel.Having == nil && !anyAggregate(sel.Items) && !sel.Distinct {
+	if !aggregates(sel) && !sel.Distinct {
 		return sel, nil
 	}
 	return limitOverSubquery(sel)

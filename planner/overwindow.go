@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/fvsql/fvsql/catalog"
@@ -14,16 +15,7 @@ import (
 
 // hasWindowCall says whether sel's select list calls a window function.
 func hasWindowCall(sel *sql.Select) bool {
-	found := false
-	for _, it := range sel.Items {
-		walkExpr(it.Expr, func(e sql.Expr) bool {
-			if f, ok := e.(*sql.FuncCall); ok && f.Over != nil {
-				found = true
-			}
-			return !found
-		})
-	}
-	return found
+	return slices.ContainsFunc(sel.Items, func(it sql.SelectItem) bool { return hasWindowCallIn(it.Expr) })
 }
 
 // planWindowView plans a materialized view whose select list calls window
@@ -202,7 +194,7 @@ func windowsAsLayers(sel *sql.Select) (out *sql.Select, layers map[*sql.DerivedT
 				WithHint("Name the columns.")
 		}
 	}
-	if len(sel.GroupBy) > 0 || sel.Having != nil || sel.Distinct || len(sel.DistinctOn) > 0 || anyAggregate(sel.Items) {
+	if aggregates(sel) || sel.Distinct || len(sel.DistinctOn) > 0 {
 		return nil, nil, pgerror.NotSupported("window functions over a grouped or DISTINCT query in a materialized view").
 			WithHint("Group in a subquery, and compute the window functions over its rows.")
 	}
@@ -308,7 +300,7 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 	if sel.Distinct {
 		return distinctOverWindows(sel), nil
 	}
-	grouped := len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items)
+	grouped := aggregates(sel)
 	joined := len(sel.From) > 1 || isJoin(sel.From[0])
 	if !grouped && !joined || !grouped && wholePartitionAggregates(sel) {
 		return sel, nil
@@ -323,14 +315,14 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 		used[columnName(it.Expr)] = true
 	}
 	inner := &sql.Select{From: sel.From, Where: sel.Where, Having: sel.Having}
-	// column returns a reference to the subquery's column of e, which it
-	// adds, named name, or a fresh name when name is "" (and reuses when
-	// the subquery has e already).
-	named := map[string]string{}
-	column := func(e sql.Expr, name string) sql.Expr {
+	// column returns a reference to the subquery's column of e and its
+	// position there (from 1): a column it adds, named name or, when name
+	// is "", a fresh name; or the column the subquery has for e already.
+	named := map[string]int{}
+	column := func(e sql.Expr, name string) (*sql.ColumnRef, int) {
 		text := sql.FormatExpr(e)
-		if have, ok := named[text]; ok && (name == "" || name == have) {
-			return &sql.ColumnRef{Table: alias, Name: have}
+		if at, ok := named[text]; ok && (name == "" || name == inner.Items[at-1].Alias) {
+			return &sql.ColumnRef{Table: alias, Name: inner.Items[at-1].Alias}, at
 		}
 		for n := len(inner.Items) + 1; name == ""; n++ {
 			if c := alias + strconv.Itoa(n); !used[c] {
@@ -338,41 +330,23 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 			}
 		}
 		used[name] = true
-		named[text] = name
 		inner.Items = append(inner.Items, sql.SelectItem{Expr: e, Alias: name})
-		return &sql.ColumnRef{Table: alias, Name: name}
+		named[text] = len(inner.Items)
+		return &sql.ColumnRef{Table: alias, Name: name}, len(inner.Items)
 	}
-	var lift func(sql.Expr) sql.Expr
-	lift = func(e sql.Expr) sql.Expr {
+	// lift makes each largest window-free part of e (a literal aside) a
+	// column of the subquery: within a window call, its arguments, FILTER,
+	// PARTITION BY and ORDER BY terms
+	lift := func(e sql.Expr) sql.Expr {
 		return sql.Rewrite(e, func(x sql.Expr) (sql.Expr, bool) {
 			if _, ok := x.(*sql.Literal); ok {
 				return x, true
 			}
-			f, ok := x.(*sql.FuncCall)
 			if !hasWindowCallIn(x) {
-				return column(x, ""), true
+				ref, _ := column(x, "")
+				return ref, true
 			}
-			if !ok || f.Over == nil {
-				return nil, false
-			}
-			g := *f
-			g.Args = make([]sql.Expr, len(f.Args))
-			for i, a := range f.Args {
-				g.Args[i] = lift(a)
-			}
-			g.Filter = lift(f.Filter)
-			over := *f.Over
-			over.PartitionBy = make([]sql.Expr, len(f.Over.PartitionBy))
-			for i, p := range f.Over.PartitionBy {
-				over.PartitionBy[i] = lift(p)
-			}
-			over.OrderBy = make([]sql.OrderItem, len(f.Over.OrderBy))
-			for i, o := range f.Over.OrderBy {
-				over.OrderBy[i] = o
-				over.OrderBy[i].Expr = lift(o.Expr)
-			}
-			g.Over = &over
-			return &g, true
+			return nil, false
 		})
 	}
 	out := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}}}
@@ -386,13 +360,7 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 		if hasWindowCallIn(it.Expr) {
 			e = lift(it.Expr)
 		} else {
-			e = column(it.Expr, name)
-			ref := e.(*sql.ColumnRef)
-			for j, in := range inner.Items {
-				if in.Alias == ref.Name {
-					at[i] = j + 1
-				}
-			}
+			e, at[i] = column(it.Expr, name)
 		}
 		out.Items = append(out.Items, sql.SelectItem{Expr: e, Alias: name})
 	}

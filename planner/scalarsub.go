@@ -47,7 +47,7 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 	if _, join := sel.From[0].(*sql.Join); star == "" && !join { // windows, functions
 		return sel
 	}
-	grouped := len(sel.GroupBy) > 0 || anyAggregate(sel.Items) || sel.Having != nil
+	grouped := aggregates(sel)
 	out := *sel
 	var joined []*sql.Join // each with its Right and On, Left to be set
 	var keys []sql.Expr

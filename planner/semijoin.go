@@ -111,7 +111,7 @@ func probeJoin(cat Catalog, left sql.TableExpr, kind string, sub sql.QueryExpr, 
 	}
 	s := sub.(*sql.Select)
 	t := s.From[0].(*sql.TableName)
-	if len(s.GroupBy) > 0 || s.Having != nil || anyAggregate(s.Items) || s.Limit != nil || s.Offset != nil {
+	if aggregates(s) || s.Limit != nil || s.Offset != nil {
 		return nil, pgerror.NotSupported("%s over a grouped or limited subquery in a materialized view", what).
 			WithHint("Put the grouping in a view of its own, and look into that view.")
 	}

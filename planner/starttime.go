@@ -11,8 +11,8 @@ import (
 )
 
 // The WITH options of a continuous query that concern how its pipeline
-// reads, not the relation it writes: they are taken out before the output
-// relation's options are applied, and go into the topology.
+// reads and writes, not the relation it writes: they are taken out before
+// the output relation's options are applied, and go into the topology.
 const (
 	// OptStartTime starts the pipeline's stream inputs at the first
 	// record stamped at or after a time (Topology.StartTime).
@@ -20,38 +20,68 @@ const (
 	// OptMode names the reading mode: load_balanced, the only one a
 	// pipeline has (its processes share each input).
 	OptMode = "mode"
+	// OptUpdateBefore, false, makes a view's changes stream (or an EMIT
+	// CHANGES stream) carry updates alone, without the update_before
+	// record of the row each one replaces (plan.ChangesOutput.Before).
+	OptUpdateBefore = "update_before"
 )
 
-// pipelineOptions takes the reading options out of a continuous query's
-// WITH list: the start time (µs since the epoch, 0 when not given) and
-// the statement without them.
-func pipelineOptions(ca *sql.CreateAs, now time.Time) (int64, *sql.CreateAs, error) {
-	var start int64
+// pipeOptions are a continuous query's pipeline options.
+type pipeOptions struct {
+	start    int64 // µs since the epoch; 0: not given
+	noBefore bool  // update_before = false
+	before   bool  // update_before given (either way)
+}
+
+// pipelineOptions takes the pipeline options out of a continuous query's
+// WITH list, and returns the statement without them.
+func pipelineOptions(ca *sql.CreateAs, now time.Time) (pipeOptions, *sql.CreateAs, error) {
+	var po pipeOptions
 	var rest []sql.Option
 	for _, o := range ca.Options {
 		switch o.Key {
 		case OptStartTime:
 			us, err := ParseStartTime(o.Value, now)
 			if err != nil {
-				return 0, nil, err
+				return po, nil, err
 			}
 			// 0 means none in a topology; a time at or before the
 			// epoch is every record (Kafka has no earlier times).
-			start = max(us, 1)
+			po.start = max(us, 1)
 		case OptMode:
 			if err := pipelineMode(o.Value); err != nil {
-				return 0, nil, err
+				return po, nil, err
 			}
+		case OptUpdateBefore:
+			on, err := types.ParseText(types.Bool, o.Value)
+			if err != nil {
+				return po, nil, pgerror.New(pgerror.InvalidParameterValue, "update_before must be true or false, not %q", o.Value)
+			}
+			po.before, po.noBefore = true, !on.Bool()
 		default:
 			rest = append(rest, o)
 		}
 	}
 	if len(rest) == len(ca.Options) {
-		return 0, ca, nil
+		return po, ca, nil
 	}
 	out := *ca
 	out.Options = rest
-	return start, &out, nil
+	return po, &out, nil
+}
+
+// applyUpdateBefore applies the update_before option to the stage that
+// writes c's changes stream (a hidden view's stage never writes them).
+func applyUpdateBefore(c *Continuous, po pipeOptions) error {
+	if !po.before {
+		return nil
+	}
+	st := c.Topology.Stages[len(c.Topology.Stages)-1]
+	if st.Changes == nil || !st.Changes.Before {
+		return pgerror.New(pgerror.InvalidParameterValue, "update_before applies to a materialized view or an EMIT CHANGES stream: this query writes no changes stream")
+	}
+	c.Topology.Stages[len(c.Topology.Stages)-1].Changes.Before = !po.noBefore
+	return nil
 }
 
 // pipelineMode checks a mode option: a pipeline reads load-balanced, and

@@ -69,6 +69,12 @@ func planStateful(cat Catalog, sel *sql.Select, kind sql.ObjectKind, emit sql.Em
 	return nil, pgerror.NotSupported("continuous queries over %s", fromKind(sel.From[0]))
 }
 
+// aggregates says whether sel aggregates its rows: GROUP BY, HAVING or
+// an aggregate call in its select list.
+func aggregates(sel *sql.Select) bool {
+	return len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items)
+}
+
 func anyAggregate(items []sql.SelectItem) bool {
 	for _, it := range items {
 		if hasAggregate(it.Expr) {

@@ -31,7 +31,7 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
 	}
 	if ca.Kind == sql.KindMaterializedView {
-		if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
+		if aggregates(sel) {
 			return planJoinAggregate(cat, ca, sel, j)
 		}
 		return planJoinView(cat, ca, sel, j)
@@ -45,7 +45,7 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	if rel, err := cat.Lookup(rt.Schema, rt.Name); err == nil && rel.Kind == catalog.MaterializedView {
 		return planLookupJoin(cat, ca, sel, j, rel)
 	}
-	if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
+	if aggregates(sel) {
 		return nil, pgerror.NotSupported("aggregating a stream join in one query (write the join to a stream, then aggregate that stream; or aggregate it in a materialized view)")
 	}
 	jp, err := planJoinSides(cat, ca.Name, sel, lt, rt)

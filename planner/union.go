@@ -65,7 +65,7 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 		if !ok {
 			return nil, pgerror.NotSupported("%s inside a UNION ALL of streams", fromKind(sel.From[0]))
 		}
-		if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) || sel.Distinct {
+		if aggregates(sel) || sel.Distinct {
 			return nil, pgerror.NotSupported("aggregation or DISTINCT inside a UNION ALL of streams")
 		}
 		if len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil {

@@ -60,7 +60,7 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	if len(calls) == 0 || other || len(sel.From) != 1 {
 		return sel, nil
 	}
-	if sel.Distinct || len(sel.DistinctOn) > 0 || len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
+	if sel.Distinct || len(sel.DistinctOn) > 0 || aggregates(sel) {
 		return nil, pgerror.NotSupported("a window function over a grouped or DISTINCT query in a materialized view").
 			WithHint("Group in a subquery, and compute the window function over its rows.")
 	}
