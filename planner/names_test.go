@@ -205,3 +205,48 @@ func TestTopicPrefix(t *testing.T) {
 		t.Errorf("a Redis key is not a topic: %v", err)
 	}
 }
+
+// TestColumnNames: a select list item without an alias is named as
+// PostgreSQL names it (FigureColname): a scalar subquery after its one
+// column, EXISTS and ARRAY by their keywords, a cast of an unnamed value
+// after its type as the grammar keeps it. The names are PostgreSQL 15's
+// for the same SELECT; a view's columns are named the same way.
+func TestColumnNames(t *testing.T) {
+	cat := namesCatalog("x")
+	for _, c := range []struct{ sel, want string }{
+		{"(SELECT max(k) FROM src), (SELECT k FROM src LIMIT 1), (SELECT 1), (SELECT 1 AS one)", "max k ?column? one"},
+		{"EXISTS (SELECT 1), ARRAY(SELECT 1), ARRAY[1], 1 IN (SELECT 1)", "exists array array ?column?"},
+		{"(SELECT k + 1 FROM src LIMIT 1), (SELECT (SELECT 2 AS two)), (SELECT 1 AS a UNION SELECT 1)", "?column? two a"},
+		{"1::int, 1::integer, 1::bigint, 1.5::double precision, 'a'::varchar(3), '1'::numeric(3,1)", "int4 int4 int8 float8 varchar numeric"},
+		{"true::boolean, '{1}'::int[], '1 day'::interval, 'int4'::regtype, k::text, CASE WHEN true THEN 1 END", "bool int4 interval regtype k case"},
+	} {
+		stmts, err := sql.Parse("SELECT " + c.sel + " FROM src LIMIT 1")
+		if err != nil {
+			t.Fatalf("%s: %v", c.sel, err)
+		}
+		q, err := planner.PlanQuery(cat, stmts[0].Stmt.(*sql.Query), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sel, err)
+		}
+		var got []string
+		for _, col := range q.Columns {
+			got = append(got, col.Name)
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("SELECT %s: columns %q, want %q", c.sel, strings.Join(got, " "), c.want)
+		}
+	}
+	_, c, err := planDDL(t, cat, "CREATE MATERIALIZED VIEW named AS SELECT k, (SELECT max(v) FROM short WHERE short.k = src.k), count(*) FROM src GROUP BY k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, col := range c.Rel.Columns {
+		if !col.Hidden {
+			got = append(got, col.Name)
+		}
+	}
+	if strings.Join(got, " ") != "k max count" {
+		t.Errorf("view columns %q, want k max count", strings.Join(got, " "))
+	}
+}

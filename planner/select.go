@@ -856,9 +856,47 @@ func columnName(e sql.Expr) string {
 		if n := columnName(e.X); n != "?column?" {
 			return n
 		}
+		// the type's name as PostgreSQL's grammar keeps it (int: int4;
+		// int[]: int4; double precision: float8; the reg types, which
+		// are oids here, by their names)
+		if written := strings.ToLower(strings.Fields(e.TypeName + " ")[0]); strings.HasPrefix(written, "reg") {
+			return written
+		}
+		t := e.Type
+		if t.IsArray() {
+			t = t.Elem()
+		}
+		if t != types.Null {
+			return t.TypName()
+		}
 		return strings.Fields(e.TypeName + " ")[0]
 	case *sql.Case:
 		return "case"
+	case *sql.ArrayExpr:
+		return "array"
+	case *sql.Subquery:
+		// EXISTS and ARRAY(…) by their keyword; a scalar subquery after
+		// its one column (the first branch's, of a set operation)
+		switch {
+		case e.Exists:
+			return "exists"
+		case e.Array:
+			return "array"
+		}
+		q := e.Query
+		for {
+			op, ok := q.(*sql.SetOp)
+			if !ok {
+				break
+			}
+			q = op.Left
+		}
+		if sel, ok := q.(*sql.Select); ok && len(sel.Items) == 1 {
+			if sel.Items[0].Alias != "" {
+				return sel.Items[0].Alias
+			}
+			return columnName(sel.Items[0].Expr)
+		}
 	}
 	return "?column?"
 }
