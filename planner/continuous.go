@@ -96,6 +96,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		if sel, err = windowsOverQuery(sel); err != nil {
 			return nil, err
 		}
+		if sel, err = havingOverGroups(cat, sel); err != nil {
+			return nil, err
+		}
 		if sel, err = windowAggsAsJoins(cat, sel); err != nil {
 			return nil, err
 		}
@@ -204,16 +207,29 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 // is (correlated otherwise than by GROUP BY columns), as PostgreSQL's
 // rules would let it run and fvsql cannot: each group's row would fail.
 func correlatedAboveGroups(cat Catalog, sel *sql.Select) error {
-	grouped := aggregates(sel)
-	if !grouped || !hasSubqueryExpr(&sql.Select{Items: sel.Items, Having: sel.Having}) {
+	if !aggregates(sel) || !hasSubqueryExpr(&sql.Select{Items: sel.Items, Having: sel.Having}) {
 		return nil
 	}
-	_, sc, err := (&builder{cat: cat}).buildFrom(sel.From)
-	if err != nil {
-		return nil // the planner reports it
+	es := []sql.Expr{sel.Having}
+	for _, it := range sel.Items {
+		es = append(es, it.Expr)
 	}
-	var found error
-	see := func(e sql.Expr) {
+	if correlatedIn(cat, sel.From, es...) {
+		return pgerror.NotSupported(errCorrelatedAboveGroups).
+			WithHint("Join the subquery grouped by the columns it reads instead, or correlate it by equalities with GROUP BY columns.")
+	}
+	return nil
+}
+
+// correlatedIn says whether a subquery in es reads a column of from's
+// relations (false when from cannot be resolved: the planner reports it).
+func correlatedIn(cat Catalog, from []sql.TableExpr, es ...sql.Expr) bool {
+	_, sc, err := (&builder{cat: cat}).buildFrom(from)
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, e := range es {
 		walkExpr(e, func(n sql.Expr) bool {
 			var q sql.QueryExpr
 			switch x := n.(type) {
@@ -224,21 +240,36 @@ func correlatedAboveGroups(cat Catalog, sel *sql.Select) error {
 			case *sql.Quantified:
 				q = x.Sub
 			}
-			if q != nil && found == nil {
+			if q != nil && !found {
 				child := &builder{cat: cat, outer: sc}
-				if _, _, err := child.buildQuery(q); err == nil && child.correlated {
-					found = pgerror.NotSupported(errCorrelatedAboveGroups).
-						WithHint("Join the subquery grouped by the columns it reads instead, or correlate it by equalities with GROUP BY columns.")
-				}
+				_, _, err := child.buildQuery(q)
+				found = err == nil && child.correlated
 			}
-			return found == nil
+			return !found
 		})
 	}
-	for _, it := range sel.Items {
-		see(it.Expr)
-	}
-	see(sel.Having)
 	return found
+}
+
+// havingOverGroups rewrites a grouped view whose HAVING holds subqueries
+// of their own (reading no column of the group's rows) into a filter over
+// the grouping, SQL's order: the grouping is a subquery (a hidden view,
+// _h) and HAVING its reader's WHERE, where the subqueries run as in any
+// view's WHERE (a scalar one joined, EXISTS and IN semi or anti joins):
+//
+//	SELECT k, count(*) FROM t GROUP BY k HAVING count(*) > (SELECT max(x) FROM lim)
+//	→ SELECT _h.k, _h.count FROM (SELECT k AS k, count(*) AS count FROM t GROUP BY k) _h
+//	  WHERE _h.count > (SELECT max(x) FROM lim)
+//
+// A correlated one, a select list with subqueries, DISTINCT, ORDER BY
+// or LIMIT leave sel as it is (correlatedAboveGroups refuses the first).
+func havingOverGroups(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	if sel.Having == nil || !hasSubqueryIn(sel.Having) || len(sel.From) == 0 || sel.Distinct || len(sel.DistinctOn) > 0 ||
+		len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil || hasSubqueryExpr(&sql.Select{Items: sel.Items}) ||
+		correlatedIn(cat, sel.From, sel.Having) {
+		return sel, nil
+	}
+	return splitAtGroups(sel, "_h", hasSubqueryIn, true, pgerror.New(pgerror.Internal, "planner: a select item with a subquery over groups"))
 }
 
 // planStateless plans a continuous query of filters and projections (and

@@ -388,30 +388,33 @@ func lateralAsSubquery(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 
 // hasSubqueryExpr says whether a SELECT's expressions hold a subquery.
 func hasSubqueryExpr(sel *sql.Select) bool {
-	found := false
-	see := func(e sql.Expr) {
-		walkExpr(e, func(n sql.Expr) bool {
-			switch x := n.(type) {
-			case *sql.Subquery:
-				found = true
-			case *sql.In:
-				found = found || x.Sub != nil
-			case *sql.Quantified:
-				found = found || x.Sub != nil
-			}
-			return !found
-		})
-	}
+	found := hasSubqueryIn(sel.Where) || hasSubqueryIn(sel.Having)
 	for _, it := range sel.Items {
-		see(it.Expr)
+		found = found || hasSubqueryIn(it.Expr)
 	}
-	see(sel.Where)
-	see(sel.Having)
 	for _, g := range sel.GroupBy {
-		see(g)
+		found = found || hasSubqueryIn(g)
 	}
 	for _, o := range sel.OrderBy {
-		see(o.Expr)
+		found = found || hasSubqueryIn(o.Expr)
 	}
+	return found
+}
+
+// hasSubqueryIn says whether e holds a subquery (scalar, EXISTS, ARRAY,
+// IN or a quantified comparison's).
+func hasSubqueryIn(e sql.Expr) bool {
+	found := false
+	walkExpr(e, func(n sql.Expr) bool {
+		switch x := n.(type) {
+		case *sql.Subquery:
+			found = true
+		case *sql.In:
+			found = found || x.Sub != nil
+		case *sql.Quantified:
+			found = found || x.Sub != nil
+		}
+		return !found
+	})
 	return found
 }

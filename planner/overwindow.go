@@ -305,7 +305,22 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 	if !grouped && !joined || !grouped && wholePartitionAggregates(sel) {
 		return sel, nil
 	}
-	const alias = "_q"
+	return splitAtGroups(sel, "_q", hasWindowCallIn, false,
+		pgerror.New(pgerror.WindowingError, "window functions are not allowed in GROUP BY"))
+}
+
+// splitAtGroups rewrites a grouped (or joined) sel into an outer SELECT
+// over a subquery, alias, that holds its FROM, WHERE, GROUP BY and, unless
+// liftHaving, HAVING. above says what must be evaluated over the
+// subquery's rows (a window call, a subquery): each largest part of the
+// select list (and with liftHaving, of HAVING, which becomes the outer
+// WHERE) without it becomes a column of the subquery, constants aside.
+// An item that is one whole keeps its name there, so that GROUP BY can
+// name it, and GROUP BY's ordinals become its positions there; an
+// ordinal of an item that is not whole there is refused with notWhole.
+// Fresh names avoid every output name. A * in the select list leaves sel
+// as it is.
+func splitAtGroups(sel *sql.Select, alias string, above func(sql.Expr) bool, liftHaving bool, notWhole error) (*sql.Select, error) {
 	used := map[string]bool{} // the output names, which fresh names avoid
 	for _, it := range sel.Items {
 		if _, ok := it.Expr.(*sql.Star); ok {
@@ -314,7 +329,10 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 		used[it.Alias] = true
 		used[columnName(it.Expr)] = true
 	}
-	inner := &sql.Select{From: sel.From, Where: sel.Where, Having: sel.Having}
+	inner := &sql.Select{From: sel.From, Where: sel.Where}
+	if !liftHaving {
+		inner.Having = sel.Having
+	}
 	// column returns a reference to the subquery's column of e and its
 	// position there (from 1): a column it adds, named name or, when name
 	// is "", a fresh name; or the column the subquery has for e already.
@@ -334,15 +352,15 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 		named[text] = len(inner.Items)
 		return &sql.ColumnRef{Table: alias, Name: name}, len(inner.Items)
 	}
-	// lift makes each largest window-free part of e (a literal aside) a
-	// column of the subquery: within a window call, its arguments, FILTER,
-	// PARTITION BY and ORDER BY terms
+	// lift makes each largest part of e without what goes above (a
+	// literal aside) a column of the subquery: within a window call, its
+	// arguments, FILTER, PARTITION BY and ORDER BY terms
 	lift := func(e sql.Expr) sql.Expr {
 		return sql.Rewrite(e, func(x sql.Expr) (sql.Expr, bool) {
 			if _, ok := x.(*sql.Literal); ok {
 				return x, true
 			}
-			if !hasWindowCallIn(x) {
+			if !above(x) {
 				ref, _ := column(x, "")
 				return ref, true
 			}
@@ -357,12 +375,15 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 			name = columnName(it.Expr)
 		}
 		var e sql.Expr
-		if hasWindowCallIn(it.Expr) {
+		if above(it.Expr) {
 			e = lift(it.Expr)
 		} else {
 			e, at[i] = column(it.Expr, name)
 		}
 		out.Items = append(out.Items, sql.SelectItem{Expr: e, Alias: name})
+	}
+	if liftHaving {
+		out.Where = lift(sel.Having)
 	}
 	// GROUP BY: a name is the subquery's (an item whole keeps its name),
 	// an ordinal the position its item has there
@@ -373,7 +394,7 @@ func windowsOverQuery(sel *sql.Select) (*sql.Select, error) {
 			case n < 1 || n > len(sel.Items):
 				return nil, pgerror.New(pgerror.InvalidColumnReference, "GROUP BY position %d is not in select list", n)
 			case at[n-1] == 0:
-				return nil, pgerror.New(pgerror.WindowingError, "window functions are not allowed in GROUP BY")
+				return nil, notWhole
 			}
 			g = &sql.Literal{Value: types.NewInt(types.Int4, int64(at[n-1]))}
 		}

@@ -10,7 +10,8 @@ import (
 // scalar subqueries (aggregates without GROUP BY, over the same stream or
 // another, filtered, with HAVING that may leave them without their row,
 // or correlated with the outer row by equalities) in WHERE, in the select
-// list, and in grouped and global aggregations.
+// list, in grouped and global aggregations, and in HAVING (uncorrelated,
+// with an IN (SELECT …) beside them at times).
 // They run in memory as the server plans them (each subquery a hidden
 // view joined to every row), both streams' rows arriving in random
 // batches, state checkpointed and at random rebuilt; after each of three
@@ -59,7 +60,7 @@ func genScalarView(rng *rand.Rand) string {
 	if rng.Intn(3) == 0 {
 		where += pick(rng, " AND k IS NOT NULL", " OR w = 0", " AND "+cond())
 	}
-	switch rng.Intn(4) {
+	switch rng.Intn(5) {
 	case 0: // rows, the value in the select list too
 		items := pick(rng, "id, v", "*", "id, k, v - "+anySub()+" AS d", "id, "+anySub()+" AS s")
 		if rng.Intn(3) == 0 {
@@ -70,6 +71,15 @@ func genScalarView(rng *rand.Rand) string {
 		return "SELECT k, count(*) AS n, sum(v) AS s, " + sub() + " AS m FROM dv" + where + " GROUP BY k"
 	case 2: // global
 		return "SELECT count(*) AS n, max(v) AS mv FROM dv" + where
+	case 3: // HAVING against a subquery's value (own: the group's columns are not in its scope)
+		if rng.Intn(2) == 0 {
+			where = ""
+		}
+		having := pick(rng, "count(*) > "+own(), "sum(v) >= coalesce("+own()+", 0)", "max(w) - min(v) < "+own(), own()+" IS NULL OR count(*) = 2")
+		if rng.Intn(3) == 0 {
+			having = "(" + having + ") AND k IN (SELECT k FROM du" + pick(rng, "", " WHERE w > 0") + ")"
+		}
+		return "SELECT k, count(*) AS n, sum(v) AS s FROM dv" + where + pick(rng, " GROUP BY k", " GROUP BY 1") + " HAVING " + having
 	}
 	return "SELECT k, max(w) AS mw FROM dv" + where + " GROUP BY k HAVING count(*) > 1"
 }
