@@ -235,20 +235,91 @@ func (a *bagAcc) Merge(Accumulator) error {
 // the non-NULL values it holds, so that a sum all of whose values left is
 // NULL again, as over no rows. A numeric sum shows as many decimal
 // places as the most precise value it holds (as PostgreSQL's does, over
-// the rows that are left): it counts the values of each scale. State:
-// that count, the counts per scale, then the inner state.
+// the rows that are left): it counts the values of each scale. A sum
+// cannot take a NaN or an infinity back out (NaN - NaN and ∞ - ∞ are
+// NaN), so those stay out of the inner accumulator, counted: while any is
+// held they decide the result, as PostgreSQL's does over the rows held.
+// State: the count, the counts per scale, then (flagged in the number of
+// scales, so that a state without any reads as before) the NaN and
+// infinity counts, then the inner state.
 type signedAcc struct {
 	inner  Accumulator
 	n      int64
 	scales []int64 // numeric values held, by their scale
+	// NaNs (float or numeric), +∞ and -∞ held (not by count's)
+	nan, pinf, ninf int64
 }
 
 func (a *signedAcc) Add(v types.Value) error {
 	if v.K != types.Null {
 		a.n++
 		a.count(v, 1)
+		if a.special(v, 1) {
+			return nil
+		}
 	}
 	return a.inner.Add(v)
+}
+
+// special counts v by d when it is a NaN or an infinity that the inner
+// accumulator must not see, and says so.
+func (a *signedAcc) special(v types.Value, d int64) bool {
+	if _, ok := a.inner.(*countAcc); ok {
+		return false
+	}
+	switch {
+	case v.K == types.Numeric:
+		if v.N.Form == apd.Finite {
+			return false
+		}
+		a.nan += d
+	case v.K.IsFloat():
+		switch f := v.Float(); {
+		case math.IsNaN(f):
+			a.nan += d
+		case math.IsInf(f, 1):
+			a.pinf += d
+		case math.IsInf(f, -1):
+			a.ninf += d
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// specialResult is the result while a NaN or an infinity is held: NaN
+// with a NaN or both infinities, else the infinity; a variance is NaN
+// (over one row, a sample's is NULL).
+func (a *signedAcc) specialResult() types.Value {
+	f := math.NaN()
+	if a.nan == 0 && (a.pinf == 0 || a.ninf == 0) {
+		f = math.Inf(1)
+		if a.ninf > 0 {
+			f = math.Inf(-1)
+		}
+	}
+	switch in := a.inner.(type) {
+	case *sumFloatAcc:
+		if in.t == types.Float4 {
+			return types.NewFloat(types.Float4, f)
+		}
+		return types.NewFloat8(f)
+	case *avgAcc:
+		if in.float {
+			return types.NewFloat8(f)
+		}
+	case *varAcc:
+		if in.sample && a.n == 1 {
+			return types.NullValue
+		}
+		if in.float {
+			return types.NewFloat8(math.NaN())
+		}
+	}
+	return types.NewNumeric(&apd.Decimal{Form: apd.NaN})
 }
 
 func (a *signedAcc) count(v types.Value, d int64) {
@@ -282,6 +353,9 @@ func (a *signedAcc) retract(v types.Value) error {
 	}
 	a.n--
 	a.count(v, -1)
+	if a.special(v, -1) {
+		return nil
+	}
 	switch in := a.inner.(type) {
 	case *countAcc:
 		in.n--
@@ -323,6 +397,9 @@ func negate(v types.Value) types.Value {
 }
 
 func (a *signedAcc) Result() types.Value {
+	if a.nan > 0 || a.pinf > 0 || a.ninf > 0 {
+		return a.specialResult()
+	}
 	switch in := a.inner.(type) {
 	case *sumIntAcc:
 		if a.n == 0 {
@@ -350,11 +427,23 @@ func (a *signedAcc) rescale(s *sumIntAcc) {
 	}
 }
 
+// specialsFlag, in the number of scales of a signedAcc's state, says the
+// NaN and infinity counts follow the scales.
+const specialsFlag = 1 << 20
+
 func (a *signedAcc) AppendState(buf []byte) []byte {
 	buf = binary.AppendVarint(buf, a.n)
-	buf = binary.AppendUvarint(buf, uint64(len(a.scales)))
+	k := uint64(len(a.scales))
+	specials := a.nan != 0 || a.pinf != 0 || a.ninf != 0
+	if specials {
+		k |= specialsFlag
+	}
+	buf = binary.AppendUvarint(buf, k)
 	for _, c := range a.scales {
 		buf = binary.AppendVarint(buf, c)
+	}
+	if specials {
+		buf = binary.AppendVarint(binary.AppendVarint(binary.AppendVarint(buf, a.nan), a.pinf), a.ninf)
 	}
 	return a.inner.AppendState(buf)
 }
@@ -365,6 +454,8 @@ func (a *signedAcc) LoadState(buf []byte) ([]byte, error) {
 		return buf, err
 	}
 	k, w := binary.Uvarint(buf)
+	specials := k&specialsFlag != 0
+	k &^= specialsFlag
 	if w <= 0 || k > 1000 {
 		return buf, ErrBadState
 	}
@@ -373,6 +464,14 @@ func (a *signedAcc) LoadState(buf []byte) ([]byte, error) {
 	for i := range a.scales {
 		if a.scales[i], buf, err = readVarint(buf); err != nil {
 			return buf, err
+		}
+	}
+	a.nan, a.pinf, a.ninf = 0, 0, 0
+	if specials {
+		for _, c := range []*int64{&a.nan, &a.pinf, &a.ninf} {
+			if *c, buf, err = readVarint(buf); err != nil {
+				return buf, err
+			}
 		}
 	}
 	return a.inner.LoadState(buf)
