@@ -47,13 +47,31 @@ func WindowResult(f *plan.WindowFunc) (types.Type, error) {
 	return types.Null, pgerror.New(pgerror.UndefinedFunction, "window function %s does not exist", f.Name)
 }
 
-func windowAgg(f *plan.WindowFunc) (*AggFunc, error) {
+// windowAgg resolves an aggregate called as a window function; env, when
+// set, evaluates string_agg's delimiter (its second argument, a constant
+// of the query).
+func windowAgg(f *plan.WindowFunc, env ...*expr.Env) (*AggFunc, error) {
 	arg := types.Null
 	if len(f.Args) > 0 {
 		arg = f.Args[0].Type
 	}
-	return ResolveAgg(f.Name, arg, f.Star)
+	agg, err := ResolveAgg(f.Name, arg, f.Star)
+	if err != nil || f.Name != "string_agg" || len(f.Args) != 2 || len(env) == 0 {
+		return agg, err
+	}
+	d, err := constantArg(f.Args[1], env[0])
+	if err != nil {
+		return nil, err
+	}
+	if !d.IsNull() {
+		agg.Delim = &d.S // its accumulators read it when made
+	}
+	return agg, nil
 }
+
+// ordered says whether an aggregate's result depends on the order of
+// its rows (it must fold a frame's rows in order).
+func ordered(name string) bool { return name == "string_agg" || name == "array_agg" }
 
 // usesFrame reports whether the function's value depends on the frame
 // (PostgreSQL's ranking and offset functions ignore it).
@@ -111,7 +129,7 @@ func NewWindowFuncs(spec *plan.OverSpec, env *expr.Env, onErr RowError, budget *
 		w.args = append(w.args, evs)
 		var agg *AggFunc
 		if IsAggregate(f.Name) {
-			if agg, err = windowAgg(f); err != nil {
+			if agg, err = windowAgg(f, env); err != nil {
 				return nil, err
 			}
 		} else if !windowFuncs[f.Name] {
@@ -516,7 +534,7 @@ func (w *WindowFuncs) aggregate(out []types.Value, rows []winRow, j int, frames 
 				return err
 			}
 		}
-	case w.Spec.Frame.End.Kind == plan.BoundUnboundedFollowing:
+	case w.Spec.Frame.End.Kind == plan.BoundUnboundedFollowing && !ordered(w.Spec.Funcs[j].Name):
 		acc, next := agg.New(), n-1
 		for i := n - 1; i >= 0; i-- {
 			for ; next >= frames[i][0]; next-- {

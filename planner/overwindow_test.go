@@ -74,7 +74,7 @@ func genOverWindowView(rng *rand.Rand) string {
 	}
 	call := func() string {
 		// the values of these depend on which peer comes first
-		switch rng.Intn(14) {
+		switch rng.Intn(15) {
 		case 0:
 			return "lag(" + num() + ") " + over(true, "")
 		case 1:
@@ -89,6 +89,9 @@ func genOverWindowView(rng *rand.Rand) string {
 			return "row_number() " + over(true, "")
 		case 6:
 			return "ntile(3) " + over(true, "")
+		case 13: // these in the frame's order
+			return pick(rng, "string_agg("+num()+"::text, '/') ", "array_agg("+num()+") ") + over(true, pick(rng, "",
+				"ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING"))
 		case 7:
 			return pick(rng, "sum(", "avg(", "max(", "count(") + num() + ") " + over(true, pick(rng,
 				"ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "ROWS 2 PRECEDING", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"))
@@ -109,7 +112,7 @@ func genOverWindowView(rng *rand.Rand) string {
 	}
 	// an aggregate's FILTER
 	filtered := func(c string) string {
-		for _, agg := range []string{"sum(", "avg(", "max(", "min(", "count("} {
+		for _, agg := range []string{"sum(", "avg(", "max(", "min(", "count(", "string_agg("} {
 			if strings.HasPrefix(c, agg) && rng.Intn(4) == 0 {
 				return strings.Replace(c, " OVER (", " FILTER (WHERE "+num()+" > 1) OVER (", 1)
 			}
@@ -122,7 +125,8 @@ func genOverWindowView(rng *rand.Rand) string {
 	}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
 		c := filtered(call())
-		if rng.Intn(4) == 0 && !strings.Contains(c, "_value(k") && !strings.Contains(c, "_value(d.k") && !strings.HasPrefix(c, "cume_dist") && !strings.HasPrefix(c, "percent_rank") && !strings.HasPrefix(c, "avg") {
+		if rng.Intn(4) == 0 && !strings.Contains(c, "_value(k") && !strings.Contains(c, "_value(d.k") && !strings.HasPrefix(c, "cume_dist") && !strings.HasPrefix(c, "percent_rank") && !strings.HasPrefix(c, "avg") &&
+			!strings.HasPrefix(c, "string_agg") && !strings.HasPrefix(c, "array_agg") {
 			c = num() + " - " + c
 		}
 		items = append(items, fmt.Sprintf("%s AS x%d", c, i))

@@ -236,6 +236,10 @@ func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (plan.WindowFunc, erro
 	if f.Distinct {
 		return wf, pgerror.NotSupported("DISTINCT is not implemented for window functions")
 	}
+	if len(f.OrderBy) > 0 {
+		return wf, pgerror.NotSupported("aggregate ORDER BY is not implemented for window functions").
+			WithHint("The window's ORDER BY orders the frame's rows.")
+	}
 	build := func(i int, t types.Type) (*expr.Expr, error) {
 		x, err := b.windowExpr(c, f.Args[i])
 		if err != nil || t == types.Unknown {
@@ -298,12 +302,12 @@ func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (plan.WindowFunc, erro
 			}
 			return wf, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", f.Name)
 		}
-		if f.Name == "string_agg" || f.Name == "array_agg" {
-			return wf, pgerror.NotSupported("%s as a window function", f.Name).
-				WithHint("Aggregate with GROUP BY in a subquery and join it instead.")
-		}
 		if !f.Star {
-			if err = nargs(1, 1); err != nil {
+			n := 1
+			if f.Name == "string_agg" {
+				n = 2 // the value, then the delimiter
+			}
+			if err = nargs(n, n); err != nil {
 				break
 			}
 			x, berr := b.build(c, f.Args[0])
@@ -311,9 +315,20 @@ func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (plan.WindowFunc, erro
 				return wf, berr
 			}
 			if isUntypedParam(x) {
-				x = b.inferParam(x, types.Numeric)
+				if f.Name == "string_agg" || f.Name == "array_agg" {
+					x = b.inferParam(x, types.Text)
+				} else {
+					x = b.inferParam(x, types.Numeric)
+				}
 			}
 			wf.Args = []*expr.Expr{x}
+			if n == 2 {
+				d, derr := b.aggDelim(c, x, f.Args[1])
+				if derr != nil {
+					return wf, derr
+				}
+				wf.Args = append(wf.Args, d)
+			}
 		}
 		_, err = operators.WindowResult(&wf)
 	}

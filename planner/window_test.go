@@ -140,6 +140,8 @@ func (c *wcase) sql() string {
 	case "nth_value":
 		args = []string{val, fmt.Sprint(c.fnArgs[0])}
 	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist":
+	case "string_agg":
+		args = []string{val + "::text", "'/'"}
 	default:
 		args = []string{val}
 	}
@@ -191,7 +193,8 @@ func (c *wcase) sql() string {
 
 func genWindowCase(r *rand.Rand) *wcase {
 	fns := []string{"row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
-		"first_value", "last_value", "nth_value", "count*", "count", "sum", "min", "max", "avg", "var_pop", "stddev"}
+		"first_value", "last_value", "nth_value", "count*", "count", "sum", "min", "max", "avg", "var_pop", "stddev",
+		"string_agg", "array_agg"}
 	c := &wcase{fn: fns[r.Intn(len(fns))], filter: r.Intn(4) == 0, grouped: r.Intn(6) == 0}
 	c.part = []string{"", "", "k", "v"}[r.Intn(4)]
 	for _, col := range []string{"v", "k"} {
@@ -205,13 +208,14 @@ func genWindowCase(r *rand.Rand) *wcase {
 		}
 	}
 	r.Shuffle(len(c.order), func(i, j int) { c.order[i], c.order[j] = c.order[j], c.order[i] })
+	listed := c.fn == "string_agg" || c.fn == "array_agg" // in the frame's order
 	aggregate := c.fn == "count*" || c.fn == "count" || c.fn == "sum" || c.fn == "min" || c.fn == "max" || c.fn == "avg" ||
-		c.fn == "var_pop" || c.fn == "stddev"
+		c.fn == "var_pop" || c.fn == "stddev" || listed
 	framed := aggregate || c.fn == "first_value" || c.fn == "last_value" || c.fn == "nth_value"
 	if framed && r.Intn(3) > 0 {
 		c.frame = genFrame(r, len(c.order) > 0)
 	}
-	c.aggFilter = aggregate && r.Intn(4) == 0
+	c.aggFilter = aggregate && c.fn != "array_agg" && r.Intn(4) == 0 // array_agg's FILTER over a window is 0A000
 	switch c.fn {
 	case "ntile":
 		c.fnArgs = []int64{int64(1 + r.Intn(5))}
@@ -224,7 +228,7 @@ func genWindowCase(r *rand.Rand) *wcase {
 	// Functions that see the order within peers, and ROWS frames, need a
 	// total order to have one answer: id breaks the ties.
 	rowsFrame := framed && (c.frame == nil && len(c.order) == 0 && !aggregate || c.frame != nil && c.frame.mode == "rows")
-	if !aggregate && c.fn != "rank" && c.fn != "dense_rank" && c.fn != "percent_rank" && c.fn != "cume_dist" || rowsFrame {
+	if !aggregate && c.fn != "rank" && c.fn != "dense_rank" && c.fn != "percent_rank" && c.fn != "cume_dist" || rowsFrame || listed {
 		c.order = append(c.order, wkey{col: "id", desc: r.Intn(2) == 0})
 	}
 	if c.frame != nil && c.frame.mode == "groups" && len(c.order) == 0 {
@@ -455,6 +459,25 @@ func wref(c *wcase, rows []types.Row) map[int64]string {
 				}
 			}
 			s = fmt.Sprint(n)
+		case "string_agg", "array_agg":
+			var parts []string // string_agg skips NULLs, array_agg keeps them
+			for _, x := range frame {
+				switch {
+				case c.aggFilter && (x.v.K == types.Null || x.v.I <= 2):
+				case x.v.K != types.Null:
+					parts = append(parts, fmt.Sprint(x.v.I))
+				case c.fn == "array_agg":
+					parts = append(parts, "NULL")
+				}
+			}
+			switch {
+			case len(parts) == 0:
+				s = "NULL"
+			case c.fn == "string_agg":
+				s = strings.Join(parts, "/")
+			default:
+				s = "{" + strings.Join(parts, ",") + "}"
+			}
 		default:
 			var vals []int64
 			for _, x := range frame {

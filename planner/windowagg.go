@@ -35,8 +35,9 @@ import (
 // frame: the rows up to the current one and its peers) is each row
 // joined with the aggregate of a self-join, see runningAggregate. A
 // window with another frame is refused; so is one in a grouped or
-// DISTINCT query. Ranking and other window functions
-// are left as they are (the top-N recognises the ranking ones).
+// DISTINCT query. Ranking and other window functions, and string_agg
+// and array_agg, are left as they are (the top-N recognises the ranking
+// ones).
 func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	sel, err := windowFiltersAsCase(sel)
 	if err != nil {
@@ -47,7 +48,10 @@ func windowAggsAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	for _, it := range sel.Items {
 		walkExpr(it.Expr, func(e sql.Expr) bool {
 			if f, ok := e.(*sql.FuncCall); ok && f.Over != nil {
-				if operators.IsAggregate(f.Name) {
+				// string_agg and array_agg list the frame's rows in the
+				// window's order, which a grouping of the self-join would
+				// not keep: the window operator computes them
+				if operators.IsAggregate(f.Name) && f.Name != "string_agg" && f.Name != "array_agg" {
 					calls = append(calls, f)
 				} else {
 					other = true

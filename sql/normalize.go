@@ -909,6 +909,9 @@ func init() {
 	}
 }
 
+// carriedOver are the aggregates overCarrier carries over a window.
+var carriedOver = map[string]bool{"bool_and": true, "bool_or": true, "every": true, "string_agg": true, "array_agg": true}
+
 // overCarrier rewrites f(…) OVER w, an aggregate TiDB's grammar takes no
 // OVER after, into __fvsql_over(f(…), sum(0) OVER w): the window rides
 // on a call that takes it, and the converter moves it to f.
@@ -1544,6 +1547,8 @@ func (n *normalizer) filter(i, hi int) (int, bool, error) {
 		return 0, false, nil
 	}
 	t := n.toks[i]
+	// an aggregate TiDB takes no OVER after rides on a carrier (overCarrier)
+	carried := carriedOver[strings.Trim(n.out[start].text, "`\"")]
 	n.out = slices.Insert(n.out, start, otok{text: fnFilter, pos: t.pos, kind: oName}, otok{text: "(", pos: t.pos, kind: oOpen})
 	if over := n.at(closeIdx+1, hi); over.is("over") {
 		// agg(…) FILTER (WHERE cond) OVER w: __fvsql_filter(agg(…) OVER w,
@@ -1554,8 +1559,19 @@ func (n *normalizer) filter(i, hi int) (int, bool, error) {
 				return 0, false, syntaxErrorAt(n.src, over)
 			}
 		}
+		if carried {
+			n.out = slices.Insert(n.out, start+2, otok{text: fnOver, pos: t.pos, kind: oName}, otok{text: "(", pos: t.pos, kind: oOpen})
+			n.put(",", t.pos, oOther)
+			n.put("sum", t.pos, oName)
+			n.put("(", t.pos, oOpen)
+			n.put("0", t.pos, oValue)
+			n.put(")", t.pos, oClose)
+		}
 		if err := n.run(closeIdx+1, min(end, hi)); err != nil {
 			return 0, false, err
+		}
+		if carried {
+			n.put(")", t.pos, oClose)
 		}
 		n.put(",", t.pos, oOther)
 		n.put("(", n.toks[i+1].pos, oOpen)
