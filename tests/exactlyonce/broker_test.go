@@ -17,8 +17,11 @@ import (
 )
 
 const (
-	minBrokerDown = 5 * time.Second  // the broker stays away at least this long
-	maxBrokerDown = 60 * time.Second // and at most this long, waiting for RETRYING
+	minBrokerDown = 5 * time.Second // the broker stays away at least this long
+	// and at most this long, waiting for RETRYING: an epoch caught with
+	// records in flight when the broker went fails only after its flush
+	// (30 s) and its abort (30 s) time out, and a poll before them
+	maxBrokerDown = 100 * time.Second
 )
 
 // TestBrokerRestart: while s1 and w1 run and rows are produced, the
