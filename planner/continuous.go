@@ -78,6 +78,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		if ca.Kind != sql.KindMaterializedView {
 			return planUnionAll(cat, ca, so)
 		}
+		if c, err := planViewUnion(cat, ca, so); c != nil || err != nil {
+			return c, err
+		}
 		var err error
 		if sel, err = unionAsSubquery(cat, so); err != nil {
 			return nil, err

@@ -180,6 +180,16 @@ func topNShape(outer, inner *sql.Select) bool {
 // of them, are a hidden stream instead: their rows only come in, so what
 // reads them keeps the fast paths of a stream's readers.
 func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
+	so, union := dt.Query.(*sql.SetOp)
+	var branches []*sql.Select // a union of views' rows: its branches, after hiding
+	if union && so.Op == "union" && so.All && len(so.OrderBy) == 0 && so.Limit == nil && so.Offset == nil {
+		if qs := flattenUnionAll(so); !streamRows(ns.cat, qs) {
+			var err error
+			if branches, err = ns.unionBranches(qs); err != nil {
+				return nil, err
+			}
+		}
+	}
 	n := len(ns.subs) + 1
 	name := ns.name + subPrefix + strconv.Itoa(n)
 	if len(name) > MaxNameLength {
@@ -191,9 +201,15 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 	}
 	var sub *Continuous
 	var err error
-	so, union := dt.Query.(*sql.SetOp)
 	sel, _ := dt.Query.(*sql.Select)
-	if union && so.Op == "union" && so.All && len(so.OrderBy) == 0 && so.Limit == nil && so.Offset == nil {
+	if branches != nil {
+		if sub, err = planUnionView(ns.cat, &sql.CreateAs{Kind: sql.KindMaterializedView, Name: name}, branches); err != nil {
+			return nil, err
+		}
+		if err := hiddenTable(sub, name); err != nil {
+			return nil, err
+		}
+	} else if union && so.Op == "union" && so.All && len(so.OrderBy) == 0 && so.Limit == nil && so.Offset == nil {
 		sub, err = planUnionAll(ns.cat, &sql.CreateAs{Kind: sql.KindStream, Name: name, Query: &sql.Query{Body: so}}, so)
 		if err != nil {
 			return nil, err
@@ -210,15 +226,9 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The hidden view's table and changes go to internal topics of
-		// the pipeline, not to user topics.
-		last, err := internalTable(sub, InternalTopic(name, "table"), "this subquery in a materialized view")
-		if err != nil {
+		if err := hiddenTable(sub, name); err != nil {
 			return nil, err
 		}
-		sub.Changes.Topic = InternalTopic(name, "changes")
-		last.Changes.Before = false // the views over it read its table, not its changes
-
 	}
 	ns.cat.views[name] = sub.Rel
 	ns.subs = append(ns.subs, sub)
@@ -227,6 +237,38 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 		alias = "subquery" + strconv.Itoa(n)
 	}
 	return &sql.TableName{Name: name, Alias: alias}, nil
+}
+
+// hiddenTable sends a hidden view's table and changes to internal topics
+// of the pipeline, not to user topics.
+func hiddenTable(sub *Continuous, name string) error {
+	last, err := internalTable(sub, InternalTopic(name, "table"), "this subquery in a materialized view")
+	if err != nil {
+		return err
+	}
+	sub.Changes.Topic = InternalTopic(name, "changes")
+	last.Changes.Before = false // the views over it read its table, not its changes
+	return nil
+}
+
+// unionBranches readies the branches of a union of views' rows for
+// planUnionView: a branch that is more than a filter and projection of
+// one stream's or view's rows becomes a hidden view of its own, and the
+// branch its rows.
+func (ns *nester) unionBranches(qs []sql.QueryExpr) ([]*sql.Select, error) {
+	out := make([]*sql.Select, len(qs))
+	for i, q := range qs {
+		if _, ok := rowBranch(ns.cat, q); ok {
+			out[i] = q.(*sql.Select)
+			continue
+		}
+		t, err := ns.hide(&sql.DerivedTable{Query: q, Alias: "_branch"})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &sql.Select{Items: []sql.SelectItem{{Expr: &sql.Star{}}}, From: []sql.TableExpr{t}}
+	}
+	return out, nil
 }
 
 // embed puts the hidden views' stages before the query's, their topics

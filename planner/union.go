@@ -66,15 +66,17 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 			return nil, pgerror.NotSupported("%s inside a UNION ALL of streams", fromKind(sel.From[0]))
 		}
 		if aggregates(sel) || sel.Distinct {
-			return nil, pgerror.NotSupported("aggregation or DISTINCT inside a UNION ALL of streams")
+			return nil, pgerror.NotSupported("aggregation or DISTINCT inside a UNION ALL of streams").
+				WithDetail("An aggregate's rows change; a stream's rows only come in.").
+				WithHint("Use CREATE MATERIALIZED VIEW, where a UNION ALL takes aggregates, views and joins.")
 		}
 		if len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil {
 			return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY and LIMIT make no sense on an unbounded stream")
 		}
 		if r, err := cat.Lookup(t.Schema, t.Name); err == nil && r.Kind == catalog.MaterializedView {
-			return nil, pgerror.NotSupported("the materialized view %q as a branch of a UNION ALL", r.Name).
-				WithDetail("A view's rows change; a union is run as a stream, whose rows only come in.").
-				WithHint("Union the views' input streams in this view's query instead.")
+			return nil, pgerror.NotSupported("the materialized view %q as a branch of a UNION ALL into a stream", r.Name).
+				WithDetail("A view's rows change; a stream's rows only come in.").
+				WithHint("Use CREATE MATERIALIZED VIEW, where a UNION ALL takes views; or EMIT CHANGES for a stream of the union's changes.")
 		}
 		in, _, err := streamInput(cat, t)
 		if err != nil {
@@ -88,26 +90,14 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 			return nil, pgerror.NotSupported("this query in a UNION ALL of streams")
 		}
 		bs[i] = branch{in: in, steps: chain.Steps, cols: out.outColumns()}
-		if len(bs[i].cols) != len(bs[0].cols) {
-			return nil, pgerror.New(pgerror.SyntaxError, "each UNION query must have the same number of columns")
-		}
 	}
-	// The union's column types: PostgreSQL resolves them pairwise, left
-	// to right.
-	outTypes := make([]types.Type, len(bs[0].cols))
-	for c := range outTypes {
-		t := bs[0].cols[c].Type
-		for _, br := range bs[1:] {
-			nt, err := expr.CommonType(t, br.cols[c].Type)
-			if err != nil {
-				return nil, pgerror.New(pgerror.DatatypeMismatch, "UNION types %s and %s cannot be matched", t, br.cols[c].Type)
-			}
-			t = nt
-		}
-		if t == types.Null || t == types.Unknown {
-			t = types.Text
-		}
-		outTypes[c] = t
+	cols := make([][]Column, len(bs))
+	for i, br := range bs {
+		cols[i] = br.cols
+	}
+	outTypes, err := unionTypes(cols)
+	if err != nil {
+		return nil, err
 	}
 	rel := &catalog.Relation{Name: ca.Name, Kind: catalog.Stream, Topic: ca.Name, Format: "json"}
 	names := make([]string, len(outTypes))
@@ -147,6 +137,33 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 	return c, bridgeInputs(c, ca.Name)
 }
 
+// unionTypes resolves a union's column types from its branches' columns
+// as PostgreSQL does, pairwise and left to right; a column of NULLs only
+// is text.
+func unionTypes(branches [][]Column) ([]types.Type, error) {
+	out := make([]types.Type, len(branches[0]))
+	for _, b := range branches[1:] {
+		if len(b) != len(out) {
+			return nil, pgerror.New(pgerror.SyntaxError, "each UNION query must have the same number of columns")
+		}
+	}
+	for c := range out {
+		t := branches[0][c].Type
+		for _, b := range branches[1:] {
+			nt, err := expr.CommonType(t, b[c].Type)
+			if err != nil {
+				return nil, pgerror.New(pgerror.DatatypeMismatch, "UNION types %s and %s cannot be matched", t, b[c].Type)
+			}
+			t = nt
+		}
+		if t == types.Null || t == types.Unknown {
+			t = types.Text
+		}
+		out[c] = t
+	}
+	return out, nil
+}
+
 func setOpName(e *sql.SetOp) string {
 	name := map[string]string{"union": "UNION", "intersect": "INTERSECT", "except": "EXCEPT"}[e.Op]
 	if e.All {
@@ -163,9 +180,10 @@ func setOpName(e *sql.SetOp) string {
 //	a UNION b ORDER BY … LIMIT n       →  SELECT * FROM (SELECT DISTINCT * FROM (a UNION ALL b) _union) _union ORDER BY … LIMIT n
 //
 // A UNION without ALL removes every duplicate of its result, so the
-// unions below it may keep theirs: each becomes UNION ALL. A UNION
-// below a UNION ALL is refused (its rows would be a view's, which change),
-// and so are INTERSECT and EXCEPT.
+// unions below it may keep theirs: each becomes UNION ALL. Any other set
+// operation below (a UNION under a UNION ALL, INTERSECT, EXCEPT, one with
+// ORDER BY or LIMIT) is a branch, which the nester makes a hidden view
+// (unionBranches).
 func unionAsSubquery(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
 	if so.Op != "union" {
 		return setOpAsGroups(cat, so)
@@ -173,18 +191,10 @@ func unionAsSubquery(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
 	var all func(e sql.QueryExpr, distinctAbove bool) (sql.QueryExpr, error)
 	all = func(e sql.QueryExpr, distinctAbove bool) (sql.QueryExpr, error) {
 		op, ok := e.(*sql.SetOp)
-		if !ok {
+		if !ok || op.Op != "union" || (!op.All && !distinctAbove) || len(op.OrderBy) > 0 || op.Limit != nil || op.Offset != nil {
+			// a branch: INTERSECT, EXCEPT, a UNION under a UNION ALL, or
+			// one with ORDER BY or LIMIT is a hidden view of its own
 			return e, nil
-		}
-		if op.Op != "union" {
-			return nil, pgerror.NotSupported("%s in a materialized view (only UNION and UNION ALL)", setOpName(op))
-		}
-		if !op.All && !distinctAbove {
-			return nil, pgerror.NotSupported("UNION under a UNION ALL in a materialized view").
-				WithHint("Make the whole query a UNION, or the inner one a view of its own.")
-		}
-		if len(op.OrderBy) > 0 || op.Limit != nil || op.Offset != nil {
-			return nil, pgerror.NotSupported("ORDER BY or LIMIT inside a UNION in a materialized view")
 		}
 		l, err := all(op.Left, distinctAbove)
 		if err != nil {
@@ -231,12 +241,13 @@ const (
 //
 // GROUP BY puts NULLs together, as set operations compare rows, and the
 // groups are the distinct rows, so each row of the result comes once.
-// The union runs as a hidden stream and the grouping as the view's
+// The union runs as a hidden stream (a hidden view when a side is more
+// than rows of streams: planUnionView) and the grouping as the view's
 // aggregation, which keeps both counts under any order of arrival. A
 // UNION inside either side may keep its duplicates (they change no
-// count's sign), so it becomes UNION ALL. INTERSECT ALL and EXCEPT ALL
-// (a row as many times as its counts say) are refused, and so is a set
-// operation other than UNION inside a side.
+// count's sign), so it becomes UNION ALL; another set operation inside
+// a side is a hidden view whose rows are marked. INTERSECT ALL and
+// EXCEPT ALL (a row as many times as its counts say) are refused.
 func setOpAsGroups(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
 	if so.All {
 		return nil, pgerror.NotSupported("%s in a materialized view", setOpName(so)).
@@ -260,12 +271,11 @@ func setOpAsGroups(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
 				sql.SelectItem{Expr: &sql.Literal{Value: types.NewInt(types.Int4, r)}, Alias: rightMark})
 			return &m, nil
 		case *sql.SetOp:
-			if q.Op != "union" {
-				return nil, pgerror.NotSupported("%s inside %s in a materialized view", setOpName(q), setOpName(so)).
-					WithHint("Make the inner set operation a view of its own.")
-			}
-			if len(q.OrderBy) > 0 || q.Limit != nil || q.Offset != nil {
-				return nil, pgerror.NotSupported("ORDER BY or LIMIT inside %s in a materialized view", setOpName(so))
+			if q.Op != "union" || len(q.OrderBy) > 0 || q.Limit != nil || q.Offset != nil {
+				// another set operation inside: its rows, marked (the
+				// nester makes it a hidden view)
+				return mark(&sql.Select{Items: []sql.SelectItem{{Expr: &sql.Star{}}},
+					From: []sql.TableExpr{&sql.DerivedTable{Query: q, Alias: "_side"}}}, left)
 			}
 			l, err := mark(q.Left, left)
 			if err != nil {

@@ -67,6 +67,12 @@ func genSetOpView(rng *rand.Rand) string {
 // bounded over both streams' rows. A failure prints the case, its seed
 // (view-seed × mult + case), the query and the rows.
 func twoStreamDifferential(t *testing.T, name string, mult int64, cases int, gen func(*rand.Rand) string) {
+	twoStreamDifferentialDB(t, name, mult, cases, func(rng *rand.Rand, _ *testDB) string { return gen(rng) })
+}
+
+// twoStreamDifferentialDB is twoStreamDifferential for a generator that
+// plans parts of its query (to learn their columns) in the test's catalog.
+func twoStreamDifferentialDB(t *testing.T, name string, mult int64, cases int, gen func(*rand.Rand, *testDB) string) {
 	if testing.Short() {
 		cases /= 10
 	}
@@ -83,7 +89,7 @@ func twoStreamDifferential(t *testing.T, name string, mult int64, cases int, gen
 	for n := 0; n < cases; n++ {
 		seed := *viewSeed*mult + int64(n)
 		rng := rand.New(rand.NewSource(seed))
-		q := gen(rng)
+		q := gen(rng, db)
 		text := "CREATE MATERIALIZED VIEW " + name + " AS " + q
 		c, err := db.plan(text)
 		if err != nil {
