@@ -23,6 +23,7 @@
 #   FVSQL_SQLLOGIC_REAL=1|0     force/skip the sqllogic pass on real Kafka
 #                               (default: run it only when no arguments are given)
 #   FVSQL_GO_TEST_TIMEOUT       go test -timeout (default 30m)
+#   FVSQL_SQLLOGIC_PARALLEL     .slt files at once in the pass on real Kafka (default 4)
 #   FVSQL_LINT=0                skip go vet and staticcheck (local runs only:
 #                               ignored when CI is set)
 #   FVSQL_FUZZ=0                skip the fuzz phase (local runs only: ignored
@@ -54,6 +55,11 @@ KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx512m -Xms512m}"
 KAFKA_START_TIMEOUT=90 # seconds until the broker must answer
 REDIS_START_TIMEOUT=30 # seconds until Redis must answer PING
 GO_TEST_TIMEOUT="${FVSQL_GO_TEST_TIMEOUT:-30m}"
+# .slt files the pass on real Kafka runs at once, each with its own
+# server: a file mostly waits for its server's commits, so this pass,
+# which runs alone, takes more files than CPUs (the embedded pass, inside
+# go test ./..., runs go test's default of GOMAXPROCS at once).
+SQLLOGIC_PARALLEL="${FVSQL_SQLLOGIC_PARALLEL:-4}"
 STATICCHECK_MODULE=honnef.co/go/tools
 STATICCHECK_VERSION=v0.8.2
 STATICCHECK_DIR="$CACHE_DIR/bin"
@@ -829,9 +835,9 @@ main() {
 	if [[ "$real_pass" == 1 ]]; then
 		rc=0
 		t="$(now_us)"
-		log sqllogic "FVSQL_SQLLOGIC_BROKER=real go test -count=1 -run '^TestSQLLogic\$' ./tests/sqllogic"
+		log sqllogic "FVSQL_SQLLOGIC_BROKER=real go test -count=1 -parallel $SQLLOGIC_PARALLEL -run '^TestSQLLogic\$' ./tests/sqllogic"
 		run_bg_wait env FVSQL_SQLLOGIC_BROKER=real go test -count=1 -timeout "$GO_TEST_TIMEOUT" \
-			-run '^TestSQLLogic$' ./tests/sqllogic || rc=$?
+			-parallel "$SQLLOGIC_PARALLEL" -run '^TestSQLLogic$' ./tests/sqllogic || rc=$?
 		phase_done "sqllogic on real kafka" "$t" "exit status $rc"
 		((rc == 0)) || status=1
 	else

@@ -3,7 +3,7 @@
 //
 // The package holds the .slt parser ([Parse]), the result comparison
 // ([CompareResult]) and a [Runner]; TestSQLLogic (sqllogic_test.go) runs
-// each testdata/*.slt file, in name order, as a subtest against a fresh
+// each testdata/*.slt file, side by side, as a subtest against a fresh
 // server process with its own data directory, started through
 // tests/fvsqltest (which builds ./cmd/fvsql once), and ends it with a
 // graceful shutdown that must succeed:

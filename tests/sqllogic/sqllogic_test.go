@@ -28,8 +28,9 @@ const (
 // TestMain removes the fvsql binary fvsqltest built.
 func TestMain(m *testing.M) { os.Exit(fvsqltest.Main(m)) }
 
-// TestSQLLogic runs every testdata/*.slt file, in name order, as a subtest
-// against a fresh fvsql server that speaks the PostgreSQL wire protocol.
+// TestSQLLogic runs every testdata/*.slt file as a subtest against a
+// fresh fvsql server of its own that speaks the PostgreSQL wire protocol;
+// the files run in parallel (as many at once as go test -parallel says).
 func TestSQLLogic(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.slt"))
 	if err != nil {
@@ -62,6 +63,10 @@ func TestSQLLogic(t *testing.T) {
 	for _, file := range files {
 		name := filepath.Base(file)
 		t.Run(name, func(t *testing.T) {
+			// Files run side by side (go test -parallel, GOMAXPROCS by
+			// default), each against its own server: a file mostly waits
+			// for its server's commits, not for a CPU.
+			t.Parallel()
 			records, err := parseFile(file)
 			if err != nil {
 				t.Fatal(err)
