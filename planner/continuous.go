@@ -74,6 +74,24 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		return nil, pgerror.New(pgerror.UndefinedParameter, "continuous queries cannot have parameters")
 	}
 	sel, ok := ca.Query.Body.(*sql.Select)
+	if ok {
+		q, sets, err := groupingSetsAsUnion(&builder{cat: cat}, sel)
+		if err != nil {
+			return nil, err
+		}
+		if sets && ca.Kind != sql.KindMaterializedView {
+			return nil, pgerror.NotSupported("GROUPING SETS, ROLLUP or CUBE in a %s", ca.Kind).
+				WithDetail("Each grouping set is an aggregation of its own, whose rows change.").
+				WithHint("Use CREATE MATERIALIZED VIEW, or EMIT CHANGES for a stream of its changes.")
+		}
+		if sets {
+			body := *ca.Query
+			body.Body = q
+			grouped := *ca
+			grouped.Query = &body
+			return planQuery(cat, &grouped)
+		}
+	}
 	if so, union := ca.Query.Body.(*sql.SetOp); union {
 		if ca.Kind != sql.KindMaterializedView {
 			return planUnionAll(cat, ca, so)

@@ -539,6 +539,12 @@ func appendSteps(node plan.Node, steps ...plan.Step) plan.Node {
 
 // buildSelect plans one SELECT block.
 func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
+	if q, ok, err := groupingSetsAsUnion(b, sel); ok || err != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		return b.buildQuery(q)
+	}
 	if len(sel.DistinctOn) > 0 {
 		ranked, err := distinctOnAsRank(b, sel)
 		if err != nil {

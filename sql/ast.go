@@ -165,6 +165,16 @@ type Subquery struct {
 // Row is a row constructor `(a, b)` / ROW(a, b).
 type RowExpr struct{ Items []Expr }
 
+// GroupingSets is ROLLUP (…), CUBE (…) or GROUPING SETS (…), an item of
+// a GROUP BY clause: Kind is "rollup", "cube" or "sets". An item is an
+// expression, a RowExpr for several expressions taken as one element
+// (an empty one is the empty grouping set, ()), or inside GROUPING SETS
+// another GroupingSets.
+type GroupingSets struct {
+	Kind  string
+	Items []Expr
+}
+
 // FieldSelect is `(X).Field`, a field of a composite value.
 type FieldSelect struct {
 	X     Expr
@@ -193,26 +203,27 @@ type Quantified struct {
 	Sub   QueryExpr
 }
 
-func (*ColumnRef) expr()   {}
-func (*Star) expr()        {}
-func (*Literal) expr()     {}
-func (*Param) expr()       {}
-func (*Unary) expr()       {}
-func (*Binary) expr()      {}
-func (*IsNull) expr()      {}
-func (*IsBool) expr()      {}
-func (*Between) expr()     {}
-func (*In) expr()          {}
-func (*Like) expr()        {}
-func (*FuncCall) expr()    {}
-func (*Cast) expr()        {}
-func (*Case) expr()        {}
-func (*Subquery) expr()    {}
-func (*RowExpr) expr()     {}
-func (*ArrayExpr) expr()   {}
-func (*Subscript) expr()   {}
-func (*FieldSelect) expr() {}
-func (*Quantified) expr()  {}
+func (*ColumnRef) expr()    {}
+func (*Star) expr()         {}
+func (*Literal) expr()      {}
+func (*Param) expr()        {}
+func (*Unary) expr()        {}
+func (*Binary) expr()       {}
+func (*IsNull) expr()       {}
+func (*IsBool) expr()       {}
+func (*Between) expr()      {}
+func (*In) expr()           {}
+func (*Like) expr()         {}
+func (*FuncCall) expr()     {}
+func (*Cast) expr()         {}
+func (*Case) expr()         {}
+func (*Subquery) expr()     {}
+func (*RowExpr) expr()      {}
+func (*GroupingSets) expr() {}
+func (*ArrayExpr) expr()    {}
+func (*Subscript) expr()    {}
+func (*FieldSelect) expr()  {}
+func (*Quantified) expr()   {}
 
 // ---------------------------------------------------------------------------
 // Queries.

@@ -934,6 +934,11 @@ func (c *converter) funcCall(e *tast.FuncCallExpr) (Expr, error) {
 			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \".\"")
 		case fnAny, fnAll:
 			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"%s\"", strings.ToUpper(strings.TrimPrefix(name, "__fvsql_")))
+		case fnRollup, fnCube, fnGroupingSets:
+			items, err := c.exprs(e.Args)
+			return &GroupingSets{Kind: map[string]string{fnRollup: "rollup", fnCube: "cube", fnGroupingSets: "sets"}[name], Items: items}, err
+		case fnEmptySet:
+			return &RowExpr{}, nil
 		case tast.Concat:
 			if len(e.Args) == 2 { // a || b; a written concat() carries pg_catalog.
 				l, err := c.expr(e.Args[0])

@@ -678,6 +678,21 @@ func (f *formatter) expr(e Expr, min int) {
 		f.w("ROW(")
 		f.exprList(e.Items)
 		f.w(")")
+	case *GroupingSets:
+		f.w(map[string]string{"rollup": "ROLLUP (", "cube": "CUBE (", "sets": "GROUPING SETS ("}[e.Kind])
+		for i, it := range e.Items {
+			if i > 0 {
+				f.w(", ")
+			}
+			if r, ok := it.(*RowExpr); ok { // one element of several expressions, or ()
+				f.w("(")
+				f.exprList(r.Items)
+				f.w(")")
+				continue
+			}
+			f.expr(it, 0)
+		}
+		f.w(")")
 	case *FieldSelect:
 		f.w("(")
 		f.expr(e.X, 0)

@@ -22,29 +22,33 @@ import (
 
 // Synthetic names shared by the normalizer and the converter.
 const (
-	fnCast        = "__fvsql_cast"
-	fnInterval    = "__fvsql_interval"
-	fnNum         = "__fvsql_num"
-	fnExtract     = "__fvsql_extract"
-	fnFilter      = "__fvsql_filter"
-	fnOver        = "__fvsql_over" // f(…) OVER w of an aggregate TiDB takes no OVER after
-	fnNullsFirst  = "__fvsql_nulls_first"
-	fnNullsLast   = "__fvsql_nulls_last"
-	colStar       = "__fvsql_star"
-	tvfPrefix     = "__fvsql_tvf_"
-	fnArray       = "__fvsql_array"       // ARRAY[…]
-	fnArraySub    = "__fvsql_array_sub"   // ARRAY(subquery)
-	fnSubscript   = "__fvsql_subscript"   // x[i]
-	fnSlice       = "__fvsql_slice"       // x[lo:hi]
-	fnField       = "__fvsql_field"       // (x).field
-	fnAggOrder    = "__fvsql_aggorder"    // agg(args ORDER BY keys)
-	fnWithinGroup = "__fvsql_withingroup" // agg(args) WITHIN GROUP (ORDER BY keys)
-	fnDistinctOn  = "__fvsql_distinct_on" // SELECT DISTINCT ON (keys): a first select item
-	fnDesc        = "__fvsql_desc"        // a DESC key of fnAggOrder
-	fnDistinctAgg = "__fvsql_distinct"    // agg(DISTINCT …) of an aggregate TiDB does not know
-	colOmitted    = "__fvsql_omitted"     // an omitted slice bound
-	fnAny         = "__fvsql_any"         // op ANY (array)
-	fnAll         = "__fvsql_all"         // op ALL (array)
+	fnCast         = "__fvsql_cast"
+	fnInterval     = "__fvsql_interval"
+	fnNum          = "__fvsql_num"
+	fnExtract      = "__fvsql_extract"
+	fnFilter       = "__fvsql_filter"
+	fnOver         = "__fvsql_over" // f(…) OVER w of an aggregate TiDB takes no OVER after
+	fnNullsFirst   = "__fvsql_nulls_first"
+	fnNullsLast    = "__fvsql_nulls_last"
+	colStar        = "__fvsql_star"
+	tvfPrefix      = "__fvsql_tvf_"
+	fnArray        = "__fvsql_array"         // ARRAY[…]
+	fnArraySub     = "__fvsql_array_sub"     // ARRAY(subquery)
+	fnSubscript    = "__fvsql_subscript"     // x[i]
+	fnSlice        = "__fvsql_slice"         // x[lo:hi]
+	fnField        = "__fvsql_field"         // (x).field
+	fnAggOrder     = "__fvsql_aggorder"      // agg(args ORDER BY keys)
+	fnWithinGroup  = "__fvsql_withingroup"   // agg(args) WITHIN GROUP (ORDER BY keys)
+	fnDistinctOn   = "__fvsql_distinct_on"   // SELECT DISTINCT ON (keys): a first select item
+	fnDesc         = "__fvsql_desc"          // a DESC key of fnAggOrder
+	fnDistinctAgg  = "__fvsql_distinct"      // agg(DISTINCT …) of an aggregate TiDB does not know
+	colOmitted     = "__fvsql_omitted"       // an omitted slice bound
+	fnAny          = "__fvsql_any"           // op ANY (array)
+	fnAll          = "__fvsql_all"           // op ALL (array)
+	fnRollup       = "__fvsql_rollup"        // GROUP BY ROLLUP (…)
+	fnCube         = "__fvsql_cube"          // GROUP BY CUBE (…)
+	fnGroupingSets = "__fvsql_grouping_sets" // GROUP BY GROUPING SETS (…)
+	fnEmptySet     = "__fvsql_empty_set"     // () in GROUPING SETS
 	// noLimit stands for "no LIMIT" when only OFFSET was written, since
 	// TiDB needs a count before OFFSET.
 	noLimit = "18446744073709551615"
@@ -328,6 +332,11 @@ func (n *normalizer) opStep(i, hi int) (int, error) {
 	}
 	switch t.val {
 	case "(":
+		if n.at(i+1, hi).isOp(")") && n.inGroupingSets() {
+			// () in GROUPING SETS: the empty grouping set
+			n.synthCall(fnEmptySet, t.pos)
+			return i + 2, nil
+		}
 		if n.at(i+1, hi).isOp("*") && n.at(i+2, hi).isOp(")") && n.last().kind == oName {
 			// f(*): TiDB turns count(*) into count(1); keep the star.
 			n.put("(", t.pos, oOpen)
@@ -901,6 +910,9 @@ func init() {
 		"for":         (*normalizer).forLocking,
 		"operator":    (*normalizer).operatorCall,
 		"values":      (*normalizer).valuesList,
+		"rollup":      (*normalizer).groupingSet,
+		"cube":        (*normalizer).groupingSet,
+		"grouping":    (*normalizer).groupingSet,
 		"bool_and":    (*normalizer).overCarrier,
 		"bool_or":     (*normalizer).overCarrier,
 		"every":       (*normalizer).overCarrier,
@@ -1849,6 +1861,43 @@ func (n *normalizer) rejectWord(i, hi int) (int, bool, error) {
 // and before OVER stddev_samp and var_samp); concat must not look like ||;
 // the others have MySQL-only argument syntax, and quoting the name makes
 // TiDB parse a plain call.
+// groupingSet rewrites ROLLUP (…), CUBE (…) and GROUPING SETS (…) in a
+// GROUP BY clause (or inside GROUPING SETS) as calls of synthetic
+// functions, which the planner expands (grouping sets as a UNION ALL of
+// groupings). GROUPING (…) elsewhere is the function.
+func (n *normalizer) groupingSet(i, hi int) (int, bool, error) {
+	if n.prevIsDot(i) || (n.frame().clause != "group" && !n.inGroupingSets()) {
+		return 0, false, nil
+	}
+	t := n.toks[i]
+	switch {
+	case t.is("rollup") && n.at(i+1, hi).isOp("("):
+		n.put(fnRollup, t.pos, oName)
+		return i + 1, true, nil
+	case t.is("cube") && n.at(i+1, hi).isOp("("):
+		n.put(fnCube, t.pos, oName)
+		return i + 1, true, nil
+	case t.is("grouping") && n.at(i+1, hi).is("sets") && n.at(i+2, hi).isOp("("):
+		n.put(fnGroupingSets, t.pos, oName)
+		return i + 2, true, nil
+	}
+	return 0, false, nil
+}
+
+// inGroupingSets says whether the innermost parenthesis is a grouping
+// set construct's (ROLLUP, CUBE, GROUPING SETS).
+func (n *normalizer) inGroupingSets() bool {
+	f := n.frame()
+	if f.call < 0 {
+		return false
+	}
+	switch n.out[f.call].text {
+	case fnRollup, fnCube, fnGroupingSets:
+		return true
+	}
+	return false
+}
+
 func (n *normalizer) renameFunc(i, hi int) (int, bool, error) {
 	if !n.at(i+1, hi).isOp("(") || n.prevIsDot(i) {
 		return 0, false, nil

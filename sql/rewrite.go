@@ -135,6 +135,10 @@ func Rewrite(e Expr, f func(Expr) (Expr, bool)) Expr {
 		if items := all(x.Items); !same(items, x.Items) {
 			return &RowExpr{Items: items}
 		}
+	case *GroupingSets:
+		if items := all(x.Items); !same(items, x.Items) {
+			return &GroupingSets{Kind: x.Kind, Items: items}
+		}
 	case *ArrayExpr:
 		if items := all(x.Items); !same(items, x.Items) {
 			return &ArrayExpr{Items: items}
