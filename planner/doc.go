@@ -49,7 +49,8 @@
 // is planned on its own, its stages go first, and the query reads its
 // table as any view's; ORDER BY … LIMIT over an aggregation and a top-N
 // over a join are rewritten into such subqueries, and so is a union (a
-// hidden stream: union.go), INTERSECT and EXCEPT (a grouping of the
+// hidden stream: union.go; with any branch more than a stream's rows, a
+// union of hidden views' changes: unionview.go), INTERSECT and EXCEPT (a grouping of the
 // union of both sides, each row counted by side: union.go), a scalar
 // subquery that is one aggregate, of its own or correlated by equalities
 // (a hidden view LEFT JOINed to the rows: scalarsub.go), an aggregate
@@ -65,6 +66,10 @@
 // CHANGES is a view's pipeline with its changes as the stream. These
 // rewrites work on the AST (sql.Rewrite replaces its nodes), before the
 // shapes above are recognised.
+//
+// GROUP BY ROLLUP, CUBE and GROUPING SETS are rewritten, for bounded
+// queries and views alike, as the UNION ALL of one grouping per set
+// (groupingsets.go) before anything else plans the query.
 //
 // User functions (userfunc.go): a wasm function's call is an expr.KUser
 // node over its arguments cast to its signature, a sql function's body

@@ -417,6 +417,10 @@ func (b *builder) buildFunc(c *exprCtx, e *sql.FuncCall) (*expr.Expr, error) {
 		}
 		return nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in %s", c.what)
 	}
+	if missingAggregates[e.Name] && !expr.Exists(e.Name) {
+		// before its arguments, whose columns are no group's
+		return nil, pgerror.NotSupported("aggregate function %s", e.Name)
+	}
 	if e.Distinct || e.Star || e.Filter != nil {
 		return nil, pgerror.New(pgerror.WrongObjectType, "%s is not an aggregate function", e.Name)
 	}

@@ -86,6 +86,9 @@
 //	key, lag, rank, partition…  "key", … when TiDB reserves a word PostgreSQL
 //	                            does not and it is not used as syntax there
 //	COLLATE name                dropped (fvsql compares by code point)
+//	GROUP BY ROLLUP (…), CUBE (…), GROUPING SETS (…)  __fvsql_rollup(…),
+//	                            __fvsql_cube(…), __fvsql_grouping_sets(…), an empty
+//	                            set () __fvsql_empty_set(): a GroupingSets node
 //	WITH x AS (…) SELECT …      CTEs inlined as derived tables
 //
 // TiDB-only syntax is refused rather than silently reinterpreted:
