@@ -531,9 +531,10 @@ func compileSubquery(e *Expr, env *Env) (Eval, error) {
 }
 
 // foldSubquery turns a subquery's values into the value of the
-// expression using it: EXISTS, ARRAY(…), x IN (…) (NULL when x is NULL,
-// or when no value equals x and one is NULL), or a scalar subquery (NULL
-// without a row, 21000 with more than one). probe evaluates x.
+// expression using it: EXISTS, ARRAY(…), x IN (…) (false over no rows,
+// whatever x; else NULL when x is NULL, or when no value equals x and
+// one is NULL), or a scalar subquery (NULL without a row, 21000 with
+// more than one). probe evaluates x.
 func foldSubquery(mode string, t types.Type, vals []types.Value, probe func() (types.Value, error)) (types.Value, error) {
 	switch mode {
 	case "exists":
@@ -541,6 +542,9 @@ func foldSubquery(mode string, t types.Type, vals []types.Value, probe func() (t
 	case "array":
 		return newArray(t, vals)
 	case "in":
+		if len(vals) == 0 {
+			return types.NewBool(false), nil
+		}
 		v, err := probe()
 		if err != nil || v.IsNull() {
 			return types.NullValue, err

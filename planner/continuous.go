@@ -138,7 +138,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	}
 	sel = commaAsJoins(cat, sel)
 	if ca.Kind == sql.KindMaterializedView {
-		sel = scalarsAsJoins(cat, sel)
+		sel = scalarsAsJoins(cat, notInAsProbes(cat, sel))
 		var err error
 		if sel, err = limitOverGroups(sel); err != nil {
 			return nil, err

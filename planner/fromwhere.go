@@ -165,6 +165,14 @@ func itemsRead(e sql.Expr, scopes []*scope) (set uint64, ok bool) {
 		switch n := n.(type) {
 		case *sql.Subquery:
 			ok = false
+		case *sql.In:
+			if n.Sub != nil {
+				ok = false
+			}
+		case *sql.Quantified:
+			if n.Sub != nil {
+				ok = false
+			}
 		case *sql.ColumnRef:
 			found := -1
 			for k, s := range scopes {

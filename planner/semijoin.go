@@ -1,9 +1,12 @@
 package planner
 
 import (
+	"strconv"
+
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
 )
 
 // existsAsJoins plans the EXISTS (SELECT … FROM r WHERE …), NOT EXISTS
@@ -124,8 +127,10 @@ func probeJoin(cat Catalog, left sql.TableExpr, kind string, sub sql.QueryExpr, 
 		alias = t.Name
 	}
 	if tableNamed(left, alias) {
-		return nil, pgerror.NotSupported("%s whose table is named %q, as one outside it is, in a materialized view", what, alias).
-			WithHint("Give the subquery's table its own alias.")
+		// the subquery's table hides the outer one of its name inside
+		// it; joined, it needs a name of its own
+		s, t = renameTable(s, alias, left)
+		alias = t.Alias
 	}
 	own := map[string]bool{}
 	for _, c := range rel.ReadColumns() {
@@ -165,6 +170,124 @@ func probeJoin(cat Catalog, left sql.TableExpr, kind string, sub sql.QueryExpr, 
 			WithHint("Correlate it: WHERE r.k = outer.k.")
 	}
 	return &sql.Join{Kind: kind, Left: left, Right: t, On: on}, nil
+}
+
+// renameTable gives the table of the subquery s, named name as one of
+// outer's is, an alias no table of outer has, and its references to name
+// (in its select list and WHERE; a deeper subquery's are its own) the
+// alias.
+func renameTable(s *sql.Select, name string, outer sql.TableExpr) (*sql.Select, *sql.TableName) {
+	alias := "_" + name
+	for n := 2; tableNamed(outer, alias); n++ {
+		alias = "_" + name + strconv.Itoa(n)
+	}
+	rename := func(e sql.Expr) sql.Expr {
+		return sql.Rewrite(e, func(e sql.Expr) (sql.Expr, bool) {
+			if c, ok := e.(*sql.ColumnRef); ok && c.Table == name {
+				r := *c
+				r.Table = alias
+				return &r, true
+			}
+			return e, false
+		})
+	}
+	r := *s
+	t := *s.From[0].(*sql.TableName)
+	t.Alias = alias
+	r.From = []sql.TableExpr{&t}
+	r.Where = rename(s.Where)
+	r.Items = make([]sql.SelectItem, len(s.Items))
+	for i, it := range s.Items {
+		r.Items[i] = sql.SelectItem{Expr: rename(it.Expr), Alias: it.Alias}
+	}
+	return &r, &t
+}
+
+// notInAsProbes rewrites the x NOT IN (SELECT y FROM r WHERE c)
+// conjuncts of a materialized view's WHERE as what NOT IN means, NULLs
+// included, in terms a view runs: no y equals x (an anti join, as NOT
+// EXISTS), and, by what r holds for the row (a scalar subquery, joined:
+// NULL when nothing, 1 without NULLs, 2 with one), the row stays when
+// r holds nothing, or holds no NULL and x is not NULL:
+//
+//	x NOT IN (SELECT y FROM r WHERE c)
+//	→ NOT EXISTS (SELECT 1 FROM r WHERE c AND y = x)
+//	  AND CASE coalesce((SELECT max(CASE WHEN y IS NULL THEN 2 ELSE 1 END) FROM r WHERE c), 0)
+//	      WHEN 0 THEN true WHEN 1 THEN x IS NOT NULL ELSE false END
+//
+// (a NOT IN whose answer is NULL drops the row, as false does). Other
+// NOT IN conjuncts are left for existsAsJoins to refuse.
+func notInAsProbes(cat Catalog, sel *sql.Select) *sql.Select {
+	if sel.Where == nil || len(sel.From) != 1 {
+		return sel
+	}
+	changed := false
+	var where sql.Expr
+	and := func(e sql.Expr) {
+		if where == nil {
+			where = e
+		} else {
+			where = &sql.Binary{Op: "and", L: where, R: e}
+		}
+	}
+	for _, c := range conjuncts(sel.Where) {
+		in, ok := c.(*sql.In)
+		if !ok || in.Sub == nil || !in.Not || !overRelation(in.Sub) {
+			and(c)
+			continue
+		}
+		sub := in.Sub.(*sql.Select)
+		if len(sub.Items) != 1 || aggregates(sub) || sub.Distinct || sub.Limit != nil || sub.Offset != nil {
+			and(c)
+			continue
+		}
+		if _, star := sub.Items[0].Expr.(*sql.Star); star {
+			and(c)
+			continue
+		}
+		if t := sub.From[0].(*sql.TableName); t.Alias == "" && tableNamed(sel.From[0], t.Name) {
+			sub, _ = renameTable(sub, t.Name, sel.From[0])
+		}
+		// x as the outer row's, whatever the subquery's table holds
+		x := sql.Rewrite(in.X, func(e sql.Expr) (sql.Expr, bool) {
+			if c, ok := e.(*sql.ColumnRef); ok {
+				r := *c
+				return &r, true
+			}
+			return e, false
+		})
+		if err := qualifyOuter(cat, sel.From[0], x); err != nil {
+			and(c)
+			continue
+		}
+		y := sub.Items[0].Expr
+		match := *sub
+		match.Items = []sql.SelectItem{{Expr: &sql.Literal{Value: types.NewInt(types.Int4, 1)}}}
+		match.Where = &sql.Binary{Op: "=", L: y, R: x}
+		if sub.Where != nil {
+			match.Where = &sql.Binary{Op: "and", L: sub.Where, R: match.Where}
+		}
+		and(&sql.Unary{Op: "not", X: &sql.Subquery{Query: &match, Exists: true}})
+		held := *sub
+		held.Items = []sql.SelectItem{{Expr: &sql.FuncCall{Name: "max", Args: []sql.Expr{&sql.Case{
+			Whens: []sql.When{{Cond: &sql.IsNull{X: y}, Result: &sql.Literal{Value: types.NewInt(types.Int4, 2)}}},
+			Else:  &sql.Literal{Value: types.NewInt(types.Int4, 1)}}}}}}
+		and(&sql.Case{
+			Operand: &sql.FuncCall{Name: "coalesce", Args: []sql.Expr{&sql.Subquery{Query: &held}, &sql.Literal{Value: types.NewInt(types.Int4, 0)}}},
+			Whens: []sql.When{
+				{Cond: &sql.Literal{Value: types.NewInt(types.Int4, 0)}, Result: &sql.Literal{Value: types.NewBool(true)}},
+				{Cond: &sql.Literal{Value: types.NewInt(types.Int4, 1)}, Result: &sql.IsNull{X: in.X, Not: true}},
+			},
+			Else: &sql.Literal{Value: types.NewBool(false)},
+		})
+		changed = true
+	}
+	if !changed {
+		return sel
+	}
+	out := *sel
+	out.Where = where
+	return &out
 }
 
 // qualifyOuter names the table of each column e does not qualify, among

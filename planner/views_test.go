@@ -1070,7 +1070,10 @@ func genJoinView(rng *rand.Rand) string {
 			"NOT EXISTS (SELECT 1 FROM ja WHERE ja.k = b.k AND ja.v = b.v)",
 			"EXISTS (SELECT 1 FROM jc p WHERE k = a.v AND v IS NOT NULL)",
 			"EXISTS (SELECT 1 FROM jb p WHERE p.k = a.k AND p.id <> a.id)",
-			"NOT EXISTS (SELECT 1 FROM ja p WHERE p.k = b.k AND p.id > b.id)")
+			"NOT EXISTS (SELECT 1 FROM ja p WHERE p.k = b.k AND p.id > b.id)",
+			"a.v NOT IN (SELECT v FROM jc p WHERE p.id % 2 = 0)",
+			"b.v NOT IN (SELECT p.v + 1 FROM jc p WHERE p.k = a.k)",
+			"a.k NOT IN (SELECT k FROM jb)")
 		if where == "" {
 			where = " WHERE " + probe
 		} else {
