@@ -16,7 +16,10 @@ type ProjectSet struct {
 	Widths []int
 	// Outer puts out a row for which every function returns nothing,
 	// its functions' columns NULL (LEFT JOIN LATERAL … ON true).
-	Outer   bool
+	Outer bool
+	// Ordinal appends each output row's position among its input row's
+	// (1-based, an int8) after the functions' columns.
+	Ordinal bool
 	OnError RowError
 	out     Batch
 }
@@ -28,6 +31,9 @@ func (p *ProjectSet) Process(b *Batch, emit Emit) error {
 	extra := 0
 	for _, w := range p.Widths {
 		extra += w
+	}
+	if p.Ordinal {
+		extra++
 	}
 rows:
 	for i, row := range b.Rows {
@@ -55,6 +61,9 @@ rows:
 				} else {
 					out = append(out, make(types.Row, p.Widths[j])...)
 				}
+			}
+			if p.Ordinal {
+				out = append(out, types.NewInt8(int64(r+1)))
 			}
 			p.out.Rows = append(p.out.Rows, out)
 			if b.Source != nil {

@@ -68,7 +68,7 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		}
 		return &Project{Exprs: evs, OnError: onErr, batch: batch}, nil
 	case plan.OpProjectSet, plan.OpLateral:
-		ps := &ProjectSet{OnError: onErr, Outer: s.Outer}
+		ps := &ProjectSet{OnError: onErr, Outer: s.Outer, Ordinal: s.Ordinal}
 		for _, set := range s.Sets {
 			ev, err := expr.CompileSet(set.Fn, set.Args, env)
 			if err != nil {

@@ -3,6 +3,7 @@ package planner
 import (
 	"strconv"
 
+	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
@@ -228,6 +229,9 @@ func lateralInput(from []sql.TableExpr) (*sql.TableName, bool) {
 // are no view's rows (several per input record), so they are written as
 // a stream first, which a view can read.
 func planLateral(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.TableName) (*Continuous, error) {
+	if in, ok := lateralOverView(cat, sel); ok && ca.Kind == sql.KindMaterializedView && lateralRows(sel) {
+		return planLateralView(cat, ca, sel, in)
+	}
 	if ca.Kind == sql.KindMaterializedView || aggregates(sel) || ca.Query.Emit != sql.EmitDefault {
 		return nil, pgerror.NotSupported("a LATERAL function in a materialized view or an aggregation").
 			WithHint("Write its rows as a stream (CREATE STREAM t AS SELECT … FROM s, LATERAL f(…) x), then aggregate or view t.")
@@ -235,14 +239,153 @@ func planLateral(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.TableN
 	return planStateless(cat, ca, sel, src)
 }
 
+// lateralFrom says whether a FROM clause is one item (a table or a
+// subquery) and LATERAL functions of its rows.
+func lateralFrom(from []sql.TableExpr) bool {
+	if len(from) == 1 {
+		j, ok := from[0].(*sql.Join)
+		if !ok {
+			return false
+		}
+		if _, ok := j.Right.(*sql.TableFunc); !ok {
+			return false
+		}
+		switch j.Left.(type) {
+		case *sql.TableName, *sql.DerivedTable:
+			return true
+		}
+		return lateralFrom([]sql.TableExpr{j.Left})
+	}
+	if len(from) < 2 {
+		return false
+	}
+	for _, t := range from[1:] {
+		if _, ok := t.(*sql.TableFunc); !ok {
+			return false
+		}
+	}
+	switch from[0].(type) {
+	case *sql.TableName, *sql.DerivedTable:
+		return true
+	}
+	return lateralFrom(from[:1])
+}
+
+// lateralOverStream says whether sel's FROM clause is a stream and
+// LATERAL functions of its rows.
+func lateralOverStream(cat Catalog, sel *sql.Select) bool {
+	src, ok := lateralInput(sel.From)
+	if !ok {
+		return false
+	}
+	in, err := cat.Lookup(src.Schema, src.Name)
+	return err == nil && in.Kind == catalog.Stream
+}
+
+// lateralOverView says whether sel's FROM clause is a view and LATERAL
+// functions of its rows, and returns the view.
+func lateralOverView(cat Catalog, sel *sql.Select) (*catalog.Relation, bool) {
+	if sel == nil {
+		return nil, false
+	}
+	src, ok := lateralInput(sel.From)
+	if !ok {
+		return nil, false
+	}
+	in, err := cat.Lookup(src.Schema, src.Name)
+	return in, err == nil && in.Kind == catalog.MaterializedView
+}
+
+// planLateralView plans a materialized view of a view's rows and one
+// LATERAL function of them, filtered and projected: each row of the
+// input view is followed by the function's rows for it, signed as the
+// input row is (a changelog step reads the input's table), so that when
+// the input row changes or leaves, the rows made of it leave too. A row
+// is keyed by its input row's key (the hidden _src_key) and its
+// position among that row's (_src_ord, the lateral step's ordinal): the
+// function gives the same rows for the same input row.
+func planLateralView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.Relation) (*Continuous, error) {
+	chain, sc, err := statelessSelect(cat, sel, "a materialized view")
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := chain.Input.(*plan.Source); !ok {
+		return nil, pgerror.NotSupported("this FROM clause in a materialized view")
+	}
+	steps := append([]plan.Step(nil), chain.Steps...)
+	lateral := -1
+	for i, st := range steps {
+		switch st.Op {
+		case plan.OpLateral:
+			if lateral >= 0 {
+				return nil, pgerror.NotSupported("several LATERAL functions of a view's rows in a materialized view").
+					WithHint("Put one in a view of its own, and the next in a view over it.")
+			}
+			lateral = i
+		case plan.OpFilter, plan.OpProject:
+		default:
+			return nil, pgerror.NotSupported("step %s in a materialized view", st.Op)
+		}
+	}
+	proj := steps[len(steps)-1]
+	if lateral < 0 || proj.Op != plan.OpProject || lateral == len(steps)-1 {
+		return nil, pgerror.NotSupported("this materialized view over LATERAL functions")
+	}
+	// The function's columns were planned after the columns a query
+	// names (in.ReadColumns()); a row read from a view's table has the
+	// metadata columns after its own, and the changelog step the sign
+	// after them: the function's columns follow that, and the ordinal
+	// them.
+	planned, width := len(in.ReadColumns()), len(in.Columns)+plan.MetaWidth
+	fnWidth := steps[lateral].Sets[0].Width
+	shift := map[int]int{}
+	for c := 0; c < fnWidth; c++ {
+		shift[planned+c] = width + 1 + c
+	}
+	for i := lateral + 1; i < len(steps); i++ {
+		st := steps[i]
+		if st.Pred != nil {
+			st.Pred = st.Pred.Remap(shift)
+		}
+		exprs := make([]*expr.Expr, len(st.Exprs))
+		for k, x := range st.Exprs {
+			exprs[k] = x.Remap(shift)
+		}
+		st.Exprs = exprs
+		steps[i] = st
+	}
+	steps[lateral].Ordinal = true
+	proj = steps[len(steps)-1]
+	proj.Names = append([]string(nil), proj.Names...)
+	cols := columnsOf(sc)
+	key := []int{len(cols), len(cols) + 1}
+	proj.Exprs = append(proj.Exprs, expr.Col(len(in.Columns), types.Bytea, "_key"), expr.Col(width+1+fnWidth, types.Int8, "_ordinal"),
+		signColumn(in))
+	proj.Names = append(proj.Names, "_src_key", "_src_ord", "_sign")
+	cols = append(cols, catalog.Column{Name: "_src_key", Type: types.Bytea, Hidden: true}, catalog.Column{Name: "_src_ord", Type: types.Int8, Hidden: true})
+	steps[len(steps)-1] = proj
+	steps = append([]plan.Step{changelogStep(in)}, steps...)
+	errs := ErrorsRelation(ca.Name)
+	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &plan.Topology{Errors: errs.Name,
+		Stages: []plan.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
+	last := &out.Topology.Stages[0]
+	if err := viewOutput(ca, out, last, cols, key, in.Partitions); err != nil {
+		return nil, err
+	}
+	last.Changes.Sign = len(cols)
+	return out, nil
+}
+
 // lateralAlias is the FROM item a view over LATERAL functions reads.
 const lateralAlias = "_lateral"
 
-// lateralRows says whether sel is rows of a stream and LATERAL functions,
-// filtered and projected only: a stream's rows, which a hidden stream
-// of a view's pipeline can carry (see nester.hide).
+// lateralRows says whether sel is rows of one FROM item (a table or a
+// subquery) and LATERAL functions of them, filtered and projected only:
+// over a stream a stream's rows, which a hidden stream of a view's
+// pipeline can carry (see nester.hide); over a view or a subquery a
+// view's (planLateralView).
 func lateralRows(sel *sql.Select) bool {
-	if _, ok := lateralInput(sel.From); !ok {
+	if !lateralFrom(sel.From) {
 		return false
 	}
 	return !sel.Distinct && len(sel.DistinctOn) == 0 && len(sel.GroupBy) == 0 && sel.Having == nil &&
@@ -263,8 +406,11 @@ func lateralRows(sel *sql.Select) bool {
 // subquery expression, or that is not over a stream and functions, is
 // returned as it is (the planner refuses it as before).
 func lateralAsSubquery(cat Catalog, sel *sql.Select) (*sql.Select, error) {
-	if _, ok := lateralInput(sel.From); !ok || hasSubqueryExpr(sel) {
+	if !lateralFrom(sel.From) || hasSubqueryExpr(sel) {
 		return sel, nil
+	}
+	if lateralRows(sel) && !lateralOverStream(cat, sel) {
+		return sel, nil // a view's or a subquery's rows and functions: planLateralView's
 	}
 	b := &builder{cat: cat}
 	_, out, err := b.buildSelect(sel)

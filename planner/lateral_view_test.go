@@ -40,3 +40,26 @@ func genLateralView(rng *rand.Rand) string {
 			", generate_series(1, 2)"))
 	}
 }
+
+// TestLateralOverViewDifferential: LATERAL functions of a view's rows (a
+// grouped subquery of dv or du, whose rows change): the rows they make,
+// filtered, grouped or made DISTINCT, and a LEFT JOIN LATERAL keeping
+// the rows the function gives nothing for; each against its bounded
+// SELECT, while the view's rows change under it.
+func TestLateralOverViewDifferential(t *testing.T) {
+	twoStreamDifferential(t, "vx", 23_000_009, *viewCases/4, func(rng *rand.Rand) string {
+		sub := fmt.Sprintf("(SELECT k, count(*) AS c, array_agg(v) AS vs, max(w) AS mw FROM %s%s GROUP BY k) b",
+			pick(rng, "dv", "du"), pick(rng, "", " WHERE v > 1", " WHERE w <> 0"))
+		switch rng.Intn(5) {
+		case 0:
+			return "SELECT b.k, g FROM " + sub + ", LATERAL generate_series(1, b.c) g"
+		case 1:
+			return "SELECT b.k, e FROM " + sub + ", LATERAL unnest(b.vs) e WHERE " + pick(rng, "e > 1", "e IS NULL", "b.c > 1")
+		case 2:
+			return "SELECT e, count(*) AS n, max(b.k) AS m FROM " + sub + ", LATERAL unnest(b.vs) e GROUP BY e"
+		case 3:
+			return "SELECT b.k, b.mw, g FROM " + sub + " LEFT JOIN LATERAL generate_series(1, b.mw) g ON true"
+		}
+		return "SELECT DISTINCT e FROM " + sub + " CROSS JOIN LATERAL unnest(b.vs) e"
+	})
+}

@@ -215,7 +215,7 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 			return nil, err
 		}
 		sub.Rel.Topic = InternalTopic(name, "stream")
-	} else if sel != nil && lateralRows(sel) {
+	} else if sel != nil && lateralRows(sel) && lateralOverStream(ns.cat, sel) {
 		sub, err = planQuery(ns.cat, &sql.CreateAs{Kind: sql.KindStream, Name: name, Query: &sql.Query{Body: sel}})
 		if err != nil {
 			return nil, err

@@ -244,15 +244,17 @@ const (
 // The union runs as a hidden stream (a hidden view when a side is more
 // than rows of streams: planUnionView) and the grouping as the view's
 // aggregation, which keeps both counts under any order of arrival. A
-// UNION inside either side may keep its duplicates (they change no
-// count's sign), so it becomes UNION ALL; another set operation inside
+// UNION inside either side of INTERSECT or EXCEPT may keep its
+// duplicates (they change no count's sign), so it becomes UNION ALL; another set operation inside
 // a side is a hidden view whose rows are marked. INTERSECT ALL and
-// EXCEPT ALL (a row as many times as its counts say) are refused.
+// EXCEPT ALL have a row as many times as its counts say (the lesser
+// count; the left's less the right's): the grouping carries that
+// number, and LATERAL generate_series repeats each of its rows
+// (planLateralView):
+//
+//	a INTERSECT ALL b  →  SELECT g.c… FROM (SELECT c…, least(sum(l), sum(r)) AS n FROM … GROUP BY c…
+//	                      HAVING least(…) > 0) g, LATERAL generate_series(1, g.n)
 func setOpAsGroups(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
-	if so.All {
-		return nil, pgerror.NotSupported("%s in a materialized view", setOpName(so)).
-			WithHint("Use %s without ALL, whose result has each row once.", map[string]string{"intersect": "INTERSECT", "except": "EXCEPT"}[so.Op])
-	}
 	var mark func(e sql.QueryExpr, left bool) (sql.QueryExpr, error)
 	var first *sql.Select
 	mark = func(e sql.QueryExpr, left bool) (sql.QueryExpr, error) {
@@ -271,7 +273,9 @@ func setOpAsGroups(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
 				sql.SelectItem{Expr: &sql.Literal{Value: types.NewInt(types.Int4, r)}, Alias: rightMark})
 			return &m, nil
 		case *sql.SetOp:
-			if q.Op != "union" || len(q.OrderBy) > 0 || q.Limit != nil || q.Offset != nil {
+			if q.Op != "union" || (so.All && !q.All) || len(q.OrderBy) > 0 || q.Limit != nil || q.Offset != nil {
+				// (a UNION's duplicates change no count's sign, but
+				// INTERSECT ALL and EXCEPT ALL go by the counts)
 				// another set operation inside: its rows, marked (the
 				// nester makes it a hidden view)
 				return mark(&sql.Select{Items: []sql.SelectItem{{Expr: &sql.Star{}}},
@@ -306,7 +310,7 @@ func setOpAsGroups(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
 	sel := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: &sql.SetOp{Op: "union", All: true, Left: l, Right: r}, Alias: alias}}}
 	seen := map[string]bool{}
 	for _, c := range sc.outColumns() {
-		if seen[c.Name] || c.Name == leftMark || c.Name == rightMark {
+		if seen[c.Name] || c.Name == leftMark || c.Name == rightMark || c.Name == countCol {
 			return nil, pgerror.NotSupported("%s in a materialized view whose columns share the name %q", setOpName(so), c.Name).
 				WithHint("Give the first SELECT's columns names of their own (AS …).")
 		}
@@ -324,6 +328,29 @@ func setOpAsGroups(cat Catalog, so *sql.SetOp) (*sql.Select, error) {
 		right = &sql.Binary{Op: "=", L: count(rightMark), R: zero}
 	}
 	sel.Having = &sql.Binary{Op: "and", L: &sql.Binary{Op: ">", L: count(leftMark), R: zero}, R: right}
+	if so.All {
+		// each row as many times as its counts say: the grouping with
+		// that number, each of its rows repeated by generate_series
+		n := &sql.FuncCall{Name: "least", Args: []sql.Expr{count(leftMark), count(rightMark)}}
+		if so.Op == "except" {
+			n = &sql.FuncCall{Name: "greatest", Args: []sql.Expr{&sql.Binary{Op: "-", L: count(leftMark), R: count(rightMark)}, zero}}
+		}
+		const groups = "_setop_groups"
+		outer := &sql.Select{From: []sql.TableExpr{
+			&sql.DerivedTable{Query: sel, Alias: groups},
+			&sql.TableFunc{Name: "generate_series", Args: []sql.Expr{&sql.Literal{Value: types.NewInt(types.Int4, 1)}, &sql.ColumnRef{Table: groups, Name: countCol}}, Alias: "_setop_copy"},
+		}}
+		for _, it := range sel.Items {
+			outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: groups, Name: it.Expr.(*sql.ColumnRef).Name}})
+		}
+		sel.Items = append(sel.Items, sql.SelectItem{Expr: n, Alias: countCol})
+		sel.Having = &sql.Binary{Op: ">", L: n, R: zero}
+		sel = outer
+	}
 	sel.OrderBy, sel.Limit, sel.Offset = so.OrderBy, so.Limit, so.Offset
 	return sel, nil
 }
+
+// countCol is the column of setOpAsGroups' grouping that says how many
+// times an INTERSECT ALL or EXCEPT ALL has a row.
+const countCol = "__fvsql_count"

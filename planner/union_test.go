@@ -48,7 +48,7 @@ func genSetOpView(rng *rand.Rand) string {
 		}
 		return q
 	}
-	q := side() + " " + pick(rng, "INTERSECT", "EXCEPT") + " " + side()
+	q := side() + " " + pick(rng, "INTERSECT", "EXCEPT", "INTERSECT ALL", "EXCEPT ALL") + " " + side()
 	if rng.Intn(3) == 0 {
 		q += pick(rng, " ORDER BY 1 LIMIT 2", " ORDER BY 1 DESC NULLS LAST LIMIT 3")
 		if strings.Contains(cols, ",") {
