@@ -18,7 +18,8 @@ type ProjectSet struct {
 	// its functions' columns NULL (LEFT JOIN LATERAL … ON true).
 	Outer bool
 	// Ordinal appends each output row's position among its input row's
-	// (1-based, an int8) after the functions' columns.
+	// (1-based, an int8; NULL for a padded row) after the functions'
+	// columns.
 	Ordinal bool
 	OnError RowError
 	out     Batch
@@ -49,6 +50,7 @@ rows:
 			results[j] = rs
 			n = max(n, len(rs))
 		}
+		n0 := n
 		if n == 0 && p.Outer {
 			n = 1 // the row alone, padded: every result is shorter
 		}
@@ -63,7 +65,11 @@ rows:
 				}
 			}
 			if p.Ordinal {
-				out = append(out, types.NewInt8(int64(r+1)))
+				if r < n0 {
+					out = append(out, types.NewInt8(int64(r+1)))
+				} else {
+					out = append(out, types.NullValue) // the padded row
+				}
 			}
 			p.out.Rows = append(p.out.Rows, out)
 			if b.Source != nil {

@@ -73,8 +73,9 @@ type Step struct {
 	Sets  []SetSpec `json:"sets,omitempty"`
 	Outer bool      `json:"outer,omitempty"`
 	// Ordinal appends the position of each row among its input row's
-	// (1, 2, …; 1 for a NULL-padded row), an int8 after the functions'
-	// columns: with the input row's key, the key of a view's row.
+	// (1, 2, …; NULL for a NULL-padded row), an int8 after the functions'
+	// columns: WITH ORDINALITY's, and with the input row's key the key of
+	// a view's row.
 	Ordinal bool `json:"ordinal,omitempty"`
 
 	// intervalJoin, hashJoin

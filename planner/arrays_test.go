@@ -148,6 +148,8 @@ func TestArrayQueries(t *testing.T) {
 		{`SELECT sym, t FROM trades, unnest(trades.tags) t ORDER BY 1, 2`, "ACME | a\nACME | b"},
 		{`SELECT sym, g FROM trades, generate_series(1, qty::int % 3) g ORDER BY 1, 2`, "ACME | 1\nINIT | 1\nINIT | 2\nZED | 1"},
 		{`SELECT sym, t FROM trades LEFT JOIN LATERAL unnest(tags) t ON true ORDER BY 1, 2`, "ACME | a\nACME | b\nINIT | NULL\nZED | NULL"},
+		{`SELECT sym, t, n FROM trades LEFT JOIN LATERAL unnest(tags) WITH ORDINALITY u(t, n) ON true ORDER BY 1, 2`,
+			"ACME | a | 1\nACME | b | 2\nINIT | NULL | NULL\nZED | NULL | NULL"},
 		{`SELECT t.sym, u.x FROM trades t CROSS JOIN LATERAL unnest(t.tags) AS u(x) WHERE u.x <> 'a'`, "ACME | b"},
 		{`SELECT sym, u FROM trades, lower(sym) u ORDER BY 1`, "ACME | acme\nINIT | init\nZED | zed"},
 	} {
@@ -199,7 +201,6 @@ func TestArrayQueryErrors(t *testing.T) {
 		sql  string
 		code pgerror.Code
 	}{
-		{`SELECT * FROM trades, unnest(tags) WITH ORDINALITY`, pgerror.FeatureNotSupported},
 		{`SELECT * FROM trades t RIGHT JOIN LATERAL unnest(t.tags) u ON true`, pgerror.FeatureNotSupported},
 		{`SELECT * FROM trades t JOIN LATERAL unnest(t.tags) u ON u = 'a'`, pgerror.FeatureNotSupported},
 		{`SELECT (SELECT count(*) FROM upper(t.sym) u, generate_series(1, 2) g) FROM trades t`, pgerror.FeatureNotSupported},

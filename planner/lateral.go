@@ -111,10 +111,10 @@ func (b *builder) readsScope(tf *sql.TableFunc, sc *scope) bool {
 // lateralFunc plans tf over the rows of node (scope sc): a lateral step,
 // and the scope of sc's columns then tf's.
 func (b *builder) lateralFunc(node plan.Node, sc *scope, tf *sql.TableFunc, outer bool) (plan.Node, *scope, error) {
-	if tf.Ordinality {
-		return nil, nil, pgerror.NotSupported("WITH ORDINALITY on a LATERAL function")
-	}
 	if b.scalarInFrom(tf.Name) {
+		if tf.Ordinality {
+			return nil, nil, pgerror.NotSupported("WITH ORDINALITY on a LATERAL scalar function")
+		}
 		return b.lateralScalar(node, sc, tf)
 	}
 	c, err := b.resolveTableCall(tf, sc)
@@ -130,7 +130,7 @@ func (b *builder) lateralFunc(node plan.Node, sc *scope, tf *sql.TableFunc, oute
 	if err != nil {
 		return nil, nil, err
 	}
-	step := plan.Step{Op: plan.OpLateral, Outer: outer,
+	step := plan.Step{Op: plan.OpLateral, Outer: outer, Ordinal: tf.Ordinality,
 		Sets: []plan.SetSpec{{Fn: c.key, Args: c.args, Width: len(c.names)}}}
 	return appendSteps(node, step), &scope{cols: append(append([]scopeCol(nil), sc.cols...), fsc.cols...)}, nil
 }
@@ -339,7 +339,7 @@ func planLateralView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog
 	planned, width := len(in.ReadColumns()), len(in.Columns)+plan.MetaWidth
 	fnWidth := steps[lateral].Sets[0].Width
 	shift := map[int]int{}
-	for c := 0; c < fnWidth; c++ {
+	for c := 0; c <= fnWidth; c++ { // the ordinal too, WITH ORDINALITY's
 		shift[planned+c] = width + 1 + c
 	}
 	for i := lateral + 1; i < len(steps); i++ {

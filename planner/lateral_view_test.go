@@ -37,6 +37,8 @@ func genLateralView(rng *rand.Rand) string {
 			", LATERAL generate_series(0, w) g",
 			" CROSS JOIN LATERAL unnest(ARRAY[v, w]) u",
 			" LEFT JOIN LATERAL generate_series(1, w) g ON true",
+			", LATERAL unnest(ARRAY[v, w]) WITH ORDINALITY u(x, n)",
+			" LEFT JOIN LATERAL generate_series(2, w) WITH ORDINALITY AS g(g, n) ON true",
 			", generate_series(1, 2)"))
 	}
 }
@@ -50,7 +52,7 @@ func TestLateralOverViewDifferential(t *testing.T) {
 	twoStreamDifferential(t, "vx", 23_000_009, *viewCases/4, func(rng *rand.Rand) string {
 		sub := fmt.Sprintf("(SELECT k, count(*) AS c, array_agg(v) AS vs, max(w) AS mw FROM %s%s GROUP BY k) b",
 			pick(rng, "dv", "du"), pick(rng, "", " WHERE v > 1", " WHERE w <> 0"))
-		switch rng.Intn(5) {
+		switch rng.Intn(6) {
 		case 0:
 			return "SELECT b.k, g FROM " + sub + ", LATERAL generate_series(1, b.c) g"
 		case 1:
@@ -59,6 +61,9 @@ func TestLateralOverViewDifferential(t *testing.T) {
 			return "SELECT e, count(*) AS n, max(b.k) AS m FROM " + sub + ", LATERAL unnest(b.vs) e GROUP BY e"
 		case 3:
 			return "SELECT b.k, b.mw, g FROM " + sub + " LEFT JOIN LATERAL generate_series(1, b.mw) g ON true"
+		case 4:
+			fn := " generate_series(b.mw, 2) WITH ORDINALITY AS s(g, n)"
+			return "SELECT b.k, s.g * 10 + s.n AS gn FROM " + sub + pick(rng, ", LATERAL"+fn, " LEFT JOIN LATERAL"+fn+" ON true")
 		}
 		return "SELECT DISTINCT e FROM " + sub + " CROSS JOIN LATERAL unnest(b.vs) e"
 	})
