@@ -3,6 +3,7 @@ package planner
 import (
 	"strconv"
 
+	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
@@ -64,6 +65,11 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 		} else if c, ok := correlated(cat, s); ok && (!(inSelect && grouped) || groupedBy(c.outer, sel.GroupBy)) {
 			inner, on = c.grouped(alias)
 			if c.count { // count over no rows is 0, not the NULL a LEFT JOIN pads with
+				value = &sql.FuncCall{Name: "coalesce", Args: []sql.Expr{value, &sql.Literal{Value: types.NewInt8(0)}}}
+			}
+		} else if in, j, count, ok := perRow(cat, sel, s, alias); ok && !(inSelect && grouped) {
+			inner, on = in, j
+			if count {
 				value = &sql.FuncCall{Name: "coalesce", Args: []sql.Expr{value, &sql.Literal{Value: types.NewInt8(0)}}}
 			}
 		} else {
@@ -263,4 +269,111 @@ func correlated(cat Catalog, s *sql.Subquery) (*correlation, bool) {
 		}
 	}
 	return c, len(c.inner) > 0
+}
+
+// correlatedRow is the alias of the outer stream's rows in perRow's join.
+const correlatedRow = "_cr"
+
+// perRow plans a scalar subquery of one aggregate correlated with a
+// stream's rows otherwise than by equalities (WHERE u.k = t.k AND u.w >
+// t.v) as what it is per outer row: the stream joined with the
+// subquery's relation on the subquery's WHERE, grouped by each stream
+// row's record, whose aggregate the row is LEFT JOINed back with:
+//
+//	SELECT id FROM t WHERE v > (SELECT avg(w) FROM u WHERE u.k = t.k AND u.w > t.v)
+//	→ SELECT id FROM t LEFT JOIN (SELECT _cr._partition AS _rp, _cr._offset AS _ro, avg(w) AS _v
+//	    FROM t _cr JOIN u ON u.k = _cr.k AND u.w > _cr.v GROUP BY _cr._partition, _cr._offset) _sq1
+//	  ON t._partition = _sq1._rp AND t._offset = _sq1._ro WHERE v > _sq1._v
+//
+// The join keys on the WHERE's equalities (a cross join of both inputs
+// without any: every pair is tried). A row without partners gets NULL
+// (count: 0). ok is false for any other subquery, or an outer query not
+// over one stream.
+func perRow(cat Catalog, outer *sql.Select, s *sql.Subquery, alias string) (inner *sql.Select, on sql.Expr, count, ok bool) {
+	t, single := singleTable(outer)
+	if !single || s.Exists || s.Array {
+		return nil, nil, false, false
+	}
+	if rel, err := cat.Lookup(t.Schema, t.Name); err != nil || rel.Kind != catalog.Stream {
+		return nil, nil, false, false
+	}
+	q, isSel := s.Query.(*sql.Select)
+	if !isSel || len(q.Items) != 1 || len(q.GroupBy) > 0 || q.Having != nil || len(q.From) != 1 || q.Where == nil ||
+		q.Limit != nil || q.Offset != nil || q.Distinct || len(q.OrderBy) > 0 {
+		return nil, nil, false, false
+	}
+	agg, isAgg := q.Items[0].Expr.(*sql.FuncCall)
+	if !isAgg || agg.Over != nil || !operators.IsAggregate(agg.Name) {
+		return nil, nil, false, false
+	}
+	if _, isTable := q.From[0].(*sql.TableName); !isTable {
+		return nil, nil, false, false
+	}
+	b := &builder{cat: cat}
+	_, own, err := b.buildFrom(q.From)
+	if err != nil {
+		return nil, nil, false, false
+	}
+	_, outerSc, err := b.buildFrom(outer.From)
+	if err != nil {
+		return nil, nil, false, false
+	}
+	// The subquery's references to the outer row, which its own columns
+	// hide, read the joined stream's row instead.
+	reads := false
+	mine := itemName(q.From[0])
+	toRow := func(e sql.Expr) sql.Expr {
+		return sql.Rewrite(e, func(x sql.Expr) (sql.Expr, bool) {
+			switch r := x.(type) {
+			case *sql.Subquery, *sql.In, *sql.Quantified:
+				return x, true // another level's
+			case *sql.ColumnRef:
+				if _, err := own.resolve(r.Table, r.Name); err == nil {
+					// qualified: the stream's row has columns of its name
+					return &sql.ColumnRef{Table: mine, Name: r.Name, Pos: r.Pos}, true
+				}
+				if _, err := outerSc.resolve(r.Table, r.Name); err == nil {
+					reads = true
+					return &sql.ColumnRef{Table: correlatedRow, Name: r.Name, Pos: r.Pos}, true
+				}
+			}
+			return x, false
+		})
+	}
+	call := *agg
+	call.Args = make([]sql.Expr, len(agg.Args))
+	for i, a := range agg.Args {
+		call.Args[i] = toRow(a)
+	}
+	if agg.Filter != nil {
+		call.Filter = toRow(agg.Filter)
+	}
+	call.OrderBy = make([]sql.OrderItem, len(agg.OrderBy))
+	for i, o := range agg.OrderBy {
+		o.Expr = toRow(o.Expr)
+		call.OrderBy[i] = o
+	}
+	if reads {
+		return nil, nil, false, false // an aggregate of the outer row's values
+	}
+	where := toRow(q.Where)
+	if !reads || tableNamed(q.From[0], correlatedRow) {
+		return nil, nil, false, false
+	}
+	row := &sql.TableName{Schema: t.Schema, Name: t.Name, Alias: correlatedRow}
+	ref := func(name string) sql.Expr { return &sql.ColumnRef{Table: correlatedRow, Name: name} }
+	inner = &sql.Select{
+		From: []sql.TableExpr{&sql.Join{Kind: "inner", Left: row, Right: q.From[0], On: where}},
+		Items: []sql.SelectItem{
+			{Expr: ref("_partition"), Alias: "_rp"},
+			{Expr: ref("_offset"), Alias: "_ro"},
+			{Expr: &call, Alias: "_v"},
+		},
+		GroupBy: []sql.Expr{ref("_partition"), ref("_offset")},
+	}
+	qual := itemName(outer.From[0])
+	on = &sql.Binary{Op: "and",
+		L: &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: qual, Name: "_partition"}, R: &sql.ColumnRef{Table: alias, Name: "_rp"}},
+		R: &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: qual, Name: "_offset"}, R: &sql.ColumnRef{Table: alias, Name: "_ro"}}}
+	return inner, on, agg.Name == "count", true
 }

@@ -9,7 +9,7 @@ import (
 // TestScalarSubqueryViewDifferential: random materialized views with
 // scalar subqueries (aggregates without GROUP BY, over the same stream or
 // another, filtered, with HAVING that may leave them without their row,
-// or correlated with the outer row by equalities) in WHERE, in the select
+// or correlated with the outer row, by equalities or not) in WHERE, in the select
 // list, in grouped and global aggregations, and in HAVING (uncorrelated,
 // with an IN (SELECT …) beside them at times).
 // They run in memory as the server plans them (each subquery a hidden
@@ -39,7 +39,9 @@ func genScalarView(rng *rand.Rand) string {
 	}
 	corr := func() string {
 		q := fmt.Sprintf("(SELECT %s FROM %s x WHERE %s", pick(rng, "max(x.w)", "count(*)", "sum(x.v)", "min(v)", "count(x.v)", "avg(x.w)"),
-			pick(rng, "dv", "du"), pick(rng, "x.k = dv.k", "dv.k = x.k", "x.w = dv.w", "x.k = dv.k AND x.w = dv.w % 3"))
+			pick(rng, "dv", "du"), pick(rng, "x.k = dv.k", "dv.k = x.k", "x.w = dv.w", "x.k = dv.k AND x.w = dv.w % 3",
+				// correlated otherwise than by equalities: per outer row
+				"x.k = dv.k AND x.v > dv.v", "x.w < dv.v", "x.id < dv.id", "x.k = dv.k AND x.id <> dv.id"))
 		if rng.Intn(3) == 0 {
 			q += " AND " + pick(rng, "x.v > 2", "x.v IS NOT NULL", "x.w <> 0")
 		}
