@@ -121,7 +121,11 @@ func planUnionAll(cat Catalog, ca *sql.CreateAs, q *sql.SetOp) (*Continuous, err
 			casts[col] = x
 		}
 		steps := append(append([]plan.Step(nil), br.steps...), plan.Step{Op: plan.OpProject, Exprs: casts, Names: names})
-		topo.Stages = append(topo.Stages, plan.Stage{Name: "u" + strconv.Itoa(i), Inputs: []string{br.in.Name}, Output: rel.Name, Steps: steps})
+		// SourceBase: as a hidden stream, read by a stage that keeps one
+		// watermark per upstream partition, each branch's partitions are
+		// sources of their own (the slowest branch holds the watermark)
+		topo.Stages = append(topo.Stages, plan.Stage{Name: "u" + strconv.Itoa(i), Inputs: []string{br.in.Name}, Output: rel.Name, Steps: steps,
+			SourceBase: int32(i) << 16})
 		dup := false
 		for _, in := range c.Inputs {
 			dup = dup || in.Name == br.in.Name
