@@ -296,14 +296,15 @@ func lateralOverView(cat Catalog, sel *sql.Select) (*catalog.Relation, bool) {
 	return in, err == nil && in.Kind == catalog.MaterializedView
 }
 
-// planLateralView plans a materialized view of a view's rows and one
-// LATERAL function of them, filtered and projected: each row of the
-// input view is followed by the function's rows for it, signed as the
+// planLateralView plans a materialized view of a view's rows and
+// LATERAL functions of them, filtered and projected: each row of the
+// input view is followed by the functions' rows for it, signed as the
 // input row is (a changelog step reads the input's table), so that when
 // the input row changes or leaves, the rows made of it leave too. A row
 // is keyed by its input row's key (the hidden _src_key) and its
-// position among that row's (_src_ord, the lateral step's ordinal): the
-// function gives the same rows for the same input row.
+// position among each function's rows (_src_ord, _src_ord2, …: the
+// lateral steps' ordinals): a function gives the same rows for the same
+// input.
 func planLateralView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.Relation) (*Continuous, error) {
 	chain, sc, err := statelessSelect(cat, sel, "a materialized view")
 	if err != nil {
@@ -313,56 +314,80 @@ func planLateralView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog
 		return nil, pgerror.NotSupported("this FROM clause in a materialized view")
 	}
 	steps := append([]plan.Step(nil), chain.Steps...)
-	lateral := -1
+	first := -1
 	for i, st := range steps {
 		switch st.Op {
 		case plan.OpLateral:
-			if lateral >= 0 {
-				return nil, pgerror.NotSupported("several LATERAL functions of a view's rows in a materialized view").
-					WithHint("Put one in a view of its own, and the next in a view over it.")
+			if first < 0 {
+				first = i
 			}
-			lateral = i
 		case plan.OpFilter, plan.OpProject:
 		default:
 			return nil, pgerror.NotSupported("step %s in a materialized view", st.Op)
 		}
 	}
 	proj := steps[len(steps)-1]
-	if lateral < 0 || proj.Op != plan.OpProject || lateral == len(steps)-1 {
+	if first < 0 || proj.Op != plan.OpProject || first == len(steps)-1 {
 		return nil, pgerror.NotSupported("this materialized view over LATERAL functions")
 	}
-	// The function's columns were planned after the columns a query
-	// names (in.ReadColumns()); a row read from a view's table has the
-	// metadata columns after its own, and the changelog step the sign
-	// after them: the function's columns follow that, and the ordinal
-	// them.
-	planned, width := len(in.ReadColumns()), len(in.Columns)+plan.MetaWidth
-	fnWidth := steps[lateral].Sets[0].Width
+	// The functions' columns were planned after the columns a query
+	// names (in.ReadColumns()), each function's after the one before
+	// (and its WITH ORDINALITY column, when asked for); a row read from
+	// a view's table has the metadata columns after its own, and the
+	// changelog step the sign after them: each function's columns
+	// follow that, each with its ordinal, which the view's key takes.
+	planned, run := len(in.ReadColumns()), len(in.Columns)+plan.MetaWidth+1
 	shift := map[int]int{}
-	for c := 0; c <= fnWidth; c++ { // the ordinal too, WITH ORDINALITY's
-		shift[planned+c] = width + 1 + c
+	var ords []int
+	for i, st := range steps {
+		if st.Op != plan.OpLateral {
+			continue
+		}
+		w := st.Sets[0].Width
+		for c := 0; c < w; c++ {
+			shift[planned+c] = run + c
+		}
+		if st.Ordinal { // WITH ORDINALITY's column is the ordinal
+			shift[planned+w] = run + w
+			planned++
+		}
+		planned += w
+		ords = append(ords, run+w)
+		run += w + 1
+		steps[i].Ordinal = true
 	}
-	for i := lateral + 1; i < len(steps); i++ {
+	for i := first; i < len(steps); i++ {
 		st := steps[i]
 		if st.Pred != nil {
 			st.Pred = st.Pred.Remap(shift)
 		}
-		exprs := make([]*expr.Expr, len(st.Exprs))
-		for k, x := range st.Exprs {
-			exprs[k] = x.Remap(shift)
+		st.Exprs = remapAll(st.Exprs, shift)
+		if len(st.Sets) > 0 {
+			set := st.Sets[0]
+			set.Args = remapAll(set.Args, shift)
+			st.Sets = []plan.SetSpec{set}
 		}
-		st.Exprs = exprs
 		steps[i] = st
 	}
-	steps[lateral].Ordinal = true
 	proj = steps[len(steps)-1]
 	proj.Names = append([]string(nil), proj.Names...)
 	cols := columnsOf(sc)
-	key := []int{len(cols), len(cols) + 1}
-	proj.Exprs = append(proj.Exprs, expr.Col(len(in.Columns), types.Bytea, "_key"), expr.Col(width+1+fnWidth, types.Int8, "_ordinal"),
-		signColumn(in))
-	proj.Names = append(proj.Names, "_src_key", "_src_ord", "_sign")
-	cols = append(cols, catalog.Column{Name: "_src_key", Type: types.Bytea, Hidden: true}, catalog.Column{Name: "_src_ord", Type: types.Int8, Hidden: true})
+	key := []int{len(cols)}
+	proj.Exprs = append(proj.Exprs, expr.Col(len(in.Columns), types.Bytea, "_key"))
+	proj.Names = append(proj.Names, "_src_key")
+	cols = append(cols, catalog.Column{Name: "_src_key", Type: types.Bytea, Hidden: true})
+	for n, o := range ords {
+		name := "_src_ord"
+		if n > 0 {
+			name += strconv.Itoa(n + 1)
+		}
+		key = append(key, len(cols))
+		proj.Exprs = append(proj.Exprs, expr.Col(o, types.Int8, "_ordinal"))
+		proj.Names = append(proj.Names, name)
+		cols = append(cols, catalog.Column{Name: name, Type: types.Int8, Hidden: true})
+	}
+	proj.Exprs = append(proj.Exprs, signColumn(in))
+	proj.Names = append(proj.Names, "_sign")
 	steps[len(steps)-1] = proj
 	steps = append([]plan.Step{changelogStep(in)}, steps...)
 	errs := ErrorsRelation(ca.Name)
@@ -374,6 +399,18 @@ func planLateralView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog
 	}
 	last.Changes.Sign = len(cols)
 	return out, nil
+}
+
+// remapAll is Remap over a list of expressions.
+func remapAll(xs []*expr.Expr, m map[int]int) []*expr.Expr {
+	if xs == nil {
+		return nil
+	}
+	out := make([]*expr.Expr, len(xs))
+	for i, x := range xs {
+		out[i] = x.Remap(m)
+	}
+	return out
 }
 
 // lateralAlias is the FROM item a view over LATERAL functions reads.

@@ -52,7 +52,12 @@ func TestLateralOverViewDifferential(t *testing.T) {
 	twoStreamDifferential(t, "vx", 23_000_009, *viewCases/4, func(rng *rand.Rand) string {
 		sub := fmt.Sprintf("(SELECT k, count(*) AS c, array_agg(v) AS vs, max(w) AS mw FROM %s%s GROUP BY k) b",
 			pick(rng, "dv", "du"), pick(rng, "", " WHERE v > 1", " WHERE w <> 0"))
-		switch rng.Intn(6) {
+		switch rng.Intn(7) {
+		case 5: // two functions, the second of the first's rows
+			return "SELECT b.k, g, h FROM " + sub + pick(rng,
+				", LATERAL generate_series(1, b.c) g, LATERAL generate_series(g, 2) h",
+				" CROSS JOIN LATERAL generate_series(1, b.c) g LEFT JOIN LATERAL generate_series(g + 1, b.mw) h ON true") +
+				pick(rng, "", " WHERE g < 3")
 		case 0:
 			return "SELECT b.k, g FROM " + sub + ", LATERAL generate_series(1, b.c) g"
 		case 1:
