@@ -15,7 +15,7 @@ type JoinsConfig struct {
 	Auctions   int64    // rows of the auctions stream (default 1.9M: with the persons, q3's 2M input rows)
 	Persons    int64    // rows of the persons stream (default 100k), also the bids' distinct bidders
 	Partitions int      // of every stream (default 4)
-	Variants   []string // q3, q4, q4-left, q4-nested, 3-way (default all)
+	Variants   []string // q3, q4, q4-left, q4-nested, 3-way, union, rollup (default all)
 	// CatchupTimeout bounds one variant's catch-up (default 5m).
 	CatchupTimeout time.Duration
 }
@@ -88,6 +88,10 @@ var joinsVariants = map[string]joinsVariant{
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b LEFT JOIN %[2]s p ON b.bidder = p.id GROUP BY p.state"},
 	"q4-nested": {name: "q4-nested", rel: "jq4n", shape: "aggregate over an aggregate over a join", inputs: []string{"bids", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT s.state, count(*) AS n, sum(s.total) AS total FROM (SELECT b.bidder, p.state, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY b.bidder, p.state) s GROUP BY s.state"},
+	"union": {name: "union", rel: "jun", shape: "UNION ALL of an aggregate over a join and a global aggregate", inputs: []string{"bids", "persons"},
+		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY p.state UNION ALL SELECT 'all', count(*), sum(price) FROM %[4]s WHERE bidder >= 0"},
+	"rollup": {name: "rollup", rel: "jru", shape: "GROUP BY ROLLUP (state, bidder % 10) over a join", inputs: []string{"bids", "persons"},
+		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, b.bidder %% 10 AS m, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY ROLLUP (p.state, 2)"},
 	"3-way": {name: "3-way", rel: "j3w", shape: "aggregate over a three-way join", inputs: []string{"bids", "auctions", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[3]s a ON b.auction = a.id JOIN %[2]s p ON a.seller = p.id GROUP BY p.state"},
 }
@@ -108,11 +112,11 @@ func Joins(ctx context.Context, o Options, c JoinsConfig) error {
 	orDefault(&c.Auctions, 1_900_000)
 	orDefault(&c.Persons, 100_000)
 	orDefault(&c.Partitions, 4)
-	orDefaults(&c.Variants, "q3", "q4", "q4-left", "q4-nested", "3-way")
+	orDefaults(&c.Variants, "q3", "q4", "q4-left", "q4-nested", "3-way", "union", "rollup")
 	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, v := range c.Variants {
 		if _, ok := joinsVariants[v]; !ok {
-			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, q4-nested, 3-way)", v)
+			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, q4-nested, 3-way, union, rollup)", v)
 		}
 	}
 	h, ctx, err := openHarness(ctx, o, false)
@@ -232,6 +236,18 @@ func (h *harness) measureJoin(ctx context.Context, jv joinsVariant, in int64, na
 			q = "SELECT count(*) FILTER (WHERE state IS NOT NULL), sum(n) FILTER (WHERE state IS NOT NULL), sum(total) FILTER (WHERE state IS NOT NULL), coalesce(sum(n) FILTER (WHERE state IS NULL), 0) FROM " + jv.rel
 			exp = append(exp, int64(bg.Partitions)) // the sentinels, bidder -1, padded with NULLs
 		}
+	case "union", "rollup":
+		// the finest groups' rows and the total's both hold every bid
+		// (the sentinels, bidder -1, join no one and pass no WHERE)
+		var sum int64
+		for i := int64(0); i < bg.N; i++ {
+			sum += bg.Price(i)
+		}
+		q = "SELECT sum(n) FILTER (WHERE state <> 'all'), sum(total) FILTER (WHERE state <> 'all'), sum(n) FILTER (WHERE state = 'all'), sum(total) FILTER (WHERE state = 'all') FROM " + jv.rel
+		if jv.name == "rollup" {
+			q = "SELECT sum(n) FILTER (WHERE m IS NOT NULL), sum(total) FILTER (WHERE m IS NOT NULL), sum(n) FILTER (WHERE state IS NULL), sum(total) FILTER (WHERE state IS NULL) FROM " + jv.rel
+		}
+		exp = []int64{bg.N, sum, bg.N, sum}
 	case "q4-nested":
 		// per state, the bidders who bid (every person does) and their bids' total
 		var sum int64

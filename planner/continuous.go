@@ -75,7 +75,16 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	}
 	sel, ok := ca.Query.Body.(*sql.Select)
 	if ok {
-		q, sets, err := groupingSetsAsUnion(&builder{cat: cat}, sel)
+		grouped := sel
+		if _, one := singleTable(sel); !one && ca.Kind == sql.KindMaterializedView && groupingSetsIn(sel) {
+			// the groupings read one hidden view of the FROM clause (a
+			// join runs once, not once per grouping set)
+			var err error
+			if grouped, err = fromAsSubquery(cat, sel, "_grouping_sets"); err != nil {
+				return nil, err
+			}
+		}
+		q, sets, err := groupingSetsAsUnion(&builder{cat: cat}, grouped)
 		if err != nil {
 			return nil, err
 		}

@@ -730,6 +730,10 @@ func walkExpr(e sql.Expr, fn func(sql.Expr) bool) {
 		for _, x := range e.Items {
 			walkExpr(x, fn)
 		}
+	case *sql.GroupingSets:
+		for _, x := range e.Items {
+			walkExpr(x, fn)
+		}
 	case *sql.ArrayExpr:
 		for _, x := range e.Items {
 			walkExpr(x, fn)

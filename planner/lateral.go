@@ -449,6 +449,15 @@ func lateralAsSubquery(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	if lateralRows(sel) && !lateralOverStream(cat, sel) {
 		return sel, nil // a view's or a subquery's rows and functions: planLateralView's
 	}
+	return fromAsSubquery(cat, sel, lateralAlias)
+}
+
+// fromAsSubquery rewrites sel as the same query over a subquery (alias)
+// that is its FROM clause filtered by its WHERE, carrying the columns the
+// rest of the query reads under their names (qualified by their FROM item
+// where a name is not unique, or is a metadata column's). Every select
+// list item keeps the name it had.
+func fromAsSubquery(cat Catalog, sel *sql.Select, alias string) (*sql.Select, error) {
 	b := &builder{cat: cat}
 	_, out, err := b.buildSelect(sel)
 	if err != nil {
@@ -531,12 +540,12 @@ func lateralAsSubquery(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	}
 	requalify := func(e sql.Expr) sql.Expr {
 		return mapColumnRefs(sc, e, func(i int, r *sql.ColumnRef) sql.Expr {
-			return &sql.ColumnRef{Table: lateralAlias, Name: names[i], Pos: r.Pos}
+			return &sql.ColumnRef{Table: alias, Name: names[i], Pos: r.Pos}
 		})
 	}
 	outer := &sql.Select{
 		Distinct: sel.Distinct,
-		From:     []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: lateralAlias}},
+		From:     []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}},
 		Having:   requalify(sel.Having),
 		Limit:    sel.Limit,
 		Offset:   sel.Offset,
@@ -546,7 +555,7 @@ func lateralAsSubquery(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	for _, it := range sel.Items {
 		if st, ok := it.Expr.(*sql.Star); ok {
 			for _, i := range starCols(st) {
-				outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralAlias, Name: names[i]}, Alias: sc.cols[i].name})
+				outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: alias, Name: names[i]}, Alias: sc.cols[i].name})
 				pos++
 			}
 			continue

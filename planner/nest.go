@@ -60,6 +60,9 @@ type nester struct {
 	layers map[*sql.DerivedTable]bool
 	// outer is the SELECT whose FROM clause is being nested
 	outer *sql.Select
+	// shared are the subqueries hidden so far: one met again (the FROM
+	// clause the groupings of grouping sets share) reads the same view
+	shared map[*sql.DerivedTable]string
 }
 
 // checkHiddenName refuses a pipeline whose name is a hidden view's of
@@ -180,6 +183,22 @@ func topNShape(outer, inner *sql.Select) bool {
 // of them, are a hidden stream instead: their rows only come in, so what
 // reads them keeps the fast paths of a stream's readers.
 func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
+	if name, ok := ns.shared[dt]; ok {
+		return &sql.TableName{Name: name, Alias: dt.Alias}, nil
+	}
+	t, err := ns.hideNew(dt)
+	if err != nil {
+		return nil, err
+	}
+	if ns.shared == nil {
+		ns.shared = map[*sql.DerivedTable]string{}
+	}
+	ns.shared[dt] = t.Name
+	return t, nil
+}
+
+// hideNew plans a subquery not met before as a hidden view (or stream).
+func (ns *nester) hideNew(dt *sql.DerivedTable) (*sql.TableName, error) {
 	so, union := dt.Query.(*sql.SetOp)
 	var branches []*sql.Select // a union of views' rows: its branches, after hiding
 	if union && so.Op == "union" && so.All && len(so.OrderBy) == 0 && so.Limit == nil && so.Offset == nil {
@@ -254,10 +273,24 @@ func hiddenTable(sub *Continuous, name string) error {
 // unionBranches readies the branches of a union of views' rows for
 // planUnionView: a branch that is more than a filter and projection of
 // one stream's or view's rows becomes a hidden view of its own, and the
-// branch its rows.
+// branch its rows. The subqueries in a branch's FROM clause are hidden
+// first, here, so that branches reading one subquery (the groupings of
+// grouping sets) read one view of it.
 func (ns *nester) unionBranches(qs []sql.QueryExpr) ([]*sql.Select, error) {
 	out := make([]*sql.Select, len(qs))
 	for i, q := range qs {
+		if sel, ok := q.(*sql.Select); ok && hasSubquery(sel.From) {
+			outer := ns.outer
+			ns.outer = sel
+			from, err := ns.from(sel.From)
+			ns.outer = outer
+			if err != nil {
+				return nil, err
+			}
+			nested := *sel
+			nested.From = from
+			q = &nested
+		}
 		if _, ok := rowBranch(ns.cat, q); ok {
 			out[i] = q.(*sql.Select)
 			continue
