@@ -28,8 +28,14 @@ const maxGroupingSets = 64
 // ORDER BY … LIMIT orders the union's rows by select list positions. ok
 // is false when sel has neither.
 func groupingSetsAsUnion(b *builder, sel *sql.Select) (q sql.QueryExpr, ok bool, err error) {
+	if groupingInAggregate(sel) {
+		return nil, false, pgerror.New(pgerror.GroupingError, "aggregate function calls cannot contain GROUPING")
+	}
 	if !groupingSetsIn(sel) {
 		return sel, false, nil
+	}
+	if len(sel.DistinctOn) > 0 {
+		return nil, false, pgerror.NotSupported("DISTINCT ON over GROUPING SETS, ROLLUP or CUBE")
 	}
 	if hasWindowCall(sel) {
 		return nil, false, pgerror.NotSupported("window functions over GROUPING SETS, ROLLUP or CUBE").
@@ -183,9 +189,12 @@ func outputPosition(items []sql.SelectItem, term sql.Expr) (int, error) {
 		}
 		return n, nil
 	}
-	if c, ok := term.(*sql.ColumnRef); ok && c.Table == "" {
+	if c, ok := term.(*sql.ColumnRef); ok {
 		for i, it := range items {
-			if it.Alias == c.Name {
+			if c.Table == "" && (it.Alias == c.Name || (it.Alias == "" && columnName(it.Expr) == c.Name)) {
+				return i + 1, nil
+			}
+			if r, ok := it.Expr.(*sql.ColumnRef); ok && r.Name == c.Name && (r.Table == c.Table || r.Table == "" || c.Table == "") {
 				return i + 1, nil
 			}
 		}
@@ -204,16 +213,24 @@ func outputPosition(items []sql.SelectItem, term sql.Expr) (int, error) {
 // constructs or its select list, HAVING or ORDER BY calls GROUPING.
 func groupingSetsIn(sel *sql.Select) bool {
 	for _, g := range sel.GroupBy {
-		if _, ok := g.(*sql.GroupingSets); ok {
+		switch g := g.(type) {
+		case *sql.GroupingSets:
 			return true
+		case *sql.RowExpr:
+			if len(g.Items) == 0 { // GROUP BY (): the empty set
+				return true
+			}
 		}
 	}
 	found := false
 	find := func(e sql.Expr) bool {
-		if f, ok := e.(*sql.FuncCall); ok && f.Name == "grouping" && f.Over == nil {
+		f, ok := e.(*sql.FuncCall)
+		if ok && f.Name == "grouping" && f.Over == nil {
 			found = true
 		}
-		return !found
+		// GROUPING inside an aggregate is the aggregate's argument,
+		// which groupingInAggregate refuses
+		return !found && !(ok && f.Over == nil && operators.IsAggregate(f.Name))
 	}
 	for _, it := range sel.Items {
 		walkExpr(it.Expr, find)
@@ -223,6 +240,39 @@ func groupingSetsIn(sel *sql.Select) bool {
 		walkExpr(o.Expr, find)
 	}
 	return found && len(sel.GroupBy) > 0
+}
+
+// groupingInAggregate says whether an aggregate's argument, FILTER or
+// ORDER BY in sel's select list, HAVING or ORDER BY calls GROUPING.
+func groupingInAggregate(sel *sql.Select) bool {
+	found := false
+	inAgg := func(e sql.Expr) bool {
+		f, ok := e.(*sql.FuncCall)
+		if !ok || f.Over != nil || !operators.IsAggregate(f.Name) {
+			return !found
+		}
+		parts := append(append([]sql.Expr(nil), f.Args...), f.Filter)
+		for _, o := range f.OrderBy {
+			parts = append(parts, o.Expr)
+		}
+		for _, p := range parts {
+			walkExpr(p, func(n sql.Expr) bool {
+				if g, ok := n.(*sql.FuncCall); ok && g.Name == "grouping" && g.Over == nil {
+					found = true
+				}
+				return !found
+			})
+		}
+		return false
+	}
+	for _, it := range sel.Items {
+		walkExpr(it.Expr, inAgg)
+	}
+	walkExpr(sel.Having, inAgg)
+	for _, o := range sel.OrderBy {
+		walkExpr(o.Expr, inAgg)
+	}
+	return found
 }
 
 // groupingSetsOf expands a GROUP BY list into its grouping sets: the

@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+
+	"github.com/fvsql/fvsql/pgerror"
 )
 
 // gsElem is one grouping element the generator draws: its expressions
@@ -189,4 +191,41 @@ func TestGroupingSetsDifferential(t *testing.T) {
 		}
 		return q.query
 	})
+}
+
+// TestGroupingSetsRefusals: what the rewrites refuse, with its SQLSTATE,
+// rather than recurse forever, panic at run time or answer wrong.
+func TestGroupingSetsRefusals(t *testing.T) {
+	db := newTestDB(t)
+	dvStream(t, db)
+	for _, c := range []struct{ q, code string }{
+		// GROUPING inside an aggregate (it once recursed without end)
+		{"SELECT k, sum(grouping(k)) FROM dv GROUP BY k", "42803"},
+		{"SELECT k, count(*) FILTER (WHERE grouping(k) = 0) FROM dv GROUP BY ROLLUP (k)", "42803"},
+		{"SELECT k, grouping(v) FROM dv GROUP BY ROLLUP (k)", "42803"},
+		{"SELECT DISTINCT ON (k) k, count(*) FROM dv GROUP BY ROLLUP (k, v)", "0A000"},
+		{"SELECT k, rank() OVER (ORDER BY count(*)) FROM dv GROUP BY CUBE (k)", "0A000"},
+		{"SELECT count(*) FROM dv GROUP BY CUBE (k, v, w, id, k || 'x', v + 1, w + 1)", "54000"},
+	} {
+		_, err := db.query(t, c.q)
+		if pgerror.CodeOf(err).String() != c.code {
+			t.Errorf("%s: %v, want %s", c.q, err, c.code)
+		}
+		_, err = db.plan("CREATE MATERIALIZED VIEW vr AS " + c.q)
+		if pgerror.CodeOf(err).String() != c.code {
+			t.Errorf("view %s: %v, want %s", c.q, err, c.code)
+		}
+	}
+	for _, c := range []struct{ q, code string }{
+		// a scalar function in FROM beside LATERAL functions of a view's
+		// rows replaced the read's columns (it once panicked at run time)
+		{"SELECT b.k, g, u FROM (SELECT k, count(*) AS c FROM dv GROUP BY k) b, LATERAL generate_series(1, b.c) g, LATERAL upper(b.k) u", "0A000"},
+		// NOT IN whose x is a column of a subquery in FROM (it once
+		// resolved to the subquery's own table)
+		{"SELECT id, v FROM (SELECT id, k, v FROM dv) d WHERE v NOT IN (SELECT w FROM dv x WHERE x.k = d.k)", "0A000"},
+	} {
+		if _, err := db.plan("CREATE MATERIALIZED VIEW vr AS " + c.q); pgerror.CodeOf(err).String() != c.code {
+			t.Errorf("view %s: %v, want %s", c.q, err, c.code)
+		}
+	}
 }

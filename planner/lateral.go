@@ -321,7 +321,12 @@ func planLateralView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog
 			if first < 0 {
 				first = i
 			}
-		case plan.OpFilter, plan.OpProject:
+		case plan.OpFilter:
+		case plan.OpProject:
+			if i < len(steps)-1 { // a scalar function in FROM: its row replaces the read's
+				return nil, pgerror.NotSupported("a scalar function in FROM over a view's rows in a materialized view").
+					WithHint("Call it in the select list.")
+			}
 		default:
 			return nil, pgerror.NotSupported("step %s in a materialized view", st.Op)
 		}

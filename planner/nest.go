@@ -62,7 +62,7 @@ type nester struct {
 	outer *sql.Select
 	// shared are the subqueries hidden so far: one met again (the FROM
 	// clause the groupings of grouping sets share) reads the same view
-	shared map[*sql.DerivedTable]string
+	shared map[*sql.DerivedTable]*sql.TableName
 }
 
 // checkHiddenName refuses a pipeline whose name is a hidden view's of
@@ -183,17 +183,18 @@ func topNShape(outer, inner *sql.Select) bool {
 // of them, are a hidden stream instead: their rows only come in, so what
 // reads them keeps the fast paths of a stream's readers.
 func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
-	if name, ok := ns.shared[dt]; ok {
-		return &sql.TableName{Name: name, Alias: dt.Alias}, nil
+	if t, ok := ns.shared[dt]; ok {
+		c := *t
+		return &c, nil
 	}
 	t, err := ns.hideNew(dt)
 	if err != nil {
 		return nil, err
 	}
 	if ns.shared == nil {
-		ns.shared = map[*sql.DerivedTable]string{}
+		ns.shared = map[*sql.DerivedTable]*sql.TableName{}
 	}
-	ns.shared[dt] = t.Name
+	ns.shared[dt] = t
 	return t, nil
 }
 

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"strconv"
 
 	"github.com/fvsql/fvsql/catalog"
@@ -245,8 +246,9 @@ func notInAsProbes(cat Catalog, sel *sql.Select) *sql.Select {
 			and(c)
 			continue
 		}
-		if t := sub.From[0].(*sql.TableName); t.Alias == "" && tableNamed(sel.From[0], t.Name) {
-			sub, _ = renameTable(sub, t.Name, sel.From[0])
+		if t := sub.From[0].(*sql.TableName); tableNamed(sel.From[0], cmp.Or(t.Alias, t.Name)) {
+			// its name hides an outer one, which x below names
+			sub, _ = renameTable(sub, cmp.Or(t.Alias, t.Name), sel.From[0])
 		}
 		// x as the outer row's, whatever the subquery's table holds
 		x := sql.Rewrite(in.X, func(e sql.Expr) (sql.Expr, bool) {
@@ -256,8 +258,8 @@ func notInAsProbes(cat Catalog, sel *sql.Select) *sql.Select {
 			}
 			return e, false
 		})
-		if err := qualifyOuter(cat, sel.From[0], x); err != nil {
-			and(c)
+		if err := qualifyOuter(cat, sel.From[0], x); err != nil || unqualified(x) {
+			and(c) // a column of a subquery in FROM: refused as before
 			continue
 		}
 		y := sub.Items[0].Expr
@@ -288,6 +290,18 @@ func notInAsProbes(cat Catalog, sel *sql.Select) *sql.Select {
 	out := *sel
 	out.Where = where
 	return &out
+}
+
+// unqualified says whether e reads a column without naming its table.
+func unqualified(e sql.Expr) bool {
+	found := false
+	walkExpr(e, func(n sql.Expr) bool {
+		if c, ok := n.(*sql.ColumnRef); ok && c.Table == "" {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // qualifyOuter names the table of each column e does not qualify, among

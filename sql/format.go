@@ -426,7 +426,16 @@ func (f *formatter) selectBlock(s *Select) {
 	}
 	if len(s.GroupBy) > 0 {
 		f.w(" GROUP BY ")
-		f.exprList(s.GroupBy)
+		for i, g := range s.GroupBy {
+			if i > 0 {
+				f.w(", ")
+			}
+			if r, ok := g.(*RowExpr); ok && len(r.Items) == 0 {
+				f.w("()") // the empty grouping set
+				continue
+			}
+			f.expr(g, 0)
+		}
 	}
 	if s.Having != nil {
 		f.w(" HAVING ")

@@ -332,8 +332,9 @@ func (n *normalizer) opStep(i, hi int) (int, error) {
 	}
 	switch t.val {
 	case "(":
-		if n.at(i+1, hi).isOp(")") && n.inGroupingSets() {
-			// () in GROUPING SETS: the empty grouping set
+		if n.at(i+1, hi).isOp(")") && n.last().kind != oName && (n.inGroupingSets() || (n.frame().clause == "group" && n.groupItemStart())) {
+			// () in GROUPING SETS, or an item of GROUP BY: the empty
+			// grouping set (not a call's empty argument list)
 			n.synthCall(fnEmptySet, t.pos)
 			return i + 2, nil
 		}
@@ -1855,12 +1856,6 @@ func (n *normalizer) rejectWord(i, hi int) (int, bool, error) {
 	return 0, false, syntaxErrorAt(n.src, n.toks[i])
 }
 
-// renameFunc keeps PostgreSQL's meaning of functions TiDB's grammar
-// treats specially: stddev and variance are the sample forms in
-// PostgreSQL, the population forms in MySQL (quoted they are plain calls,
-// and before OVER stddev_samp and var_samp); concat must not look like ||;
-// the others have MySQL-only argument syntax, and quoting the name makes
-// TiDB parse a plain call.
 // groupingSet rewrites ROLLUP (…), CUBE (…) and GROUPING SETS (…) in a
 // GROUP BY clause (or inside GROUPING SETS) as calls of synthetic
 // functions, which the planner expands (grouping sets as a UNION ALL of
@@ -1884,6 +1879,13 @@ func (n *normalizer) groupingSet(i, hi int) (int, bool, error) {
 	return 0, false, nil
 }
 
+// groupItemStart says whether the next token starts an item of a GROUP
+// BY list (after BY or a comma).
+func (n *normalizer) groupItemStart() bool {
+	l := n.last()
+	return l.text == "," || strings.EqualFold(l.text, "by")
+}
+
 // inGroupingSets says whether the innermost parenthesis is a grouping
 // set construct's (ROLLUP, CUBE, GROUPING SETS).
 func (n *normalizer) inGroupingSets() bool {
@@ -1898,6 +1900,12 @@ func (n *normalizer) inGroupingSets() bool {
 	return false
 }
 
+// renameFunc keeps PostgreSQL's meaning of functions TiDB's grammar
+// treats specially: stddev and variance are the sample forms in
+// PostgreSQL, the population forms in MySQL (quoted they are plain calls,
+// and before OVER stddev_samp and var_samp); concat must not look like ||;
+// the others have MySQL-only argument syntax, and quoting the name makes
+// TiDB parse a plain call.
 func (n *normalizer) renameFunc(i, hi int) (int, bool, error) {
 	if !n.at(i+1, hi).isOp("(") || n.prevIsDot(i) {
 		return 0, false, nil
