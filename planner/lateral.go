@@ -196,31 +196,8 @@ func isTrue(e sql.Expr) bool {
 // functions after it (FROM s, LATERAL f(s.x) e; s CROSS JOIN LATERAL
 // f(…); s LEFT JOIN LATERAL f(…) ON true): the stream.
 func lateralInput(from []sql.TableExpr) (*sql.TableName, bool) {
-	if len(from) == 1 {
-		j, ok := from[0].(*sql.Join)
-		if !ok {
-			return nil, false
-		}
-		if _, ok := j.Right.(*sql.TableFunc); !ok {
-			return nil, false
-		}
-		if t, ok := j.Left.(*sql.TableName); ok {
-			return t, true
-		}
-		return lateralInput([]sql.TableExpr{j.Left})
-	}
-	if len(from) < 2 {
-		return nil, false
-	}
-	for _, t := range from[1:] {
-		if _, ok := t.(*sql.TableFunc); !ok {
-			return nil, false
-		}
-	}
-	if t, ok := from[0].(*sql.TableName); ok {
-		return t, true
-	}
-	return lateralInput(from[:1])
+	t, ok := lateralSource(from).(*sql.TableName)
+	return t, ok
 }
 
 // planLateral plans a continuous query over a stream and LATERAL
@@ -242,33 +219,44 @@ func planLateral(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.TableN
 // lateralFrom says whether a FROM clause is one item (a table or a
 // subquery) and LATERAL functions of its rows.
 func lateralFrom(from []sql.TableExpr) bool {
+	switch lateralSource(from).(type) {
+	case *sql.TableName, *sql.DerivedTable:
+		return true
+	}
+	return false
+}
+
+// lateralSource is the item of a FROM clause that is one item and
+// functions of its rows (FROM s, f(s.x) g; s CROSS JOIN LATERAL f(…);
+// s LEFT JOIN LATERAL f(…) ON true, nested): that item, or nil.
+func lateralSource(from []sql.TableExpr) sql.TableExpr {
 	if len(from) == 1 {
 		j, ok := from[0].(*sql.Join)
 		if !ok {
-			return false
+			return nil
 		}
 		if _, ok := j.Right.(*sql.TableFunc); !ok {
-			return false
+			return nil
 		}
 		switch j.Left.(type) {
 		case *sql.TableName, *sql.DerivedTable:
-			return true
+			return j.Left
 		}
-		return lateralFrom([]sql.TableExpr{j.Left})
+		return lateralSource([]sql.TableExpr{j.Left})
 	}
 	if len(from) < 2 {
-		return false
+		return nil
 	}
 	for _, t := range from[1:] {
 		if _, ok := t.(*sql.TableFunc); !ok {
-			return false
+			return nil
 		}
 	}
 	switch from[0].(type) {
 	case *sql.TableName, *sql.DerivedTable:
-		return true
+		return from[0]
 	}
-	return lateralFrom(from[:1])
+	return lateralSource(from[:1])
 }
 
 // lateralOverStream says whether sel's FROM clause is a stream and

@@ -200,9 +200,9 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 
 // hideNew plans a subquery not met before as a hidden view (or stream).
 func (ns *nester) hideNew(dt *sql.DerivedTable) (*sql.TableName, error) {
-	so, union := dt.Query.(*sql.SetOp)
+	so, union := plainUnionAll(dt.Query)
 	var branches []*sql.Select // a union of views' rows: its branches, after hiding
-	if union && so.Op == "union" && so.All && len(so.OrderBy) == 0 && so.Limit == nil && so.Offset == nil {
+	if union {
 		if qs := flattenUnionAll(so); !streamRows(ns.cat, qs) {
 			var err error
 			if branches, err = ns.unionBranches(qs); err != nil {
@@ -229,7 +229,7 @@ func (ns *nester) hideNew(dt *sql.DerivedTable) (*sql.TableName, error) {
 		if err := hiddenTable(sub, name); err != nil {
 			return nil, err
 		}
-	} else if union && so.Op == "union" && so.All && len(so.OrderBy) == 0 && so.Limit == nil && so.Offset == nil {
+	} else if union {
 		sub, err = planUnionAll(ns.cat, &sql.CreateAs{Kind: sql.KindStream, Name: name, Query: &sql.Query{Body: so}}, so)
 		if err != nil {
 			return nil, err

@@ -37,11 +37,18 @@ const (
 // SELECT, and each other set operation (a UNION, INTERSECT or EXCEPT,
 // which a view runs as a hidden view of its own), left to right.
 func flattenUnionAll(e sql.QueryExpr) []sql.QueryExpr {
-	op, ok := e.(*sql.SetOp)
-	if !ok || op.Op != "union" || !op.All || len(op.OrderBy) > 0 || op.Limit != nil || op.Offset != nil {
+	op, ok := plainUnionAll(e)
+	if !ok {
 		return []sql.QueryExpr{e}
 	}
 	return append(flattenUnionAll(op.Left), flattenUnionAll(op.Right)...)
+}
+
+// plainUnionAll says whether q is a UNION ALL without ORDER BY, LIMIT or
+// OFFSET of its own.
+func plainUnionAll(q sql.QueryExpr) (*sql.SetOp, bool) {
+	op, ok := q.(*sql.SetOp)
+	return op, ok && op.Op == "union" && op.All && len(op.OrderBy) == 0 && op.Limit == nil && op.Offset == nil
 }
 
 // rowBranch says whether a union's branch is a filter and projection of
@@ -213,7 +220,7 @@ func planUnionView(cat Catalog, ca *sql.CreateAs, branches []*sql.Select) (*Cont
 // returns nil for any other set operation, and for a union of streams'
 // rows (a view of a hidden stream: unionAsSubquery).
 func planViewUnion(cat Catalog, ca *sql.CreateAs, so *sql.SetOp) (*Continuous, error) {
-	if so.Op != "union" || !so.All || len(so.OrderBy) > 0 || so.Limit != nil || so.Offset != nil {
+	if _, ok := plainUnionAll(so); !ok {
 		return nil, nil
 	}
 	qs := flattenUnionAll(so)
