@@ -460,7 +460,7 @@ func (w *worker) runTransactional() error {
 	if err != nil {
 		return err
 	}
-	defer sess.Close()
+	defer w.closeBounded(sess.Close)
 	// Initialise the producer now rather than at the first produce: that
 	// fences a previous incarnation of this transactional id and aborts
 	// its open transaction, whose pending group offsets would otherwise
@@ -556,7 +556,7 @@ func (w *worker) runAtLeastOnce() error {
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer w.closeBounded(cl.Close)
 	w.committed = committedLookup(cl)
 	w.awaitSiblings()
 	produce := func(r *kgo.Record, ep *epoch) {
@@ -862,6 +862,31 @@ func (w *worker) emit(b *operators.Batch) error {
 	}
 	clear(w.full)
 	return nil
+}
+
+// clientCloseTimeout bounds how long a worker waits for its Kafka client
+// to close when it stops.
+const clientCloseTimeout = 10 * time.Second
+
+// closeBounded closes a worker's Kafka client, waiting at most
+// clientCloseTimeout. Closing leaves the consumer group, and franz-go
+// waits for the leave without bound: a leave stuck behind a rebalance
+// (seen with the embedded broker while a DROP stopped a pipeline) held
+// the pipeline's stop, and the server's shutdown, forever. The client
+// left behind finishes or dies with the process; its transactional id
+// is fenced by the next incarnation, so it cannot commit.
+func (w *worker) closeBounded(closeClient func()) {
+	done := make(chan struct{})
+	go func() {
+		closeClient()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(clientCloseTimeout):
+		w.p.e.cfg.Logger.Warn("pipeline consumer's Kafka client did not close in time; left to close in the background",
+			"pipeline", w.p.name, "stage", w.stage.def.Name, "consumer", w.index, "waited", clientCloseTimeout)
+	}
 }
 
 // commitEpoch publishes a committed epoch's counters.
