@@ -18,13 +18,20 @@ func BuildStep(s *plan.Step, env *expr.Env, onErr operators.RowError, res *opera
 	return operators.BuildWith(s, env, onErr, res)
 }
 
-// AskBefore asks op, an operator of stage st, for the old row of each
-// update (operators.BeforeEmitter) when st writes a changes stream that
-// carries them (plan.ChangesOutput.Before). Only a stage's stateful
-// operator emits updates; any other op is left as it is.
-func AskBefore(st *plan.Stage, op operators.Operator) {
+// AskBefore asks op, the operator of stage st's i-th step, for the old
+// row of each update (operators.BeforeEmitter) when st writes a changes
+// stream that carries them (plan.ChangesOutput.Before) and the step is
+// the stage's last stateful one, whose updates are the stage's output
+// (one before it feeds the next, which takes updates alone). Any other
+// op is left as it is.
+func AskBefore(st *plan.Stage, i int, op operators.Operator) {
 	if st.Changes == nil || !st.Changes.Before {
 		return
+	}
+	for _, s := range st.Steps[i+1:] {
+		if !s.Stateless() {
+			return
+		}
 	}
 	if b, ok := op.(operators.BeforeEmitter); ok {
 		b.EmitBefore()

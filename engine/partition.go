@@ -18,14 +18,14 @@ import (
 // partition is the work of one input partition inside a worker: its
 // operator chain, its state keyspace, and its watermark.
 type partition struct {
-	key      partKey
-	chain    *operators.Chain
-	filters  []*operators.Filter
-	stateful operators.Stateful
-	// statefulEmit is the rest of the chain after the stateful step: what
-	// the operator emits on a watermark goes through it.
-	statefulEmit operators.Emit
-	prefix       []byte // state keyspace: pipeline, stage, topic, partition
+	key     partKey
+	chain   *operators.Chain
+	filters []*operators.Filter
+	// stateful are the chain's stateful steps, in chain order (a stage
+	// holds several where the planner fused a stage into the one before
+	// it, plan.Stage): each with its own state keyspace.
+	stateful []statefulStep
+	prefix   []byte // state keyspace: pipeline, stage, topic, partition
 
 	nextOffset int64 // offset after the last record processed (what the epoch commits)
 	maxEvent   int64 // largest event time seen (data-derived watermarks)
@@ -46,6 +46,14 @@ type partition struct {
 	lastRecv         time.Time
 	caughtUp         bool // the last fetch left nothing behind it
 	quiet            bool
+}
+
+// statefulStep is one stateful operator of a partition's chain and the
+// rest of the chain after it: what the operator emits on a watermark or
+// a seed goes through it.
+type statefulStep struct {
+	op   operators.Stateful
+	emit operators.Emit
 }
 
 // sourceWM is the watermark an upstream partition reported.
@@ -72,27 +80,28 @@ func (w *worker) partition(k partKey) (*partition, error) {
 		return nil
 	}
 	var ops []operators.Operator
-	statefulAt := -1
+	var statefulAt []int
 	for i := range w.stage.def.Steps {
 		env := &expr.Env{Funcs: w.p.e.cfg.Funcs, Epoch: &w.epochs}
 		op, err := BuildStep(&w.stage.def.Steps[i], env, onErr, &operators.Resources{Ctx: w.p.ctx, ViewLookup: w.p.e.cfg.ViewLookup, GroupCacheBytes: w.p.e.cfg.GroupCacheBytes})
 		if err != nil {
 			return nil, err
 		}
-		if f, ok := op.(*operators.Filter); ok && pt.stateful == nil {
+		if f, ok := op.(*operators.Filter); ok && len(pt.stateful) == 0 {
 			// input rows a WHERE drops; a HAVING after the stateful
 			// step drops groups, which the counters do not mix in
 			pt.filters = append(pt.filters, f)
 		}
 		if s, ok := op.(operators.Stateful); ok {
-			pt.stateful, statefulAt = s, i
+			pt.stateful = append(pt.stateful, statefulStep{op: s})
+			statefulAt = append(statefulAt, i)
 		}
-		AskBefore(w.stage.def, op)
+		AskBefore(w.stage.def, i, op)
 		ops = append(ops, op)
 	}
 	pt.chain = operators.NewChain(w.emit, ops...)
-	if statefulAt >= 0 {
-		pt.statefulEmit = pt.chain.EmitOf(statefulAt)
+	for k, i := range statefulAt {
+		pt.stateful[k].emit = pt.chain.EmitOf(i)
 	}
 	if w.parts == nil {
 		w.parts = map[partKey]*partition{}
@@ -108,7 +117,7 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	return pt, nil
 }
 
-// table is one of the partition's state tables (its operator's or its
+// table is one of the partition's state tables (an operator's or its
 // meta) in the worker's current epoch.
 func (pt *partition) table(w *worker, suffix []byte) *state.Table {
 	return w.ep.st.Table(append(pt.prefix[:len(pt.prefix):len(pt.prefix)], suffix...))
@@ -116,8 +125,11 @@ func (pt *partition) table(w *worker, suffix []byte) *state.Table {
 
 // bind points the partition's state at the worker's current epoch.
 func (pt *partition) bind(w *worker) {
-	if pt.stateful != nil && w.ep.st != nil {
-		pt.stateful.Bind(pt.table(w, state.OperatorSuffix))
+	if w.ep.st == nil {
+		return
+	}
+	for k, s := range pt.stateful {
+		s.op.Bind(pt.table(w, state.OperatorKeyspace(k)))
 	}
 }
 
@@ -136,10 +148,28 @@ func (pt *partition) restore(w *worker) error {
 	if err := pt.decodeMeta(v); err != nil {
 		return err
 	}
-	if pt.stateful != nil && pt.wm > math.MinInt64 {
+	if pt.wm == math.MinInt64 {
+		return nil
+	}
+	for _, s := range pt.stateful {
 		// Windows at or below the watermark were closed and deleted
 		// before; this only re-arms the operator's late-row check.
-		return operators.Rearm(pt.stateful, pt.wm, func(*operators.Batch) error { return nil })
+		if err := operators.Rearm(s.op, pt.wm, func(*operators.Batch) error { return nil }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seed hands a seed marker to the chain's Seeders (an aggregate without
+// GROUP BY emits its group over no rows), in chain order.
+func (pt *partition) seed() error {
+	for _, s := range pt.stateful {
+		if sd, ok := s.op.(operators.Seeder); ok {
+			if err := sd.Seed(s.emit); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -278,8 +308,12 @@ func (pt *partition) advance(w *worker) error {
 	}
 	pt.wm = wm
 	w.p.e.cfg.Logger.Debug("watermark", "pipeline", w.p.name, "stage", w.stage.def.Name, "topic", pt.key.topic, "partition", pt.key.part, "wm", types.NewTimestamp(types.Timestamp, wm).Text())
-	if pt.stateful != nil {
-		return pt.stateful.OnWatermark(wm, pt.statefulEmit)
+	// in chain order: what one emits on the watermark reaches the next
+	// before the next hears of it
+	for _, s := range pt.stateful {
+		if err := s.op.OnWatermark(wm, s.emit); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -308,8 +342,8 @@ func (pt *partition) checkpoint(w *worker) error {
 	if w.ep.st == nil {
 		return nil
 	}
-	if pt.stateful != nil {
-		if err := pt.stateful.OnCheckpoint(); err != nil {
+	for _, s := range pt.stateful {
+		if err := s.op.OnCheckpoint(); err != nil {
 			return err
 		}
 	}

@@ -732,10 +732,8 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 		ep.filtered += pt.filteredCount() - before
 	}
 	if seed {
-		if sd, ok := pt.stateful.(operators.Seeder); ok {
-			if err := sd.Seed(pt.statefulEmit); err != nil {
-				return err
-			}
+		if err := pt.seed(); err != nil {
+			return err
 		}
 	}
 	if w.fromCtl {

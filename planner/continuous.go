@@ -38,6 +38,7 @@ func PlanContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if err != nil {
 		return nil, err
 	}
+	fuseStages(c.Topology)
 	c.Topology.StartTime = po.start
 	if err := applyUpdateBefore(c, po); err != nil {
 		return nil, err

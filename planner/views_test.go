@@ -384,7 +384,7 @@ func (p *memPipeline) chainOf(st *plan.Stage, part int32) (*memChain, error) {
 		if err != nil {
 			return nil, err
 		}
-		engine.AskBefore(st, op)
+		engine.AskBefore(st, i, op)
 		if s, ok := op.(operators.Stateful); ok {
 			kv := operators.NewMemKV()
 			s.Bind(kv)
@@ -550,7 +550,7 @@ func (p *memPipeline) checkpoint(rng *rand.Rand) error {
 			if err != nil {
 				return err
 			}
-			engine.AskBefore(st, op)
+			engine.AskBefore(st, i, op)
 			if s, ok := op.(operators.Stateful); ok {
 				s.Bind(ch.kvs[n])
 				ch.state[n] = s

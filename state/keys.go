@@ -1,6 +1,10 @@
 package state
 
-import "github.com/fvsql/fvsql/types"
+import (
+	"encoding/binary"
+
+	"github.com/fvsql/fvsql/types"
+)
 
 // The whole Pebble keyspace of a data directory. Every key any package
 // writes is built here, so that one file shows what lives where and no
@@ -47,7 +51,8 @@ func PartitionPrefix(pipeline, stage, topic string, part int32) []byte {
 
 var (
 	// OperatorSuffix follows PartitionPrefix in the keys of the
-	// partition's operator state.
+	// partition's operator state: its first stateful operator's
+	// (OperatorKeyspace).
 	OperatorSuffix = []byte{'o'}
 	// MetaSuffix follows PartitionPrefix in the partition's meta table,
 	// whose one key is MetaKey.
@@ -56,6 +61,18 @@ var (
 	// input offset its state reflects and its watermarks.
 	MetaKey = []byte("watermarks")
 )
+
+// OperatorKeyspace is the suffix after PartitionPrefix of the k-th
+// stateful operator's keys in a stage that holds several (k from 0): the
+// first's is OperatorSuffix, as in the stages of one stateful operator
+// that came before several existed; the others' are 'p' and k, a
+// keyspace no 'o' key shares.
+func OperatorKeyspace(k int) []byte {
+	if k == 0 {
+		return OperatorSuffix
+	}
+	return binary.AppendUvarint([]byte{'p'}, uint64(k))
+}
 
 // ViewPrefix is the prefix of everything a view's local copy stores:
 // ViewRowsPrefix's rows (its positions are under ViewPosPrefix).

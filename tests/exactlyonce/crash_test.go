@@ -39,7 +39,8 @@ var crashPipelines = func() []string {
 // repartition stage), t3 (top-3 view), v4 (a view over t3), j5 (an
 // aggregate over a LEFT JOIN of ev with a second input, dim, whose rows
 // for half the keys come halfway), j6 (a view of an inner join's rows)
-// j7 (a NOT EXISTS view over ev and dim), n8 (an aggregate over a
+// j7 (an aggregate over a NOT EXISTS join of ev and dim, in the join's
+// stage: two stateful operators in one), n8 (an aggregate over a
 // grouped subquery) and o9 (a window view: lag per key) run over an 8-partition input
 // that a plain Kafka producer fills, while the process doing the work is
 // killed with SIGKILL at seeded random moments (at least 20 times) and

@@ -23,8 +23,9 @@
 //	j5  an aggregate over a join: SELECT m.d, count(*), count(m.k), sum(e.v)
 //	    FROM ev e LEFT JOIN dim m ON e.k = m.k GROUP BY m.d
 //	j6  a view of a join's rows: SELECT e.k, e.v, m.d FROM ev e JOIN dim m ON e.k = m.k WHERE e.v % 100 = 0
-//	j7  an anti join: SELECT e.k, e.v, e.k % 5 AS d FROM ev e WHERE e.v % 100 = 1
-//	    AND NOT EXISTS (SELECT 1 FROM dim m WHERE m.k = e.k AND m.d < 3)
+//	j7  an aggregate over an anti join, in the join's stage (grouped by its key):
+//	    SELECT e.k, count(*) AS n, sum(e.v) AS s FROM ev e WHERE e.v % 100 = 1
+//	    AND NOT EXISTS (SELECT 1 FROM dim m WHERE m.k = e.k AND m.d < 3) GROUP BY e.k
 //	n8  an aggregate over a grouped subquery (a hidden view in the pipeline):
 //	    SELECT c % 16 AS b, count(*) AS n, sum(s) AS s
 //	    FROM (SELECT k, count(*) AS c, sum(v) AS s FROM ev GROUP BY k) t GROUP BY 1
@@ -34,7 +35,7 @@
 // over a second stream dim (k, d = k % 5), one row per key, produced apart
 // from ev: the even keys before the data, the odd ones halfway through the
 // kills, so that j5 first counts the odd keys' rows NULL-padded and takes
-// them back out when their dim rows come, and j7 holds the odd keys' rows
+// them back out when their dim rows come, and j7 counts the odd keys' rows
 // until then.
 //
 // Row i has event time 2026-01-01 + i ms (monotonic in every partition);
@@ -50,7 +51,8 @@
 // equal the expected top 3 per key; v4's compacted topic and SELECT equal
 // the count and sum per bucket of those rows; SELECT * FROM j5 has one row
 // per d with every row matched (no NULL group left) and j6 every row of
-// ev with v % 100 = 0 once; o9 every row of ev with v % 100 = 2 once, with
+// ev with v % 100 = 0 once; j7 one row per key of d >= 3 with its count
+// and sum (no group of a key whose dim row came with d < 3); o9 every row of ev with v % 100 = 2 once, with
 // its key's lag; the pipelines' _errors streams are
 // empty (no poison, no late rows).
 //
