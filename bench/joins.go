@@ -15,7 +15,7 @@ type JoinsConfig struct {
 	Auctions   int64    // rows of the auctions stream (default 1.9M: with the persons, q3's 2M input rows)
 	Persons    int64    // rows of the persons stream (default 100k), also the bids' distinct bidders
 	Partitions int      // of every stream (default 4)
-	Variants   []string // q3, q4, q4-left, q4-nested, 3-way, union, rollup (default all)
+	Variants   []string // q3, q4, q4-left, q4-nested, q4-key, 3-way, union, rollup (default all)
 	// CatchupTimeout bounds one variant's catch-up (default 5m).
 	CatchupTimeout time.Duration
 }
@@ -88,6 +88,8 @@ var joinsVariants = map[string]joinsVariant{
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b LEFT JOIN %[2]s p ON b.bidder = p.id GROUP BY p.state"},
 	"q4-nested": {name: "q4-nested", rel: "jq4n", shape: "aggregate over an aggregate over a join", inputs: []string{"bids", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT s.state, count(*) AS n, sum(s.total) AS total FROM (SELECT b.bidder, p.state, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY b.bidder, p.state) s GROUP BY s.state"},
+	"q4-key": {name: "q4-key", rel: "jq4k", shape: "aggregate over a join, grouped by its key", inputs: []string{"bids", "persons"},
+		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT b.bidder, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY b.bidder"},
 	"union": {name: "union", rel: "jun", shape: "UNION ALL of an aggregate over a join and a global aggregate", inputs: []string{"bids", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY p.state UNION ALL SELECT 'all', count(*), sum(price) FROM %[4]s WHERE bidder >= 0"},
 	"rollup": {name: "rollup", rel: "jru", shape: "GROUP BY ROLLUP (state, bidder % 10) over a join", inputs: []string{"bids", "persons"},
@@ -112,11 +114,11 @@ func Joins(ctx context.Context, o Options, c JoinsConfig) error {
 	orDefault(&c.Auctions, 1_900_000)
 	orDefault(&c.Persons, 100_000)
 	orDefault(&c.Partitions, 4)
-	orDefaults(&c.Variants, "q3", "q4", "q4-left", "q4-nested", "3-way", "union", "rollup")
+	orDefaults(&c.Variants, "q3", "q4", "q4-left", "q4-nested", "q4-key", "3-way", "union", "rollup")
 	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, v := range c.Variants {
 		if _, ok := joinsVariants[v]; !ok {
-			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, q4-nested, 3-way, union, rollup)", v)
+			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, q4-nested, q4-key, 3-way, union, rollup)", v)
 		}
 	}
 	h, ctx, err := openHarness(ctx, o, false)
@@ -248,6 +250,15 @@ func (h *harness) measureJoin(ctx context.Context, jv joinsVariant, in int64, na
 			q = "SELECT sum(n) FILTER (WHERE m IS NOT NULL), sum(total) FILTER (WHERE m IS NOT NULL), sum(n) FILTER (WHERE state IS NULL), sum(total) FILTER (WHERE state IS NULL) FROM " + jv.rel
 		}
 		exp = []int64{bg.N, sum, bg.N, sum}
+	case "q4-key":
+		// a row per bidder who bid (the sentinels, bidder -1, join no one)
+		var sum int64
+		bidders := map[int64]bool{}
+		for i := int64(0); i < bg.N; i++ {
+			sum += bg.Price(i)
+			bidders[bg.Bidder(i)] = true
+		}
+		q, exp = "SELECT count(*), sum(n), sum(total) FROM "+jv.rel, []int64{int64(len(bidders)), bg.N, sum}
 	case "q4-nested":
 		// per state, the bidders who bid (every person does) and their bids' total
 		var sum int64

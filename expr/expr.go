@@ -403,3 +403,28 @@ func formatList(sb *strings.Builder, args []*Expr) {
 func itoa(i int) string {
 	return types.NewInt8(int64(i)).Text()
 }
+
+// Equal reports whether a and b are the same expression: of the same
+// kind, type, columns, constants, functions and arguments. A column's
+// name is left out (its index says which it is); every other kind's
+// Name counts, since some carry meaning in it (a subquery's form).
+func Equal(a, b *Expr) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Kind != b.Kind || a.Type != b.Type || a.Col != b.Col || a.Fn != b.Fn || a.HasElse != b.HasElse ||
+		len(a.Args) != len(b.Args) || (a.Kind != KCol && a.Name != b.Name) {
+		return false
+	}
+	va, vb := a.Val, b.Val
+	if va.K != vb.K || va.I != vb.I || va.X != vb.X || va.S != vb.S || (va.N == nil) != (vb.N == nil) ||
+		(va.N != nil && va.N.Cmp(vb.N) != 0) {
+		return false
+	}
+	for i := range a.Args {
+		if !Equal(a.Args[i], b.Args[i]) {
+			return false
+		}
+	}
+	return true
+}

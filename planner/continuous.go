@@ -153,6 +153,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		if sel, err = limitOverGroups(sel); err != nil {
 			return nil, err
 		}
+		if sel, err = limitOverJoin(cat, sel); err != nil {
+			return nil, err
+		}
 		ns := &nester{cat: &overlay{Catalog: cat, views: map[string]*catalog.Relation{}}, name: ca.Name, layers: layers, outer: sel}
 		nested := *sel
 		if nested.From, err = ns.from(sel.From); err != nil {
@@ -412,10 +415,6 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	case aggregates(sel) || sel.Distinct:
 		return nil, pgerror.NotSupported("ORDER BY … LIMIT over an aggregation or DISTINCT in a materialized view")
 	}
-	t, ok := singleTable(sel)
-	if !ok {
-		return nil, pgerror.NotSupported("ORDER BY … LIMIT over a join, a window or a subquery in a materialized view")
-	}
 	lit, ok := sel.Limit.(*sql.Literal)
 	if !ok || !lit.Value.K.IsInteger() {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "a materialized view's LIMIT must be an integer constant")
@@ -432,6 +431,15 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 			L: &sql.Binary{Op: ">", L: &sql.ColumnRef{Name: rn}, R: off},
 			R: &sql.Binary{Op: "<=", L: &sql.ColumnRef{Name: rn}, R: &sql.Literal{Value: types.NewInt8(off.Value.I + lit.Value.I)}}}
 	}
+	t, ok := singleTable(sel)
+	if !ok {
+		if len(sel.From) == 1 {
+			if _, join := sel.From[0].(*sql.Join); join {
+				return limitOverFrom(cat, sel, rn, where)
+			}
+		}
+		return nil, pgerror.NotSupported("ORDER BY … LIMIT over a window in a materialized view")
+	}
 	_, sc, err := changelogInput(cat, t)
 	if err != nil {
 		return nil, err
@@ -440,8 +448,27 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	if err != nil {
 		return nil, err
 	}
+	order := orderTerms(items, sel.OrderBy)
+	alias := t.Alias
+	if alias == "" {
+		alias = t.Name
+	}
+	inner := &sql.Select{
+		Items: []sql.SelectItem{{Expr: &sql.Star{}}, {Expr: &sql.FuncCall{Name: "row_number", Over: &sql.WindowSpec{OrderBy: order}}, Alias: rn}},
+		From:  sel.From, Where: sel.Where,
+	}
+	return &sql.Select{
+		Items: items,
+		From:  []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}},
+		Where: where,
+	}, nil
+}
+
+// orderTerms reads ORDER BY terms as expressions over the FROM clause:
+// an output column's position, or its name alone, stands for its item.
+func orderTerms(items []sql.SelectItem, by []sql.OrderItem) []sql.OrderItem {
 	var order []sql.OrderItem
-	for _, o := range sel.OrderBy {
+	for _, o := range by {
 		term := o.Expr
 		if l, ok := term.(*sql.Literal); ok && l.Value.K.IsInteger() {
 			if n := int(l.Value.I); n >= 1 && n <= len(items) {
@@ -456,19 +483,62 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		}
 		order = append(order, sql.OrderItem{Expr: term, Desc: o.Desc, NullsFirst: o.NullsFirst})
 	}
-	alias := t.Alias
-	if alias == "" {
-		alias = t.Name
+	return order
+}
+
+// limitOverJoin rewrites ORDER BY … LIMIT over a join (not over its
+// aggregation: limitOverGroups) before the nester hides subqueries, so
+// that the ranked subquery limitOverFrom makes of the join is one of them.
+func limitOverJoin(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	if sel.Limit == nil || len(sel.OrderBy) == 0 || aggregates(sel) || sel.Distinct || len(sel.From) != 1 {
+		return sel, nil
 	}
-	inner := &sql.Select{
-		Items: []sql.SelectItem{{Expr: &sql.Star{}}, {Expr: &sql.FuncCall{Name: "row_number", Over: &sql.WindowSpec{OrderBy: order}}, Alias: rn}},
-		From:  sel.From, Where: sel.Where,
+	if _, join := sel.From[0].(*sql.Join); !join {
+		return sel, nil
 	}
-	return &sql.Select{
-		Items: items,
-		From:  []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}},
-		Where: where,
-	}, nil
+	return limitAsTopN(cat, sel)
+}
+
+// limitOverFrom is limitAsTopN over a join: the FROM clause and WHERE become
+// a subquery carrying the columns the rest reads (fromAsSubquery), which
+// ranks its rows by the ORDER BY terms, and the query keeps the rows
+// whose rank where accepts:
+//
+//	SELECT a.id, b.price FROM a JOIN b ON a.id = b.aid ORDER BY b.price DESC LIMIT 3
+//	→ SELECT _top.id, _top.price FROM (SELECT a.id, b.price, ROW_NUMBER() OVER (ORDER BY b.price DESC) AS _rn
+//	    FROM a JOIN b ON a.id = b.aid) _top WHERE _rn <= 3
+//
+// The subquery is a hidden view ranked by a top-N over its changes, as
+// ROW_NUMBER over a join written out is.
+func limitOverFrom(cat Catalog, sel *sql.Select, rn string, where sql.Expr) (*sql.Select, error) {
+	b := &builder{cat: cat}
+	_, sc, err := b.buildFrom(sel.From)
+	if err != nil {
+		return nil, err
+	}
+	items, err := expandStars(sc, sel.Items)
+	if err != nil {
+		return nil, err
+	}
+	s := *sel
+	s.OrderBy = orderTerms(items, sel.OrderBy) // read in the subquery: it carries what they read
+	s.Limit, s.Offset = nil, nil
+	out, err := fromAsSubquery(cat, &s, "_top")
+	if err != nil {
+		return nil, err
+	}
+	var inner *sql.Select
+	if len(out.From) == 1 {
+		if dt, ok := out.From[0].(*sql.DerivedTable); ok {
+			inner, _ = dt.Query.(*sql.Select)
+		}
+	}
+	if inner == nil || out.Where != nil {
+		return nil, pgerror.NotSupported("ORDER BY … LIMIT over this FROM clause in a materialized view")
+	}
+	inner.Items = append(inner.Items, sql.SelectItem{Expr: &sql.FuncCall{Name: "row_number", Over: &sql.WindowSpec{OrderBy: s.OrderBy}}, Alias: rn})
+	out.OrderBy, out.Where = nil, where
+	return out, nil
 }
 
 func singleTable(sel *sql.Select) (*sql.TableName, bool) {

@@ -686,7 +686,7 @@ func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
 			}
 			// An expression equal to a select item sorts by that item.
 			for i, e := range exprs {
-				if e.String() == x.String() {
+				if expr.Equal(e, x) {
 					col = i
 					break
 				}

@@ -1104,6 +1104,23 @@ func genJoinView(rng *rand.Rand) string {
 		if strings.Contains(from, " jc c ") {
 			order += ", c.id"
 		}
+		if rng.Intn(3) == 0 { // the same as ORDER BY … LIMIT over the join
+			// then by every output column (by position): a view's id
+			// (jv's, standing for jc) is a count, and rows tying on
+			// everything are the same row
+			n := 1 // list is items[:n]
+			for n < len(items) && strings.Join(items[:n], ", ") != list {
+				n++
+			}
+			for i := 1; i <= n; i++ {
+				order += fmt.Sprintf(", %d", i)
+			}
+			q := fmt.Sprintf("SELECT %s%s ORDER BY %s LIMIT %d", list, from, order, 1+rng.Intn(4))
+			if rng.Intn(3) == 0 {
+				q += fmt.Sprintf(" OFFSET %d", rng.Intn(3))
+			}
+			return q
+		}
 		return fmt.Sprintf("SELECT * FROM (SELECT %s, %s() OVER (%sORDER BY %s) AS rn%s) t WHERE rn <= %d",
 			list, pick(rng, "ROW_NUMBER", "RANK", "DENSE_RANK"), pick(rng, "", "PARTITION BY a.k ", "PARTITION BY b.v "), order, from, 1+rng.Intn(3))
 	}
