@@ -27,7 +27,11 @@
 // rows, so the next stage sees a backlog in small steps. A stateful
 // stage's epoch also ships its state changes to the stage's compacted
 // state topic; a partition whose local state does not match the committed
-// offsets is rebuilt from that topic (restore.go).
+// offsets is rebuilt from that topic (restore.go). A stage may hold
+// several stateful operators (a join and the aggregate over it, fused by
+// the planner): each keeps its own keyspace under the partition's prefix
+// (state.OperatorKeyspace), and watermarks, seeds and checkpoints reach
+// them in chain order, so what one emits reaches the next first.
 //
 // The engine knows nothing of SQL or the catalog: it asks its Host for a
 // pipeline's topology and for the datasets (topics and schemas) its stages

@@ -43,12 +43,14 @@
 // that outer joins' NULL-padded rows can leave; its inputs are streams
 // or views (read as their changes), and a join below another feeds it
 // signed rows; an aggregate over it re-keys the joined rows from the top
-// join's stage. A view's EXISTS, NOT EXISTS and IN (SELECT …) conjuncts
+// join's stage, unless its key holds the join key: then the lowering rule
+// fuseStages (fuse.go), run on every planned topology, merges the two
+// stages, and the aggregate runs after the join in its partitions. A view's EXISTS, NOT EXISTS and IN (SELECT …) conjuncts
 // become semi and anti joins in that tree (semijoin.go). A subquery in a
 // view's FROM clause is a hidden view inside the pipeline (nest.go): it
 // is planned on its own, its stages go first, and the query reads its
-// table as any view's; ORDER BY … LIMIT over an aggregation and a top-N
-// over a join are rewritten into such subqueries, and so is a union (a
+// table as any view's; ORDER BY … LIMIT over an aggregation or a join
+// and a top-N over a join are rewritten into such subqueries, and so is a union (a
 // hidden stream: union.go; with any branch more than a stream's rows, a
 // union of hidden views' changes: unionview.go), INTERSECT and EXCEPT (a grouping of the
 // union of both sides, each row counted by side: union.go), a scalar

@@ -936,6 +936,12 @@ func (c *converter) funcCall(e *tast.FuncCallExpr) (Expr, error) {
 			return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \"%s\"", strings.ToUpper(strings.TrimPrefix(name, "__fvsql_")))
 		case fnRollup, fnCube, fnGroupingSets:
 			items, err := c.exprs(e.Args)
+			for _, it := range items {
+				if r, ok := it.(*RowExpr); ok && len(r.Items) == 0 && name != fnGroupingSets {
+					// () is a grouping set, not an element of ROLLUP or CUBE
+					return nil, pgerror.New(pgerror.SyntaxError, "syntax error at or near \")\"")
+				}
+			}
 			return &GroupingSets{Kind: map[string]string{fnRollup: "rollup", fnCube: "cube", fnGroupingSets: "sets"}[name], Items: items}, err
 		case fnEmptySet:
 			return &RowExpr{}, nil
