@@ -405,9 +405,10 @@ func itoa(i int) string {
 }
 
 // Equal reports whether a and b are the same expression: of the same
-// kind, type, columns, constants, functions and arguments. A column's
-// name is left out (its index says which it is); every other kind's
-// Name counts, since some carry meaning in it (a subquery's form).
+// kind, type, columns, constants (numerics of one scale too), functions
+// and arguments. A column's name is left out (its index says which it
+// is); every other kind's Name counts, since some carry meaning in it (a
+// subquery's form).
 func Equal(a, b *Expr) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -418,7 +419,7 @@ func Equal(a, b *Expr) bool {
 	}
 	va, vb := a.Val, b.Val
 	if va.K != vb.K || va.I != vb.I || va.X != vb.X || va.S != vb.S || (va.N == nil) != (vb.N == nil) ||
-		(va.N != nil && va.N.Cmp(vb.N) != 0) {
+		(va.N != nil && (va.N.Cmp(vb.N) != 0 || va.N.Exponent != vb.N.Exponent)) {
 		return false
 	}
 	for i := range a.Args {

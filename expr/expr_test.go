@@ -1400,3 +1400,39 @@ func TestResolveDoesNotMutateRegistry(t *testing.T) {
 		}
 	}
 }
+
+// TestEqual: expressions are equal by what they compute, not by how they
+// print: two columns of one name at different places differ (a.id and
+// b.id print alike), one column under two names does not, and numerics
+// of different scales differ (1.0 and 1.00 print differently as text).
+func TestEqual(t *testing.T) {
+	num := func(s string) *expr.Expr {
+		d, _, err := apd.NewFromString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return expr.Const(types.NewNumeric(d))
+	}
+	plus := func(a, b *expr.Expr) *expr.Expr {
+		return &expr.Expr{Kind: expr.KCall, Type: types.Int8, Fn: "+", Args: []*expr.Expr{a, b}}
+	}
+	for _, c := range []struct {
+		a, b *expr.Expr
+		want bool
+	}{
+		{expr.Col(0, types.Int8, "id"), expr.Col(3, types.Int8, "id"), false},
+		{expr.Col(2, types.Int8, "id"), expr.Col(2, types.Int8, "b_id"), true},
+		{expr.Col(2, types.Int8, "id"), expr.Col(2, types.Int4, "id"), false},
+		{num("1.0"), num("1.0"), true},
+		{num("1.0"), num("1.00"), false},
+		{expr.Const(i4(1)), expr.Const(i4(2)), false},
+		{plus(expr.Col(0, types.Int8, "x"), expr.Const(i4(1))), plus(expr.Col(0, types.Int8, "x"), expr.Const(i4(1))), true},
+		{plus(expr.Col(0, types.Int8, "x"), expr.Const(i4(1))), plus(expr.Col(1, types.Int8, "x"), expr.Const(i4(1))), false},
+		{nil, nil, true},
+		{expr.Col(0, types.Int8, "x"), nil, false},
+	} {
+		if got := expr.Equal(c.a, c.b); got != c.want {
+			t.Errorf("Equal(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

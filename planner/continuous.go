@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -448,7 +449,10 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	if err != nil {
 		return nil, err
 	}
-	order := orderTerms(items, sel.OrderBy)
+	order, err := orderTerms(items, sel.OrderBy)
+	if err != nil {
+		return nil, err
+	}
 	alias := t.Alias
 	if alias == "" {
 		alias = t.Name
@@ -465,8 +469,11 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 }
 
 // orderTerms reads ORDER BY terms as expressions over the FROM clause:
-// an output column's position, or its name alone, stands for its item.
-func orderTerms(items []sql.SelectItem, by []sql.OrderItem) []sql.OrderItem {
+// an output column's position, or a name alone that names an output
+// column (its alias, or the name it gets without one), stands for its
+// item, as in PostgreSQL; a name two different items have is ambiguous
+// (42702).
+func orderTerms(items []sql.SelectItem, by []sql.OrderItem) ([]sql.OrderItem, error) {
 	var order []sql.OrderItem
 	for _, o := range by {
 		term := o.Expr
@@ -475,15 +482,23 @@ func orderTerms(items []sql.SelectItem, by []sql.OrderItem) []sql.OrderItem {
 				term = items[n-1].Expr
 			}
 		} else if c, ok := term.(*sql.ColumnRef); ok && c.Table == "" {
+			var found sql.Expr
 			for _, it := range items {
-				if it.Alias == c.Name {
-					term = it.Expr
+				if cmp.Or(it.Alias, columnName(it.Expr)) != c.Name {
+					continue
 				}
+				if found != nil && sql.FormatExpr(found) != sql.FormatExpr(it.Expr) {
+					return nil, pgerror.New(pgerror.AmbiguousColumn, "ORDER BY \"%s\" is ambiguous", c.Name)
+				}
+				found = it.Expr
+			}
+			if found != nil {
+				term = found
 			}
 		}
 		order = append(order, sql.OrderItem{Expr: term, Desc: o.Desc, NullsFirst: o.NullsFirst})
 	}
-	return order
+	return order, nil
 }
 
 // limitOverJoin rewrites ORDER BY … LIMIT over a join (not over its
@@ -521,7 +536,10 @@ func limitOverFrom(cat Catalog, sel *sql.Select, rn string, where sql.Expr) (*sq
 		return nil, err
 	}
 	s := *sel
-	s.OrderBy = orderTerms(items, sel.OrderBy) // read in the subquery: it carries what they read
+	// read in the subquery: it carries what they read
+	if s.OrderBy, err = orderTerms(items, sel.OrderBy); err != nil {
+		return nil, err
+	}
 	s.Limit, s.Offset = nil, nil
 	out, err := fromAsSubquery(cat, &s, "_top")
 	if err != nil {
