@@ -157,6 +157,9 @@ func (t *joinTree) join(cat Catalog, j *sql.Join, bj *plan.Join, path string) (j
 			keys = bj.RightKeys
 		}
 		exprs := sideRow(side, ins[0].cols, ins[1].cols, keys)
+		if probe && side == 1 {
+			probeColumns(exprs, bj.On, lw, rw)
+		}
 		if in.leaf != nil && in.leaf.Kind == catalog.Stream && in.leafIndex >= 0 {
 			t.sides = append(t.sides, sideColumns{stage: len(t.stages), from: 1 + side*lw, leaf: in.leafIndex})
 		}
@@ -270,6 +273,26 @@ func sideRow(side int, lcols, rcols []scopeCol, keys []*expr.Expr) []*expr.Expr 
 		}
 	}
 	return append(exprs, keys...)
+}
+
+// probeColumns empties (NULL) the columns a semi or anti join's right
+// side writes that the join does not read: its rows only say whether a
+// left row has a partner, by the key and the rest of ON (residual, over
+// [left columns…, right columns…]), so the other columns would only
+// fill the join topic and the join's state. exprs is the side's row
+// (sideRow: [side, left columns…, right columns…, keys…]).
+func probeColumns(exprs []*expr.Expr, residual *expr.Expr, lw, rw int) {
+	read := map[int]bool{}
+	if residual != nil {
+		for _, c := range residual.Columns() {
+			read[c-lw] = true
+		}
+	}
+	for i := range rw {
+		if !read[i] {
+			exprs[1+lw+i] = expr.TypedNull(exprs[1+lw+i].Type)
+		}
+	}
 }
 
 // viewKey is the hidden key of a view over the tree: where each input's
