@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -484,7 +483,7 @@ func orderTerms(items []sql.SelectItem, by []sql.OrderItem) ([]sql.OrderItem, er
 		} else if c, ok := term.(*sql.ColumnRef); ok && c.Table == "" {
 			var found sql.Expr
 			for _, it := range items {
-				if cmp.Or(it.Alias, columnName(it.Expr)) != c.Name {
+				if outputName(it) != c.Name {
 					continue
 				}
 				if found != nil && sql.FormatExpr(found) != sql.FormatExpr(it.Expr) {

@@ -129,10 +129,7 @@ func groupingSetsAsUnion(b *builder, sel *sql.Select) (q sql.QueryExpr, ok bool,
 		br.Distinct, br.OrderBy, br.Limit, br.Offset = false, nil, nil, nil
 		br.Items = make([]sql.SelectItem, len(sel.Items))
 		for i, it := range sel.Items {
-			name := it.Alias
-			if name == "" {
-				name = columnName(it.Expr)
-			}
+			name := outputName(it)
 			br.Items[i] = sql.SelectItem{Expr: sql.Rewrite(it.Expr, rw), Alias: name}
 		}
 		if sel.Having != nil {
@@ -191,7 +188,7 @@ func outputPosition(items []sql.SelectItem, term sql.Expr) (int, error) {
 	}
 	if c, ok := term.(*sql.ColumnRef); ok {
 		for i, it := range items {
-			if c.Table == "" && (it.Alias == c.Name || (it.Alias == "" && columnName(it.Expr) == c.Name)) {
+			if c.Table == "" && outputName(it) == c.Name {
 				return i + 1, nil
 			}
 			if r, ok := it.Expr.(*sql.ColumnRef); ok && r.Name == c.Name && (r.Table == c.Table || r.Table == "" || c.Table == "") {

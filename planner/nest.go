@@ -390,10 +390,7 @@ func limitOverSubquery(sel *sql.Select) (*sql.Select, error) {
 		if _, ok := it.Expr.(*sql.Star); ok {
 			return nil, pgerror.NotSupported("ORDER BY … LIMIT over an aggregation or window functions with * in its select list")
 		}
-		names[i] = it.Alias
-		if names[i] == "" {
-			names[i] = columnName(it.Expr)
-		}
+		names[i] = outputName(it)
 	}
 	var order []sql.OrderItem
 	for _, o := range sel.OrderBy {
@@ -476,10 +473,7 @@ func (ns *nester) rankedJoin(inner *sql.Select, alias string) (sql.TableExpr, er
 		if _, ok := it.Expr.(*sql.Star); ok {
 			return nil, pgerror.NotSupported("* in a ranking over a join").WithHint("Name the columns the ranking selects.")
 		}
-		name := it.Alias
-		if name == "" {
-			name = columnName(it.Expr)
-		}
+		name := outputName(it)
 		cols = append(cols, sql.SelectItem{Expr: it.Expr, Alias: name})
 		ranked = append(ranked, sql.SelectItem{Expr: &sql.ColumnRef{Name: name}, Alias: name})
 	}

@@ -370,10 +370,7 @@ func splitAtGroups(sel *sql.Select, alias string, above func(sql.Expr) bool, lif
 	out := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}}}
 	at := make([]int, len(sel.Items)) // an item's position in the subquery, when it is there whole
 	for i, it := range sel.Items {
-		name := it.Alias
-		if name == "" {
-			name = columnName(it.Expr)
-		}
+		name := outputName(it)
 		var e sql.Expr
 		if above(it.Expr) {
 			e = lift(it.Expr)
@@ -418,10 +415,7 @@ func distinctOverWindows(sel *sql.Select) *sql.Select {
 	out := &sql.Select{Distinct: true, From: []sql.TableExpr{&sql.DerivedTable{Query: &inner, Alias: alias}}}
 	seen := map[string]bool{}
 	for i, it := range sel.Items {
-		name := it.Alias
-		if name == "" {
-			name = columnName(it.Expr)
-		}
+		name := outputName(it)
 		if _, ok := it.Expr.(*sql.Star); ok || seen[name] {
 			return sel
 		}

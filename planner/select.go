@@ -653,10 +653,7 @@ func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
 				return nil, nil, err
 			}
 		}
-		name := it.Alias
-		if name == "" {
-			name = columnName(it.Expr)
-		}
+		name := outputName(it)
 		col := scopeCol{name: name, typ: x.Type, untyped: untyped}
 		if x.Kind == expr.KCol && x.Col < width {
 			src := cur.cols[x.Col]
@@ -849,6 +846,15 @@ func expandStars(in *scope, items []sql.SelectItem) ([]sql.SelectItem, error) {
 		}
 	}
 	return out, nil
+}
+
+// outputName is the name a select item's column gets: its alias, or
+// the name PostgreSQL gives the expression (columnName).
+func outputName(it sql.SelectItem) string {
+	if it.Alias != "" {
+		return it.Alias
+	}
+	return columnName(it.Expr)
 }
 
 // columnName is the output name PostgreSQL gives an unaliased select item.

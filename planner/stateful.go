@@ -331,10 +331,7 @@ func (b *builder) aggregateSelect(in *scope, sel *sql.Select, g *groupKeys, wind
 				return nil, plan.Step{}, nil, err
 			}
 		}
-		name := it.Alias
-		if name == "" {
-			name = columnName(it.Expr)
-		}
+		name := outputName(it)
 		proj.Exprs = append(proj.Exprs, x)
 		proj.Names = append(proj.Names, name)
 		cols = append(cols, catalog.Column{Name: name, Type: x.Type})
@@ -720,10 +717,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		if err != nil {
 			return nil, err
 		}
-		name := it.Alias
-		if name == "" {
-			name = columnName(it.Expr)
-		}
+		name := outputName(it)
 		proj.Exprs = append(proj.Exprs, x)
 		proj.Names = append(proj.Names, name)
 		cols = append(cols, catalog.Column{Name: name, Type: x.Type})
