@@ -46,6 +46,14 @@ func groupingSetsAsUnion(b *builder, sel *sql.Select) (q sql.QueryExpr, ok bool,
 			return nil, false, pgerror.NotSupported("* in the select list of a query with GROUPING SETS, ROLLUP or CUBE")
 		}
 	}
+	for _, o := range sel.OrderBy {
+		// A term outside the select list: ORDER BY … LIMIT over a
+		// subquery that computes it, itself grouped by the sets.
+		if n, err := outputPosition(sel.Items, o.Expr); err != nil || n == 0 {
+			q, err := limitOverSubquery(sel)
+			return q, err == nil, err
+		}
+	}
 	_, in, err := (&builder{cat: b.cat, outer: b.outer}).buildFrom(sel.From)
 	if err != nil {
 		return nil, false, err
@@ -164,10 +172,7 @@ func groupingSetsAsUnion(b *builder, sel *sql.Select) (q sql.QueryExpr, ok bool,
 		left = union
 	}
 	for _, o := range sel.OrderBy {
-		n, err := outputPosition(sel.Items, o.Expr)
-		if err != nil {
-			return nil, false, err
-		}
+		n, _ := outputPosition(sel.Items, o.Expr) // not 0: checked above
 		o.Expr = &sql.Literal{Value: types.NewInt(types.Int4, int64(n))}
 		union.OrderBy = append(union.OrderBy, o)
 	}
@@ -177,7 +182,7 @@ func groupingSetsAsUnion(b *builder, sel *sql.Select) (q sql.QueryExpr, ok bool,
 
 // outputPosition is the 1-based position in the select list of an ORDER
 // BY term over grouping sets: a position, an output name, or a select
-// list term.
+// list term; 0 for another term.
 func outputPosition(items []sql.SelectItem, term sql.Expr) (int, error) {
 	if lit, ok := term.(*sql.Literal); ok && lit.Value.K.IsInteger() {
 		n := int(lit.Value.I)
@@ -202,8 +207,7 @@ func outputPosition(items []sql.SelectItem, term sql.Expr) (int, error) {
 			return i + 1, nil
 		}
 	}
-	return 0, pgerror.NotSupported("ORDER BY a term outside the select list (%s) over GROUPING SETS, ROLLUP or CUBE", sql.FormatExpr(term)).
-		WithHint("Add the term to the select list, or order by its output name or position.")
+	return 0, nil
 }
 
 // groupingSetsIn says whether sel's GROUP BY holds grouping set

@@ -130,6 +130,24 @@ func genGroupingSets(rng *rand.Rand) gsQuery {
 		branches = append(branches, b+having)
 	}
 	q.spelled = strings.Join(branches, " UNION ALL ")
+	if rng.Intn(3) == 0 {
+		// ORDER BY … LIMIT, first by a term in the select list or not,
+		// then by every output column a row's grouping tells apart
+		term := pick(rng, "min(w)", "sum(w) DESC", "count(*) DESC", "max(id)", "sum(v) + count(*)")
+		by := strings.TrimSuffix(term, " DESC")
+		order := []string{term}
+		var cols []string
+		for i := range all {
+			cols = append(cols, fmt.Sprintf("g%d", i))
+		}
+		cols = append(cols, "gm")
+		order = append(order, cols...)
+		n := 1 + rng.Intn(4)
+		q.query += fmt.Sprintf(" ORDER BY %s LIMIT %d", strings.Join(order, ", "), n)
+		order[0] = strings.Replace(term, by, "_ord", 1)
+		q.spelled = fmt.Sprintf("SELECT %s, n, s, m FROM (%s) u ORDER BY %s LIMIT %d", strings.Join(cols, ", "),
+			strings.ReplaceAll(q.spelled, " AS m FROM", " AS m, "+by+" AS _ord FROM"), strings.Join(order, ", "), n)
+	}
 	return q
 }
 

@@ -381,7 +381,17 @@ func limitOverGroups(sel *sql.Select) (*sql.Select, error) {
 // limitOverSubquery makes sel's ORDER BY … LIMIT a top-N over a subquery
 // of the rest: the order SQL evaluates them in, after grouping, window
 // functions and DISTINCT. An ORDER BY term names an output column (by
-// name or position) or is a select list term.
+// name or position) or is a select list term; any other term (count(*)
+// outside the select list, a grouping column left out) is computed by the
+// subquery as a hidden column the top-N orders by and the outer select
+// list leaves out:
+//
+//	SELECT cust, sum(amount) AS s FROM orders GROUP BY cust ORDER BY count(*) DESC LIMIT 3
+//	→ SELECT cust, s FROM (SELECT cust, sum(amount) AS s, count(*) AS _o0
+//	    FROM orders GROUP BY cust) _top ORDER BY _o0 DESC LIMIT 3
+//
+// Under SELECT DISTINCT such a term is 42P10, as in PostgreSQL: it would
+// have no one value per distinct row.
 func limitOverSubquery(sel *sql.Select) (*sql.Select, error) {
 	inner := *sel
 	inner.OrderBy, inner.Limit, inner.Offset = nil, nil, nil
@@ -392,38 +402,78 @@ func limitOverSubquery(sel *sql.Select) (*sql.Select, error) {
 		}
 		names[i] = outputName(it)
 	}
-	var order []sql.OrderItem
-	for _, o := range sel.OrderBy {
-		term := o.Expr
+	// position says which select item an ORDER BY term names, or -1.
+	position := func(term sql.Expr) int {
 		switch t := term.(type) {
 		case *sql.Literal:
-			// a position: the outer * lists the same columns
-		case *sql.ColumnRef:
-			if t.Table != "" || !slices.Contains(names, t.Name) {
-				term = nil
+			if n := int(t.Value.I); t.Value.K.IsInteger() && n >= 1 && n <= len(names) {
+				return n - 1
 			}
-		default:
-			term = nil
-		}
-		if term == nil {
-			f := sql.FormatExpr(o.Expr)
-			for i, it := range sel.Items {
-				if sql.FormatExpr(it.Expr) == f {
-					term = &sql.ColumnRef{Name: names[i]}
+			return -1
+		case *sql.ColumnRef:
+			if t.Table == "" {
+				if i := slices.Index(names, t.Name); i >= 0 {
+					return i
 				}
 			}
 		}
-		if term == nil {
-			return nil, pgerror.NotSupported("ORDER BY a term outside the select list (%s) over an aggregation or window functions in a materialized view", sql.FormatExpr(o.Expr)).
-				WithHint("Add the term to the select list, or order by its output name or position.")
+		f := sql.FormatExpr(term)
+		for i, it := range sel.Items {
+			if sql.FormatExpr(it.Expr) == f {
+				return i
+			}
 		}
-		order = append(order, sql.OrderItem{Expr: term, Desc: o.Desc, NullsFirst: o.NullsFirst})
+		return -1
 	}
-	return &sql.Select{
+	out := &sql.Select{
 		Items:   []sql.SelectItem{{Expr: &sql.Star{}}},
 		From:    []sql.TableExpr{&sql.DerivedTable{Query: &inner, Alias: "_top"}},
-		OrderBy: order, Limit: sel.Limit, Offset: sel.Offset,
-	}, nil
+		OrderBy: make([]sql.OrderItem, len(sel.OrderBy)), Limit: sel.Limit, Offset: sel.Offset,
+	}
+	var hidden []sql.Expr
+	at := make([]int, len(sel.OrderBy)) // the item it names, or -1
+	for j, o := range sel.OrderBy {
+		out.OrderBy[j] = o
+		at[j] = position(o.Expr)
+		if lit, ok := o.Expr.(*sql.Literal); ok {
+			if lit.Value.K.IsInteger() && at[j] < 0 {
+				return nil, pgerror.New(pgerror.InvalidColumnReference, "ORDER BY position %d is not in select list", lit.Value.I)
+			}
+			continue // a position (the outer * lists the same columns), or a constant
+		}
+		if at[j] >= 0 {
+			out.OrderBy[j].Expr = &sql.ColumnRef{Name: names[at[j]]}
+			continue
+		}
+		if sel.Distinct {
+			return nil, pgerror.New(pgerror.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+		}
+		out.OrderBy[j].Expr = &sql.ColumnRef{Name: orderColumn(names, len(hidden))}
+		hidden = append(hidden, o.Expr)
+	}
+	if len(hidden) == 0 {
+		return out, nil
+	}
+	// The inner items keep their names, which GROUP BY may name.
+	inner.Items = slices.Clip(sel.Items)
+	out.Items = make([]sql.SelectItem, len(sel.Items))
+	for i := range sel.Items {
+		out.Items[i] = sql.SelectItem{Expr: &sql.ColumnRef{Name: names[i]}}
+	}
+	for k, x := range hidden {
+		inner.Items = append(inner.Items, sql.SelectItem{Expr: x, Alias: orderColumn(names, k)})
+	}
+	return out, nil
+}
+
+// orderColumn names a subquery's k-th hidden ORDER BY column apart from
+// the select list's output names.
+func orderColumn(names []string, k int) string {
+	for p := "_o"; ; p = "_" + p {
+		if n := p + strconv.Itoa(k); !slices.Contains(names, n) {
+			return n
+		}
+	}
 }
 
 // hasSubquery says whether a FROM list holds a subquery without window

@@ -152,7 +152,11 @@ func genOverWindowView(rng *rand.Rand) string {
 		if src.items != "" {
 			ids = "id, uid"
 		}
-		q += fmt.Sprintf(" ORDER BY x1 DESC, %s LIMIT %d", ids, 1+rng.Intn(4))
+		first := "x1 DESC"
+		if rng.Intn(2) == 0 {
+			first = num() + " DESC" // maybe a term outside the select list
+		}
+		q += fmt.Sprintf(" ORDER BY %s, %s LIMIT %d", first, ids, 1+rng.Intn(4))
 	}
 	return q
 }

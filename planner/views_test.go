@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/engine"
@@ -199,7 +200,7 @@ func genView(rng *rand.Rand) string {
 			strings.Join(items, ", "), part, order, where, bound)
 	}
 	keyExprs := []string{"k", "v", "v % 3", "w > 0", "coalesce(k, 'none')", "abs(w)", "v / 4", "lower(k) || 'x'"}
-	var items, groups []string
+	var items, groups, keys []string
 	used := map[string]bool{}
 	for i := rng.Intn(3); i > 0; i-- {
 		e := pick(rng, keyExprs...)
@@ -207,6 +208,7 @@ func genView(rng *rand.Rand) string {
 			continue
 		}
 		used[e] = true
+		keys = append(keys, e)
 		alias := fmt.Sprintf("g%d", len(groups))
 		switch {
 		case rng.Intn(4) == 0: // not selected: a hidden key column
@@ -239,6 +241,11 @@ func genView(rng *rand.Rand) string {
 	if rng.Intn(2) == 0 {
 		q += " HAVING " + pick(rng, fmt.Sprintf("count(*) > %d", rng.Intn(4)), fmt.Sprintf("sum(v) < %d", 5+rng.Intn(20)),
 			"max(v) - min(w) >= 5", fmt.Sprintf("count(DISTINCT v) = %d", 1+rng.Intn(3)), "avg(w) > 0", "min(k) = 'a' OR count(*) = 2")
+	}
+	if rng.Intn(3) == 0 { // ORDER BY … LIMIT, by terms in the select list or not, then every key
+		order := []string{pick(rng, "count(*) DESC", "sum(w)", "max(id) DESC", "min(k) NULLS FIRST", "a1", "1 DESC", "avg(v) + count(*)")}
+		order = append(order, keys...)
+		q += fmt.Sprintf(" ORDER BY %s LIMIT %d", strings.Join(order, ", "), 1+rng.Intn(3))
 	}
 	return q
 }
@@ -794,7 +801,7 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 		}
 		return "SELECT DISTINCT " + strings.Join(items, ", ") + " FROM vd" + where
 	}
-	var items, groups []string
+	var items, groups, keys []string
 	used := map[string]bool{}
 	for i := rng.Intn(3); i > 0; i-- {
 		e := pick(rng, terms...)
@@ -802,6 +809,11 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 			continue
 		}
 		used[e] = true
+		if strings.IndexFunc(e, func(r rune) bool { return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) }) < 0 {
+			keys = append(keys, "vd."+e) // the input's column, not an output column of its name
+		} else {
+			keys = append(keys, e)
+		}
 		if rng.Intn(4) == 0 {
 			groups = append(groups, e) // not selected
 			continue
@@ -845,6 +857,10 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 			having = append(having, fmt.Sprintf("sum(%s) < %d", c, 3+rng.Intn(10)))
 		}
 		q += " HAVING " + pick(rng, having...)
+	}
+	if rng.Intn(3) == 0 { // ORDER BY … LIMIT, by an aggregate in the select list or not, then every key
+		order := append([]string{pick(rng, aggs...) + pick(rng, "", " DESC")}, keys...)
+		q += fmt.Sprintf(" ORDER BY %s LIMIT %d", strings.Join(order, ", "), 1+rng.Intn(3))
 	}
 	return q
 }
