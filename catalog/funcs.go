@@ -259,6 +259,12 @@ func procs() []*proc {
 				}
 			}
 		}
+		for _, name := range []string{"corr", "covar_pop", "covar_samp", "regr_avgx", "regr_avgy", "regr_count", "regr_intercept",
+			"regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy"} {
+			if a, err := operators.ResolveAgg(name, types.Record, false); err == nil { // f(y float8, x float8)
+				ps = append(ps, &proc{name: name, args: []types.Type{types.Float8, types.Float8}, ret: a.Ret, agg: true})
+			}
+		}
 		// name order, overloads in their order
 		sortProcs(ps)
 		for i, p := range ps {

@@ -59,7 +59,7 @@ func IsAggregate(name string) bool {
 	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "array_agg":
 		return true
 	}
-	return isVarAgg(name) || IsOrderedSet(name)
+	return isVarAgg(name) || isRegrAgg(name) || IsOrderedSet(name)
 }
 
 // ResolveAgg types an aggregate call as PostgreSQL does: count gives
@@ -124,6 +124,16 @@ func ResolveAgg(name string, arg types.Type, star bool) (*AggFunc, error) {
 		}
 	case "percentile_cont", "percentile_disc", "mode":
 		return resolveOrderedSet(f, arg)
+	case "corr", "covar_pop", "covar_samp", "regr_avgx", "regr_avgy", "regr_count", "regr_intercept",
+		"regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy":
+		if arg != types.Record { // the planner's record of y and x
+			return nil, pgerror.New(pgerror.Internal, "operators: %s of %s, not of a record of two values", name, arg)
+		}
+		f.Ret = types.Float8
+		if name == "regr_count" {
+			f.Ret = types.Int8
+		}
+		f.New = func() Accumulator { return &regrAcc{name: name} }
 	case "min", "max":
 		if arg == types.JSONB {
 			return bad()

@@ -110,7 +110,9 @@ func (c *Changelog) Finish(Emit) error { return nil }
 // leaves: count, sum, avg and the variances and standard deviations fold
 // it out of their running result (signedAcc); min, max, bool_and, bool_or, every and the DISTINCT forms
 // of those and of count, sum and avg keep the group's values with their
-// counts (bagAcc); string_agg, array_agg and ORDER BY aggregates keep the
+// counts (bagAcc), and so do the float variances and the statistics of
+// two variables (corr, covar_*, regr_*), fed each value as many times as
+// rows hold it; string_agg, array_agg and ORDER BY aggregates keep the
 // group's rows (listAcc).
 
 // retractor is an accumulator over signed rows: signedAcc, bagAcc, listAcc.
@@ -126,7 +128,7 @@ func bagged(name string, distinct bool) bool {
 	case "count", "sum", "avg":
 		return distinct
 	}
-	return distinct && isVarAgg(name)
+	return distinct && (isVarAgg(name) || isRegrAgg(name))
 }
 
 // bagAcc is an aggregate over signed rows whose result a leaving row

@@ -1284,3 +1284,106 @@ func TestIntervalEqualSpansGroupTogether(t *testing.T) {
 		t.Errorf("count(DISTINCT interval) = %d, want 1", out[0][0].I)
 	}
 }
+
+// The statistics of two variables against a two-pass computation of the
+// same quantities (means first, then the sums of deviations), over random
+// pairs with NULLs; merged halves (session windows) and reloaded state
+// give the same results. Floating point: equal to 1e-9, relative.
+func TestRegrAccumulators(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	names := []string{"corr", "covar_pop", "covar_samp", "regr_avgx", "regr_avgy", "regr_count", "regr_intercept",
+		"regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy"}
+	close := func(a, b types.Value) bool {
+		if a.K != b.K || a.K == types.Null {
+			return a.K == b.K
+		}
+		x, y := types.AsFloat(a), types.AsFloat(b)
+		return math.Abs(x-y) <= 1e-9*max(1, math.Abs(x), math.Abs(y))
+	}
+	for iter := 0; iter < 300; iter++ {
+		n := r.IntN(10)
+		pairs := make([]types.Value, n)
+		var ys, xs []float64
+		for i := range pairs {
+			y, x := f8(float64(r.IntN(41)-20)/4), f8(float64(r.IntN(41)-20)/4)
+			if iter%3 == 0 {
+				x = f8(2) // a vertical line: corr, slope, r2, intercept NULL
+			}
+			switch r.IntN(8) {
+			case 0:
+				y = null
+			case 1:
+				x = null
+			default:
+				ys, xs = append(ys, y.Float()), append(xs, x.Float())
+			}
+			pairs[i] = types.NewRecord([]types.Value{y, x})
+		}
+		// the oracle
+		m := float64(len(xs))
+		var mx, my, sxx, syy, sxy float64
+		for i := range xs {
+			mx += xs[i]
+			my += ys[i]
+		}
+		mx, my = mx/m, my/m
+		for i := range xs {
+			sxx += (xs[i] - mx) * (xs[i] - mx)
+			syy += (ys[i] - my) * (ys[i] - my)
+			sxy += (xs[i] - mx) * (ys[i] - my)
+		}
+		want := map[string]types.Value{"regr_count": types.NewInt8(int64(len(xs)))}
+		if len(xs) > 0 {
+			want["regr_avgx"], want["regr_avgy"] = f8(mx), f8(my)
+			want["regr_sxx"], want["regr_syy"], want["regr_sxy"] = f8(sxx), f8(syy), f8(sxy)
+			want["covar_pop"] = f8(sxy / m)
+			if len(xs) > 1 {
+				want["covar_samp"] = f8(sxy / (m - 1))
+			}
+			if sxx != 0 {
+				want["regr_slope"], want["regr_intercept"] = f8(sxy/sxx), f8(my-mx*sxy/sxx)
+				if syy != 0 {
+					want["corr"], want["regr_r2"] = f8(sxy/math.Sqrt(sxx*syy)), f8(sxy*sxy/(sxx*syy))
+				} else {
+					want["regr_r2"] = f8(1)
+				}
+			}
+		}
+		for _, name := range names {
+			f, err := ResolveAgg(name, types.Record, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, left, right := f.New(), f.New(), f.New()
+			cut := r.IntN(n + 1)
+			for i, p := range pairs {
+				_ = all.Add(p)
+				if i < cut {
+					_ = left.Add(p)
+				} else {
+					_ = right.Add(p)
+				}
+			}
+			w, ok := want[name]
+			if !ok {
+				w = null
+			}
+			if got := all.Result(); !close(got, w) {
+				t.Fatalf("%s over %v: %s, two passes give %s", name, pairs, got, w)
+			}
+			reload := f.New()
+			if _, err := reload.LoadState(right.AppendState(nil)); err != nil {
+				t.Fatal(err)
+			}
+			if err := left.Merge(reload); err != nil {
+				t.Fatal(err)
+			}
+			if got := left.Result(); !close(got, w) {
+				t.Fatalf("%s over %v split at %d: merged %s, two passes give %s", name, pairs, cut, got, w)
+			}
+		}
+	}
+	if _, err := ResolveAgg("corr", types.Float8, false); err == nil {
+		t.Error("corr of one float8 resolved")
+	}
+}

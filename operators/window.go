@@ -230,7 +230,7 @@ func (s *aggState) newAccs() []Accumulator {
 			accs[i] = c.stateAcc() // a listAcc, signed rows or not
 		case s.sign != 0 && bagged(c.Func.Name, c.Distinct):
 			accs[i] = &bagAcc{f: c.Func}
-		case s.sign != 0 && isVarAgg(c.Func.Name) && c.Func.Arg.IsFloat():
+		case s.sign != 0 && (isVarAgg(c.Func.Name) && c.Func.Arg.IsFloat() || isRegrAgg(c.Func.Name)):
 			// float arithmetic cannot take a value back out exactly:
 			// the variance is computed from the group's values
 			accs[i] = &bagAcc{f: c.Func, counted: true}

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strings"
+
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -510,7 +512,7 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 		spec := plan.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
 		if !f.Star {
 			nargs := 1
-			if f.Name == "string_agg" {
+			if f.Name == "string_agg" || operators.IsTwoArgAggregate(f.Name) {
 				nargs = 2
 			}
 			if len(f.Args) != nargs {
@@ -519,7 +521,13 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 			}
 			inner := &exprCtx{scope: c.scope, what: "aggregate function arguments", noAggs: true}
 			var arg *expr.Expr
-			if arg, err = b.build(inner, f.Args[0]); err != nil {
+			if operators.IsTwoArgAggregate(f.Name) {
+				arg, err = b.pairArg(inner, f)
+				nargs = 1
+			} else {
+				arg, err = b.build(inner, f.Args[0])
+			}
+			if err != nil {
 				return false
 			}
 			if isUntypedParam(arg) {
@@ -623,6 +631,36 @@ func orderedSetCall(f *sql.FuncCall) (*sql.FuncCall, sql.Expr, error) {
 	g.Args = []sql.Expr{f.OrderBy[0].Expr}
 	g.WithinGroup = false
 	return &g, fraction, nil
+}
+
+// pairArg plans the two values of a statistic of two variables, f(y,
+// x) (corr, covar_*, regr_*), as its one argument: a record of both as
+// double precision, the type PostgreSQL's take.
+func (b *builder) pairArg(c *exprCtx, f *sql.FuncCall) (*expr.Expr, error) {
+	args := make([]*expr.Expr, len(f.Args))
+	var ts []string
+	for i, a := range f.Args {
+		x, err := b.build(c, a)
+		if err != nil {
+			return nil, err
+		}
+		if isUntypedParam(x) {
+			x = b.inferParam(x, types.Float8)
+		}
+		args[i] = x
+		ts = append(ts, x.Type.String())
+	}
+	for i, x := range args {
+		if !expr.CanImplicitCast(x.Type, types.Float8) {
+			return nil, pgerror.New(pgerror.UndefinedFunction, "function %s(%s) does not exist", f.Name, strings.Join(ts, ", ")).
+				WithHint("No function matches the given name and argument types. You might need to add explicit type casts.")
+		}
+		var err error
+		if args[i], err = expr.Cast(x, types.Float8); err != nil {
+			return nil, err
+		}
+	}
+	return expr.Row(args...), nil
 }
 
 // aggDelim plans string_agg's delimiter: of the value's type (text or

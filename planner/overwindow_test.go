@@ -74,7 +74,7 @@ func genOverWindowView(rng *rand.Rand) string {
 	}
 	call := func() string {
 		// the values of these depend on which peer comes first
-		switch rng.Intn(15) {
+		switch rng.Intn(16) {
 		case 0:
 			return "lag(" + num() + ") " + over(true, "")
 		case 1:
@@ -96,6 +96,12 @@ func genOverWindowView(rng *rand.Rand) string {
 			return pick(rng, "sum(", "avg(", "max(", "count(") + num() + ") " + over(true, pick(rng,
 				"ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "ROWS 2 PRECEDING", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"))
 		// and these do not: peers share them
+		case 14: // statistics of two variables, rounded: the same sums in another order may differ in the last bit
+			f := "round(" + pick(rng, "corr(", "regr_slope(", "covar_pop(") + num() + ", " + num() + ") "
+			if rng.Intn(2) == 0 {
+				return f + over(true, "ROWS BETWEEN 2 PRECEDING AND CURRENT ROW") + "::numeric, 8)"
+			}
+			return f + over(false, "") + "::numeric, 8)"
 		case 8:
 			return "rank() " + over(false, "")
 		case 9:

@@ -230,7 +230,9 @@ func genView(rng *rand.Rand) string {
 		"string_agg(k, ',' ORDER BY id)", "array_agg(v ORDER BY id DESC)", "string_agg(DISTINCT k, '-' ORDER BY k)",
 		"stddev(v)", "var_pop(w)", "variance(DISTINCT v)", "stddev_pop(w) FILTER (WHERE v > 1)",
 		"percentile_cont(0.5) WITHIN GROUP (ORDER BY v)", "percentile_disc(0.3) WITHIN GROUP (ORDER BY w DESC)",
-		"mode() WITHIN GROUP (ORDER BY k)", "percentile_cont(0.75) WITHIN GROUP (ORDER BY w) FILTER (WHERE k <> 'a')"}
+		"mode() WITHIN GROUP (ORDER BY k)", "percentile_cont(0.75) WITHIN GROUP (ORDER BY w) FILTER (WHERE k <> 'a')",
+		"round(corr(v, w)::numeric, 8)", "regr_count(w, id)", "round(regr_slope(v, id)::numeric, 8)",
+		"round(CAST(covar_samp(w, v) FILTER (WHERE k <> 'b') AS numeric), 8)", "round(regr_intercept(DISTINCT v, w)::numeric, 8)"}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
 		items = append(items, fmt.Sprintf("%s AS a%d", pick(rng, aggs...), i))
 	}
@@ -739,12 +741,15 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 	// Numeric values equal in value but not in scale (2.0 and 2.00) are
 	// one group, shown as whichever came first, in the view as in the
 	// bounded SELECT: the terms grouped on are not numeric.
-	var all, nums, terms []string
+	var all, nums, ints, terms []string
 	for _, c := range cols {
 		if c.Hidden {
 			continue
 		}
 		all = append(all, c.Name)
+		if c.Type.IsInteger() {
+			ints = append(ints, c.Name)
+		}
 		if c.Type.IsInteger() || c.Type == types.Numeric {
 			nums = append(nums, c.Name)
 			terms = append(terms, c.Name+" > 1")
@@ -824,6 +829,15 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 	aggs := []string{"count(*)"}
 	for _, c := range all {
 		aggs = append(aggs, "count("+c+")")
+	}
+	for i, c := range ints {
+		// Over signed rows the sums run in another order: rounded, and
+		// of integers, whose float sums are exact (a line of equal
+		// inexact values may have a variance of 0 or of 1e-17, and a
+		// correlation of NULL or of anything, depending on the order).
+		y := ints[(i+1)%len(ints)]
+		aggs = append(aggs, "round(corr("+y+", "+c+")::numeric, 8)", "regr_count("+c+", "+y+")", "round(regr_r2("+y+", "+c+")::numeric, 8)",
+			"round(covar_pop("+c+", "+y+")::numeric, 8)", "round(regr_avgx("+y+", "+c+")::numeric, 8)")
 	}
 	for _, c := range nums {
 		aggs = append(aggs, "sum("+c+")", "avg("+c+")", "count(*) FILTER (WHERE "+c+" > 1)", "sum("+c+") FILTER (WHERE "+c+" < 3)",
@@ -1146,7 +1160,8 @@ func genJoinView(rng *rand.Rand) string {
 		"count(*) FILTER (WHERE b.v > 1) AS f", "sum(coalesce(b.v, 10)) AS sc",
 		"min(b.v) AS mn", "max(a.id) AS mx", "count(DISTINCT b.v) AS dv", "bool_or(a.v = b.v) AS bo", "sum(DISTINCT a.v) AS sd",
 		"array_agg(b.id ORDER BY a.id, b.id NULLS FIRST) AS aa", "string_agg(b.v::text, ',' ORDER BY a.id DESC, b.id, b.v) AS st",
-		"stddev_pop(b.v) AS sp", "variance(a.v + b.v) AS va", "percentile_disc(0.5) WITHIN GROUP (ORDER BY b.v NULLS FIRST) AS pd"}
+		"stddev_pop(b.v) AS sp", "variance(a.v + b.v) AS va", "percentile_disc(0.5) WITHIN GROUP (ORDER BY b.v NULLS FIRST) AS pd",
+		"round(corr(a.v, b.v)::numeric, 8) AS cr", "regr_count(b.id, a.id) AS rc", "round(regr_sxy(b.v, a.v + 1)::numeric, 8) AS rs"}
 	rng.Shuffle(len(aggs), func(i, j int) { aggs[i], aggs[j] = aggs[j], aggs[i] })
 	sel := aggs[:1+rng.Intn(3)]
 	groups := append([]string{"a.k", "b.v", "a.v % 2", "coalesce(b.k, -1)", "b.id IS NULL"}, groups3...)

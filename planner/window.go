@@ -304,13 +304,20 @@ func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (plan.WindowFunc, erro
 		}
 		if !f.Star {
 			n := 1
-			if f.Name == "string_agg" {
-				n = 2 // the value, then the delimiter
+			if f.Name == "string_agg" || operators.IsTwoArgAggregate(f.Name) {
+				n = 2 // the value, then the delimiter; y, then x
 			}
 			if err = nargs(n, n); err != nil {
 				break
 			}
-			x, berr := b.build(c, f.Args[0])
+			var x *expr.Expr
+			var berr error
+			if operators.IsTwoArgAggregate(f.Name) {
+				x, berr = b.pairArg(c, f)
+				n = 1
+			} else {
+				x, berr = b.build(c, f.Args[0])
+			}
 			if berr != nil {
 				return wf, berr
 			}

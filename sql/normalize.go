@@ -920,10 +920,17 @@ func init() {
 		"string_agg":  (*normalizer).overCarrier,
 		"array_agg":   (*normalizer).overCarrier,
 	}
+	for name := range carriedOver { // the statistics of two variables
+		if wordRewrites[name] == nil {
+			wordRewrites[name] = (*normalizer).overCarrier
+		}
+	}
 }
 
 // carriedOver are the aggregates overCarrier carries over a window.
-var carriedOver = map[string]bool{"bool_and": true, "bool_or": true, "every": true, "string_agg": true, "array_agg": true}
+var carriedOver = map[string]bool{"bool_and": true, "bool_or": true, "every": true, "string_agg": true, "array_agg": true,
+	"corr": true, "covar_pop": true, "covar_samp": true, "regr_avgx": true, "regr_avgy": true, "regr_count": true,
+	"regr_intercept": true, "regr_r2": true, "regr_slope": true, "regr_sxx": true, "regr_sxy": true, "regr_syy": true}
 
 // overCarrier rewrites f(…) OVER w, an aggregate TiDB's grammar takes no
 // OVER after, into __fvsql_over(f(…), sum(0) OVER w): the window rides
