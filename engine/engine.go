@@ -68,7 +68,8 @@ type Config struct {
 	KafkaOpts []kgo.Opt
 	// GroupCacheBytes bounds the encoded state an unwindowed GROUP BY
 	// keeps in memory per partition (--group-cache-mb; 0: the default,
-	// operators.DefaultGroupCacheBytes). Past it, half the groups are
+	// operators.DefaultGroupCacheBytes), and the rows a view's hash join
+	// keeps in memory per partition (join.rowCache). Past it, half the groups are
 	// evicted and read back from Pebble (the state cache, the server's
 	// --state-cache-mb) when they come again: raise it when a view's
 	// groups per partition times ~45 bytes exceeds it and its rate

@@ -31,7 +31,11 @@ func Build(s *plan.Step, env *expr.Env, onErr operators.RowError, res *operators
 		}
 	}
 	if s.Op == plan.OpHashJoin {
-		return NewHashJoin(*s.Join, residual, onErr), nil
+		cache := 0
+		if res != nil {
+			cache = res.GroupCacheBytes
+		}
+		return NewHashJoin(*s.Join, residual, onErr, cache), nil
 	}
 	return NewIntervalJoin(*s.Join, residual, onErr), nil
 }

@@ -7,7 +7,9 @@
 //     first partner takes it back (a semi join's left row while it has a
 //     partner, an anti join's while it has none). It takes signed input
 //     too (another join's rows, a view's changes) and takes back the
-//     pairs of a row that goes.
+//     pairs of a row that goes. The rows of the keys it probed stay in
+//     memory between epochs (rowcache.go), kept equal to its state by
+//     its own writes, up to --group-cache-mb per partition.
 //   - IntervalJoin (interval.go), two streams joined on a key within a
 //     time bound, each row kept until the watermark passes its bound.
 //   - LookupJoin (lookup.go), a stream's rows looking up a view's current

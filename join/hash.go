@@ -1,7 +1,6 @@
 package join
 
 import (
-	"bytes"
 	"encoding/binary"
 
 	"github.com/fvsql/fvsql/expr"
@@ -44,6 +43,7 @@ type HashJoin struct {
 	OnError  operators.RowError
 
 	kv    operators.KV
+	rows  rowCache
 	seq   int64   // next row sequence number; -1 until loaded
 	keep  [2]bool // a side's rows without a partner come out alone (NULL-padded), or come with the first (semi)
 	semi  bool    // a left row comes out alone while it has a partner, not while it has none
@@ -53,9 +53,13 @@ type HashJoin struct {
 	out   []types.Row
 }
 
-// NewHashJoin builds the operator.
-func NewHashJoin(spec plan.JoinSpec, residual expr.Eval, onErr operators.RowError) *HashJoin {
-	j := &HashJoin{Spec: spec, Residual: residual, OnError: onErr, seq: -1}
+// NewHashJoin builds the operator; cacheBytes bounds the stored rows it
+// keeps in memory (rowCache; 0: operators.DefaultGroupCacheBytes).
+func NewHashJoin(spec plan.JoinSpec, residual expr.Eval, onErr operators.RowError, cacheBytes int) *HashJoin {
+	if cacheBytes <= 0 {
+		cacheBytes = operators.DefaultGroupCacheBytes
+	}
+	j := &HashJoin{Spec: spec, Residual: residual, OnError: onErr, seq: -1, rows: rowCache{limit: cacheBytes}}
 	j.keep[0] = spec.Type == "left" || spec.Type == "full" || spec.Type == "semi" || spec.Type == "anti"
 	j.keep[1] = spec.Type == "right" || spec.Type == "full"
 	j.semi = spec.Type == "semi"
@@ -63,7 +67,9 @@ func NewHashJoin(spec plan.JoinSpec, residual expr.Eval, onErr operators.RowErro
 	return j
 }
 
-// Bind implements Stateful.
+// Bind implements Stateful. The row cache outlives the epoch: a committed
+// epoch leaves it equal to the KV, and an aborted one rebuilds the
+// operator.
 func (j *HashJoin) Bind(kv operators.KV) {
 	j.kv = kv
 	j.seq = -1
@@ -134,9 +140,6 @@ func (j *HashJoin) Process(b *operators.Batch, emit operators.Emit) error {
 		return err
 	}
 	j.out = j.out[:0]
-	type recount struct {
-		k, v []byte
-	}
 	var counts []recount
 rows:
 	for i, row := range b.Rows {
@@ -178,12 +181,13 @@ rows:
 		prefix := append([]byte{joinData, byte(o)}, key...)
 		emitted, matched := len(j.out), 0
 		counts = counts[:0]
-		err := j.kv.Scan(prefix, prefixEnd(prefix), func(k, v []byte) error {
-			n, m := binary.Uvarint(v)
-			if m <= 0 {
-				return operators.ErrBadState
-			}
-			other, _, err := types.DecodeValues(v[m:], j.Spec.Width(o))
+		stored, err := j.rows.get(j.kv, prefix)
+		if err != nil {
+			return err
+		}
+		err = stored.each(func(r *storedRow) error {
+			n := r.n
+			other, _, err := types.DecodeValues(r.vals, j.Spec.Width(o))
 			if err != nil {
 				return err
 			}
@@ -206,8 +210,7 @@ rows:
 				if n == 0 { // its first partner: a semi join's row comes, an outer one's padded row goes
 					j.out = append(j.out, j.orphan(o, other, j.alone(-1)))
 				}
-				nv := binary.AppendUvarint(nil, n+1)
-				counts = append(counts, recount{append([]byte(nil), k...), append(nv, v[m:]...)})
+				counts = append(counts, recount{r, n + 1})
 			}
 			if j.pairs {
 				j.out = append(j.out, pair)
@@ -225,7 +228,7 @@ rows:
 			return err
 		}
 		for _, c := range counts {
-			if err := j.kv.Set(c.k, c.v); err != nil {
+			if err := j.recount(c.r, c.n); err != nil {
 				return err
 			}
 		}
@@ -252,32 +255,26 @@ rows:
 func (j *HashJoin) retract(b *operators.Batch, i, s int, key []byte, mine types.Row) error {
 	want := types.AppendValues(nil, mine)
 	mineKey := append([]byte{joinData, byte(s)}, key...)
-	var held []byte // the stored row's state key; nil: the join does not hold it
-	var partners uint64
-	err := j.kv.Scan(mineKey, prefixEnd(mineKey), func(k, v []byte) error {
-		n, m := binary.Uvarint(v)
-		if m <= 0 {
-			return operators.ErrBadState
-		}
-		if held == nil && bytes.Equal(v[m:], want) {
-			held, partners = append([]byte(nil), k...), n
-		}
-		return nil
-	})
-	if err != nil || held == nil {
-		return err // a row set aside when it came is not held
+	mineRows, err := j.rows.get(j.kv, mineKey)
+	if err != nil {
+		return err
 	}
+	held := mineRows.find(want) // nil: the join does not hold it
+	if held == nil {
+		return nil // a row set aside when it came is not held
+	}
+	heldKey, partners := held.k, held.n
 	o := 1 - s
 	prefix := append([]byte{joinData, byte(o)}, key...)
 	emitted := len(j.out)
-	type recount struct{ k, v []byte }
 	var counts []recount
-	err = j.kv.Scan(prefix, prefixEnd(prefix), func(k, v []byte) error {
-		n, m := binary.Uvarint(v)
-		if m <= 0 {
-			return operators.ErrBadState
-		}
-		other, _, err := types.DecodeValues(v[m:], j.Spec.Width(o))
+	stored, err := j.rows.get(j.kv, prefix)
+	if err != nil {
+		return err
+	}
+	err = stored.each(func(r *storedRow) error {
+		n := r.n
+		other, _, err := types.DecodeValues(r.vals, j.Spec.Width(o))
 		if err != nil {
 			return err
 		}
@@ -305,8 +302,7 @@ func (j *HashJoin) retract(b *operators.Batch, i, s int, key []byte, mine types.
 			if n == 1 { // its last partner: a semi join's row goes, an outer one's padded row comes back
 				j.out = append(j.out, j.orphan(o, other, j.alone(1)))
 			}
-			nv := binary.AppendUvarint(nil, n-1)
-			counts = append(counts, recount{append([]byte(nil), k...), append(nv, v[m:]...)})
+			counts = append(counts, recount{r, n - 1})
 		}
 		return nil
 	})
@@ -318,14 +314,28 @@ func (j *HashJoin) retract(b *operators.Batch, i, s int, key []byte, mine types.
 		return err
 	}
 	for _, c := range counts {
-		if err := j.kv.Set(c.k, c.v); err != nil {
+		if err := j.recount(c.r, c.n); err != nil {
 			return err
 		}
 	}
 	if j.keep[s] && (partners > 0) == j.semi {
 		j.out = append(j.out, j.orphan(s, mine, -1))
 	}
-	return j.kv.Delete(held)
+	j.rows.remove(mineKey, heldKey)
+	return j.kv.Delete(heldKey)
+}
+
+// recount is a stored row's new count of partners.
+type recount struct {
+	r *storedRow
+	n uint64
+}
+
+// recount stores a row's new count of partners.
+func (j *HashJoin) recount(r *storedRow, n uint64) error {
+	r.n = n
+	j.buf = append(binary.AppendUvarint(j.buf[:0], n), r.vals...)
+	return j.kv.Set(r.k, j.buf)
 }
 
 // store keeps a row of side s, with the count of partners it has met.
@@ -336,7 +346,10 @@ func (j *HashJoin) store(s int, key []byte, row types.Row, matched int) error {
 	if err := j.kv.Set([]byte{joinSeqNo}, seqb[:binary.PutUvarint(seqb[:], uint64(j.seq))]); err != nil {
 		return err
 	}
-	dk := operators.AppendInt64Key(append([]byte{joinData, byte(s)}, key...), seq)
+	prefix := append([]byte{joinData, byte(s)}, key...)
+	dk := operators.AppendInt64Key(prefix, seq)
 	j.buf = types.AppendValues(binary.AppendUvarint(j.buf[:0], uint64(matched)), row)
+	_, m := binary.Uvarint(j.buf)
+	j.rows.add(prefix[:len(prefix):len(prefix)], dk, uint64(matched), j.buf[m:])
 	return j.kv.Set(dk, j.buf)
 }

@@ -260,8 +260,12 @@ func TestHashJoinOracle(t *testing.T) {
 		onErr := func(b *operators.Batch, i int, err error) error {
 			return fmt.Errorf("row %d: unexpected error %v", i, err)
 		}
+		// the row cache: the default, one a few keys' rows fill (prefixes
+		// dropped, or too large to cache, all the time), or none at all
+		cache := []int{0, 600, 2500, 1}[rng.IntN(4)]
+		desc += fmt.Sprintf(", row cache %d", cache)
 		kv := operators.NewMemKV()
-		j := NewHashJoin(spec, res, onErr)
+		j := NewHashJoin(spec, res, onErr, cache)
 		j.Bind(kv)
 		net := map[string]int64{}
 		emit := func(b *operators.Batch) error {
@@ -316,8 +320,11 @@ func TestHashJoinOracle(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s, after %d rows:\ngot  %d rows %s\nwant %d rows %s", desc, len(rows), len(got), strings.Join(got, " "), len(want), strings.Join(want, " "))
 			}
-			if rng.IntN(4) == 0 {
-				j = NewHashJoin(spec, res, onErr)
+			switch rng.IntN(6) {
+			case 0: // rebuilt from its state (a restart, an aborted epoch)
+				j = NewHashJoin(spec, res, onErr, cache)
+				j.Bind(kv)
+			case 1: // a new epoch: the cache stays
 				j.Bind(kv)
 			}
 		}
@@ -340,7 +347,7 @@ func TestHashJoinResidualError(t *testing.T) {
 		aside = append(aside, b.Rows[i][3+3*int(b.Rows[i][0].I)].I)
 		return nil
 	}
-	j := NewHashJoin(spec, res, onErr)
+	j := NewHashJoin(spec, res, onErr, 0)
 	var got []string
 	emit := func(b *operators.Batch) error {
 		for _, r := range b.Rows {

@@ -17,8 +17,8 @@ type Resources struct {
 	Ctx        context.Context
 	ViewLookup ViewLookup
 	// GroupCacheBytes bounds the encoded groups an unwindowed GROUP BY
-	// keeps in memory between epochs, per partition (0: the default,
-	// DefaultGroupCacheBytes).
+	// keeps in memory between epochs, per partition, and the stored rows
+	// a hash join keeps (0: the default, DefaultGroupCacheBytes).
 	GroupCacheBytes int
 	// Budget, in bounded queries, is charged with the rows the sort,
 	// aggregate and distinct operators hold, and tells their long loops

@@ -70,7 +70,7 @@ func run(args []string) error {
 	users := fs.String("users", envDefault("FVSQL_USERS", ""), "user:password pairs, comma-separated, for password authentication (FVSQL_USERS)")
 	topicPrefix := fs.String("topic-prefix", envDefault("FVSQL_TOPIC_PREFIX", ""), "prefix of every Kafka topic and group fvsql creates (FVSQL_TOPIC_PREFIX)")
 	stateCache := fs.Int("state-cache-mb", envInt("FVSQL_STATE_CACHE_MB", state.DefaultCacheBytes>>20), "MiB of Pebble block cache for operator state and views' local copies (FVSQL_STATE_CACHE_MB)")
-	groupCache := fs.Int("group-cache-mb", envInt("FVSQL_GROUP_CACHE_MB", operators.DefaultGroupCacheBytes>>20), "MiB of GROUP BY state kept in memory between checkpoints, per partition of each view or stream that groups (FVSQL_GROUP_CACHE_MB)")
+	groupCache := fs.Int("group-cache-mb", envInt("FVSQL_GROUP_CACHE_MB", operators.DefaultGroupCacheBytes>>20), "MiB of GROUP BY state, and of a view's join rows, kept in memory between checkpoints, per partition of each view or stream that groups or joins (FVSQL_GROUP_CACHE_MB)")
 	queryMem := fs.Int("query-memory-mb", envInt("FVSQL_QUERY_MEMORY_MB", 1024), "MiB of rows one bounded query may hold in memory (join build sides, sorts, aggregates); over it the query fails with 53200; 0: unlimited (FVSQL_QUERY_MEMORY_MB)")
 	transforms := fs.String("transforms-dir", envDefault("FV_TRANSFORMS_DIR", ""), "directory of the WebAssembly modules CREATE FUNCTION … AS 'ref:NAME' names (NAME.wasm) (FV_TRANSFORMS_DIR)")
 	udfTimeout := fs.Duration("udf-call-timeout", envDuration("FVSQL_UDF_CALL_TIMEOUT", udf.DefaultCallTimeout), "longest a call of a wasm user function may run; past it the row is set aside as a poison row (FVSQL_UDF_CALL_TIMEOUT)")
