@@ -40,6 +40,12 @@ type AggFunc struct {
 	// Fraction is percentile_cont's and percentile_disc's fraction (a
 	// constant of the query, set by Build); nil is NULL.
 	Fraction *float64
+	// Fractions, when Array, are the fractions of percentile_cont(float8[])
+	// and percentile_disc(float8[]), whose result is the array of each
+	// one's percentile (a nil fraction, NULL in the array, gives NULL);
+	// Fractions nil is a NULL array. Set by Build.
+	Fractions []*float64
+	Array     bool
 	// Grows marks the aggregates whose state grows with their input
 	// (string_agg, array_agg): their accumulators are sizedAccs, charged
 	// to a bounded query's Budget as they grow, and in a continuous query

@@ -45,7 +45,9 @@ func resolveOrderedSet(f *AggFunc, arg types.Type) (*AggFunc, error) {
 	}
 	f.Grows = true
 	name := f.Name
-	f.New = func() Accumulator { return &orderedSetAcc{name: name, fraction: f.Fraction} }
+	f.New = func() Accumulator {
+		return &orderedSetAcc{name: name, fraction: f.Fraction, fractions: f.Fractions, array: f.Array, ret: f.Ret}
+	}
 	return f, nil
 }
 
@@ -53,7 +55,12 @@ func resolveOrderedSet(f *AggFunc, arg types.Type) (*AggFunc, error) {
 type orderedSetAcc struct {
 	name     string
 	fraction *float64 // nil: a NULL fraction, whose result is NULL
-	vals     []types.Value
+	// array: the fractions are an array (AggFunc.Fractions), and so is
+	// the result, of type ret
+	fractions []*float64
+	array     bool
+	ret       types.Type
+	vals      []types.Value
 }
 
 func (a *orderedSetAcc) Add(v types.Value) error {
@@ -65,21 +72,24 @@ func (a *orderedSetAcc) Add(v types.Value) error {
 
 func (a *orderedSetAcc) Result() types.Value {
 	n := len(a.vals)
+	if a.array {
+		if n == 0 || a.fractions == nil {
+			return types.NullValue
+		}
+		out := make([]types.Value, len(a.fractions))
+		for i, f := range a.fractions {
+			out[i] = types.NullValue
+			if f != nil {
+				out[i] = a.percentile(*f)
+			}
+		}
+		return types.NewArray(a.ret, out)
+	}
 	if n == 0 || a.name != "mode" && a.fraction == nil {
 		return types.NullValue
 	}
-	switch a.name {
-	case "percentile_disc":
-		i := int(math.Ceil(*a.fraction*float64(n))) - 1
-		return a.vals[max(0, min(i, n-1))]
-	case "percentile_cont":
-		pos := *a.fraction * float64(n-1)
-		lo, hi := int(math.Floor(pos)), int(math.Ceil(pos))
-		x, y := types.AsFloat(a.vals[lo]), types.AsFloat(a.vals[hi])
-		if lo == hi {
-			return types.NewFloat8(x)
-		}
-		return types.NewFloat8(x + (y-x)*(pos-float64(lo)))
+	if a.name != "mode" {
+		return a.percentile(*a.fraction)
 	}
 	// mode: the value of the longest run of equal values, the first such
 	best, bestN, run := 0, 0, 0
@@ -94,6 +104,24 @@ func (a *orderedSetAcc) Result() types.Value {
 		}
 	}
 	return a.vals[best]
+}
+
+// percentile is the value at fraction f of the (non-empty) values.
+func (a *orderedSetAcc) percentile(f float64) types.Value {
+	n := len(a.vals)
+	switch a.name {
+	case "percentile_disc":
+		i := int(math.Ceil(f*float64(n))) - 1
+		return a.vals[max(0, min(i, n-1))]
+	default: // percentile_cont
+		pos := f * float64(n-1)
+		lo, hi := int(math.Floor(pos)), int(math.Ceil(pos))
+		x, y := types.AsFloat(a.vals[lo]), types.AsFloat(a.vals[hi])
+		if lo == hi {
+			return types.NewFloat8(x)
+		}
+		return types.NewFloat8(x + (y-x)*(pos-float64(lo)))
+	}
 }
 
 func (a *orderedSetAcc) AppendState(buf []byte) []byte { return buf }

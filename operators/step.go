@@ -15,7 +15,29 @@ func ResolveSpec(a plan.AggSpec) (*AggFunc, error) {
 	if a.Arg != nil {
 		argType = a.Arg.Type
 	}
-	return ResolveAgg(a.Name, argType, a.Star)
+	f, err := ResolveAgg(a.Name, argType, a.Star)
+	if err != nil || a.Fraction == nil || !a.Fraction.Type.IsArray() {
+		return f, err
+	}
+	// percentile_cont(float8[]) and percentile_disc(float8[]): an array
+	// of the percentiles
+	if at := types.ArrayOf(f.Ret); at != types.Null && !f.Ret.IsArray() {
+		f.Ret, f.Array = at, true
+		return f, nil
+	}
+	return nil, pgerror.New(pgerror.UndefinedObject, "could not find array type for data type %s", f.Ret)
+}
+
+// fractionOf checks a percentile's fraction: nil for NULL.
+func fractionOf(v types.Value) (*float64, error) {
+	if v.K == types.Null {
+		return nil, nil
+	}
+	x := types.AsFloat(v)
+	if x < 0 || x > 1 || math.IsNaN(x) {
+		return nil, pgerror.New(pgerror.NumericValueOutOfRange, "percentile value %g is not between 0 and 1", x)
+	}
+	return &x, nil
 }
 
 // constantArg evaluates an aggregate's constant argument (string_agg's
@@ -93,14 +115,23 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 			} else if v.K != types.Null {
 				f.Delim = &v.S
 			}
-			if v, err := constantArg(a.Fraction, env); err != nil {
+			v, err := constantArg(a.Fraction, env)
+			if err != nil {
 				return nil, err
-			} else if v.K != types.Null {
-				x := types.AsFloat(v)
-				if x < 0 || x > 1 || math.IsNaN(x) {
-					return nil, pgerror.New(pgerror.NumericValueOutOfRange, "percentile value %g is not between 0 and 1", x)
+			}
+			if !f.Array {
+				if f.Fraction, err = fractionOf(v); err != nil {
+					return nil, err
 				}
-				f.Fraction = &x
+			} else if v.K != types.Null {
+				f.Fractions = []*float64{}
+				for _, e := range v.Elems() {
+					x, err := fractionOf(e)
+					if err != nil {
+						return nil, err
+					}
+					f.Fractions = append(f.Fractions, x)
+				}
 			}
 			call := AggCall{Func: f, Distinct: a.Distinct}
 			arg := a.Arg

@@ -705,7 +705,10 @@ func (b *builder) aggConstant(c *exprCtx, e sql.Expr, t types.Type, what string)
 		return nil, pgerror.NotSupported("%s that is not a constant", what).
 			WithHint("Use a literal or a parameter.")
 	}
-	if t == types.Float8 {
+	if t == types.Float8 && d.Type.IsArray() { // a percentile's array of fractions
+		t = types.ArrayOf(types.Float8)
+	}
+	if t.Elem() == types.Float8 || t == types.Float8 {
 		return expr.Coerce(d, t, false)
 	}
 	return d, nil

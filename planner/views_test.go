@@ -231,6 +231,7 @@ func genView(rng *rand.Rand) string {
 		"stddev(v)", "var_pop(w)", "variance(DISTINCT v)", "stddev_pop(w) FILTER (WHERE v > 1)",
 		"percentile_cont(0.5) WITHIN GROUP (ORDER BY v)", "percentile_disc(0.3) WITHIN GROUP (ORDER BY w DESC)",
 		"mode() WITHIN GROUP (ORDER BY k)", "percentile_cont(0.75) WITHIN GROUP (ORDER BY w) FILTER (WHERE k <> 'a')",
+		"percentile_cont(ARRAY[0.25, 0.5]) WITHIN GROUP (ORDER BY v)", "percentile_disc(ARRAY[0.9, NULL, 0]) WITHIN GROUP (ORDER BY w DESC)",
 		"round(corr(v, w)::numeric, 8)", "regr_count(w, id)", "round(regr_slope(v, id)::numeric, 8)",
 		"round(CAST(covar_samp(w, v) FILTER (WHERE k <> 'b') AS numeric), 8)", "round(regr_intercept(DISTINCT v, w)::numeric, 8)"}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
@@ -849,7 +850,8 @@ func genViewOver(rng *rand.Rand, cols []catalog.Column) string {
 		}
 		if !c.Hidden && c.Type.IsInteger() {
 			aggs = append(aggs, "sum(DISTINCT "+c.Name+")", "bool_or("+c.Name+" > 1)", "max("+c.Name+") FILTER (WHERE "+c.Name+" < 3)",
-				"percentile_cont(0.5) WITHIN GROUP (ORDER BY "+c.Name+")", "mode() WITHIN GROUP (ORDER BY "+c.Name+" DESC)")
+				"percentile_cont(0.5) WITHIN GROUP (ORDER BY "+c.Name+")", "mode() WITHIN GROUP (ORDER BY "+c.Name+" DESC)",
+				"percentile_disc(ARRAY[0.5, 0.1]) WITHIN GROUP (ORDER BY "+c.Name+")")
 		}
 		if !c.Hidden && c.Type != types.Numeric { // in an order that ties only rows of equal values
 			aggs = append(aggs, "string_agg("+c.Name+"::text, ',' ORDER BY "+strings.Join(all, " DESC, ")+" DESC)")
