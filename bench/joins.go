@@ -15,7 +15,7 @@ type JoinsConfig struct {
 	Auctions   int64    // rows of the auctions stream (default 1.9M: with the persons, q3's 2M input rows)
 	Persons    int64    // rows of the persons stream (default 100k), also the bids' distinct bidders
 	Partitions int      // of every stream (default 4)
-	Variants   []string // q3, q4, q4-left, q4-nested, q4-key, 3-way, union, rollup (default all)
+	Variants   []string // q3, q4, q4-left, q4-nested, q4-key, q9, 3-way, union, rollup (default all)
 	// CatchupTimeout bounds one variant's catch-up (default 5m).
 	CatchupTimeout time.Duration
 }
@@ -94,6 +94,8 @@ var joinsVariants = map[string]joinsVariant{
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY p.state UNION ALL SELECT 'all', count(*), sum(price) FROM %[4]s WHERE bidder >= 0"},
 	"rollup": {name: "rollup", rel: "jru", shape: "GROUP BY ROLLUP (state, bidder % 10) over a join", inputs: []string{"bids", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, b.bidder %% 10 AS m, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[2]s p ON b.bidder = p.id GROUP BY ROLLUP (p.state, 2)"},
+	"q9": {name: "q9", rel: "jq9", shape: "top-1 per auction over a join (Nexmark q9)", inputs: []string{"bids", "auctions"},
+		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT id, bidder, price FROM (SELECT a.id, b.bidder, b.price, ROW_NUMBER() OVER (PARTITION BY a.id ORDER BY b.price DESC, b.bidder) AS rn FROM %[3]s a JOIN %[4]s b ON a.id = b.auction) t WHERE rn <= 1"},
 	"3-way": {name: "3-way", rel: "j3w", shape: "aggregate over a three-way join", inputs: []string{"bids", "auctions", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[3]s a ON b.auction = a.id JOIN %[2]s p ON a.seller = p.id GROUP BY p.state"},
 }
@@ -114,11 +116,11 @@ func Joins(ctx context.Context, o Options, c JoinsConfig) error {
 	orDefault(&c.Auctions, 1_900_000)
 	orDefault(&c.Persons, 100_000)
 	orDefault(&c.Partitions, 4)
-	orDefaults(&c.Variants, "q3", "q4", "q4-left", "q4-nested", "q4-key", "3-way", "union", "rollup")
+	orDefaults(&c.Variants, "q3", "q4", "q4-left", "q4-nested", "q4-key", "q9", "3-way", "union", "rollup")
 	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, v := range c.Variants {
 		if _, ok := joinsVariants[v]; !ok {
-			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, q4-nested, q4-key, 3-way, union, rollup)", v)
+			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, q4-nested, q4-key, q9, 3-way, union, rollup)", v)
 		}
 	}
 	h, ctx, err := openHarness(ctx, o, false)
@@ -269,6 +271,21 @@ func (h *harness) measureJoin(ctx context.Context, jv joinsVariant, in int64, na
 			states[pg.State(bg.Bidder(i))] = true
 		}
 		q, exp = "SELECT count(*), sum(n), sum(total) FROM "+jv.rel, []int64{int64(len(states)), int64(len(bidders)), sum}
+	case "q9":
+		// a row per auction with a bid, at its highest price
+		top := map[int64]int64{}
+		for i := int64(0); i < bg.N; i++ {
+			if a := bg.Auction(i); a >= 0 && a < ag.N {
+				if p, ok := top[a]; !ok || bg.Price(i) > p {
+					top[a] = bg.Price(i)
+				}
+			}
+		}
+		var sum int64
+		for _, p := range top {
+			sum += p
+		}
+		q, exp = "SELECT count(*), sum(price) FROM "+jv.rel, []int64{int64(len(top)), sum}
 	case "3-way":
 		var n, sum int64
 		states := map[string]bool{}

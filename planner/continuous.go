@@ -219,6 +219,9 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 	if len(sel.From) != 1 {
 		return nil, pgerror.NotSupported("continuous queries over more than one input (use JOIN … ON)")
 	}
+	if dt, j, ok := joinTopN(cat, sel); ok && ca.Kind == sql.KindMaterializedView {
+		return planJoinTopN(cat, ca, sel, dt, j)
+	}
 	sq, err := planStateful(cat, sel, ca.Kind, ca.Query.Emit)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,9 @@
 // view's FROM clause is a hidden view inside the pipeline (nest.go): it
 // is planned on its own, its stages go first, and the query reads its
 // table as any view's; ORDER BY … LIMIT over an aggregation or a join
-// and a top-N over a join are rewritten into such subqueries, and so is a union (a
+// and a top-N over a join of expressions are rewritten into such
+// subqueries (a top-N over a join of columns reads the join's rows
+// directly: planJoinTopN), and so is a union (a
 // hidden stream: union.go; with any branch more than a stream's rows, a
 // union of hidden views' changes: unionview.go), INTERSECT and EXCEPT (a grouping of the
 // union of both sides, each row counted by side: union.go), a scalar

@@ -119,9 +119,9 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 			in := *inner
 			in.From = from
 			if len(from) == 1 {
-				if _, join := from[0].(*sql.Join); join {
+				if _, join := from[0].(*sql.Join); join && !columnsOnlyRanking(&in) {
 					return ns.rankedJoin(&in, t.Alias)
-				}
+				} // of columns: the join's rows go to the top-N (planJoinTopN)
 			}
 			return &sql.DerivedTable{Query: &in, Alias: t.Alias}, nil
 		}

@@ -585,7 +585,19 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{cat: cat}
+	q, err := topNQuery(&builder{cat: cat}, outer, dt, inner, sc)
+	if err != nil {
+		return nil, err
+	}
+	q.in = in
+	return q, nil
+}
+
+// topNQuery plans a top-N's subquery inner (its FROM clause's columns
+// are sc's) and its reader outer: its WHERE as the filter, its select
+// list (columns) as the projection before the top-N step, and the
+// outer select list over the step's rows.
+func topNQuery(b *builder, outer *sql.Select, dt *sql.DerivedTable, inner *sql.Select, sc *scope) (*statefulQuery, error) {
 	filter, err := b.where(sc, inner.Where)
 	if err != nil {
 		return nil, err
@@ -754,7 +766,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		innerProj.Names = append(innerProj.Names, innerNames[j])
 	}
 	return &statefulQuery{
-		in: in, filter: filter, partition: partition, out: cols, key: key, changes: true,
+		filter: filter, partition: partition, out: cols, key: key, changes: true,
 		step: step, having: skip, project: proj, pre: &innerProj,
 	}, nil
 }

@@ -558,3 +558,136 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 	}
 	return out, bridgeInputs(out, ca.Name)
 }
+
+// planJoinTopN plans a top-N over a join whose subquery selects, ranks
+// and partitions by columns (Nexmark q9: the highest bid of each auction
+// among those it joins): the join stage projects the top-N's columns (and
+// the sign of signed rows) and re-keys them by the PARTITION BY columns,
+// and the top-N reads them, as an aggregate over a join reads its rows
+// (planJoinAggregate). Partitioned by a column the join key copies, the
+// re-keying is gone: fuseStages merges the top-N into the join's stage.
+// A ranking of expressions is rankedJoin's (a hidden view of the join).
+func planJoinTopN(cat Catalog, ca *sql.CreateAs, outer *sql.Select, dt *sql.DerivedTable, j *sql.Join) (*Continuous, error) {
+	inner := dt.Query.(*sql.Select)
+	b := &builder{cat: cat}
+	node, sc, err := b.buildJoin(j)
+	if err != nil {
+		return nil, err
+	}
+	bj, ok := node.(*plan.Join)
+	if !ok {
+		return nil, pgerror.NotSupported("this join in a materialized view")
+	}
+	t, err := planJoinTree(cat, ca.Name, j, bj)
+	if err != nil {
+		return nil, err
+	}
+	q, err := topNQuery(b, outer, dt, inner, sc)
+	if err != nil {
+		return nil, err
+	}
+	width := len(t.cols)
+	var sign *expr.Expr
+	if t.outer != "" { // its rows are signed: the top-N forgets a row that goes
+		sign = expr.Col(width, types.Int8, "_sign")
+		pre := *q.pre
+		pre.Exprs = append(append([]*expr.Expr(nil), pre.Exprs...), sign)
+		pre.Names = append(append([]string(nil), pre.Names...), "_sign")
+		q.pre = &pre
+		q.step.Sign = q.step.Width
+	}
+	partitions := t.top.partitions
+	if len(q.partition) == 0 {
+		partitions = 1 // one ranking of every row: one instance holds it
+	}
+	needed := neededColumns(inner, j, t.cols, nil)
+	t.prune(needed)
+	var read []*expr.Expr
+	for i, c := range sc.cols[:width] {
+		if needed[i] {
+			read = append(read, expr.Col(i, c.typ, c.name))
+		} else {
+			read = append(read, expr.TypedNull(c.typ))
+		}
+	}
+	keyed := keyedProjection(read, nil, sign)
+	internal := repartitionStream(ca.Name, partitions, q.partition, keyed)
+	joinSteps := append([]plan.Step(nil), t.top.steps...)
+	if q.filter != nil {
+		joinSteps = append(joinSteps, plan.Step{Op: plan.OpFilter, Pred: q.filter})
+	}
+	joinSteps = append(joinSteps, keyed)
+	errs := ErrorsRelation(ca.Name)
+	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &plan.Topology{
+		Stages: append(t.stages,
+			plan.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: internal.Name, Steps: joinSteps, OutputKey: q.partition},
+			plan.Stage{Name: "topN", Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()}),
+		Internal: append(t.internal, internal),
+		Errors:   errs.Name,
+	}}
+	if err := viewOutput(ca, out, &out.Topology.Stages[len(out.Topology.Stages)-1], q.out, q.key, partitions); err != nil {
+		return nil, err
+	}
+	return out, bridgeInputs(out, ca.Name)
+}
+
+// joinTopN says whether sel is a top-N over a join that planJoinTopN
+// plans: its one FROM item is a subquery whose FROM is one join (or a
+// comma list, made one), and the subquery's select list, PARTITION BY
+// and ORDER BY are columns. It returns the subquery with its join.
+func joinTopN(cat Catalog, sel *sql.Select) (*sql.DerivedTable, *sql.Join, bool) {
+	if len(sel.From) != 1 {
+		return nil, nil, false
+	}
+	dt, ok := sel.From[0].(*sql.DerivedTable)
+	if !ok {
+		return nil, nil, false
+	}
+	inner, ok := dt.Query.(*sql.Select)
+	if !ok {
+		return nil, nil, false
+	}
+	if inner = commaAsJoins(cat, inner); len(inner.From) != 1 {
+		return nil, nil, false
+	}
+	j, ok := inner.From[0].(*sql.Join)
+	if !ok || !columnsOnlyRanking(inner) {
+		return nil, nil, false
+	}
+	return &sql.DerivedTable{Query: inner, Alias: dt.Alias}, j, true
+}
+
+// columnsOnlyRanking says whether a ranking subquery selects, partitions
+// and orders by plain columns, with one window call (a * over a join
+// would name a column of both sides twice: rankedJoin refuses it).
+func columnsOnlyRanking(inner *sql.Select) bool {
+	if len(inner.GroupBy) > 0 || inner.Having != nil || inner.Distinct || len(inner.DistinctOn) > 0 ||
+		len(inner.OrderBy) > 0 || inner.Limit != nil || inner.Offset != nil || hasSubqueryExpr(&sql.Select{Where: inner.Where}) {
+		return false // a subquery in WHERE (EXISTS) joins once more: rankedJoin's view plans it
+	}
+	column := func(e sql.Expr) bool { _, ok := e.(*sql.ColumnRef); return ok }
+	calls := 0
+	for _, it := range inner.Items {
+		switch x := it.Expr.(type) {
+		case *sql.ColumnRef:
+		case *sql.FuncCall:
+			if x.Over == nil {
+				return false
+			}
+			calls++
+			for _, p := range x.Over.PartitionBy {
+				if !column(p) {
+					return false
+				}
+			}
+			for _, o := range x.Over.OrderBy {
+				if !column(o.Expr) {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return calls == 1
+}
