@@ -1,6 +1,7 @@
 package join
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/fvsql/fvsql/expr"
@@ -181,11 +182,7 @@ rows:
 		prefix := append([]byte{joinData, byte(o)}, key...)
 		emitted, matched := len(j.out), 0
 		counts = counts[:0]
-		stored, err := j.rows.get(j.kv, prefix)
-		if err != nil {
-			return err
-		}
-		err = stored.each(func(r *storedRow) error {
+		err := j.rows.visit(j.kv, prefix, func(r *storedRow) error {
 			n := r.n
 			other, _, err := types.DecodeValues(r.vals, j.Spec.Width(o))
 			if err != nil {
@@ -255,24 +252,22 @@ rows:
 func (j *HashJoin) retract(b *operators.Batch, i, s int, key []byte, mine types.Row) error {
 	want := types.AppendValues(nil, mine)
 	mineKey := append([]byte{joinData, byte(s)}, key...)
-	mineRows, err := j.rows.get(j.kv, mineKey)
-	if err != nil {
-		return err
-	}
-	held := mineRows.find(want) // nil: the join does not hold it
-	if held == nil {
-		return nil // a row set aside when it came is not held
+	var held *storedRow // the first stored row of these values; nil: the join does not hold it
+	err := j.rows.visit(j.kv, mineKey, func(r *storedRow) error {
+		if held == nil && bytes.Equal(r.vals, want) {
+			held = r
+		}
+		return nil
+	})
+	if err != nil || held == nil {
+		return err // a row set aside when it came is not held
 	}
 	heldKey, partners := held.k, held.n
 	o := 1 - s
 	prefix := append([]byte{joinData, byte(o)}, key...)
 	emitted := len(j.out)
 	var counts []recount
-	stored, err := j.rows.get(j.kv, prefix)
-	if err != nil {
-		return err
-	}
-	err = stored.each(func(r *storedRow) error {
+	err = j.rows.visit(j.kv, prefix, func(r *storedRow) error {
 		n := r.n
 		other, _, err := types.DecodeValues(r.vals, j.Spec.Width(o))
 		if err != nil {

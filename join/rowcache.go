@@ -46,36 +46,46 @@ const rowOverhead = 96
 
 func (r *storedRow) cost() int { return len(r.k) + len(r.vals) + rowOverhead }
 
-// get returns the rows under prefix, from the cache or read from kv (and
-// cached, when they fit). The caller may change a row's count in place.
-func (c *rowCache) get(kv operators.KV, prefix []byte) (*storedRows, error) {
+// visit calls fn on every row under prefix, in key order, from the
+// cache or read from kv (and cached when they fit: a prefix too large
+// to cache streams by, one row copy at a time). fn may change a row's
+// count in place (recount), and must not change the KV.
+func (c *rowCache) visit(kv operators.KV, prefix []byte, fn func(*storedRow) error) error {
 	if r, ok := c.by[string(prefix)]; ok {
 		r.read = true
-		return r, nil
+		for _, row := range r.rows {
+			if err := fn(row); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	r := &storedRows{size: len(prefix) + rowOverhead, read: true}
+	keep := true
 	err := kv.Scan(prefix, prefixEnd(prefix), func(k, v []byte) error {
 		n, m := binary.Uvarint(v)
 		if m <= 0 {
 			return operators.ErrBadState
 		}
 		row := &storedRow{k: bytes.Clone(k), n: n, vals: bytes.Clone(v[m:])}
-		r.rows = append(r.rows, row)
-		r.size += row.cost()
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if r.size <= c.limit/2 {
-		if c.by == nil {
-			c.by = map[string]*storedRows{}
+		if keep {
+			r.rows = append(r.rows, row)
+			if r.size += row.cost(); r.size > c.limit/2 {
+				keep, r.rows = false, nil
+			}
 		}
-		c.by[string(prefix)] = r
-		c.bytes += r.size
-		c.shrink()
+		return fn(row)
+	})
+	if err != nil || !keep {
+		return err // a row's error leaves the prefix uncached: not every row was read
 	}
-	return r, nil
+	if c.by == nil {
+		c.by = map[string]*storedRows{}
+	}
+	c.by[string(prefix)] = r
+	c.bytes += r.size
+	c.shrink()
+	return nil
 }
 
 // add notes a row stored under prefix with key k. Rows that come under
@@ -129,24 +139,4 @@ func (c *rowCache) shrink() {
 			return
 		}
 	}
-}
-
-// each calls fn on every row, in key order, until fn fails.
-func (r *storedRows) each(fn func(*storedRow) error) error {
-	for _, row := range r.rows {
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// find returns the first row whose encoded values are vals, or nil.
-func (r *storedRows) find(vals []byte) *storedRow {
-	for _, row := range r.rows {
-		if bytes.Equal(row.vals, vals) {
-			return row
-		}
-	}
-	return nil
 }

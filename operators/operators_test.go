@@ -1386,4 +1386,31 @@ func TestRegrAccumulators(t *testing.T) {
 	if _, err := ResolveAgg("corr", types.Float8, false); err == nil {
 		t.Error("corr of one float8 resolved")
 	}
+	// finite values whose sums overflow: 22003, as in PostgreSQL; an
+	// infinite value: NaN sums
+	f, _ := ResolveAgg("corr", types.Record, false)
+	acc := f.New()
+	for _, y := range []float64{1e200, -1e200, 3} {
+		if err := acc.Add(types.NewRecord([]types.Value{f8(y), f8(1)})); err != nil {
+			if pgerror.CodeOf(err) != pgerror.NumericValueOutOfRange {
+				t.Fatalf("overflow: %v", err)
+			}
+			break
+		} else if y == 3 {
+			t.Fatal("sums past double precision's range gave no error")
+		}
+	}
+	acc = f.New()
+	for _, x := range []float64{math.Inf(1), 1} {
+		if err := acc.Add(types.NewRecord([]types.Value{f8(1), f8(x)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sxx, _ := ResolveAgg("regr_sxx", types.Record, false)
+	a := sxx.New()
+	_ = a.Add(types.NewRecord([]types.Value{f8(1), f8(math.Inf(1))}))
+	_ = a.Add(types.NewRecord([]types.Value{f8(2), f8(1)}))
+	if got := a.Result(); !math.IsNaN(got.Float()) {
+		t.Errorf("regr_sxx over an infinity: %s, want NaN", got)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -21,6 +22,10 @@ type regrAcc struct {
 	n                     int64
 	sx, sy, sxx, syy, sxy float64
 }
+
+// errRegrOverflow is PostgreSQL's error for finite values whose sums
+// overflow double precision.
+var errRegrOverflow = pgerror.New(pgerror.NumericValueOutOfRange, "value out of range: overflow")
 
 // isRegrAgg says whether name is one of regrAcc's aggregates.
 func isRegrAgg(name string) bool {
@@ -42,6 +47,7 @@ func (a *regrAcc) Add(v types.Value) error {
 		return nil
 	}
 	y, x := types.AsFloat(f[0]), types.AsFloat(f[1])
+	sx, sy, sxy := a.sx, a.sy, a.sxy // before: an infinity from finite values is an overflow
 	a.n++
 	a.sx += x
 	a.sy += y
@@ -52,6 +58,25 @@ func (a *regrAcc) Add(v types.Value) error {
 		a.sxx += tx * tx * scale
 		a.syy += ty * ty * scale
 		a.sxy += tx * ty * scale
+		inf := math.IsInf
+		if inf(a.sx, 0) || inf(a.sxx, 0) {
+			if !inf(sx, 0) && !inf(x, 0) {
+				return errRegrOverflow
+			}
+			a.sxx = math.NaN()
+		}
+		if inf(a.sy, 0) || inf(a.syy, 0) {
+			if !inf(sy, 0) && !inf(y, 0) {
+				return errRegrOverflow
+			}
+			a.syy = math.NaN()
+		}
+		if inf(a.sxy, 0) {
+			if !inf(sxy, 0) && !inf(x, 0) && !inf(y, 0) {
+				return errRegrOverflow
+			}
+			a.sxy = math.NaN()
+		}
 		return nil
 	}
 	if math.IsInf(x, 0) || math.IsNaN(x) {
@@ -154,9 +179,9 @@ func (a *regrAcc) Merge(o Accumulator) error {
 	n1, n2 := float64(a.n), float64(b.n)
 	n := n1 + n2
 	tx, ty := a.sx/n1-b.sx/n2, a.sy/n1-b.sy/n2
-	a.sxx += b.sxx + n1*n2*tx*tx/n
-	a.syy += b.syy + n1*n2*ty*ty/n
-	a.sxy += b.sxy + n1*n2*tx*ty/n
+	a.sxx = a.sxx + b.sxx + n1*n2*tx*tx/n
+	a.syy = a.syy + b.syy + n1*n2*ty*ty/n
+	a.sxy = a.sxy + b.sxy + n1*n2*tx*ty/n
 	a.sx += b.sx
 	a.sy += b.sy
 	a.n += b.n

@@ -192,10 +192,14 @@ func outputPosition(items []sql.SelectItem, term sql.Expr) (int, error) {
 		return n, nil
 	}
 	if c, ok := term.(*sql.ColumnRef); ok {
+		// an output name first, as PostgreSQL resolves a bare name; then
+		// an item that is the input column named
 		for i, it := range items {
 			if c.Table == "" && outputName(it) == c.Name {
 				return i + 1, nil
 			}
+		}
+		for i, it := range items {
 			if r, ok := it.Expr.(*sql.ColumnRef); ok && r.Name == c.Name && (r.Table == c.Table || r.Table == "" || c.Table == "") {
 				return i + 1, nil
 			}

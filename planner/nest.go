@@ -454,11 +454,27 @@ func limitOverSubquery(sel *sql.Select) (*sql.Select, error) {
 	if len(hidden) == 0 {
 		return out, nil
 	}
-	// The inner items keep their names, which GROUP BY may name.
+	// The inner items keep their names, which GROUP BY may name, unless
+	// two share one: then the outer query names them apart.
 	inner.Items = slices.Clip(sel.Items)
 	out.Items = make([]sql.SelectItem, len(sel.Items))
+	shared := false
 	for i := range sel.Items {
 		out.Items[i] = sql.SelectItem{Expr: &sql.ColumnRef{Name: names[i]}}
+		shared = shared || slices.Index(names, names[i]) != i
+	}
+	if shared {
+		inner.Items = make([]sql.SelectItem, len(sel.Items))
+		for i, it := range sel.Items {
+			c := orderColumn(names, len(hidden)+i) // a name of no output column
+			inner.Items[i] = sql.SelectItem{Expr: it.Expr, Alias: c}
+			out.Items[i] = sql.SelectItem{Expr: &sql.ColumnRef{Name: c}, Alias: names[i]}
+		}
+		for j, i := range at {
+			if i >= 0 {
+				out.OrderBy[j].Expr = &sql.ColumnRef{Name: inner.Items[i].Alias}
+			}
+		}
 	}
 	for k, x := range hidden {
 		inner.Items = append(inner.Items, sql.SelectItem{Expr: x, Alias: orderColumn(names, k)})

@@ -244,7 +244,7 @@ func correlated(cat Catalog, s *sql.Subquery) (*correlation, bool) {
 			}
 		}
 	}
-	c := &correlation{sel: inner, agg: agg, count: agg.Name == "count"}
+	c := &correlation{sel: inner, agg: agg, count: countsRows(agg.Name)}
 	for _, w := range conjuncts(inner.Where) {
 		if w == nil {
 			continue
@@ -375,5 +375,9 @@ func perRow(cat Catalog, outer *sql.Select, s *sql.Subquery, alias string) (inne
 	on = &sql.Binary{Op: "and",
 		L: &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: qual, Name: "_partition"}, R: &sql.ColumnRef{Table: alias, Name: "_rp"}},
 		R: &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: qual, Name: "_offset"}, R: &sql.ColumnRef{Table: alias, Name: "_ro"}}}
-	return inner, on, agg.Name == "count", true
+	return inner, on, countsRows(agg.Name), true
 }
+
+// countsRows says whether an aggregate over no rows is 0 (count,
+// regr_count), not NULL: a LEFT JOINed subquery's missing row means 0.
+func countsRows(name string) bool { return name == "count" || name == "regr_count" }
