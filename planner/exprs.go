@@ -511,31 +511,14 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 		}
 		spec := plan.AggSpec{Name: f.Name, Star: f.Star, Distinct: f.Distinct}
 		if !f.Star {
-			nargs := 1
-			if f.Name == "string_agg" || operators.IsTwoArgAggregate(f.Name) {
-				nargs = 2
-			}
-			if len(f.Args) != nargs {
+			if len(f.Args) != aggArity(f.Name) {
 				err = pgerror.New(pgerror.UndefinedFunction, "function %s with %d arguments does not exist", f.Name, len(f.Args))
 				return false
 			}
 			inner := &exprCtx{scope: c.scope, what: "aggregate function arguments", noAggs: true}
 			var arg *expr.Expr
-			if operators.IsTwoArgAggregate(f.Name) {
-				arg, err = b.pairArg(inner, f)
-				nargs = 1
-			} else {
-				arg, err = b.build(inner, f.Args[0])
-			}
-			if err != nil {
+			if arg, err = b.aggValue(inner, f); err != nil {
 				return false
-			}
-			if isUntypedParam(arg) {
-				if f.Name == "string_agg" || f.Name == "array_agg" {
-					arg = b.inferParam(arg, types.Text)
-				} else {
-					arg = b.inferParam(arg, types.Numeric)
-				}
 			}
 			spec.Arg = arg
 			for _, o := range f.OrderBy {
@@ -548,7 +531,7 @@ func (b *builder) collectAggs(c *exprCtx, a *aggState, e sql.Expr) error {
 				}
 				spec.OrderBy, spec.Order = append(spec.OrderBy, k), append(spec.Order, sortKey(0, o))
 			}
-			if nargs == 2 {
+			if f.Name == "string_agg" {
 				if spec.Delim, err = b.aggDelim(inner, arg, f.Args[1]); err != nil {
 					return false
 				}
@@ -631,6 +614,33 @@ func orderedSetCall(f *sql.FuncCall) (*sql.FuncCall, sql.Expr, error) {
 	g.Args = []sql.Expr{f.OrderBy[0].Expr}
 	g.WithinGroup = false
 	return &g, fraction, nil
+}
+
+// aggArity is how many arguments an aggregate takes (count(*) aside):
+// string_agg its value and delimiter, a statistic of two variables y and
+// x, the others one.
+func aggArity(name string) int {
+	if name == "string_agg" || operators.IsTwoArgAggregate(name) {
+		return 2
+	}
+	return 1
+}
+
+// aggValue plans an aggregate's value, the argument it folds: its first,
+// or a statistic's y and x as one record (pairArg). An untyped parameter
+// is text for string_agg and array_agg, numeric for the others.
+func (b *builder) aggValue(c *exprCtx, f *sql.FuncCall) (*expr.Expr, error) {
+	if operators.IsTwoArgAggregate(f.Name) {
+		return b.pairArg(c, f)
+	}
+	x, err := b.build(c, f.Args[0])
+	if err != nil || !isUntypedParam(x) {
+		return x, err
+	}
+	if f.Name == "string_agg" || f.Name == "array_agg" {
+		return b.inferParam(x, types.Text), nil
+	}
+	return b.inferParam(x, types.Numeric), nil
 }
 
 // pairArg plans the two values of a statistic of two variables, f(y,

@@ -499,33 +499,48 @@ func timeTerm(e *expr.Expr) (col int, off int64, ok bool) {
 // back a NULL-padded row when its first partner comes, so over one the
 // rows are signed and the aggregates take a row back out when it leaves.
 func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join) (*Continuous, error) {
-	b := &builder{cat: cat}
-	node, sc, err := b.buildJoin(j)
+	t, sc, err := joinTreeOf(cat, ca.Name, j)
 	if err != nil {
 		return nil, err
 	}
-	bj, ok := node.(*plan.Join)
-	if !ok {
-		return nil, pgerror.NotSupported("this join in a materialized view")
-	}
-	t, err := planJoinTree(cat, ca.Name, j, bj)
-	if err != nil {
-		return nil, err
-	}
-	over := t.outer
 	q, err := groupedQuery(cat, sel, sc)
 	if err != nil {
 		return nil, err
 	}
-	width := len(t.cols)
 	var sign *expr.Expr
-	if over != "" {
-		sign = expr.Col(width, types.Int8, "_sign")
-		q.step.Sign = width + len(q.computed)
+	if t.outer != "" {
+		sign = expr.Col(len(t.cols), types.Int8, "_sign")
+		q.step.Sign = len(t.cols) + len(q.computed)
 	}
+	return joinIntoStateful(ca, sel, j, t, sc, q, sign, "aggregate")
+}
+
+// joinTreeOf plans a view's join: its tree of stages and its rows' scope.
+func joinTreeOf(cat Catalog, name string, j *sql.Join) (*joinTree, *scope, error) {
+	b := &builder{cat: cat}
+	node, sc, err := b.buildJoin(j)
+	if err != nil {
+		return nil, nil, err
+	}
+	bj, ok := node.(*plan.Join)
+	if !ok {
+		return nil, nil, pgerror.NotSupported("this join in a materialized view")
+	}
+	t, err := planJoinTree(cat, name, j, bj)
+	return t, sc, err
+}
+
+// joinIntoStateful finishes a view whose stateful step q (an aggregate, a
+// top-N) reads the rows of the join t: the join stage filters them by the
+// query's WHERE and re-keys them by q's partition (the columns sel reads,
+// its computed keys, sign when the rows are signed) into a repartition
+// topic, and the stage named stage runs q over them (when the partition
+// holds the join key, fuseStages merges the two).
+func joinIntoStateful(ca *sql.CreateAs, sel *sql.Select, j *sql.Join, t *joinTree, sc *scope, q *statefulQuery, sign *expr.Expr, stage string) (*Continuous, error) {
+	width := len(t.cols)
 	partitions := t.top.partitions
 	if len(q.partition) == 0 {
-		partitions = 1 // one global group: one instance holds it
+		partitions = 1 // one global group or ranking: one instance holds it
 	}
 	// what the query does not read goes no further than the side stages
 	needed := neededColumns(sel, j, t.cols, nil)
@@ -549,7 +564,7 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &plan.Topology{
 		Stages: append(t.stages,
 			plan.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: internal.Name, Steps: joinSteps, OutputKey: q.partition},
-			plan.Stage{Name: "aggregate", Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()}),
+			plan.Stage{Name: stage, Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()}),
 		Internal: append(t.internal, internal),
 		Errors:   errs.Name,
 	}}
@@ -569,66 +584,24 @@ func planJoinAggregate(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Jo
 // A ranking of expressions is rankedJoin's (a hidden view of the join).
 func planJoinTopN(cat Catalog, ca *sql.CreateAs, outer *sql.Select, dt *sql.DerivedTable, j *sql.Join) (*Continuous, error) {
 	inner := dt.Query.(*sql.Select)
-	b := &builder{cat: cat}
-	node, sc, err := b.buildJoin(j)
+	t, sc, err := joinTreeOf(cat, ca.Name, j)
 	if err != nil {
 		return nil, err
 	}
-	bj, ok := node.(*plan.Join)
-	if !ok {
-		return nil, pgerror.NotSupported("this join in a materialized view")
-	}
-	t, err := planJoinTree(cat, ca.Name, j, bj)
+	q, err := topNQuery(&builder{cat: cat}, outer, dt, inner, sc)
 	if err != nil {
 		return nil, err
 	}
-	q, err := topNQuery(b, outer, dt, inner, sc)
-	if err != nil {
-		return nil, err
-	}
-	width := len(t.cols)
 	var sign *expr.Expr
 	if t.outer != "" { // its rows are signed: the top-N forgets a row that goes
-		sign = expr.Col(width, types.Int8, "_sign")
+		sign = expr.Col(len(t.cols), types.Int8, "_sign")
 		pre := *q.pre
 		pre.Exprs = append(append([]*expr.Expr(nil), pre.Exprs...), sign)
 		pre.Names = append(append([]string(nil), pre.Names...), "_sign")
 		q.pre = &pre
 		q.step.Sign = q.step.Width
 	}
-	partitions := t.top.partitions
-	if len(q.partition) == 0 {
-		partitions = 1 // one ranking of every row: one instance holds it
-	}
-	needed := neededColumns(inner, j, t.cols, nil)
-	t.prune(needed)
-	var read []*expr.Expr
-	for i, c := range sc.cols[:width] {
-		if needed[i] {
-			read = append(read, expr.Col(i, c.typ, c.name))
-		} else {
-			read = append(read, expr.TypedNull(c.typ))
-		}
-	}
-	keyed := keyedProjection(read, nil, sign)
-	internal := repartitionStream(ca.Name, partitions, q.partition, keyed)
-	joinSteps := append([]plan.Step(nil), t.top.steps...)
-	if q.filter != nil {
-		joinSteps = append(joinSteps, plan.Step{Op: plan.OpFilter, Pred: q.filter})
-	}
-	joinSteps = append(joinSteps, keyed)
-	errs := ErrorsRelation(ca.Name)
-	out := &Continuous{Errors: errs, Inputs: t.inputs(), Topology: &plan.Topology{
-		Stages: append(t.stages,
-			plan.Stage{Name: t.top.stage, Inputs: []string{t.top.read}, Output: internal.Name, Steps: joinSteps, OutputKey: q.partition},
-			plan.Stage{Name: "topN", Inputs: []string{internal.Name}, Output: ca.Name + ChangesSuffix, Steps: q.statefulSteps()}),
-		Internal: append(t.internal, internal),
-		Errors:   errs.Name,
-	}}
-	if err := viewOutput(ca, out, &out.Topology.Stages[len(out.Topology.Stages)-1], q.out, q.key, partitions); err != nil {
-		return nil, err
-	}
-	return out, bridgeInputs(out, ca.Name)
+	return joinIntoStateful(ca, inner, j, t, sc, q, sign, "topN")
 }
 
 // joinTopN says whether sel is a top-N over a join that planJoinTopN

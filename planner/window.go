@@ -303,33 +303,16 @@ func (b *builder) windowFunc(c *exprCtx, f *sql.FuncCall) (plan.WindowFunc, erro
 			return wf, pgerror.New(pgerror.UndefinedFunction, "function %s does not exist", f.Name)
 		}
 		if !f.Star {
-			n := 1
-			if f.Name == "string_agg" || operators.IsTwoArgAggregate(f.Name) {
-				n = 2 // the value, then the delimiter; y, then x
-			}
+			n := aggArity(f.Name)
 			if err = nargs(n, n); err != nil {
 				break
 			}
-			var x *expr.Expr
-			var berr error
-			if operators.IsTwoArgAggregate(f.Name) {
-				x, berr = b.pairArg(c, f)
-				n = 1
-			} else {
-				x, berr = b.build(c, f.Args[0])
-			}
+			x, berr := b.aggValue(c, f)
 			if berr != nil {
 				return wf, berr
 			}
-			if isUntypedParam(x) {
-				if f.Name == "string_agg" || f.Name == "array_agg" {
-					x = b.inferParam(x, types.Text)
-				} else {
-					x = b.inferParam(x, types.Numeric)
-				}
-			}
 			wf.Args = []*expr.Expr{x}
-			if n == 2 {
+			if f.Name == "string_agg" { // its delimiter
 				d, derr := b.aggDelim(c, x, f.Args[1])
 				if derr != nil {
 					return wf, derr
