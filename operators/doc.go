@@ -27,7 +27,9 @@
 // group aggregate given a sign column takes -1 rows back out of count,
 // sum, avg and the variances and standard deviations (signedAcc;
 // varagg.go), of min, max and the DISTINCT aggregates through
-// the group's distinct values and their counts (bagAcc), of string_agg,
+// the group's distinct values and their counts (bagAcc; so too the float
+// variances and the statistics of two variables, corr, covar_* and
+// regr_* of regragg.go, fed each value as often as rows hold it), of string_agg,
 // array_agg, ORDER BY aggregates and the ordered-set ones (percentile_cont,
 // percentile_disc, mode: orderedset.go) through the group's rows in order
 // (listagg.go: listAcc, which such aggregates keep in any continuous
