@@ -268,12 +268,23 @@ func (pt *partition) idle(s *sourceWM, idle time.Duration) bool {
 // reported (or the input's time moved on by the idle timeout), leaving
 // out those idle longer than the idle timeout (unless all are).
 func (pt *partition) watermark(w *worker) int64 {
-	if spec := w.stage.def.Watermark; spec != nil {
+	spec := w.stage.def.Watermark
+	if spec != nil && !spec.Upstream {
 		if pt.maxEvent == math.MinInt64 {
 			return math.MinInt64
 		}
 		return pt.maxEvent - spec.Delay
 	}
+	wm := pt.upstreamWatermark(w)
+	if spec != nil && wm != math.MinInt64 {
+		wm -= spec.Delay
+	}
+	return wm
+}
+
+// upstreamWatermark is the slowest of the watermarks the upstream
+// partitions sent, leaving out idle ones.
+func (pt *partition) upstreamWatermark(w *worker) int64 {
 	if !w.fromCtl || len(pt.sources) == 0 {
 		return math.MinInt64
 	}

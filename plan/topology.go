@@ -118,9 +118,19 @@ type Stage struct {
 
 // WatermarkSpec names the event-time column of a stage's input and the
 // lateness bound (microseconds) its watermark trails the data by.
+//
+// With Upstream set, the input is a hidden stream whose writer (a stage
+// of the pipeline) sends its watermark as control records, and the
+// stage's is the slowest of those minus Delay: the most by which the
+// event time of the writer's rows may trail its own watermark (a
+// window's start trails it by the window's size, a joined row's time by
+// the join's bound). Rows ordered by the writer's watermark are not
+// reordered by the hop through the topic, as a watermark computed from
+// the rows read would have them.
 type WatermarkSpec struct {
-	Col   int   `json:"col"`
-	Delay int64 `json:"delay"`
+	Col      int   `json:"col"`
+	Delay    int64 `json:"delay"`
+	Upstream bool  `json:"upstream,omitempty"`
 }
 
 // ChangesOutput is where a materialized view's changes go.
@@ -183,6 +193,9 @@ func (t *Topology) String() string {
 	var sb strings.Builder
 	for i, s := range t.Stages {
 		fmt.Fprintf(&sb, "stage %s: %s -> %s\n", s.Name, strings.Join(s.Inputs, ", "), s.Output)
+		if wm := s.Watermark; wm != nil && wm.Upstream {
+			fmt.Fprintf(&sb, "  watermark: upstream's - %s\n", types.NewInterval(types.IntervalValue{Micros: wm.Delay}).Text())
+		}
 		for _, st := range s.Steps {
 			fmt.Fprintf(&sb, "  %s\n", st.String())
 		}

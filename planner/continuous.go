@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -168,9 +169,20 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 			}
 			return c, ns.embed(c)
 		}
-	} else if hasSubquery(sel.From) {
-		return nil, pgerror.NotSupported("a subquery in the FROM clause of a %s", ca.Kind).
-			WithHint("Use CREATE MATERIALIZED VIEW, where a subquery runs as a view the query reads (a subquery's rows change as its input grows).")
+	} else if streamSubquery(sel.From) {
+		// a stream's subqueries are hidden streams: what each puts out
+		// only comes, so the query reads it as it reads any stream
+		ns := &nester{cat: &overlay{Catalog: cat, views: map[string]*catalog.Relation{}}, name: ca.Name, outer: sel, streams: true}
+		nested := *sel
+		var err error
+		if nested.From, err = ns.from(sel.From); err != nil {
+			return nil, err
+		}
+		c, err := planSelect(ns.cat, ca, &nested)
+		if err != nil {
+			return nil, err
+		}
+		return c, ns.embed(c)
 	}
 	return planSelect(cat, ca, sel)
 }
@@ -351,6 +363,9 @@ func planStateless(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.Tabl
 	rel, err := outputStream(ca, columnsOf(out), in.Partitions, key)
 	if err != nil {
 		return nil, err
+	}
+	if proj := chain.Steps[len(chain.Steps)-1]; proj.Op == plan.OpProject {
+		rel.Watermark = passthroughWatermark(in, proj.Exprs, rel.Columns)
 	}
 	errs := ErrorsRelation(ca.Name)
 	topo := &plan.Topology{
@@ -1041,6 +1056,24 @@ func passthroughKey(in *catalog.Relation, exprs []*expr.Expr, out []catalog.Colu
 		key = append(key, found)
 	}
 	return key
+}
+
+// passthroughWatermark is the WATERMARK of a stream whose rows are a
+// filter and projection of in's: in's own, on the output column that
+// passes its event-time column through unchanged (the first, if several
+// do), so that a window or join in time over the output drops as late
+// what it would over in. None when no column passes it through.
+func passthroughWatermark(in *catalog.Relation, exprs []*expr.Expr, out []catalog.Column) *catalog.Watermark {
+	if in.Watermark == nil {
+		return nil
+	}
+	src := slices.IndexFunc(in.ReadColumns(), func(c catalog.Column) bool { return c.Name == in.Watermark.Column })
+	for i, e := range exprs {
+		if src >= 0 && e.Kind == expr.KCol && e.Col == src && i < len(out) {
+			return &catalog.Watermark{Column: out[i].Name, Delay: in.Watermark.Delay}
+		}
+	}
+	return nil
 }
 
 // InternalTopic names a pipeline's internal topic. The "_fvsql-" prefix

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
@@ -63,6 +64,9 @@ type nester struct {
 	// shared are the subqueries hidden so far: one met again (the FROM
 	// clause the groupings of grouping sets share) reads the same view
 	shared map[*sql.DerivedTable]*sql.TableName
+	// streams: the query is a stream's, and every subquery is a hidden
+	// stream (hideStream)
+	streams bool
 }
 
 // checkHiddenName refuses a pipeline whose name is a hidden view's of
@@ -106,7 +110,26 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 		j := *t
 		j.Left, j.Right = l, r
 		return &j, nil
+	case *sql.WindowTVF:
+		if t.Query == nil {
+			return te, nil
+		}
+		// TUMBLE(q, …) over a WITH query q: q's rows only come (a window
+		// closes on them), so q is a hidden stream in a view too
+		streams := ns.streams
+		ns.streams = true
+		src, err := ns.hide(&sql.DerivedTable{Query: t.Query, Alias: t.Source.Name})
+		ns.streams = streams
+		if err != nil {
+			return nil, err
+		}
+		w := *t
+		w.Source, w.Query = &sql.TableName{Name: src.(*sql.TableName).Name}, nil
+		return &w, nil
 	case *sql.DerivedTable:
+		if ns.streams {
+			return ns.hide(t)
+		}
 		if inner, ok := t.Query.(*sql.Select); ok && !ns.layers[t] && topNShape(ns.outer, inner) {
 			inner = commaAsJoins(ns.cat, inner)
 			outer := ns.outer
@@ -202,7 +225,7 @@ func (ns *nester) hide(dt *sql.DerivedTable) (sql.TableExpr, error) {
 func (ns *nester) hideNew(dt *sql.DerivedTable) (*sql.TableName, error) {
 	so, union := plainUnionAll(dt.Query)
 	var branches []*sql.Select // a union of views' rows: its branches, after hiding
-	if union {
+	if union && !ns.streams {
 		if qs := flattenUnionAll(so); !streamRows(ns.cat, qs) {
 			var err error
 			if branches, err = ns.unionBranches(qs); err != nil {
@@ -222,7 +245,11 @@ func (ns *nester) hideNew(dt *sql.DerivedTable) (*sql.TableName, error) {
 	var sub *Continuous
 	var err error
 	sel, _ := dt.Query.(*sql.Select)
-	if branches != nil {
+	if ns.streams {
+		if sub, err = hideStream(ns.cat, name, dt.Query); err != nil {
+			return nil, err
+		}
+	} else if branches != nil {
 		if sub, err = planUnionView(ns.cat, &sql.CreateAs{Kind: sql.KindMaterializedView, Name: name}, branches); err != nil {
 			return nil, err
 		}
@@ -257,6 +284,138 @@ func (ns *nester) hideNew(dt *sql.DerivedTable) (*sql.TableName, error) {
 		alias = "subquery" + strconv.Itoa(n)
 	}
 	return &sql.TableName{Name: name, Alias: alias}, nil
+}
+
+// hideStream plans a subquery of a stream's FROM clause as a hidden
+// stream of the pipeline: the continuous query it is on its own (a
+// filter, a windowed aggregation, a join in time, a union), writing an
+// internal topic. What a stream could not be (an aggregation without a
+// window, DISTINCT, a join without a time bound) is refused as that
+// stream would be, naming the subquery.
+func hideStream(cat Catalog, name string, q sql.QueryExpr) (*Continuous, error) {
+	sub, err := planQuery(cat, &sql.CreateAs{Kind: sql.KindStream, Name: name, Query: &sql.Query{Body: q}})
+	if err != nil {
+		if pe, ok := err.(*pgerror.Error); ok && pe.Code == pgerror.FeatureNotSupported && pe.Detail == "" {
+			return nil, pe.WithDetail("In a subquery of a stream's FROM clause, which runs as a stream of its own.")
+		}
+		return nil, err
+	}
+	sub.Rel.Topic = InternalTopic(name, "stream")
+	return sub, nil
+}
+
+// upstreamWatermarks makes each stage of t (a pipeline ns embedded its
+// subqueries in) that reads a hidden stream in event time take the
+// watermark the stream's writer sends, less the most its rows' time may
+// trail it (writerLag; see plan.WatermarkSpec.Upstream). A watermark
+// computed from the rows read would count as late what the writer's
+// partitions put out in an order of their own: a window's rows as each
+// partition closes it, a join's pairs as their second row arrives. A time
+// column whose lag is not known keeps that computed watermark.
+func (ns *nester) upstreamWatermarks(t *plan.Topology, inputs []*catalog.Relation) {
+	for i := range t.Stages {
+		st := &t.Stages[i]
+		if st.Watermark == nil || st.Watermark.Upstream || len(st.Inputs) != 1 {
+			continue
+		}
+		hidden := slices.ContainsFunc(ns.subs, func(sub *Continuous) bool { return sub.Changes == nil && sub.Rel.Name == st.Inputs[0] })
+		if !hidden {
+			continue
+		}
+		if lag, ok := writerLag(t, inputs, st.Inputs[0], st.Watermark.Col); ok {
+			st.Watermark = &plan.WatermarkSpec{Col: st.Watermark.Col, Delay: lag, Upstream: true}
+		}
+	}
+}
+
+// writerLag follows column col of stream out back through the steps of
+// the stage of t writing it to a column whose lag behind the stage's
+// watermark is known: a window's end (none) or start (the window's
+// size), a joined side's time (the join's bound on the other side), or,
+// through filters and projections only, an input stream's column, which
+// becomes the writer's event time (watermarkFor; a stage from a stream
+// has no watermark unless it keeps state).
+func writerLag(t *plan.Topology, inputs []*catalog.Relation, out string, col int) (int64, bool) {
+	wi := slices.IndexFunc(t.Stages, func(s plan.Stage) bool { return s.Output == out })
+	if wi < 0 {
+		return 0, false
+	}
+	w := &t.Stages[wi]
+	for k := len(w.Steps) - 1; k >= 0; k-- {
+		st := w.Steps[k]
+		switch st.Op {
+		case plan.OpFilter:
+		case plan.OpProject:
+			if col >= len(st.Exprs) || st.Exprs[col].Kind != expr.KCol {
+				return 0, false
+			}
+			col = st.Exprs[col].Col
+		case plan.OpWindowAggregate:
+			// output rows: the group columns, window_start, window_end, the aggregates
+			n := len(st.GroupBy)
+			if st.Window == nil || st.Window.Kind == "session" || st.Changes {
+				return 0, false
+			}
+			switch col {
+			case n:
+				return st.Window.Size, true
+			case n + 1:
+				return 0, true
+			}
+			return 0, false
+		case plan.OpIntervalJoin:
+			// output rows: the left columns, the right columns; a pair
+			// comes when its second row does (not late), an outer row when
+			// the watermark passes its time plus the bound
+			js := st.Join
+			switch col {
+			case js.LeftTime - 1:
+				return max(js.Hi, 0), true
+			case js.RightTime - 1:
+				return max(-js.Lo, 0), true
+			}
+			return 0, false
+		default:
+			return 0, false
+		}
+	}
+	if len(w.Inputs) != 1 || slices.ContainsFunc(t.Stages, func(s plan.Stage) bool { return s.Output == w.Inputs[0] }) {
+		return 0, false
+	}
+	if w.Watermark != nil {
+		return 0, w.Watermark.Col == col && !w.Watermark.Upstream
+	}
+	name := w.Inputs[0]
+	for _, b := range t.Ingest {
+		if b.Internal == name {
+			name = b.External
+		}
+	}
+	i := slices.IndexFunc(inputs, func(r *catalog.Relation) bool { return r.Name == name })
+	if i < 0 {
+		return 0, false
+	}
+	w.Watermark = watermarkFor(inputs[i], col)
+	return 0, true
+}
+
+// streamSubquery says whether a stream's FROM list holds a subquery.
+func streamSubquery(list []sql.TableExpr) bool {
+	for _, te := range list {
+		switch t := te.(type) {
+		case *sql.Join:
+			if streamSubquery([]sql.TableExpr{t.Left, t.Right}) {
+				return true
+			}
+		case *sql.DerivedTable:
+			return true
+		case *sql.WindowTVF:
+			if t.Query != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hiddenTable sends a hidden view's table and changes to internal topics
@@ -346,7 +505,11 @@ func (ns *nester) embed(c *Continuous) error {
 	add(c.Inputs)
 	c.Topology.Stages = append(stages, c.Topology.Stages...)
 	c.Inputs = inputs
-	return bridgeInputs(c, ns.name)
+	if err := bridgeInputs(c, ns.name); err != nil {
+		return err
+	}
+	ns.upstreamWatermarks(c.Topology, c.Inputs)
+	return nil
 }
 
 // unbridge takes a topology's ingest bridges out: its stages read the

@@ -291,8 +291,11 @@ type TableName struct {
 // SESSION(t, col, gap) in FROM. Size/Slide/Gap are constant interval
 // expressions as written (normally *Literal holding an Interval).
 type WindowTVF struct {
-	Kind    string // "tumble", "hop", "session"
-	Source  *TableName
+	Kind   string // "tumble", "hop", "session"
+	Source *TableName
+	// Query is the WITH query Source names, if it names one (inlined as
+	// a FROM clause's derived table would be)
+	Query   QueryExpr
 	TimeCol string
 	Size    Expr // tumble, hop
 	Slide   Expr // hop

@@ -445,6 +445,9 @@ func (c *converter) tableName(t *tast.TableName, alias string) (TableExpr, error
 				case *WindowTVF:
 					w := *f
 					w.Alias = alias
+					if w.Source.Schema == "" {
+						w.Query = c.cte(w.Source.Name)
+					}
 					return &w, nil
 				case *TableFunc:
 					tf := *f
