@@ -89,6 +89,11 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 			return nil, err
 		}
 		return &Project{Exprs: evs, OnError: onErr, batch: batch}, nil
+	case plan.OpWindowAssign:
+		if s.Window == nil {
+			return nil, pgerror.New(pgerror.Internal, "windowAssign step without a window")
+		}
+		return &WindowAssign{Spec: *s.Window, TimeCol: s.TimeCol, TimeType: s.TimeType}, nil
 	case plan.OpProjectSet, plan.OpLateral:
 		ps := &ProjectSet{OnError: onErr, Outer: s.Outer, Ordinal: s.Ordinal}
 		for _, set := range s.Sets {

@@ -101,9 +101,13 @@ const (
 	OpTopN            = "topN"
 	OpSession         = "sessionAggregate"
 	OpIntervalJoin    = "intervalJoin"
-	OpHashJoin        = "hashJoin"
-	OpLookupJoin      = "lookupJoin"
-	OpChangelog       = "changelog"
+	// OpWindowAssign is a bounded query's TUMBLE or HOP: each row once per
+	// window holding its time (Window, TimeCol, TimeType), with the
+	// window's start and end appended
+	OpWindowAssign = "windowAssign"
+	OpHashJoin     = "hashJoin"
+	OpLookupJoin   = "lookupJoin"
+	OpChangelog    = "changelog"
 	// OpOverWindow is a continuous query's window functions of one OVER
 	// clause (Over) over rows of Width columns (signed by Sign when it is
 	// not 0), emitting signed rows: the row, its values, the sign.
@@ -179,7 +183,7 @@ func (s *Step) Limits(env *expr.Env) (limit, offset int64, err error) {
 // copies of it can run on each partition in parallel.
 // A lookup join reads a view's current rows but keeps nothing itself.
 func (s *Step) Stateless() bool {
-	return s.Op == OpFilter || s.Op == OpProject || s.Op == OpProjectSet || s.Op == OpLateral || s.Op == OpLookupJoin
+	return s.Op == OpFilter || s.Op == OpProject || s.Op == OpProjectSet || s.Op == OpLateral || s.Op == OpLookupJoin || s.Op == OpWindowAssign
 }
 
 // Seeds reports whether the step's operator is a Seeder with a group to
@@ -281,6 +285,10 @@ func (s *Step) String() string {
 		}
 	case OpChangelog:
 		fmt.Fprintf(&sb, " of %d columns by #%d", s.Width, s.KeyCol)
+	case OpWindowAssign:
+		if s.Window != nil {
+			fmt.Fprintf(&sb, " %s on #%d", s.Window, s.TimeCol)
+		}
 	case OpSort:
 		for i, k := range s.Keys {
 			if i > 0 {

@@ -384,9 +384,46 @@ func (b *builder) buildTable(t sql.TableExpr) (plan.Node, *scope, error) {
 	case *sql.TableFunc:
 		return b.buildTableFunc(t)
 	case *sql.WindowTVF:
-		return nil, nil, pgerror.NotSupported("%s windows in a bounded query (use them in CREATE STREAM/MATERIALIZED VIEW … AS)", strings.ToUpper(t.Kind))
+		return b.buildWindowTVF(t)
 	}
 	return nil, nil, pgerror.NotSupported("FROM item %T", t)
+}
+
+// buildWindowTVF plans TUMBLE or HOP in a bounded query: the source's
+// rows (a relation's, or a WITH query's), each once per window holding
+// its time, with window_start and window_end after its columns, as
+// Flink's window table functions return them. GROUP BY window_start
+// then aggregates each window over every row, as a continuous query's
+// window does once the watermark has passed it (rows it counted as late
+// aside). A session window depends on the rows around each row, which a
+// table function of one row cannot see: 0A000.
+func (b *builder) buildWindowTVF(t *sql.WindowTVF) (plan.Node, *scope, error) {
+	if t.Kind == "session" {
+		return nil, nil, pgerror.NotSupported("SESSION windows in a bounded query").
+			WithHint("Use them in CREATE STREAM or CREATE MATERIALIZED VIEW … AS; or number the sessions with lag() OVER (PARTITION BY … ORDER BY time) and a running sum.")
+	}
+	qual := t.Source.Name
+	if t.Alias != "" {
+		qual = t.Alias
+	}
+	var src sql.TableExpr = &sql.TableName{Schema: t.Source.Schema, Name: t.Source.Name, Alias: qual, Pos: t.Source.Pos}
+	if t.Query != nil {
+		src = &sql.DerivedTable{Query: t.Query, Alias: qual}
+	}
+	node, sc, err := b.buildTable(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	tcol, ttype, spec, err := b.windowOf(t, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &scope{cols: append([]scopeCol(nil), sc.cols...)}
+	for _, name := range []string{"window_start", "window_end"} {
+		out.cols = append(out.cols, scopeCol{table: qual, name: name, typ: ttype})
+	}
+	step := plan.Step{Op: plan.OpWindowAssign, Window: &spec, TimeCol: tcol, TimeType: ttype}
+	return &plan.Chain{Input: node, Steps: []plan.Step{step}}, out, nil
 }
 
 // buildJoin plans a JOIN: equality conditions between the two sides

@@ -367,6 +367,46 @@ func keyColumn(proj *plan.Step, cols *[]catalog.Column, col int, typ types.Type,
 	return len(proj.Exprs) - 1
 }
 
+// windowOf resolves a window TVF's time column in sc (its index and
+// type, a timestamp) and its window.
+func (b *builder) windowOf(tvf *sql.WindowTVF, sc *scope) (int, types.Type, plan.WindowSpec, error) {
+	spec := plan.WindowSpec{Kind: tvf.Kind}
+	tcol, err := sc.resolve("", tvf.TimeCol)
+	if err != nil {
+		return 0, 0, spec, err
+	}
+	ttype := sc.cols[tcol].typ
+	if ttype != types.Timestamp && ttype != types.TimestampTZ {
+		return 0, 0, spec, pgerror.New(pgerror.DatatypeMismatch, "window time column %q must be a timestamp, not %s", tvf.TimeCol, ttype)
+	}
+	switch tvf.Kind {
+	case "tumble":
+		if spec.Size, err = intervalMicros(b, tvf.Size, "size"); err != nil {
+			return 0, 0, spec, err
+		}
+	case "hop":
+		if spec.Slide, err = intervalMicros(b, tvf.Slide, "slide"); err != nil {
+			return 0, 0, spec, err
+		}
+		if spec.Size, err = intervalMicros(b, tvf.Size, "size"); err != nil {
+			return 0, 0, spec, err
+		}
+		if spec.Size < spec.Slide {
+			return 0, 0, spec, pgerror.New(pgerror.InvalidParameterValue, "HOP size must be at least its slide")
+		}
+		if spec.Size/spec.Slide > 1000 {
+			return 0, 0, spec, pgerror.New(pgerror.InvalidParameterValue, "HOP size/slide is %d windows per row; at most 1000", spec.Size/spec.Slide)
+		}
+	case "session":
+		if spec.Gap, err = intervalMicros(b, tvf.Gap, "gap"); err != nil {
+			return 0, 0, spec, err
+		}
+	default:
+		return 0, 0, spec, pgerror.NotSupported("%s windows", strings.ToUpper(tvf.Kind))
+	}
+	return tcol, ttype, spec, nil
+}
+
 func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.ObjectKind, emit sql.EmitMode) (*statefulQuery, error) {
 	in, sc, err := streamInput(cat, tvf.Source)
 	if err != nil {
@@ -377,40 +417,10 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 			sc.cols[i].table = tvf.Alias
 		}
 	}
-	tcol, err := sc.resolve("", tvf.TimeCol)
+	b := &builder{cat: cat}
+	tcol, ttype, spec, err := b.windowOf(tvf, sc)
 	if err != nil {
 		return nil, err
-	}
-	ttype := sc.cols[tcol].typ
-	if ttype != types.Timestamp && ttype != types.TimestampTZ {
-		return nil, pgerror.New(pgerror.DatatypeMismatch, "window time column %q must be a timestamp, not %s", tvf.TimeCol, ttype)
-	}
-	b := &builder{cat: cat}
-	spec := plan.WindowSpec{Kind: tvf.Kind}
-	switch tvf.Kind {
-	case "tumble":
-		if spec.Size, err = intervalMicros(b, tvf.Size, "size"); err != nil {
-			return nil, err
-		}
-	case "hop":
-		if spec.Slide, err = intervalMicros(b, tvf.Slide, "slide"); err != nil {
-			return nil, err
-		}
-		if spec.Size, err = intervalMicros(b, tvf.Size, "size"); err != nil {
-			return nil, err
-		}
-		if spec.Size < spec.Slide {
-			return nil, pgerror.New(pgerror.InvalidParameterValue, "HOP size must be at least its slide")
-		}
-		if spec.Size/spec.Slide > 1000 {
-			return nil, pgerror.New(pgerror.InvalidParameterValue, "HOP size/slide is %d windows per row; at most 1000", spec.Size/spec.Slide)
-		}
-	case "session":
-		if spec.Gap, err = intervalMicros(b, tvf.Gap, "gap"); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, pgerror.NotSupported("%s windows in continuous queries", strings.ToUpper(tvf.Kind))
 	}
 	filter, err := b.where(sc, sel.Where)
 	if err != nil {
