@@ -49,7 +49,11 @@
 // become semi and anti joins in that tree (semijoin.go). A subquery in a
 // view's FROM clause is a hidden view inside the pipeline (nest.go): it
 // is planned on its own, its stages go first, and the query reads its
-// table as any view's; ORDER BY … LIMIT over an aggregation or a join
+// table as any view's. A subquery in a stream's FROM clause, and a WITH
+// query a window reads, is a hidden stream instead, planned as the stream
+// it would be on its own; a window or join over it takes the watermark
+// its writer sends, less the lag writerLag knows for its time column
+// (upstreamWatermarks). ORDER BY … LIMIT over an aggregation or a join
 // and a top-N over a join of expressions are rewritten into such
 // subqueries (a top-N over a join of columns reads the join's rows
 // directly: planJoinTopN), and so is a union (a
