@@ -231,6 +231,9 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 	if len(sel.From) != 1 {
 		return nil, pgerror.NotSupported("continuous queries over more than one input (use JOIN … ON)")
 	}
+	if tvf, ok := sel.From[0].(*sql.WindowTVF); ok && windowRows(sel, tvf) {
+		return planStateless(cat, ca, sel, tvf.Source)
+	}
 	if dt, j, ok := joinTopN(cat, sel); ok && ca.Kind == sql.KindMaterializedView {
 		return planJoinTopN(cat, ca, sel, dt, j)
 	}
@@ -249,6 +252,14 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
 	}
 	return planStateless(cat, ca, sel, sel.From[0].(*sql.TableName))
+}
+
+// windowRows says whether sel reads a TUMBLE or HOP window's rows as
+// they are (no aggregate, GROUP BY or window function): each row once per
+// window, its start and end appended, as in a bounded query; no state.
+func windowRows(sel *sql.Select, tvf *sql.WindowTVF) bool {
+	return tvf.Kind != "session" && tvf.Query == nil && len(sel.GroupBy) == 0 && sel.Having == nil &&
+		!anyAggregate(sel.Items) && !hasWindowCall(sel)
 }
 
 // correlatedAboveGroups refuses a grouped query whose select list or
@@ -602,6 +613,11 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*plan.Chain, *s
 	if !ok {
 		return nil, nil, pgerror.NotSupported("this query in %s", what)
 	}
+	// a window's rows (TUMBLE or HOP without aggregates) are a chain over
+	// the source: one stage runs both
+	for inner, ok := chain.Input.(*plan.Chain); ok && len(inner.Subqueries) == 0 && len(chain.Subqueries) == 0; inner, ok = chain.Input.(*plan.Chain) {
+		chain = &plan.Chain{Input: inner.Input, Steps: append(append([]plan.Step(nil), inner.Steps...), chain.Steps...)}
+	}
 	for _, st := range chain.Steps {
 		if st.Op == plan.OpWindow {
 			hint := "Use a materialized view: there window functions run over one stream, view or subquery."
@@ -948,7 +964,12 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *plan.Chain, sc *
 	if len(steps) == 0 || steps[len(steps)-1].Op != plan.OpProject {
 		return nil, pgerror.NotSupported("this materialized view")
 	}
-	for _, st := range steps[:len(steps)-1] {
+	var window *plan.Step // a window's rows: a row per record and window
+	for i, st := range steps[:len(steps)-1] {
+		if st.Op == plan.OpWindowAssign && i == 0 && in.Kind != catalog.MaterializedView {
+			window = &steps[i]
+			continue
+		}
 		if st.Op != plan.OpFilter {
 			return nil, pgerror.NotSupported("step %s in a materialized view", st.Op)
 		}
@@ -977,7 +998,13 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *plan.Chain, sc *
 		last.Changes.Sign = len(cols)
 		return out, nil
 	}
-	key := appendHidden(&proj, &cols, recordKey(n))
+	rk := recordKey(n)
+	if window != nil {
+		// the window's start tells a record's windows apart (HOP); it
+		// follows the read columns, which end with the metadata ones
+		rk = append(rk, hiddenCol{n + plan.MetaWidth, "window_start", "_src_window", window.TimeType})
+	}
+	key := appendHidden(&proj, &cols, rk)
 	steps = append(append([]plan.Step(nil), steps[:len(steps)-1]...), proj)
 	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &plan.Topology{Errors: errs.Name,
 		Stages: []plan.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
