@@ -335,12 +335,30 @@ func (ns *nester) upstreamWatermarks(t *plan.Topology, inputs []*catalog.Relatio
 // through filters and projections only, an input stream's column, which
 // becomes the writer's event time (watermarkFor; a stage from a stream
 // has no watermark unless it keeps state).
+//
+// A stream several stages write (a union's branches) lags by the most any
+// of them does, and only if every one's lag is known.
 func writerLag(t *plan.Topology, inputs []*catalog.Relation, out string, col int) (int64, bool) {
-	wi := slices.IndexFunc(t.Stages, func(s plan.Stage) bool { return s.Output == out })
-	if wi < 0 {
-		return 0, false
+	var lag int64
+	writers := 0
+	for i := range t.Stages {
+		if t.Stages[i].Output != out {
+			continue
+		}
+		l, ok := stageLag(t, inputs, &t.Stages[i], col)
+		if !ok {
+			return 0, false
+		}
+		lag = max(lag, l)
+		writers++
 	}
-	w := &t.Stages[wi]
+	return lag, writers > 0
+}
+
+// stageLag is writerLag for one writing stage w. It may give w a
+// watermark; should another writer's lag be unknown, that is harmless:
+// the reader computes its own and ignores the control records w sends.
+func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col int) (int64, bool) {
 	for k := len(w.Steps) - 1; k >= 0; k-- {
 		st := w.Steps[k]
 		switch st.Op {

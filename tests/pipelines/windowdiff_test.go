@@ -23,7 +23,8 @@ var (
 // and HOP run bounded by assigning each row its windows, no watermark
 // involved). The streams window a stream, a WITH query filtering one, a
 // subquery of a window (filtered), a window's rows again (cascading
-// windows), an interval join (inner or left); and join two windowed
+// windows), an interval join (inner or left), a union of both inputs;
+// and join two windowed
 // aggregations on their window. The rows come out of order within the
 // inputs' WATERMARK delay, and the pipelines start after all of them are
 // written, so they read a backlog whose partitions move at their own
@@ -206,7 +207,10 @@ func genWindowCase(rng *rand.Rand) windowCase {
 	if rng.Intn(2) == 0 {
 		where = fmt.Sprintf(" WHERE v > %d", rng.Intn(10)-2)
 	}
-	switch rng.Intn(6) {
+	switch rng.Intn(7) {
+	case 6: // over a union of both streams
+		sel, group := keyed("window_start, window_end, "+aggs("x"), "window_start, window_end")
+		return windowCase{query: "WITH u AS (SELECT k, v AS x, ts FROM wda" + where + " UNION ALL SELECT k, w, ts FROM wdb) SELECT " + sel + " FROM " + window("u") + " GROUP BY " + group, start: "window_start"}
 	case 0: // a window over a stream
 		sel, group := keyed("window_start, window_end, "+aggs("v"), "window_start, window_end")
 		return windowCase{query: "SELECT " + sel + " FROM " + window("wda") + where + " GROUP BY " + group, start: "window_start"}
