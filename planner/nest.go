@@ -99,11 +99,11 @@ func (ns *nester) from(list []sql.TableExpr) ([]sql.TableExpr, error) {
 func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 	switch t := te.(type) {
 	case *sql.Join:
-		l, err := ns.table(t.Left)
+		l, err := ns.joined(t.Left)
 		if err != nil {
 			return nil, err
 		}
-		r, err := ns.table(t.Right)
+		r, err := ns.joined(t.Right)
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +151,26 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 		return ns.hide(t)
 	}
 	return te, nil
+}
+
+// joined is table for a side of a join: a window there (TUMBLE or HOP)
+// is its rows, each with the window's start and end (a window join joins
+// them ON … AND l.window_start = r.window_start), a hidden stream.
+func (ns *nester) joined(te sql.TableExpr) (sql.TableExpr, error) {
+	tvf, ok := te.(*sql.WindowTVF)
+	if !ok || tvf.Kind == "session" {
+		return ns.table(te)
+	}
+	alias := tvf.Alias
+	if alias == "" {
+		alias = tvf.Source.Name
+	}
+	in := *tvf
+	in.Alias = ""
+	streams := ns.streams
+	ns.streams = true
+	defer func() { ns.streams = streams }()
+	return ns.hide(&sql.DerivedTable{Query: &sql.Select{Items: []sql.SelectItem{{Expr: &sql.Star{}}}, From: []sql.TableExpr{&in}}, Alias: alias})
 }
 
 // topNShape says whether inner, a subquery of outer's FROM clause, is a
@@ -359,6 +379,21 @@ func writerLag(t *plan.Topology, inputs []*catalog.Relation, out string, col int
 // watermark; should another writer's lag be unknown, that is harmless:
 // the reader computes its own and ignores the control records w sends.
 func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col int) (int64, bool) {
+	// the stream the stage reads, if it is one the pipeline reads (not
+	// another stage's output)
+	var src *catalog.Relation
+	if len(w.Inputs) == 1 && !slices.ContainsFunc(t.Stages, func(s plan.Stage) bool { return s.Output == w.Inputs[0] }) {
+		name := w.Inputs[0]
+		for _, b := range t.Ingest {
+			if b.Internal == name {
+				name = b.External
+			}
+		}
+		if i := slices.IndexFunc(inputs, func(r *catalog.Relation) bool { return r.Name == name }); i >= 0 {
+			src = inputs[i]
+		}
+	}
+	var lag int64
 	for k := len(w.Steps) - 1; k >= 0; k-- {
 		st := w.Steps[k]
 		switch st.Op {
@@ -368,6 +403,19 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 				return 0, false
 			}
 			col = st.Exprs[col].Col
+		case plan.OpWindowAssign:
+			// output rows: the stream's read columns, window_start,
+			// window_end; a row's window starts up to a size before its
+			// time and ends after it
+			if src == nil || st.Window == nil {
+				return 0, false
+			}
+			switch n := len(src.ReadColumns()); col {
+			case n:
+				lag, col = lag+st.Window.Size, st.TimeCol
+			case n + 1:
+				col = st.TimeCol
+			}
 		case plan.OpWindowAggregate:
 			// output rows: the group columns, window_start, window_end, the aggregates
 			n := len(st.GroupBy)
@@ -376,9 +424,9 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 			}
 			switch col {
 			case n:
-				return st.Window.Size, true
+				return lag + st.Window.Size, true
 			case n + 1:
-				return 0, true
+				return lag, true
 			}
 			return 0, false
 		case plan.OpIntervalJoin:
@@ -388,33 +436,23 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 			js := st.Join
 			switch col {
 			case js.LeftTime - 1:
-				return max(js.Hi, 0), true
+				return lag + max(js.Hi, 0), true
 			case js.RightTime - 1:
-				return max(-js.Lo, 0), true
+				return lag + max(-js.Lo, 0), true
 			}
 			return 0, false
 		default:
 			return 0, false
 		}
 	}
-	if len(w.Inputs) != 1 || slices.ContainsFunc(t.Stages, func(s plan.Stage) bool { return s.Output == w.Inputs[0] }) {
+	if src == nil {
 		return 0, false
 	}
 	if w.Watermark != nil {
-		return 0, w.Watermark.Col == col && !w.Watermark.Upstream
+		return lag, w.Watermark.Col == col && !w.Watermark.Upstream
 	}
-	name := w.Inputs[0]
-	for _, b := range t.Ingest {
-		if b.Internal == name {
-			name = b.External
-		}
-	}
-	i := slices.IndexFunc(inputs, func(r *catalog.Relation) bool { return r.Name == name })
-	if i < 0 {
-		return 0, false
-	}
-	w.Watermark = watermarkFor(inputs[i], col)
-	return 0, true
+	w.Watermark = watermarkFor(src, col)
+	return lag, true
 }
 
 // streamSubquery says whether a stream's FROM list holds a subquery.
@@ -432,9 +470,14 @@ func streamSubquery(list []sql.TableExpr) bool {
 				return true
 			}
 		}
+		if j, ok := te.(*sql.Join); ok && (isWindow(j.Left) || isWindow(j.Right)) {
+			return true // a window join
+		}
 	}
 	return false
 }
+
+func isWindow(te sql.TableExpr) bool { _, ok := te.(*sql.WindowTVF); return ok }
 
 // hiddenTable sends a hidden view's table and changes to internal topics
 // of the pipeline, not to user topics.

@@ -24,7 +24,8 @@ var (
 // involved). The streams window a stream, a WITH query filtering one, a
 // subquery of a window (filtered), a window's rows again (cascading
 // windows), an interval join (inner or left), a union of both inputs;
-// and join two windowed
+// join the two inputs' window rows (a window join, inner or left); and
+// join two windowed
 // aggregations on their window. The rows come out of order within the
 // inputs' WATERMARK delay, and the pipelines start after all of them are
 // written, so they read a backlog whose partitions move at their own
@@ -207,7 +208,11 @@ func genWindowCase(rng *rand.Rand) windowCase {
 	if rng.Intn(2) == 0 {
 		where = fmt.Sprintf(" WHERE v > %d", rng.Intn(10)-2)
 	}
-	switch rng.Intn(7) {
+	switch rng.Intn(8) {
+	case 7: // a window join of the windows' rows, inner or left
+		w := fmt.Sprintf("TUMBLE(%%s, ts, INTERVAL '%d' SECOND)", size)
+		return windowCase{query: fmt.Sprintf("SELECT l.k, l.v, r.w, l.window_start FROM "+w+" l %s "+w+" r ON l.k = r.k AND l.window_start = r.window_start AND r.w > %d WHERE l.v > %d",
+			"wda", pick("JOIN", "LEFT JOIN"), "wdb", rng.Intn(12), rng.Intn(12)), start: "window_start"}
 	case 6: // over a union of both streams
 		sel, group := keyed("window_start, window_end, "+aggs("x"), "window_start, window_end")
 		return windowCase{query: "WITH u AS (SELECT k, v AS x, ts FROM wda" + where + " UNION ALL SELECT k, w, ts FROM wdb) SELECT " + sel + " FROM " + window("u") + " GROUP BY " + group, start: "window_start"}
