@@ -99,8 +99,12 @@ const (
 	OpWindowAggregate = "windowedAggregate"
 	OpGroupAggregate  = "groupAggregate"
 	OpTopN            = "topN"
-	OpSession         = "sessionAggregate"
-	OpIntervalJoin    = "intervalJoin"
+	// OpFinalTopN is a stream's top-N whose partition holds an event
+	// time (TimeCol): each partition's rows, once, when the watermark
+	// passes it (a window's top-N)
+	OpFinalTopN    = "finalTopN"
+	OpSession      = "sessionAggregate"
+	OpIntervalJoin = "intervalJoin"
 	// OpWindowAssign is a bounded query's TUMBLE or HOP: each row once per
 	// window holding its time (Window, TimeCol, TimeType), with the
 	// window's start and end appended
@@ -302,7 +306,7 @@ func (s *Step) String() string {
 		if s.Limit >= 0 {
 			fmt.Fprintf(&sb, " (top %d)", s.Limit)
 		}
-	case OpTopN:
+	case OpTopN, OpFinalTopN:
 		if s.Rank != "" && s.Rank != "row_number" {
 			fmt.Fprintf(&sb, " %s", s.Rank)
 		}
@@ -319,6 +323,9 @@ func (s *Step) String() string {
 		}
 		if s.Sign != 0 {
 			fmt.Fprintf(&sb, " signed by #%d", s.Sign)
+		}
+		if s.Op == OpFinalTopN {
+			fmt.Fprintf(&sb, " when the watermark passes #%d", s.TimeCol)
 		}
 	case OpWindow, OpOverWindow:
 		if s.Over != nil {

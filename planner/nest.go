@@ -127,6 +127,20 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 		w.Source, w.Query = &sql.TableName{Name: src.(*sql.TableName).Name}, nil
 		return &w, nil
 	case *sql.DerivedTable:
+		if inner, ok := t.Query.(*sql.Select); ok && ns.streams && topNShape(ns.outer, inner) && len(inner.From) == 1 {
+			// a stream's top-N (a window's: planFinalTopN) reads its
+			// input as it is, a window's rows as a hidden stream
+			outer := ns.outer
+			ns.outer = inner
+			from, err := ns.joined(inner.From[0])
+			ns.outer = outer
+			if err != nil {
+				return nil, err
+			}
+			in := *inner
+			in.From = []sql.TableExpr{from}
+			return &sql.DerivedTable{Query: &in, Alias: t.Alias}, nil
+		}
 		if ns.streams {
 			return ns.hide(t)
 		}

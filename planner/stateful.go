@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -589,7 +590,7 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		return nil, pgerror.NotSupported("this subquery in a continuous query (only the ROW_NUMBER() top-N pattern)")
 	}
 	if kind != sql.KindMaterializedView {
-		return nil, pgerror.NotSupported("top-N into a %s (its rows change; use CREATE MATERIALIZED VIEW)", kind)
+		return planFinalTopN(cat, outer, dt, inner, t, kind)
 	}
 	in, sc, err := changelogInput(cat, t) // a view's rows come signed: see planStatefulTopology
 	if err != nil {
@@ -600,6 +601,41 @@ func planTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, kind sql.Obj
 		return nil, err
 	}
 	q.in = in
+	return q, nil
+}
+
+// planFinalTopN plans a top-N into a stream: its rows must be final, so
+// its PARTITION BY must hold an event time (a window's window_start or
+// window_end, usually), and each partition's rows come out once the
+// watermark passes it (plan.OpFinalTopN). Its stream's columns are the
+// select list's: no hidden key columns.
+func planFinalTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, inner *sql.Select, t *sql.TableName, kind sql.ObjectKind) (*statefulQuery, error) {
+	in, sc, err := streamInput(cat, t)
+	if err != nil {
+		return nil, err
+	}
+	q, err := topNQuery(&builder{cat: cat}, outer, dt, inner, sc)
+	if err != nil {
+		return nil, err
+	}
+	at := slices.IndexFunc(q.step.PartitionBy, func(p *expr.Expr) bool { return p.Type == types.Timestamp || p.Type == types.TimestampTZ })
+	if at < 0 {
+		return nil, pgerror.NotSupported("top-N into a %s without an event time in its PARTITION BY (its rows would change)", kind).
+			WithHint("Partition by a window's start or end (a window's top-N: PARTITION BY window_start, window_end), whose rows are final once the watermark passes it; or use CREATE MATERIALIZED VIEW.")
+	}
+	q.step.Op = plan.OpFinalTopN
+	q.step.TimeCol, q.step.TimeType = q.step.PartitionBy[at].Col, q.step.PartitionBy[at].Type
+	q.watermark = watermarkFor(in, q.partition[at])
+	q.changes, q.key = false, nil
+	proj := plan.Step{Op: plan.OpProject}
+	var cols []catalog.Column
+	for i, c := range q.out {
+		if !c.Hidden {
+			proj.Exprs, proj.Names = append(proj.Exprs, q.project.Exprs[i]), append(proj.Names, q.project.Names[i])
+			cols = append(cols, c)
+		}
+	}
+	q.project, q.out, q.in = proj, cols, in
 	return q, nil
 }
 

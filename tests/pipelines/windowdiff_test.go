@@ -24,8 +24,8 @@ var (
 // involved). The streams window a stream, a WITH query filtering one, a
 // subquery of a window (filtered), a window's rows again (cascading
 // windows), an interval join (inner or left), a union of both inputs;
-// join the two inputs' window rows (a window join, inner or left); and
-// join two windowed
+// join the two inputs' window rows (a window join, inner or left); rank
+// a window's groups or rows (a window's top-N); and join two windowed
 // aggregations on their window. The rows come out of order within the
 // inputs' WATERMARK delay, and the pipelines start after all of them are
 // written, so they read a backlog whose partitions move at their own
@@ -208,7 +208,14 @@ func genWindowCase(rng *rand.Rand) windowCase {
 	if rng.Intn(2) == 0 {
 		where = fmt.Sprintf(" WHERE v > %d", rng.Intn(10)-2)
 	}
-	switch rng.Intn(8) {
+	switch rng.Intn(10) {
+	case 8: // a window's top-N over its aggregation
+		rank := pick("ROW_NUMBER", "RANK", "DENSE_RANK")
+		return windowCase{query: fmt.Sprintf("SELECT * FROM (SELECT window_start, window_end, k, n, top, %s() OVER (PARTITION BY window_start, window_end ORDER BY n %s, top, k) AS rn FROM (SELECT window_start, window_end, k, count(*) AS n, max(v) AS top FROM %s%s GROUP BY window_start, window_end, k) w) t WHERE rn <= %d",
+			rank, pick("DESC", "ASC"), window("wda"), where, 1+rng.Intn(3)), start: "window_start"}
+	case 9: // a top-N of a window's rows (the first rows of each key and window)
+		return windowCase{query: fmt.Sprintf("SELECT window_start, k, w, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, k ORDER BY ts, w) AS rn FROM %s) t WHERE rn <= %d",
+			window("wdb"), 1+rng.Intn(2)), start: "window_start"}
 	case 7: // a window join of the windows' rows, inner or left
 		w := fmt.Sprintf("TUMBLE(%%s, ts, INTERVAL '%d' SECOND)", size)
 		return windowCase{query: fmt.Sprintf("SELECT l.k, l.v, r.w, l.window_start FROM "+w+" l %s "+w+" r ON l.k = r.k AND l.window_start = r.window_start AND r.w > %d WHERE l.v > %d",
