@@ -36,6 +36,13 @@
 // query, signed or not), and deletes a group all of whose rows left. The joins, which emit and
 // take signed rows too, are package join's.
 //
+// A bounded query's TUMBLE or HOP is a step that puts each row in its
+// windows (windowassign.go: WindowAssign, by plan.WindowSpec.Windows, as
+// the windowed aggregation does). A stream's top-N whose partition holds
+// an event time (a window's top-N; finaltopn.go: FinalTopN) keeps each
+// partition's first rows under its time and puts them out once, final,
+// when the watermark passes it.
+//
 // The window functions of a view (overwindow.go: OverWindow) keep each
 // partition's rows in order and compute a touched partition again per
 // batch with the bounded window step's code (windowfunc.go), emitting

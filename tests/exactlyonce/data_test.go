@@ -78,11 +78,16 @@ const (
 	// read, which reach it in an order of their own).
 	c10DDL = "CREATE STREAM c10 AS WITH f AS (SELECT g, v, ts FROM ev WHERE v > 0) SELECT g, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS m FROM TUMBLE(f, ts, INTERVAL '10' SECOND) GROUP BY g, window_start, window_end"
 
+	// k11 is a window's top-N: the two groups g of most rows in each
+	// window (ties by g), each window's rows put out once, when the
+	// watermark passes it (a finalTopN over a hidden stream of w2's rows).
+	k11DDL = "CREATE STREAM k11 AS SELECT * FROM (SELECT g, window_start, window_end, n, s, m, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY n DESC, g) AS rn FROM (SELECT g, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS m FROM TUMBLE(ev, ts, INTERVAL '10' SECOND) GROUP BY g, window_start, window_end) w) t WHERE rn <= 2"
+
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL, "k11": k11DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -575,6 +580,67 @@ func checkWindows(t *testing.T, c *cluster, d *dataset, stream, keyCol string, b
 	return p.ok()
 }
 
+// checkTopWindows compares k11's committed rows with the two groups g
+// of most rows in each window (ties by g): each exactly once, numbered,
+// with the window's aggregates.
+func checkTopWindows(t *testing.T, c *cluster, d *dataset) bool {
+	t.Helper()
+	wins := d.expectWindows(func(r evRow) int64 { return r.g })
+	byStart := map[int64][]winKey{}
+	for k := range wins {
+		byStart[k.ws] = append(byStart[k.ws], k)
+	}
+	want := map[winKey]int64{} // the row number of each group shown
+	for _, ks := range byStart {
+		sort.Slice(ks, func(i, j int) bool {
+			if a, b := wins[ks[i]], wins[ks[j]]; a.n != b.n {
+				return a.n > b.n
+			}
+			return ks[i].key < ks[j].key
+		})
+		for i := 0; i < len(ks) && i < 2; i++ {
+			want[ks[i]] = int64(i + 1)
+		}
+	}
+	recs := c.readCommitted(t, c.topic("k11"))
+	p := newProblems(t, "k11")
+	seen := map[winKey]int{}
+	for _, r := range recs {
+		key, we, a, err := windowRow(r.Value, "g")
+		var rn int64
+		if err == nil {
+			var m map[string]any
+			if m, err = jsonRow(r.Value); err == nil {
+				rn, err = intField(m, "rn")
+			}
+		}
+		if err != nil {
+			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
+			continue
+		}
+		w, ok := want[key]
+		switch {
+		case !ok:
+			p.add("unexpected row", "%s %s", where(r), r.Value)
+		case rn != w || a != wins[key] || we != key.ws+windowMicros:
+			a := wins[key]
+			p.add("wrong row", "%s %s, want rn=%d n=%d s=%d m=%d", where(r), r.Value, w, a.n, a.s, a.m)
+		}
+		seen[key]++
+	}
+	for key := range want {
+		switch seen[key] {
+		case 0:
+			p.add("missing row", "g=%d window %s", key.key, tsText(key.ws))
+		case 1:
+		default:
+			p.add("duplicated row", "g=%d window %s: %d times", key.key, tsText(key.ws), seen[key])
+		}
+	}
+	t.Logf("k11: %d committed records, %d expected rows: %s", len(recs), len(want), p.summary())
+	return p.ok()
+}
+
 // checkTop3 compares the view t3 with the expected top 3 per key: the
 // final table folded from its compacted topic (read_committed; the last
 // record of a key wins, a tombstone deletes it) and SELECT * FROM t3.
@@ -908,6 +974,8 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 			results[p] = checkWindows(t, c, d, "w1", "k", func(r evRow) int64 { return r.k })
 		case "w2", "c10":
 			results[p] = checkWindows(t, c, d, p, "g", func(r evRow) int64 { return r.g })
+		case "k11":
+			results[p] = checkTopWindows(t, c, d)
 		case "t3":
 			results[p] = checkTop3(t, c, d, conn)
 		case "v4":
