@@ -18,7 +18,7 @@ type WindowsConfig struct {
 	Partitions int      // of the bids stream (default 4)
 	Auctions   int64    // distinct auctions (default 10k)
 	Bidders    int64    // distinct bidders, the high-cardinality key (default 1M)
-	Variants   []string // tumble, tumble-keyed, hop, hc, hc-spill, lc (default all; hc-spill runs last)
+	Variants   []string // tumble, tumble-keyed, tumble-cte, hop, hc, hc-spill, lc (default all; hc-spill runs last)
 	// CatchupTimeout bounds one variant's catch-up (default 5m).
 	CatchupTimeout time.Duration
 }
@@ -54,6 +54,11 @@ var windowsVariants = map[string]windowsVariant{
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS bids, max(price) AS top FROM TUMBLE(%[2]s, ts, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
 	"tumble-keyed": {name: "tumble-keyed", kind: "STREAM", rel: "tk", keys: "auction × 10 s window", keyed: true,
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS bids, max(price) AS top FROM TUMBLE(%[2]s, ts, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
+	// tumble over a WITH query: the same windows behind a hidden stream
+	// (one more stage and topic hop), whose watermark the window takes
+	// from its writer
+	"tumble-cte": {name: "tumble-cte", kind: "STREAM", rel: "tc", keys: "auction × 10 s window, over a WITH query",
+		sql: "CREATE STREAM %[1]s AS WITH f AS (SELECT auction, price, ts FROM %[2]s WHERE price >= 0) SELECT auction, window_start, window_end, count(*) AS bids, max(price) AS top FROM TUMBLE(f, ts, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
 	"hop": {name: "hop", kind: "STREAM", rel: "h", keys: "auction × 2 s pane",
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS n FROM HOP(%[2]s, ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
 	"hc": {name: "hc", kind: "MATERIALIZED VIEW", rel: "hc", keys: "bidder",
@@ -82,7 +87,7 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 	orDefault(&c.Partitions, 4)
 	orDefault(&c.Auctions, 10_000)
 	orDefault(&c.Bidders, 1_000_000)
-	orDefaults(&c.Variants, "tumble", "tumble-keyed", "hop", "hc", "hc-spill", "lc")
+	orDefaults(&c.Variants, "tumble", "tumble-keyed", "tumble-cte", "hop", "hc", "hc-spill", "lc")
 	// hc-spill restarts the server with small caches: it runs last.
 	slices.SortStableFunc(c.Variants, func(a, b string) int {
 		return cmp.Compare(b2i(windowsVariants[a].spill), b2i(windowsVariants[b].spill))
@@ -212,7 +217,7 @@ func (h *harness) measureWindowed(ctx context.Context, wv windowsVariant, in str
 	var q string
 	var exp []int64
 	switch wv.name {
-	case "tumble", "tumble-keyed":
+	case "tumble", "tumble-keyed", "tumble-cte":
 		q = "SELECT count(*), sum(bids), sum(top) FROM " + wv.rel + " WHERE auction >= 0"
 		exp = []int64{want.TumbleRows, want.Rows, want.TumbleTopSum}
 	case "hop":
