@@ -397,15 +397,7 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 	// another stage's output)
 	var src *catalog.Relation
 	if len(w.Inputs) == 1 && !slices.ContainsFunc(t.Stages, func(s plan.Stage) bool { return s.Output == w.Inputs[0] }) {
-		name := w.Inputs[0]
-		for _, b := range t.Ingest {
-			if b.Internal == name {
-				name = b.External
-			}
-		}
-		if i := slices.IndexFunc(inputs, func(r *catalog.Relation) bool { return r.Name == name }); i >= 0 {
-			src = inputs[i]
-		}
+		src = inputNamed(t, inputs, w.Inputs[0])
 	}
 	var lag int64
 	for k := len(w.Steps) - 1; k >= 0; k-- {
@@ -584,6 +576,85 @@ func (ns *nester) embed(c *Continuous) error {
 		return err
 	}
 	ns.upstreamWatermarks(c.Topology, c.Inputs)
+	ns.inlineStreams(c.Topology, c.Inputs)
+	return nil
+}
+
+// inlineStreams is a lowering rule: a hidden stream that one stage
+// writes from a stream the pipeline reads, with filters, projections and
+// window assignments only, and one stage reads, is a round trip through
+// Kafka that moves no row to another partition. The reading stage runs
+// the writer's steps first instead, on the writer's input; the writer's
+// rows carry that input's metadata columns where the hidden stream's
+// records would have put theirs, so the reader's steps are unchanged. Its
+// watermark is the writer's, computed from the input's rows, less the lag
+// the reader took off the writer's.
+func (ns *nester) inlineStreams(t *plan.Topology, inputs []*catalog.Relation) {
+	for _, sub := range ns.subs {
+		if sub.Changes != nil {
+			continue
+		}
+		name := sub.Rel.Name
+		writers, readers := stagesWriting(t, name), stagesReading(t, name)
+		if len(writers) != 1 || len(readers) != 1 || bridged(t, name) {
+			continue
+		}
+		a, b := &t.Stages[writers[0]], &t.Stages[readers[0]]
+		if len(a.Inputs) != 1 || len(b.Inputs) != 1 || len(a.Steps) == 0 || a.Steps[len(a.Steps)-1].Op != plan.OpProject {
+			continue
+		}
+		if slices.ContainsFunc(t.Stages, func(s plan.Stage) bool { return s.Output == a.Inputs[0] }) {
+			continue // a's input is another stage's output
+		}
+		if !slices.ContainsFunc(a.Steps, func(s plan.Step) bool {
+			return s.Op == plan.OpFilter || s.Op == plan.OpProject || s.Op == plan.OpWindowAssign
+		}) {
+			continue
+		}
+		if slices.ContainsFunc(a.Steps, func(s plan.Step) bool {
+			return s.Op != plan.OpFilter && s.Op != plan.OpProject && s.Op != plan.OpWindowAssign
+		}) {
+			continue
+		}
+		src := inputNamed(t, inputs, a.Inputs[0])
+		if src == nil {
+			continue
+		}
+		var wm *plan.WatermarkSpec
+		switch {
+		case b.Watermark == nil:
+			wm = a.Watermark
+		case b.Watermark.Upstream && a.Watermark != nil && !a.Watermark.Upstream:
+			wm = &plan.WatermarkSpec{Col: a.Watermark.Col, Delay: a.Watermark.Delay + b.Watermark.Delay}
+		default:
+			continue // a watermark from the hidden stream's own rows
+		}
+		proj := a.Steps[len(a.Steps)-1]
+		proj.Exprs = append([]*expr.Expr(nil), proj.Exprs...)
+		proj.Names = append([]string(nil), proj.Names...)
+		read := src.ReadColumns()
+		for i := len(src.Columns); i < len(read); i++ {
+			proj.Exprs = append(proj.Exprs, expr.Col(i, read[i].Type, read[i].Name))
+			proj.Names = append(proj.Names, read[i].Name)
+		}
+		steps := append(append(append([]plan.Step(nil), a.Steps[:len(a.Steps)-1]...), proj), b.Steps...)
+		b.Inputs, b.Steps, b.Watermark = []string{a.Inputs[0]}, steps, wm
+		t.Stages = slices.Delete(t.Stages, writers[0], writers[0]+1)
+		t.Internal = slices.DeleteFunc(t.Internal, func(d plan.Stream) bool { return d.Name == name })
+	}
+}
+
+// inputNamed is the stream of inputs a stage input names (through its
+// ingest bridge, if it has one).
+func inputNamed(t *plan.Topology, inputs []*catalog.Relation, name string) *catalog.Relation {
+	for _, b := range t.Ingest {
+		if b.Internal == name {
+			name = b.External
+		}
+	}
+	if i := slices.IndexFunc(inputs, func(r *catalog.Relation) bool { return r.Name == name }); i >= 0 {
+		return inputs[i]
+	}
 	return nil
 }
 

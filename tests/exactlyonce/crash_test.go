@@ -187,10 +187,10 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 
 // stagesOf is how many stages each crash pipeline has: the stateful ones
 // re-key ev (8 partitions) into an internal topic first.
-var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2, "v4": 2, "j5": 4, "j6": 3, "j7": 3, "n8": 4, "o9": 2, "c10": 3, "k11": 4}
+var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2, "v4": 2, "j5": 4, "j6": 3, "j7": 3, "n8": 4, "o9": 2, "c10": 2, "k11": 4}
 
 // joinStages names the stages of the join pipelines (the others' are s0, s1).
-var joinStages = map[string][]string{"j5": {"left", "right", "join", "aggregate"}, "j6": {"left", "right", "join"}, "j7": {"left", "right", "join"}, "n8": {"sub1_s0", "sub1_s1", "s0", "s1"}, "c10": {"sub1_s0", "s0", "s1"}, "k11": {"sub1_s0", "sub1_s1", "s0", "s1"}}
+var joinStages = map[string][]string{"j5": {"left", "right", "join", "aggregate"}, "j6": {"left", "right", "join"}, "j7": {"left", "right", "join"}, "n8": {"sub1_s0", "sub1_s1", "s0", "s1"}, "k11": {"sub1_s0", "sub1_s1", "s0", "s1"}}
 
 // ownsAll waits until the process owns every partition of every stage of
 // the crash pipelines; when it does not, it describes the consumer groups

@@ -72,10 +72,10 @@ const (
 	// changes when a row comes between them.
 	o9DDL = "CREATE MATERIALIZED VIEW o9 AS SELECT v, k, v - lag(v) OVER (PARTITION BY k ORDER BY ts) AS d FROM ev WHERE v % 100 = 2"
 
-	// c10 is w2 over a WITH query: the filter runs as a hidden stream of
-	// the pipeline, and the window's stages take its writer's watermark
-	// from the control records it sends (never computed from the rows
-	// read, which reach it in an order of their own).
+	// c10 is w2 over a WITH query: the filter is a hidden stream of the
+	// pipeline, inlined into the stage that reads it (planner
+	// inlineStreams: the stage runs the filter's steps on ev's rows), so
+	// two stages, as w2.
 	c10DDL = "CREATE STREAM c10 AS WITH f AS (SELECT g, v, ts FROM ev WHERE v > 0) SELECT g, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS m FROM TUMBLE(f, ts, INTERVAL '10' SECOND) GROUP BY g, window_start, window_end"
 
 	// k11 is a window's top-N: the two groups g of most rows in each
