@@ -254,6 +254,23 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 	return planStateless(cat, ca, sel, sel.From[0].(*sql.TableName))
 }
 
+// filtersBeforeWindows moves a filter that reads none of a window
+// assignment's columns before it: a HOP puts a row in several windows,
+// and the filter would test each copy.
+func filtersBeforeWindows(steps []plan.Step) {
+	for i := 0; i+1 < len(steps); i++ {
+		w, f := steps[i], steps[i+1]
+		if w.Op != plan.OpWindowAssign || f.Op != plan.OpFilter || w.Width == 0 {
+			continue
+		}
+		reads := false
+		f.Pred.Walk(func(e *expr.Expr) { reads = reads || (e.Kind == expr.KCol && e.Col >= w.Width) })
+		if !reads {
+			steps[i], steps[i+1] = f, w
+		}
+	}
+}
+
 // windowRows says whether sel reads a TUMBLE or HOP window's rows as
 // they are (no aggregate, GROUP BY or window function): each row once per
 // window, its start and end appended, as in a bounded query; no state.
@@ -618,6 +635,7 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*plan.Chain, *s
 	for inner, ok := chain.Input.(*plan.Chain); ok && len(inner.Subqueries) == 0 && len(chain.Subqueries) == 0; inner, ok = chain.Input.(*plan.Chain) {
 		chain = &plan.Chain{Input: inner.Input, Steps: append(append([]plan.Step(nil), inner.Steps...), chain.Steps...)}
 	}
+	filtersBeforeWindows(chain.Steps)
 	for _, st := range chain.Steps {
 		if st.Op == plan.OpWindow {
 			hint := "Use a materialized view: there window functions run over one stream, view or subquery."
@@ -966,7 +984,7 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *plan.Chain, sc *
 	}
 	var window *plan.Step // a window's rows: a row per record and window
 	for i, st := range steps[:len(steps)-1] {
-		if st.Op == plan.OpWindowAssign && i == 0 && in.Kind != catalog.MaterializedView {
+		if st.Op == plan.OpWindowAssign && window == nil && in.Kind != catalog.MaterializedView {
 			window = &steps[i]
 			continue
 		}

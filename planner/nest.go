@@ -344,22 +344,31 @@ func hideStream(cat Catalog, name string, q sql.QueryExpr) (*Continuous, error) 
 // trail it (writerLag; see plan.WatermarkSpec.Upstream). A watermark
 // computed from the rows read would count as late what the writer's
 // partitions put out in an order of their own: a window's rows as each
-// partition closes it, a join's pairs as their second row arrives. A time
-// column whose lag is not known keeps that computed watermark.
-func (ns *nester) upstreamWatermarks(t *plan.Topology, inputs []*catalog.Relation) {
+// partition closes it, a join's pairs as their second row arrives. So a
+// time column whose lag is not known (computed, a session's) is refused.
+func (ns *nester) upstreamWatermarks(t *plan.Topology, inputs []*catalog.Relation) error {
 	for i := range t.Stages {
 		st := &t.Stages[i]
 		if st.Watermark == nil || st.Watermark.Upstream || len(st.Inputs) != 1 {
 			continue
 		}
-		hidden := slices.ContainsFunc(ns.subs, func(sub *Continuous) bool { return sub.Changes == nil && sub.Rel.Name == st.Inputs[0] })
-		if !hidden {
+		at := slices.IndexFunc(ns.subs, func(sub *Continuous) bool { return sub.Changes == nil && sub.Rel.Name == st.Inputs[0] })
+		if at < 0 {
 			continue
 		}
-		if lag, ok := writerLag(t, inputs, st.Inputs[0], st.Watermark.Col); ok {
-			st.Watermark = &plan.WatermarkSpec{Col: st.Watermark.Col, Delay: lag, Upstream: true}
+		lag, ok := writerLag(t, inputs, st.Inputs[0], st.Watermark.Col)
+		if !ok {
+			name := "?"
+			if read := ns.subs[at].Rel.ReadColumns(); st.Watermark.Col < len(read) {
+				name = read[st.Watermark.Col].Name
+			}
+			return pgerror.NotSupported("a window, join in time or top-N over the column %q of a subquery, whose event time fvsql cannot follow through the subquery", name).
+				WithDetail("Its rows' order in event time is known for the input's time column passed through as it is, a window's window_start and window_end, and a time-bounded join's sides' times.").
+				WithHint("Select the time column as it is in the subquery, and compute from it in the outer query.")
 		}
+		st.Watermark = &plan.WatermarkSpec{Col: st.Watermark.Col, Delay: lag, Upstream: true}
 	}
+	return nil
 }
 
 // writerLag follows column col of stream out back through the steps of
@@ -410,13 +419,13 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 			}
 			col = st.Exprs[col].Col
 		case plan.OpWindowAssign:
-			// output rows: the stream's read columns, window_start,
+			// output rows: its input's columns (Width), window_start,
 			// window_end; a row's window starts up to a size before its
 			// time and ends after it
-			if src == nil || st.Window == nil {
+			if st.Window == nil || st.Width == 0 {
 				return 0, false
 			}
-			switch n := len(src.ReadColumns()); col {
+			switch n := st.Width; col {
 			case n:
 				lag, col = lag+st.Window.Size, st.TimeCol
 			case n + 1:
@@ -432,6 +441,13 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 			case n:
 				return lag + st.Window.Size, true
 			case n + 1:
+				return lag, true
+			}
+			return 0, false
+		case plan.OpFinalTopN:
+			// output rows: the input row, its number (and position); a
+			// partition's rows come out once the watermark passes its time
+			if col == st.TimeCol {
 				return lag, true
 			}
 			return 0, false
@@ -575,7 +591,9 @@ func (ns *nester) embed(c *Continuous) error {
 	if err := bridgeInputs(c, ns.name); err != nil {
 		return err
 	}
-	ns.upstreamWatermarks(c.Topology, c.Inputs)
+	if err := ns.upstreamWatermarks(c.Topology, c.Inputs); err != nil {
+		return err
+	}
 	ns.inlineStreams(c.Topology, c.Inputs)
 	return nil
 }
@@ -611,9 +629,14 @@ func (ns *nester) inlineStreams(t *plan.Topology, inputs []*catalog.Relation) {
 		}) {
 			continue
 		}
+		// Its steps read the input's row (one projection, the last: so its
+		// metadata columns are where the input puts them), and put out a
+		// row per input record at most (no HOP: a view keys rows by the
+		// record they came from).
 		if slices.ContainsFunc(a.Steps, func(s plan.Step) bool {
-			return s.Op != plan.OpFilter && s.Op != plan.OpProject && s.Op != plan.OpWindowAssign
-		}) {
+			return s.Op != plan.OpFilter && s.Op != plan.OpProject && s.Op != plan.OpWindowAssign ||
+				s.Op == plan.OpWindowAssign && (s.Window == nil || s.Window.Kind != "tumble")
+		}) || slices.IndexFunc(a.Steps, func(s plan.Step) bool { return s.Op == plan.OpProject }) != len(a.Steps)-1 {
 			continue
 		}
 		src := inputNamed(t, inputs, a.Inputs[0])

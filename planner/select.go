@@ -422,7 +422,7 @@ func (b *builder) buildWindowTVF(t *sql.WindowTVF) (plan.Node, *scope, error) {
 	for _, name := range []string{"window_start", "window_end"} {
 		out.cols = append(out.cols, scopeCol{table: qual, name: name, typ: ttype})
 	}
-	step := plan.Step{Op: plan.OpWindowAssign, Window: &spec, TimeCol: tcol, TimeType: ttype}
+	step := plan.Step{Op: plan.OpWindowAssign, Window: &spec, TimeCol: tcol, TimeType: ttype, Width: len(sc.cols)}
 	return &plan.Chain{Input: node, Steps: []plan.Step{step}}, out, nil
 }
 

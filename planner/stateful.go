@@ -618,7 +618,19 @@ func planFinalTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, inner *
 	if err != nil {
 		return nil, err
 	}
+	// the event time: a timestamp; of a stream with a WATERMARK, its
+	// column (another timestamp's rows come in no order the watermark
+	// tells); of a subquery's hidden stream, a window's bound or the
+	// input's time, whose lag upstreamWatermarks derives (or refuses)
+	read := in.ReadColumns()
 	at := slices.IndexFunc(q.step.PartitionBy, func(p *expr.Expr) bool { return p.Type == types.Timestamp || p.Type == types.TimestampTZ })
+	if at >= 0 && in.Watermark != nil && !hiddenName.MatchString(in.Name) {
+		at = slices.IndexFunc(q.partition, func(c int) bool { return c < len(read) && read[c].Name == in.Watermark.Column })
+		if at < 0 {
+			return nil, pgerror.NotSupported("top-N into a %s partitioned by no event time of %q (its WATERMARK is on %q)", kind, in.Name, in.Watermark.Column).
+				WithHint("Partition by %s, or by a window's window_start or window_end; or use CREATE MATERIALIZED VIEW.", in.Watermark.Column)
+		}
+	}
 	if at < 0 {
 		return nil, pgerror.NotSupported("top-N into a %s without an event time in its PARTITION BY (its rows would change)", kind).
 			WithHint("Partition by a window's start or end (a window's top-N: PARTITION BY window_start, window_end), whose rows are final once the watermark passes it; or use CREATE MATERIALIZED VIEW.")

@@ -216,10 +216,15 @@ func genWindowCase(rng *rand.Rand) windowCase {
 	case 9: // a top-N of a window's rows (the first rows of each key and window)
 		return windowCase{query: fmt.Sprintf("SELECT window_start, k, w, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, k ORDER BY ts, w) AS rn FROM %s) t WHERE rn <= %d",
 			window("wdb"), 1+rng.Intn(2)), start: "window_start"}
-	case 7: // a window join of the windows' rows, inner or left
-		w := fmt.Sprintf("TUMBLE(%%s, ts, INTERVAL '%d' SECOND)", size)
-		return windowCase{query: fmt.Sprintf("SELECT l.k, l.v, r.w, l.window_start FROM "+w+" l %s "+w+" r ON l.k = r.k AND l.window_start = r.window_start AND r.w > %d WHERE l.v > %d",
-			"wda", pick("JOIN", "LEFT JOIN"), "wdb", rng.Intn(12), rng.Intn(12)), start: "window_start"}
+	case 7: // a window join of the windows' rows, inner or left; the left over a WITH query
+		w := window("%[1]s")
+		left := "wda"
+		with := ""
+		if rng.Intn(2) == 0 {
+			with, left = "WITH f AS (SELECT k, v, ts, v * 2 AS v2 FROM wda WHERE v > 0) ", "f"
+		}
+		return windowCase{query: with + fmt.Sprintf("SELECT l.k, l.v, r.w, l.window_start FROM "+fmt.Sprintf(w, left)+" l %s "+fmt.Sprintf(w, "wdb")+" r ON l.k = r.k AND l.window_start = r.window_start AND r.w > %d WHERE l.v > %d",
+			pick("JOIN", "LEFT JOIN"), rng.Intn(12), rng.Intn(12)), start: "window_start"}
 	case 6: // over a union of both streams
 		sel, group := keyed("window_start, window_end, "+aggs("x"), "window_start, window_end")
 		return windowCase{query: "WITH u AS (SELECT k, v AS x, ts FROM wda" + where + " UNION ALL SELECT k, w, ts FROM wdb) SELECT " + sel + " FROM " + window("u") + " GROUP BY " + group, start: "window_start"}
