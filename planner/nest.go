@@ -403,8 +403,10 @@ func writerLag(t *plan.Topology, inputs []*catalog.Relation, out string, col int
 }
 
 // stageLag is writerLag for one writing stage w. It may give w a
-// watermark; should another writer's lag be unknown, that is harmless:
-// the reader computes its own and ignores the control records w sends.
+// watermark (should another writer's lag be unknown, the query is
+// refused anyway). A column traced to an input stream with a WATERMARK
+// must be that column: another timestamp's rows come in no order the
+// watermark tells.
 func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col int) (int64, bool) {
 	// the stream the stage reads, if it is one the pipeline reads (not
 	// another stage's output)
@@ -448,6 +450,11 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 				return lag, true
 			}
 			return 0, false
+		case plan.OpLookupJoin:
+			// output rows: the stream row, the view row it found
+			if st.Lookup == nil || col >= st.Lookup.StreamWidth {
+				return 0, false
+			}
 		case plan.OpFinalTopN:
 			// output rows: the input row, its number (and position); a
 			// partition's rows come out once the watermark passes its time
@@ -472,6 +479,9 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 		}
 	}
 	if src == nil {
+		return 0, false
+	}
+	if read := src.ReadColumns(); src.Watermark != nil && (col >= len(read) || read[col].Name != src.Watermark.Column) {
 		return 0, false
 	}
 	if w.Watermark != nil {

@@ -624,11 +624,15 @@ func planFinalTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, inner *
 	// input's time, whose lag upstreamWatermarks derives (or refuses)
 	read := in.ReadColumns()
 	at := slices.IndexFunc(q.step.PartitionBy, func(p *expr.Expr) bool { return p.Type == types.Timestamp || p.Type == types.TimestampTZ })
-	if at >= 0 && in.Watermark != nil && !hiddenName.MatchString(in.Name) {
+	hidden := false
+	if o, ok := cat.(*overlay); ok {
+		_, hidden = o.views[in.Name]
+	}
+	if at >= 0 && in.Watermark != nil && !hidden {
 		at = slices.IndexFunc(q.partition, func(c int) bool { return c < len(read) && read[c].Name == in.Watermark.Column })
 		if at < 0 {
 			return nil, pgerror.NotSupported("top-N into a %s partitioned by no event time of %q (its WATERMARK is on %q)", kind, in.Name, in.Watermark.Column).
-				WithHint("Partition by %s, or by a window's window_start or window_end; or use CREATE MATERIALIZED VIEW.", in.Watermark.Column)
+				WithHint("Partition by %s (or by the window_start or window_end of a window over %s, in a subquery); or use CREATE MATERIALIZED VIEW.", in.Watermark.Column, in.Name)
 		}
 	}
 	if at < 0 {
