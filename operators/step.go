@@ -199,7 +199,7 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr, Budget: res.budget()}, nil
 	case plan.OpChangelog:
 		return &Changelog{Width: s.Width, KeyCol: s.KeyCol}, nil
-	case plan.OpTopN:
+	case plan.OpTopN, plan.OpFinalTopN:
 		parts, err := CompileAll(s.PartitionBy, env)
 		if err != nil {
 			return nil, err
@@ -207,21 +207,14 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		rank, err := rankingOf(s.Rank)
 		if err != nil {
 			return nil, err
+		}
+		if s.Op == plan.OpFinalTopN {
+			return &FinalTopN{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, N: s.N, Width: s.Width, Ranking: rank, OnError: onErr}, nil
 		}
 		if s.Sign != 0 && s.Sign != s.Width {
 			return nil, pgerror.New(pgerror.Internal, "operators: top-N sign in column %d of rows of %d", s.Sign, s.Width)
 		}
 		return &TopN{PartitionBy: parts, Keys: s.Keys, N: s.N, Width: s.Width, Ranking: rank, OnError: onErr, Sign: s.Sign}, nil
-	case plan.OpFinalTopN:
-		parts, err := CompileAll(s.PartitionBy, env)
-		if err != nil {
-			return nil, err
-		}
-		rank, err := rankingOf(s.Rank)
-		if err != nil {
-			return nil, err
-		}
-		return &FinalTopN{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, N: s.N, Width: s.Width, Ranking: rank, OnError: onErr}, nil
 	case plan.OpSort:
 		limit, offset, err := s.Limits(env)
 		if err != nil {
