@@ -108,8 +108,11 @@ rows:
 		}
 		t := row[timeCol]
 		if t.IsNull() {
-			if err := j.OnError(b, i, pgerror.New(pgerror.NullValueNotAllowed, "event time is NULL")); err != nil {
-				return err
+			// The time bound is not true of a NULL time: no match ever,
+			// as with a NULL key (a side a LEFT JOIN padded with NULLs
+			// that a second join reads).
+			if j.keep[s] {
+				j.pairs = append(j.pairs, j.orphan(s, types.CloneRow(j.Spec.Side(row, s))))
 			}
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/expr"
@@ -33,6 +34,23 @@ var hiddenName = regexp.MustCompile(`^(.+)\.sub[0-9]+$`)
 type overlay struct {
 	Catalog
 	views map[string]*catalog.Relation
+	// joins are the columns of the hidden joins among views (hideJoin)
+	joins map[string][]joinColumn
+}
+
+// joinColumn is a column of a hidden join: the FROM item it came from
+// (its alias, or its relation's name) and its name there.
+type joinColumn struct{ table, name string }
+
+// joinColumns are the columns of the hidden join name, if it is one, as
+// the overlays of cat (innermost first) know them.
+func joinColumns(cat Catalog, name string) []joinColumn {
+	for o, ok := cat.(*overlay); ok; o, ok = o.Catalog.(*overlay) {
+		if cols, found := o.joins[name]; found {
+			return cols
+		}
+	}
+	return nil
 }
 
 func (o *overlay) Lookup(schema, name string) (*catalog.Relation, error) {
@@ -106,6 +124,14 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 		r, err := ns.joined(t.Right)
 		if err != nil {
 			return nil, err
+		}
+		if ns.streams {
+			if l, err = ns.hideJoin(l); err != nil {
+				return nil, err
+			}
+			if r, err = ns.hideJoin(r); err != nil {
+				return nil, err
+			}
 		}
 		j := *t
 		j.Left, j.Right = l, r
@@ -189,6 +215,80 @@ func (ns *nester) joined(te sql.TableExpr) (sql.TableExpr, error) {
 	ns.streams = true
 	defer func() { ns.streams = streams }()
 	return ns.hide(&sql.DerivedTable{Query: &sql.Select{Items: []sql.SelectItem{{Expr: &sql.Star{}}}, From: []sql.TableExpr{&in}}, Alias: alias})
+}
+
+// hideJoin makes a join that is a side of another join in a stream's
+// FROM clause (a JOIN b ON … JOIN c ON …) a hidden stream of its joined
+// rows, so that a stream joins two inputs at a time, each a stream: the
+// join of a and b, then that stream with c, as if the query had joined a
+// subquery (FROM (SELECT … FROM a JOIN b ON …) ab JOIN c ON …). Its
+// columns are every visible column of its FROM items, and keep the
+// qualifiers and names they had there (joinColumns): the query above
+// says a.k and b.k, or k where only one item has it, as over the join
+// itself. A FROM item's metadata columns (a._offset) are not carried.
+// Anything else comes back as it is.
+func (ns *nester) hideJoin(te sql.TableExpr) (sql.TableExpr, error) {
+	j, ok := te.(*sql.Join)
+	if !ok {
+		return te, nil
+	}
+	var cols []joinColumn
+	var leaves func(te sql.TableExpr) error
+	leaves = func(te sql.TableExpr) error {
+		switch t := te.(type) {
+		case *sql.Join:
+			if err := leaves(t.Left); err != nil {
+				return err
+			}
+			return leaves(t.Right)
+		case *sql.TableName:
+			if jc := joinColumns(ns.cat, t.Name); t.Schema == "" && jc != nil {
+				cols = append(cols, jc...)
+				return nil
+			}
+			rel, err := ns.cat.Lookup(t.Schema, t.Name)
+			if err != nil {
+				return err
+			}
+			qual := t.Name
+			if t.Alias != "" {
+				qual = t.Alias
+			}
+			for _, c := range rel.ReadColumns() {
+				if !c.Hidden {
+					cols = append(cols, joinColumn{table: qual, name: c.Name})
+				}
+			}
+			return nil
+		}
+		return pgerror.NotSupported("a stream join of more than two inputs where one is a table function or a SESSION window").
+			WithHint("Join a subquery that joins two of them (FROM (SELECT … FROM a JOIN b ON …) ab JOIN c ON …).")
+	}
+	if err := leaves(j); err != nil {
+		return nil, err
+	}
+	items := make([]sql.SelectItem, len(cols))
+	for i, c := range cols {
+		items[i] = sql.SelectItem{Expr: &sql.ColumnRef{Table: c.table, Name: c.name}, Alias: c.table + "." + c.name}
+	}
+	t, err := ns.hide(&sql.DerivedTable{Query: &sql.Select{Items: items, From: []sql.TableExpr{j}}})
+	if pe, ok := err.(*pgerror.Error); ok && pe.Detail == subqueryDetail {
+		var names []string
+		for _, c := range cols {
+			if !slices.Contains(names, c.table) {
+				names = append(names, c.table)
+			}
+		}
+		return nil, pe.WithDetail("In the join of %s, which runs as a stream of its own that the next join reads.", strings.Join(names, ", "))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ns.cat.joins == nil {
+		ns.cat.joins = map[string][]joinColumn{}
+	}
+	ns.cat.joins[t.(*sql.TableName).Name] = cols
+	return t, nil
 }
 
 // topNShape says whether inner, a subquery of outer's FROM clause, is a
@@ -324,6 +424,9 @@ func (ns *nester) hideNew(dt *sql.DerivedTable) (*sql.TableName, error) {
 	return &sql.TableName{Name: name, Alias: alias}, nil
 }
 
+// subqueryDetail is the DETAIL of a subquery's refusal.
+const subqueryDetail = "In a subquery of a stream's FROM clause, which runs as a stream of its own."
+
 // hideStream plans a subquery of a stream's FROM clause as a hidden
 // stream of the pipeline: the continuous query it is on its own (a
 // filter, a windowed aggregation, a join in time, a union), writing an
@@ -334,7 +437,7 @@ func hideStream(cat Catalog, name string, q sql.QueryExpr) (*Continuous, error) 
 	sub, err := planQuery(cat, &sql.CreateAs{Kind: sql.KindStream, Name: name, Query: &sql.Query{Body: q}})
 	if err != nil {
 		if pe, ok := err.(*pgerror.Error); ok && pe.Code == pgerror.FeatureNotSupported && pe.Detail == "" {
-			return nil, pe.WithDetail("In a subquery of a stream's FROM clause, which runs as a stream of its own.")
+			return nil, pe.WithDetail(subqueryDetail)
 		}
 		return nil, err
 	}
@@ -496,8 +599,8 @@ func streamSubquery(list []sql.TableExpr) bool {
 	for _, te := range list {
 		switch t := te.(type) {
 		case *sql.Join:
-			if streamSubquery([]sql.TableExpr{t.Left, t.Right}) {
-				return true
+			if isJoin(t.Left) || isJoin(t.Right) || streamSubquery([]sql.TableExpr{t.Left, t.Right}) {
+				return true // a join of joins: see hideJoin
 			}
 		case *sql.DerivedTable:
 			return true

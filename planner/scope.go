@@ -6,6 +6,7 @@ import (
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -124,6 +125,31 @@ func (s *scope) outColumns() []Column {
 		}
 	}
 	return out
+}
+
+// relationScope is the scope of the relation rel that t names in FROM:
+// its columns, qualified by t's alias or rel's name. A hidden join's
+// visible columns keep the qualifiers and names they had in the join it
+// stands for (hideJoin).
+func relationScope(cat Catalog, t *sql.TableName, rel *catalog.Relation) *scope {
+	qual, schema := t.Name, relSchema(rel)
+	if t.Alias != "" {
+		qual, schema = t.Alias, ""
+	}
+	var joined []joinColumn
+	if t.Schema == "" {
+		joined = joinColumns(cat, t.Name)
+	}
+	sc := &scope{}
+	for i, c := range rel.ReadColumns() {
+		col := scopeCol{table: qual, schema: schema, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: rel.OID, attnum: int16(i + 1)}
+		if len(joined) > 0 && !c.Hidden {
+			col.table, col.schema, col.name = joined[0].table, "", joined[0].name
+			joined = joined[1:]
+		}
+		sc.cols = append(sc.cols, col)
+	}
+	return sc
 }
 
 // relSchema is the schema a relation lives in: a system relation's name

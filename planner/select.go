@@ -354,15 +354,7 @@ func (b *builder) buildTable(t sql.TableExpr) (plan.Node, *scope, error) {
 			}
 			return nil, nil, err
 		}
-		qual, schema := t.Name, relSchema(rel)
-		if t.Alias != "" {
-			qual, schema = t.Alias, ""
-		}
-		sc := &scope{}
-		for i, c := range rel.ReadColumns() {
-			sc.cols = append(sc.cols, scopeCol{table: qual, schema: schema, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: rel.OID, attnum: int16(i + 1)})
-		}
-		return &plan.Source{Dataset: DatasetName(rel)}, sc, nil
+		return &plan.Source{Dataset: DatasetName(rel)}, relationScope(b.cat, t, rel), nil
 	case *sql.DerivedTable:
 		node, sc, err := b.buildQuery(t.Query)
 		if err != nil {

@@ -111,15 +111,7 @@ func inputOf(cat Catalog, t *sql.TableName, views bool) (*catalog.Relation, *sco
 	if in.Kind != catalog.Stream && in.Kind != catalog.MaterializedView {
 		return nil, nil, pgerror.New(pgerror.WrongObjectType, "%q is a %s; continuous queries read streams", in.Name, in.Kind)
 	}
-	qual, schema := t.Name, relSchema(in)
-	if t.Alias != "" {
-		qual, schema = t.Alias, ""
-	}
-	sc := &scope{}
-	for i, c := range in.ReadColumns() {
-		sc.cols = append(sc.cols, scopeCol{table: qual, schema: schema, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: in.OID, attnum: int16(i + 1)})
-	}
-	return in, sc, nil
+	return in, relationScope(cat, t, in), nil
 }
 
 func (b *builder) where(sc *scope, e sql.Expr) (*expr.Expr, error) {

@@ -39,8 +39,8 @@ func planStreamJoin(cat Catalog, ca *sql.CreateAs, sel *sql.Select, j *sql.Join)
 	lt, lok := j.Left.(*sql.TableName)
 	rt, rok := j.Right.(*sql.TableName)
 	if !lok || !rok {
-		return nil, pgerror.NotSupported("stream joins of more than two streams in one join").
-			WithHint("Join a subquery that joins two of them (FROM (SELECT … FROM a JOIN b ON …) ab JOIN c ON …); or join them in a materialized view, which keeps every row.")
+		return nil, pgerror.NotSupported("a stream join of a table function or a SESSION window").
+			WithHint("Join the streams, and call the function or window their join in a subquery over it; or join them in a materialized view.")
 	}
 	if rel, err := cat.Lookup(rt.Schema, rt.Name); err == nil && rel.Kind == catalog.MaterializedView {
 		return planLookupJoin(cat, ca, sel, j, rel)

@@ -208,7 +208,34 @@ func genWindowCase(rng *rand.Rand) windowCase {
 	if rng.Intn(2) == 0 {
 		where = fmt.Sprintf(" WHERE v > %d", rng.Intn(10)-2)
 	}
-	switch rng.Intn(10) {
+	bound := func(l, r string) string { // r's time within a few seconds of l's
+		lo := rng.Intn(6) - 3
+		return fmt.Sprintf("%[2]s.ts BETWEEN %[1]s.ts + INTERVAL '%[3]d' SECOND AND %[1]s.ts + INTERVAL '%[4]d' SECOND", l, r, lo, lo+rng.Intn(8))
+	}
+	// a join of three inputs, left-deep or right-nested; with byA, the
+	// second join bounds c by a's time (a window over the join's a.ts
+	// needs it: fvsql follows a join's time columns, not the others)
+	threeWay := func(cols string, byA bool) string {
+		j1, j2 := pick("JOIN", "LEFT JOIN"), pick("JOIN", "LEFT JOIN")
+		if rng.Intn(3) == 0 {
+			return fmt.Sprintf("SELECT %s FROM wda a %s (wdb b %s wda c ON c.k = b.k AND %s) ON a.k = b.k AND %s", cols, j1, j2, bound("b", "c"), bound("a", "b"))
+		}
+		by := pick("a", "b")
+		if byA {
+			by = "a"
+		}
+		return fmt.Sprintf("SELECT %s FROM wda a %s wdb b ON a.k = b.k AND %s %s wda c ON c.k = %s.k AND %s", cols, j1, bound("a", "b"), j2, by, bound(by, "c"))
+	}
+	switch rng.Intn(12) {
+	case 10: // a join of three inputs
+		q := threeWay("a.k, a.v, b.w, c.v AS cv, a.ts", false)
+		if where != "" {
+			q += " WHERE a.v > " + where[len(" WHERE v > "):]
+		}
+		return windowCase{query: q, start: "ts"}
+	case 11: // a window over a join of three inputs
+		sel, group := keyed("window_start, count(*) AS n, count(cv) AS matched, "+aggs("w"), "window_start")
+		return windowCase{query: fmt.Sprintf("WITH j AS (%s) SELECT %s FROM %s GROUP BY %s", threeWay("a.k, a.ts, b.w, c.v AS cv", true), sel, window("j"), group), start: "window_start"}
 	case 8: // a window's top-N over its aggregation
 		rank := pick("ROW_NUMBER", "RANK", "DENSE_RANK")
 		return windowCase{query: fmt.Sprintf("SELECT * FROM (SELECT window_start, window_end, k, n, top, %s() OVER (PARTITION BY window_start, window_end ORDER BY n %s, top, k) AS rn FROM (SELECT window_start, window_end, k, count(*) AS n, max(v) AS top FROM %s%s GROUP BY window_start, window_end, k) w) t WHERE rn <= %d",
