@@ -130,7 +130,15 @@ type BidExpect struct {
 	TumbleTopSum int64 // sum over those of max(price)
 	HopRows      int64 // distinct (auction, HOP 2 s / 10 s window)
 	HopCountSum  int64 // sum over those of count(*): every row is in 5 windows
+	// The interval joins of bids with bids of the same auction: pairs
+	// (a, b) with b.ts - a.ts in [0, JoinBound] (a row pairs with itself),
+	// and triples (a, b, c) with c.ts - b.ts in the same range too.
+	PairRows, PairPriceSum, PairNextSum int64 // count(*), sum(a.price), sum(b.price)
+	TripleRows, TriplePriceSum          int64 // count(*), sum(c.price)
 }
+
+// JoinBound is the time bound of the windows scenario's joins (ms).
+const JoinBound = 2000
 
 // Expected computes the results of the windows scenario's queries with
 // TUMBLE(size) and HOP(slide, size) windows.
@@ -185,8 +193,47 @@ func (g BidGen) Expected(size, slide time.Duration) BidExpect {
 		if win != -1<<62 {
 			e.TumbleTopSum += top
 		}
+		e.countJoins(func(n int) (int64, int64) { return rs[n].ts, rs[n].price }, len(rs))
 	}
 	return e
+}
+
+// countJoins adds the pairs and triples of one auction's rows, sorted by
+// time (row n's time and price), to e: for each row b, the rows a at most
+// JoinBound before it (b itself and its ties included) and the rows c at
+// most JoinBound after it.
+func (e *BidExpect) countJoins(row func(n int) (ts, price int64), n int) {
+	lo, hi := 0, 0 // rows [lo, b] are the a's … ; rows [b, hi) the c's (ties widen both)
+	for b := 0; b < n; b++ {
+		tb, pb := row(b)
+		for t, _ := row(lo); t < tb-JoinBound; t, _ = row(lo) {
+			lo++
+		}
+		hi = max(hi, b)
+		for hi < n {
+			if t, _ := row(hi); t > tb+JoinBound {
+				break
+			}
+			hi++
+		}
+		var as, aPrices int64 // a.ts in [tb - bound, tb]: ties after b count too
+		for a := lo; a < hi; a++ {
+			if t, p := row(a); t <= tb {
+				as, aPrices = as+1, aPrices+p
+			}
+		}
+		var cs, cPrices int64 // c.ts in [tb, tb + bound]: ties before b count too
+		for c := lo; c < hi; c++ {
+			if t, p := row(c); t >= tb {
+				cs, cPrices = cs+1, cPrices+p
+			}
+		}
+		e.PairRows += as
+		e.PairPriceSum += aPrices
+		e.PairNextSum += as * pb
+		e.TripleRows += as * cs
+		e.TriplePriceSum += as * cPrices
+	}
 }
 
 func floorDivMs(a, b int64) int64 {

@@ -35,6 +35,36 @@ func TestBidExpected(t *testing.T) {
 	}
 	want := BidExpect{Rows: g.N, PriceSum: prices, Auctions: int64(len(auctions)), Bidders: int64(len(bidders)),
 		TumbleRows: int64(len(tumble)), TumbleTopSum: top, HopRows: int64(len(hop)), HopCountSum: hopSum}
+	// the joins, by nested loops over each auction's rows
+	byAuction := map[int64][]int64{}
+	for i := int64(0); i < g.N; i++ {
+		byAuction[g.Auction(i)] = append(byAuction[g.Auction(i)], i)
+	}
+	within := func(from, to int64) bool { d := g.TSMillis(to) - g.TSMillis(from); return d >= 0 && d <= JoinBound }
+	for _, rows := range byAuction {
+		after := map[int64][]int64{} // row -> the rows within the bound after it
+		for _, a := range rows {
+			for _, b := range rows {
+				if within(a, b) {
+					after[a] = append(after[a], b)
+				}
+			}
+		}
+		for _, a := range rows {
+			for _, b := range after[a] {
+				want.PairRows++
+				want.PairPriceSum += g.Price(a)
+				want.PairNextSum += g.Price(b)
+				for _, c := range after[b] {
+					want.TripleRows++
+					want.TriplePriceSum += g.Price(c)
+				}
+			}
+		}
+	}
+	if want.TripleRows <= want.PairRows || want.PairRows <= g.N {
+		t.Fatalf("the joins' case is too sparse to check: %d rows, %d pairs, %d triples", g.N, want.PairRows, want.TripleRows)
+	}
 	if got != want {
 		t.Fatalf("Expected = %+v, want %+v", got, want)
 	}

@@ -32,6 +32,9 @@ type partition struct {
 	wm         int64 // watermark applied to the operators
 	sentWM     int64 // watermark last sent downstream
 	sinceSent  int   // input rows read since
+	// heard: a record (a row, or an upstream partition's watermark)
+	// arrived since the watermark was last sent (see sendWatermark)
+	heard   bool
 	sources    map[int32]*sourceWM
 	created    time.Time
 	// Idleness of upstream partitions is judged in the input's own time
@@ -330,9 +333,22 @@ func (pt *partition) advance(w *worker) error {
 }
 
 // sendWatermark sends the partition's watermark downstream, as a control
-// record on every partition of the stage's output, when it moved.
-func (pt *partition) sendWatermark(w *worker) {
-	if !w.broadcast || pt.wm <= pt.sentWM {
+// record on every partition of the stage's output, when it moved; with
+// beat (at a checkpoint), also when it did not but a record arrived
+// since it was last sent, even before there is one (math.MinInt64), if
+// the stage keeps a watermark. Downstream, an upstream partition that
+// has reported nothing for the idle timeout (in the input's own time) is
+// left out of the watermark; without the beat a partition whose
+// watermark stood still because its own input was behind (a join's side
+// that reads a slower stage: a hidden stream of the pipeline) looked
+// idle to a stage whose other input ran ahead, which then counted that
+// side's rows as late. One that hears nothing still goes quiet.
+func (pt *partition) sendWatermark(w *worker, beat bool) {
+	if !w.broadcast {
+		return
+	}
+	beat = beat && pt.heard && (pt.wm > math.MinInt64 || w.stage.def.Watermark != nil)
+	if pt.wm <= pt.sentWM && !beat {
 		return
 	}
 	parts := w.stage.output.Partitions
@@ -344,12 +360,13 @@ func (pt *partition) sendWatermark(w *worker) {
 	}
 	pt.sentWM = pt.wm
 	pt.sinceSent = 0
+	pt.heard = false
 }
 
 // checkpoint writes the partition's state into the epoch and sends its
 // watermark downstream when it moved.
 func (pt *partition) checkpoint(w *worker) error {
-	pt.sendWatermark(w)
+	pt.sendWatermark(w, true)
 	if w.ep.st == nil {
 		return nil
 	}

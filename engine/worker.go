@@ -679,6 +679,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 		if r.Attrs.IsControl() {
 			continue
 		}
+		pt.heard = true
 		if w.fromCtl {
 			pt.logTime(r.Timestamp.UnixMicro())
 		}
@@ -743,7 +744,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 		return err
 	}
 	if pt.sinceSent += n; pt.sinceSent >= w.p.e.cfg.WatermarkEveryRows {
-		pt.sendWatermark(w)
+		pt.sendWatermark(w, false)
 	}
 	return nil
 }

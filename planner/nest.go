@@ -225,8 +225,9 @@ func (ns *nester) joined(te sql.TableExpr) (sql.TableExpr, error) {
 // columns are every visible column of its FROM items, and keep the
 // qualifiers and names they had there (joinColumns): the query above
 // says a.k and b.k, or k where only one item has it, as over the join
-// itself. A FROM item's metadata columns (a._offset) are not carried.
-// Anything else comes back as it is.
+// itself. Only the columns the query reads are carried (readColumns),
+// and no FROM item's metadata columns (a._offset). Anything else comes
+// back as it is.
 func (ns *nester) hideJoin(te sql.TableExpr) (sql.TableExpr, error) {
 	j, ok := te.(*sql.Join)
 	if !ok {
@@ -267,6 +268,9 @@ func (ns *nester) hideJoin(te sql.TableExpr) (sql.TableExpr, error) {
 	if err := leaves(j); err != nil {
 		return nil, err
 	}
+	if read := readColumns(ns.outer); read != nil {
+		cols = slices.DeleteFunc(cols, func(c joinColumn) bool { return !read(c) })
+	}
 	items := make([]sql.SelectItem, len(cols))
 	for i, c := range cols {
 		items[i] = sql.SelectItem{Expr: &sql.ColumnRef{Table: c.table, Name: c.name}, Alias: c.table + "." + c.name}
@@ -289,6 +293,75 @@ func (ns *nester) hideJoin(te sql.TableExpr) (sql.TableExpr, error) {
 	}
 	ns.cat.joins[t.(*sql.TableName).Name] = cols
 	return t, nil
+}
+
+// readColumns says which columns of its FROM items sel may read: those
+// its expressions and its joins' ON and USING name (a.k, or k of any
+// item), and every column of an item its select list expands (a.*).
+// nil: any column (a * of every item, a subquery).
+func readColumns(sel *sql.Select) func(joinColumn) bool {
+	if sel == nil {
+		return nil
+	}
+	refs, names, stars := map[joinColumn]bool{}, map[string]bool{}, map[string]bool{}
+	all := false
+	visit := func(e sql.Expr) {
+		walkExpr(e, func(x sql.Expr) bool {
+			switch x := x.(type) {
+			case *sql.ColumnRef:
+				if x.Table == "" {
+					names[x.Name] = true
+				} else {
+					_, table, _ := strings.Cut(x.Table, ".") // public.a.k
+					if table == "" {
+						table = x.Table
+					}
+					refs[joinColumn{table: table, name: x.Name}] = true
+				}
+			case *sql.Subquery:
+				all = true
+			}
+			return true
+		})
+	}
+	for _, it := range sel.Items {
+		if st, ok := it.Expr.(*sql.Star); ok {
+			if st.Table == "" {
+				return nil
+			}
+			_, table, _ := strings.Cut(st.Table, ".")
+			if table == "" {
+				table = st.Table
+			}
+			stars[table] = true
+			continue
+		}
+		visit(it.Expr)
+	}
+	for _, e := range append(append([]sql.Expr{sel.Where, sel.Having}, sel.GroupBy...), sel.DistinctOn...) {
+		visit(e)
+	}
+	for _, o := range sel.OrderBy {
+		visit(o.Expr)
+	}
+	var joins func(te sql.TableExpr)
+	joins = func(te sql.TableExpr) {
+		if j, ok := te.(*sql.Join); ok {
+			visit(j.On)
+			for _, u := range j.Using {
+				names[u] = true
+			}
+			joins(j.Left)
+			joins(j.Right)
+		}
+	}
+	for _, te := range sel.From {
+		joins(te)
+	}
+	if all {
+		return nil
+	}
+	return func(c joinColumn) bool { return refs[c] || names[c.name] || stars[c.table] }
 }
 
 // topNShape says whether inner, a subquery of outer's FROM clause, is a
