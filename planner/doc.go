@@ -53,7 +53,10 @@
 // query a window reads, is a hidden stream instead, planned as the stream
 // it would be on its own; a window or join over it takes the watermark
 // its writer sends, less the lag writerLag knows for its time column
-// (upstreamWatermarks). ORDER BY … LIMIT over an aggregation or a join
+// (upstreamWatermarks). A join of joins in a stream (a JOIN b ON … JOIN
+// c ON …) joins two inputs at a time: each join below the top is a hidden
+// stream of its joined rows, whose columns keep their qualifiers
+// (hideJoin). ORDER BY … LIMIT over an aggregation or a join
 // and a top-N over a join of expressions are rewritten into such
 // subqueries (a top-N over a join of columns reads the join's rows
 // directly: planJoinTopN), and so is a union (a
