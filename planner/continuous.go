@@ -148,6 +148,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		}
 	}
 	sel = commaAsJoins(cat, sel)
+	if ca.Kind == sql.KindStream {
+		sel = whereIntoJoins(sel)
+	}
 	if ca.Kind == sql.KindMaterializedView {
 		sel = scalarsAsJoins(cat, notInAsProbes(cat, sel))
 		var err error

@@ -317,3 +317,136 @@ func commaAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 	}
 	return &out
 }
+
+// whereIntoJoins moves each conjunct of a stream's WHERE that relates
+// the two sides of an inner join in its FROM clause (FROM a JOIN b ON
+// a.k = b.k WHERE b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' MINUTE)
+// into that join's ON, where the stream join planners look for its
+// time bound. The answer is the same: WHERE filters the joined rows, and
+// an inner join's ON does too. A conjunct only goes down through inner
+// joins and the preserved side of outer ones (a LEFT JOIN's left), never
+// into an outer join's ON; one whose columns are not all qualified by
+// the FROM items' names, or with a subquery, stays, as does one that
+// reads a single item (a filter).
+func whereIntoJoins(sel *sql.Select) *sql.Select {
+	if sel.Where == nil || len(sel.From) != 1 || !isJoin(sel.From[0]) {
+		return sel
+	}
+	from := sel.From[0]
+	var keep []sql.Expr
+	moved := false
+	for _, c := range conjuncts(sel.Where) {
+		reads, ok := qualifiersRead(c)
+		if ok && len(reads) > 1 {
+			if te, placed := joinCondition(from, c, reads); placed {
+				from, moved = te, true
+				continue
+			}
+		}
+		keep = append(keep, c)
+	}
+	if !moved {
+		return sel
+	}
+	out := *sel
+	out.From, out.Where = []sql.TableExpr{from}, andAll(keep)
+	return &out
+}
+
+// qualifiersRead is the set of qualifiers e's columns name; ok is false
+// when a column is unqualified or e holds a subquery.
+func qualifiersRead(e sql.Expr) (map[string]bool, bool) {
+	reads, ok := map[string]bool{}, true
+	walkExpr(e, func(x sql.Expr) bool {
+		switch x := x.(type) {
+		case *sql.ColumnRef:
+			if x.Table == "" {
+				ok = false
+			}
+			reads[x.Table] = true
+		case *sql.Subquery:
+			ok = false
+		}
+		return ok
+	})
+	return reads, ok
+}
+
+// joinCondition adds c, which reads the FROM items reads, to the ON of
+// the lowest inner join of te whose two sides hold them all, going down
+// only through inner joins and outer joins' preserved sides.
+func joinCondition(te sql.TableExpr, c sql.Expr, reads map[string]bool) (sql.TableExpr, bool) {
+	j, ok := te.(*sql.Join)
+	if !ok {
+		return te, false
+	}
+	l, lok := itemNames(j.Left)
+	r, rok := itemNames(j.Right)
+	if !lok || !rok {
+		return te, false
+	}
+	inner := j.Kind == "inner" || j.Kind == "cross" || j.Kind == ""
+	within := func(names map[string]bool) bool {
+		for q := range reads {
+			if !names[q] {
+				return false
+			}
+		}
+		return true
+	}
+	out := *j
+	switch {
+	case within(l):
+		if !inner && j.Kind != "left" {
+			return te, false
+		}
+		out.Left, ok = joinCondition(j.Left, c, reads)
+	case within(r):
+		if !inner && j.Kind != "right" {
+			return te, false
+		}
+		out.Right, ok = joinCondition(j.Right, c, reads)
+	case inner:
+		for q := range l {
+			r[q] = true
+		}
+		if !within(r) {
+			return te, false
+		}
+		out.On, out.Kind, ok = andAll([]sql.Expr{j.On, c}), "inner", true
+		if j.On == nil {
+			out.On = c
+		}
+	default:
+		return te, false
+	}
+	if !ok {
+		return te, false
+	}
+	return &out, true
+}
+
+// itemNames are the names the FROM items of te are known by; ok is false
+// when an item has none (a table function without an alias).
+func itemNames(te sql.TableExpr) (map[string]bool, bool) {
+	names := map[string]bool{}
+	var add func(te sql.TableExpr) bool
+	add = func(te sql.TableExpr) bool {
+		switch t := te.(type) {
+		case *sql.Join:
+			return add(t.Left) && add(t.Right)
+		case *sql.WindowTVF:
+			if t.Alias != "" {
+				names[t.Alias] = true
+			} else {
+				names[t.Source.Name] = true
+			}
+			return true
+		}
+		n := itemName(te)
+		names[n] = true
+		return n != ""
+	}
+	ok := add(te)
+	return names, ok
+}
