@@ -253,17 +253,23 @@ func (pt *partition) sourceWatermark(v string, ts int64) {
 }
 
 // idle says whether an upstream partition has reported nothing for the
-// idle timeout: in the input's time (other records kept coming), or in
-// wall-clock time after a pause of the whole input.
+// idle timeout: in the input's time (other records kept coming) and in
+// wall-clock time, or in wall-clock time after a pause of the whole
+// input. The input's time alone is no evidence: while a stage reads a
+// backlog, an upstream partition that paused (its consumer joining its
+// group, a slower stage's output) looks silent for as long as the others
+// wrote meanwhile, which the reader may cross in a fraction of that, and
+// its rows, once they come, would be late.
 func (pt *partition) idle(s *sourceWM, idle time.Duration) bool {
 	ts := s.logTS
 	if ts == math.MinInt64 { // restored from a checkpoint: as of the first record since
 		ts = pt.logFirst
 	}
-	if pt.logNow-ts > idle.Microseconds() {
+	silent := time.Since(s.updated) > idle
+	if pt.logNow-ts > idle.Microseconds() && silent {
 		return true
 	}
-	return pt.quiet && time.Since(s.updated) > idle
+	return pt.quiet && silent
 }
 
 // watermark computes the partition's current watermark: from its own
@@ -295,7 +301,8 @@ func (pt *partition) upstreamWatermark(w *worker) int64 {
 	// live one's reports are up to a checkpoint interval apart (two, with
 	// a retried epoch), so that much is added to the idle timeout.
 	idle := w.p.e.cfg.IdleTimeout + 2*w.p.e.cfg.CheckpointInterval
-	if len(pt.sources) < w.stage.sources && pt.logNow-pt.logFirst <= idle.Microseconds() &&
+	// one that never reported is waited for as long in both times
+	if len(pt.sources) < w.stage.sources && (pt.logNow-pt.logFirst <= idle.Microseconds() || time.Since(pt.created) <= idle) &&
 		!(pt.quiet && time.Since(pt.created) > idle) {
 		return math.MinInt64
 	}
@@ -335,8 +342,9 @@ func (pt *partition) advance(w *worker) error {
 // sendWatermark sends the partition's watermark downstream, as a control
 // record on every partition of the stage's output, when it moved; with
 // beat (at a checkpoint), also when it did not but a record arrived
-// since it was last sent, even before there is one (math.MinInt64), if
-// the stage keeps a watermark. Downstream, an upstream partition that
+// since it was last sent, even before there is one (math.MinInt64) if
+// the stage takes its watermark from upstream (one from its own rows'
+// times may never come: every time NULL). Downstream, an upstream partition that
 // has reported nothing for the idle timeout (in the input's own time) is
 // left out of the watermark; without the beat a partition whose
 // watermark stood still because its own input was behind (a join's side
@@ -347,7 +355,8 @@ func (pt *partition) sendWatermark(w *worker, beat bool) {
 	if !w.broadcast {
 		return
 	}
-	beat = beat && pt.heard && (pt.wm > math.MinInt64 || w.stage.def.Watermark != nil)
+	spec := w.stage.def.Watermark
+	beat = beat && pt.heard && (pt.wm > math.MinInt64 || spec != nil && spec.Upstream)
 	if pt.wm <= pt.sentWM && !beat {
 		return
 	}

@@ -327,7 +327,8 @@ func commaAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 // joins and the preserved side of outer ones (a LEFT JOIN's left), never
 // into an outer join's ON; one whose columns are not all qualified by
 // the FROM items' names, or with a subquery, stays, as does one that
-// reads a single item (a filter).
+// reads a single item (a filter) or is more than a comparison of
+// columns (plainComparison).
 func whereIntoJoins(sel *sql.Select) *sql.Select {
 	if sel.Where == nil || len(sel.From) != 1 || !isJoin(sel.From[0]) {
 		return sel
@@ -337,7 +338,7 @@ func whereIntoJoins(sel *sql.Select) *sql.Select {
 	moved := false
 	for _, c := range conjuncts(sel.Where) {
 		reads, ok := qualifiersRead(c)
-		if ok && len(reads) > 1 {
+		if ok && len(reads) > 1 && plainComparison(c) {
 			if te, placed := joinCondition(from, c, reads); placed {
 				from, moved = te, true
 				continue
@@ -366,10 +367,46 @@ func qualifiersRead(e sql.Expr) (map[string]bool, bool) {
 			reads[x.Table] = true
 		case *sql.Subquery:
 			ok = false
+		case *sql.In:
+			ok = x.Sub == nil
+		case *sql.Quantified:
+			ok = x.Sub == nil
 		}
 		return ok
 	})
 	return reads, ok
+}
+
+// plainComparison says whether c compares columns, constants and
+// columns plus or minus constants (a.k = b.k, b.ts BETWEEN a.ts AND a.ts
+// + INTERVAL '1' MINUTE): what a join's key and time bound are made of,
+// and what cannot fail on a row. In a join's ON a condition that fails
+// sets the arriving row aside with all its pairs; in WHERE, the one pair.
+func plainComparison(c sql.Expr) bool {
+	term := func(e sql.Expr) bool {
+		switch e := e.(type) {
+		case *sql.ColumnRef, *sql.Literal:
+			return true
+		case *sql.Binary:
+			if e.Op != "+" && e.Op != "-" {
+				return false
+			}
+			_, lcol := e.L.(*sql.ColumnRef)
+			_, rlit := e.R.(*sql.Literal)
+			return lcol && rlit
+		}
+		return false
+	}
+	switch c := c.(type) {
+	case *sql.Binary:
+		switch c.Op {
+		case "=", "<>", "<", "<=", ">", ">=":
+			return term(c.L) && term(c.R)
+		}
+	case *sql.Between:
+		return !c.Not && term(c.X) && term(c.Lo) && term(c.Hi)
+	}
+	return false
 }
 
 // joinCondition adds c, which reads the FROM items reads, to the ON of

@@ -40,7 +40,7 @@ type overlay struct {
 
 // joinColumn is a column of a hidden join: the FROM item it came from
 // (its alias, or its relation's name) and its name there.
-type joinColumn struct{ table, name string }
+type joinColumn struct{ table, schema, name string } // schema: the relation's, when table is its name (public.a.k)
 
 // joinColumns are the columns of the hidden join name, if it is one, as
 // the overlays of cat (innermost first) know them.
@@ -251,13 +251,13 @@ func (ns *nester) hideJoin(te sql.TableExpr) (sql.TableExpr, error) {
 			if err != nil {
 				return err
 			}
-			qual := t.Name
+			qual, schema := t.Name, relSchema(rel)
 			if t.Alias != "" {
-				qual = t.Alias
+				qual, schema = t.Alias, ""
 			}
 			for _, c := range rel.ReadColumns() {
 				if !c.Hidden {
-					cols = append(cols, joinColumn{table: qual, name: c.Name})
+					cols = append(cols, joinColumn{table: qual, schema: schema, name: c.Name})
 				}
 			}
 			return nil
@@ -298,7 +298,7 @@ func (ns *nester) hideJoin(te sql.TableExpr) (sql.TableExpr, error) {
 // readColumns says which columns of its FROM items sel may read: those
 // its expressions and its joins' ON and USING name (a.k, or k of any
 // item), and every column of an item its select list expands (a.*).
-// nil: any column (a * of every item, a subquery).
+// nil: any column (a * of every item, a subquery, a table function).
 func readColumns(sel *sql.Select) func(joinColumn) bool {
 	if sel == nil {
 		return nil
@@ -320,6 +320,10 @@ func readColumns(sel *sql.Select) func(joinColumn) bool {
 				}
 			case *sql.Subquery:
 				all = true
+			case *sql.In:
+				all = all || x.Sub != nil
+			case *sql.Quantified:
+				all = all || x.Sub != nil
 			}
 			return true
 		})
@@ -346,13 +350,16 @@ func readColumns(sel *sql.Select) func(joinColumn) bool {
 	}
 	var joins func(te sql.TableExpr)
 	joins = func(te sql.TableExpr) {
-		if j, ok := te.(*sql.Join); ok {
+		switch j := te.(type) {
+		case *sql.Join:
 			visit(j.On)
 			for _, u := range j.Using {
 				names[u] = true
 			}
 			joins(j.Left)
 			joins(j.Right)
+		case *sql.TableFunc: // its arguments read the items before it
+			all = true
 		}
 	}
 	for _, te := range sel.From {
@@ -361,7 +368,7 @@ func readColumns(sel *sql.Select) func(joinColumn) bool {
 	if all {
 		return nil
 	}
-	return func(c joinColumn) bool { return refs[c] || names[c.name] || stars[c.table] }
+	return func(c joinColumn) bool { return refs[joinColumn{table: c.table, name: c.name}] || names[c.name] || stars[c.table] }
 }
 
 // topNShape says whether inner, a subquery of outer's FROM clause, is a

@@ -144,7 +144,7 @@ func relationScope(cat Catalog, t *sql.TableName, rel *catalog.Relation) *scope 
 	for i, c := range rel.ReadColumns() {
 		col := scopeCol{table: qual, schema: schema, name: c.Name, typ: c.Type, hidden: c.Hidden, relOID: rel.OID, attnum: int16(i + 1)}
 		if len(joined) > 0 && !c.Hidden {
-			col.table, col.schema, col.name = joined[0].table, "", joined[0].name
+			col.table, col.schema, col.name = joined[0].table, joined[0].schema, joined[0].name
 			joined = joined[1:]
 		}
 		sc.cols = append(sc.cols, col)
