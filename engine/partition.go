@@ -35,8 +35,8 @@ type partition struct {
 	// heard: a record (a row, or an upstream partition's watermark)
 	// arrived since the watermark was last sent (see sendWatermark)
 	heard   bool
-	sources    map[int32]*sourceWM
-	created    time.Time
+	sources map[int32]*sourceWM
+	created time.Time
 	// Idleness of upstream partitions is judged in the input's own time
 	// (its records' timestamps), so that a stage working through a
 	// backlog does not take a source whose watermarks are sparse in it

@@ -368,7 +368,9 @@ func readColumns(sel *sql.Select) func(joinColumn) bool {
 	if all {
 		return nil
 	}
-	return func(c joinColumn) bool { return refs[joinColumn{table: c.table, name: c.name}] || names[c.name] || stars[c.table] }
+	return func(c joinColumn) bool {
+		return refs[joinColumn{table: c.table, name: c.name}] || names[c.name] || stars[c.table]
+	}
 }
 
 // topNShape says whether inner, a subquery of outer's FROM clause, is a
