@@ -40,7 +40,7 @@ type partition struct {
 	// Idleness of upstream partitions is judged in the input's own time
 	// (its records' timestamps), so that a stage working through a
 	// backlog does not take a source whose watermarks are sparse in it
-	// for idle: logNow is the latest record timestamp seen, logFirst the
+	// for idle, and in wall-clock time too (see idle): logNow is the latest record timestamp seen, logFirst the
 	// first (microseconds). quiet says the latest records came after a
 	// wall-clock pause longer than the idle timeout during which the
 	// partition was caught up (nothing was arriving; a pause spent working
