@@ -64,6 +64,14 @@ type sourceWM struct {
 	wm      int64
 	updated time.Time // wall clock of its last report
 	logTS   int64     // record timestamp of its last report (MinInt64: restored, not heard since)
+	// derived: its watermark comes from its own upstream partitions (it
+	// said so: the ":u" of its reports), so it is never taken for idle.
+	// Its silence says that its input has not come yet (a slower stage's
+	// output, committed at that stage's checkpoints), not that there is
+	// none; an idle input is found where it enters the pipeline, at the
+	// stages that read streams, and their watermark, moving again, comes
+	// through it.
+	derived bool
 }
 
 // partition returns (building on first use) a partition's work.
@@ -235,6 +243,7 @@ func (pt *partition) sourceWatermark(v string, ts int64) {
 	if !ok {
 		return
 	}
+	wm, derived := strings.CutSuffix(wm, ":u")
 	s, err1 := strconv.ParseInt(src, 10, 32)
 	m, err2 := strconv.ParseInt(wm, 10, 64)
 	if err1 != nil || err2 != nil {
@@ -247,6 +256,7 @@ func (pt *partition) sourceWatermark(v string, ts int64) {
 	}
 	cur.logTS = ts
 	cur.updated = time.Now()
+	cur.derived = derived
 	if m > cur.wm {
 		cur.wm = m
 	}
@@ -261,6 +271,9 @@ func (pt *partition) sourceWatermark(v string, ts int64) {
 // wrote meanwhile, which the reader may cross in a fraction of that, and
 // its rows, once they come, would be late.
 func (pt *partition) idle(s *sourceWM, idle time.Duration) bool {
+	if s.derived {
+		return false
+	}
 	ts := s.logTS
 	if ts == math.MinInt64 { // restored from a checkpoint: as of the first record since
 		ts = pt.logFirst
@@ -344,13 +357,14 @@ func (pt *partition) advance(w *worker) error {
 // beat (at a checkpoint), also when it did not but a record arrived
 // since it was last sent, even before there is one (math.MinInt64) if
 // the stage takes its watermark from upstream (one from its own rows'
-// times may never come: every time NULL). Downstream, an upstream partition that
-// has reported nothing for the idle timeout (in the input's own time) is
-// left out of the watermark; without the beat a partition whose
+// times may never come: every time NULL). Downstream, an upstream
+// partition that has reported nothing for the idle timeout is left out
+// of the watermark, unless its watermark comes from upstream (":u",
+// sourceWM.derived); without the beat and that mark, a partition whose
 // watermark stood still because its own input was behind (a join's side
 // that reads a slower stage: a hidden stream of the pipeline) looked
 // idle to a stage whose other input ran ahead, which then counted that
-// side's rows as late. One that hears nothing still goes quiet.
+// side's rows as late.
 func (pt *partition) sendWatermark(w *worker, beat bool) {
 	if !w.broadcast {
 		return
@@ -362,6 +376,9 @@ func (pt *partition) sendWatermark(w *worker, beat bool) {
 	}
 	parts := w.stage.output.Partitions
 	val := []byte(strconv.Itoa(int(w.stage.def.SourceBase+pt.key.part)) + ":" + strconv.FormatInt(pt.wm, 10))
+	if spec == nil || spec.Upstream {
+		val = append(val, ":u"...) // a watermark from upstream (sourceWM.derived)
+	}
 	topic := w.p.e.topic(w.stage.output.Topic)
 	w.p.e.cfg.Logger.Debug("watermark sent", "pipeline", w.p.name, "stage", w.stage.def.Name, "partition", pt.key.part, "wm", pt.wm, "to", topic, "partitions", parts)
 	for j := 0; j < parts; j++ {
@@ -396,6 +413,17 @@ func (pt *partition) encodeMeta() []byte {
 	for s, v := range pt.sources {
 		b = binary.AppendVarint(b, int64(s))
 		b = binary.AppendVarint(b, v.wm)
+	}
+	// then the derived sources (a later addition: older metas end before)
+	var derived []int32
+	for s, v := range pt.sources {
+		if v.derived {
+			derived = append(derived, s)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(derived)))
+	for _, s := range derived {
+		b = binary.AppendVarint(b, int64(s))
 	}
 	return b
 }
@@ -434,6 +462,22 @@ func (pt *partition) decodeMeta(b []byte) error {
 			return errBadMeta
 		}
 		pt.sources[int32(s)] = &sourceWM{wm: wm, updated: time.Now(), logTS: math.MinInt64}
+	}
+	if len(b) == 0 {
+		return nil // a meta from before derived sources
+	}
+	n, m = binary.Uvarint(b)
+	if m <= 0 {
+		return errBadMeta
+	}
+	b = b[m:]
+	for i := uint64(0); i < n; i++ {
+		s := read()
+		src := pt.sources[int32(s)]
+		if b == nil || src == nil {
+			return errBadMeta
+		}
+		src.derived = true
 	}
 	return nil
 }
