@@ -341,6 +341,15 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 		}
 		stages = append(stages, sr)
 	}
+	// fed: the stages that read another stage's output
+	fed := map[*stageRun]bool{}
+	for _, sr := range stages {
+		for _, up := range stages {
+			if up != sr && slices.ContainsFunc(sr.inputs, func(d *plan.Stream) bool { return d.Name == up.def.Output }) {
+				fed[sr] = true
+			}
+		}
+	}
 	for _, sr := range stages {
 		for _, up := range stages {
 			if up == sr {
@@ -360,6 +369,16 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 				parts = max(parts, d.Partitions)
 			}
 			sr.sources += parts
+			if spec := up.def.Watermark; fed[up] && up.def.Changes == nil && (spec == nil || spec.Upstream) {
+				// its watermark comes from upstream: each of its
+				// partitions reports, in time (sourceWM.derived)
+				if sr.derived == nil {
+					sr.derived = map[int32]bool{}
+				}
+				for p := range int32(parts) {
+					sr.derived[up.def.SourceBase+p] = true
+				}
+			}
 		}
 	}
 	errs, err := resolve(topo.Errors)

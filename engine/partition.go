@@ -314,7 +314,13 @@ func (pt *partition) upstreamWatermark(w *worker) int64 {
 	// live one's reports are up to a checkpoint interval apart (two, with
 	// a retried epoch), so that much is added to the idle timeout.
 	idle := w.p.e.cfg.IdleTimeout + 2*w.p.e.cfg.CheckpointInterval
-	// one that never reported is waited for as long in both times
+	// a derived source that never reported is waited for, however long;
+	// another, as long as the idle timeout in both times
+	for id := range w.stage.derived {
+		if pt.sources[id] == nil {
+			return math.MinInt64
+		}
+	}
 	if len(pt.sources) < w.stage.sources && (pt.logNow-pt.logFirst <= idle.Microseconds() || time.Since(pt.created) <= idle) &&
 		!(pt.quiet && time.Since(pt.created) > idle) {
 		return math.MinInt64

@@ -66,6 +66,10 @@ type stageRun struct {
 	// timeout passed since the partition started, so that the first
 	// upstream partition to report does not make the others' rows late.
 	sources int
+	// derived are the sources among them whose watermark comes from
+	// their own upstream partitions: a partition's watermark waits for
+	// each of them however long (see sourceWM.derived)
+	derived map[int32]bool
 	// assigned counts the stage's local workers that have had partitions;
 	// joined closes when all that can have some do (see awaitSiblings).
 	assigned atomic.Int32
