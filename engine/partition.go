@@ -65,7 +65,8 @@ type sourceWM struct {
 	updated time.Time // wall clock of its last report
 	logTS   int64     // record timestamp of its last report (MinInt64: restored, not heard since)
 	// derived: its watermark comes from its own upstream partitions (it
-	// said so: the ":u" of its reports), so it is never taken for idle.
+	// said so: its reports carry wmDerivedHeader), so it is never taken
+	// for idle.
 	// Its silence says that its input has not come yet (a slower stage's
 	// output, committed at that stage's checkpoints), not that there is
 	// none; an idle input is found where it enters the pipeline, at the
@@ -237,13 +238,13 @@ func (pt *partition) logTime(ts int64) {
 }
 
 // sourceWatermark records a watermark control record from upstream,
-// written at ts (the record's timestamp, microseconds).
-func (pt *partition) sourceWatermark(v string, ts int64) {
+// written at ts (the record's timestamp, microseconds); derived: its
+// source's watermark comes from upstream (sourceWM.derived).
+func (pt *partition) sourceWatermark(v string, ts int64, derived bool) {
 	src, wm, ok := strings.Cut(v, ":")
 	if !ok {
 		return
 	}
-	wm, derived := strings.CutSuffix(wm, ":u")
 	s, err1 := strconv.ParseInt(src, 10, 32)
 	m, err2 := strconv.ParseInt(wm, 10, 64)
 	if err1 != nil || err2 != nil {
@@ -365,8 +366,8 @@ func (pt *partition) advance(w *worker) error {
 // the stage takes its watermark from upstream (one from its own rows'
 // times may never come: every time NULL). Downstream, an upstream
 // partition that has reported nothing for the idle timeout is left out
-// of the watermark, unless its watermark comes from upstream (":u",
-// sourceWM.derived); without the beat and that mark, a partition whose
+// of the watermark, unless its watermark comes from upstream
+// (wmDerivedHeader, sourceWM.derived); without the beat and that mark, a partition whose
 // watermark stood still because its own input was behind (a join's side
 // that reads a slower stage: a hidden stream of the pipeline) looked
 // idle to a stage whose other input ran ahead, which then counted that
@@ -382,13 +383,16 @@ func (pt *partition) sendWatermark(w *worker, beat bool) {
 	}
 	parts := w.stage.output.Partitions
 	val := []byte(strconv.Itoa(int(w.stage.def.SourceBase+pt.key.part)) + ":" + strconv.FormatInt(pt.wm, 10))
+	headers := []kgo.RecordHeader{{Key: wmHeader, Value: val}}
 	if spec == nil || spec.Upstream {
-		val = append(val, ":u"...) // a watermark from upstream (sourceWM.derived)
+		// a watermark from upstream (sourceWM.derived); in a header of
+		// its own, which a process from before it ignores
+		headers = append(headers, kgo.RecordHeader{Key: wmDerivedHeader})
 	}
 	topic := w.p.e.topic(w.stage.output.Topic)
 	w.p.e.cfg.Logger.Debug("watermark sent", "pipeline", w.p.name, "stage", w.stage.def.Name, "partition", pt.key.part, "wm", pt.wm, "to", topic, "partitions", parts)
 	for j := 0; j < parts; j++ {
-		w.produce(&kgo.Record{Topic: topic, Partition: int32(j), Headers: []kgo.RecordHeader{{Key: wmHeader, Value: val}}})
+		w.produce(&kgo.Record{Topic: topic, Partition: int32(j), Headers: headers})
 	}
 	pt.sentWM = pt.wm
 	pt.sinceSent = 0

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestSourceWatermarks: a report marked ":u" (a watermark from upstream)
+// TestSourceWatermarks: a report marked derived (a watermark from upstream)
 // makes its source derived, never idle however long it is silent; an
 // unmarked one goes idle after the timeout in both the input's time and
 // wall-clock time; the partition meta keeps both kinds (and a meta from
@@ -14,9 +14,9 @@ import (
 func TestSourceWatermarks(t *testing.T) {
 	const idle = time.Second
 	pt := &partition{sources: map[int32]*sourceWM{}, logFirst: 0}
-	pt.sourceWatermark("3:1000", 10)
-	pt.sourceWatermark("7:2000:u", 10)
-	pt.sourceWatermark("7:1500:u", 20) // a watermark never goes back
+	pt.sourceWatermark("3:1000", 10, false)
+	pt.sourceWatermark("7:2000", 10, true)
+	pt.sourceWatermark("7:1500", 20, true) // a watermark never goes back
 	if s := pt.sources[7]; s.wm != 2000 || !s.derived || pt.sources[3].derived {
 		t.Fatalf("sources %+v %+v", *pt.sources[3], *pt.sources[7])
 	}

@@ -24,6 +24,10 @@ import (
 // value is "<source partition>:<watermark micros>".
 const wmHeader = "fvsql-wm"
 
+// wmDerivedHeader, after wmHeader, says the sender's watermark comes from
+// its own upstream partitions (see sourceWM.derived).
+const wmDerivedHeader = "fvsql-wm-derived"
+
 // worker is one consumer goroutine of a stage.
 type worker struct {
 	p     *pipeline
@@ -684,7 +688,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 			pt.logTime(r.Timestamp.UnixMicro())
 		}
 		if isControl(r) {
-			pt.sourceWatermark(string(r.Headers[0].Value), r.Timestamp.UnixMicro())
+			pt.sourceWatermark(string(r.Headers[0].Value), r.Timestamp.UnixMicro(), len(r.Headers) > 1 && r.Headers[1].Key == wmDerivedHeader)
 			continue
 		}
 		if isSeed(r) {
