@@ -182,8 +182,11 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 			w.st.having, w.st.onErr = having, onErr
 			return w, nil
 		case plan.OpGroupAggregate:
+			if s.Once && (len(aggs) > 0 || s.Sign != 0 || len(groupBy) == 0) {
+				return nil, pgerror.New(pgerror.Internal, "operators: a groupAggregate once with aggregates, signed rows or no group")
+			}
 			g := NewGroupAggregate(groupBy, aggs, onErr)
-			g.st.having, g.st.onErr, g.st.sign = having, onErr, s.Sign
+			g.st.having, g.st.onErr, g.st.sign, g.st.once = having, onErr, s.Sign, s.Once
 			if res != nil && res.GroupCacheBytes > 0 {
 				g.st.cold.limit = res.GroupCacheBytes
 			}

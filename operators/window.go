@@ -88,7 +88,10 @@ type aggState struct {
 	ngroup int
 	// before: each update is emitted after the row it replaces
 	// (OpUpdateBefore; BeforeEmitter).
-	before  bool
+	before bool
+	// once: each group's row is emitted when it first shows, and never
+	// again (plan.Step.Once: a stream's DISTINCT; no aggregates, no sign)
+	once    bool
 	kv      KV
 	entries map[string]*aggEntry
 	touched []*aggEntry // in first-touch order, for change emission
@@ -966,6 +969,9 @@ rows:
 		e, err := g.st.get(key, g.gvals, 0, 0)
 		if err != nil {
 			return err
+		}
+		if g.st.once && e.emitted {
+			continue // its row is out, and stays as it is
 		}
 		if err := g.st.add(e, row); err != nil {
 			if err := g.OnError(b, i, err); err != nil {

@@ -50,6 +50,11 @@ type Step struct {
 	// changelog step), and rows of sign -1 are taken back out. Never 0
 	// when set: the sign follows the row's columns.
 	Sign int `json:"sign,omitempty"`
+	// Once (groupAggregate, without aggregates, over rows that only come)
+	// emits each group's row once, when its first row comes, and never
+	// changes or takes it back: a stream's DISTINCT, whose rows are final
+	// as soon as they are first seen.
+	Once bool `json:"once,omitempty"`
 
 	// changelog: a view's table read as signed rows; Width is the view's
 	// column count, KeyCol the column of the record key.
@@ -242,7 +247,9 @@ func (s *Step) String() string {
 		if s.Window != nil {
 			fmt.Fprintf(&sb, " %s", s.Window)
 		}
-		if s.Changes {
+		if s.Once {
+			sb.WriteString(" first rows")
+		} else if s.Changes {
 			sb.WriteString(" emit changes")
 		}
 		if len(s.GroupBy) > 0 {

@@ -149,7 +149,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	}
 	sel = commaAsJoins(cat, sel)
 	if ca.Kind == sql.KindStream {
-		sel = whereIntoJoins(sel)
+		sel = distinctAsSubquery(whereIntoJoins(sel))
 	}
 	if ca.Kind == sql.KindMaterializedView {
 		sel = scalarsAsJoins(cat, notInAsProbes(cat, sel))
@@ -412,12 +412,37 @@ func planStateless(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.Tabl
 // and the view's key is the whole row. Over an aggregation the rows are
 // already distinct (a view selects all its group columns), so DISTINCT
 // changes nothing there.
+//
+// Into a stream, over rows that only come, a distinct row is final when
+// it is first seen: the GROUP BY of one stream is planned as a grouping
+// that emits each group once (planGrouped), and over a window's rows as
+// the windowed grouping it is (each window's distinct rows when it
+// closes). distinctAsSubquery has put any other FROM clause in a hidden
+// stream first.
 func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.Select, error) {
-	if kind != sql.KindMaterializedView {
-		return nil, pgerror.NotSupported("DISTINCT into a %s (every row seen would have to be remembered; use CREATE MATERIALIZED VIEW … AS SELECT DISTINCT)", kind)
-	}
 	d := *sel
 	d.Distinct = false
+	if kind != sql.KindMaterializedView {
+		if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
+			return nil, pgerror.NotSupported("DISTINCT over an aggregation into a %s", kind).
+				WithHint("Put the aggregation in a subquery: SELECT DISTINCT … FROM (SELECT … GROUP BY …) t.")
+		}
+		t, ok := singleTable(sel)
+		if !ok && (len(sel.From) != 1 || !isWindow(sel.From[0])) {
+			return nil, pgerror.NotSupported("DISTINCT over this FROM clause into a %s", kind)
+		}
+		var sc *scope
+		var err error
+		if ok {
+			_, sc, err = streamInput(cat, t)
+		} else {
+			_, sc, err = (&builder{cat: cat}).buildFrom(sel.From)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return groupByEveryItem(&d, sc)
+	}
 	if len(sel.GroupBy) > 0 || anyAggregate(sel.Items) {
 		return &d, nil
 	}
@@ -437,15 +462,45 @@ func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.S
 	} else {
 		return nil, pgerror.NotSupported("DISTINCT over a window or a subquery in a continuous query")
 	}
+	return groupByEveryItem(&d, sc)
+}
+
+// groupByEveryItem makes d (a SELECT DISTINCT with its DISTINCT taken
+// off) a GROUP BY of each of its select-list terms, its stars expanded
+// over sc.
+func groupByEveryItem(d *sql.Select, sc *scope) (*sql.Select, error) {
 	var err error
-	if d.Items, err = expandStars(sc, sel.Items); err != nil {
+	if d.Items, err = expandStars(sc, d.Items); err != nil {
 		return nil, err
 	}
 	d.GroupBy = nil
 	for i := range d.Items {
 		d.GroupBy = append(d.GroupBy, &sql.Literal{Value: types.NewInt(types.Int4, int64(i+1))})
 	}
-	return &d, nil
+	return d, nil
+}
+
+// distinctAsSubquery readies a stream's SELECT DISTINCT over a join (or
+// any FROM clause but one stream or one window's rows): its rows become a
+// hidden stream of the pipeline, and the query the DISTINCT of that
+// stream's rows, which distinctAsGroups plans.
+//
+//	SELECT DISTINCT a.k, b.w FROM a JOIN b ON …
+//	→ SELECT DISTINCT * FROM (SELECT a.k, b.w FROM a JOIN b ON …) _distinct
+func distinctAsSubquery(sel *sql.Select) *sql.Select {
+	if !sel.Distinct || len(sel.DistinctOn) > 0 || len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
+		return sel
+	}
+	if _, one := singleTable(sel); one || len(sel.From) == 1 && isWindow(sel.From[0]) || len(sel.From) == 0 {
+		return sel
+	}
+	inner := *sel
+	inner.Distinct, inner.OrderBy, inner.Limit, inner.Offset = false, nil, nil, nil
+	return &sql.Select{
+		Distinct: true, Items: []sql.SelectItem{{Expr: &sql.Star{}}},
+		From:    []sql.TableExpr{&sql.DerivedTable{Query: &inner, Alias: "_distinct"}},
+		OrderBy: sel.OrderBy, Limit: sel.Limit, Offset: sel.Offset,
+	}
 }
 
 // limitAsTopN plans SELECT … FROM s ORDER BY o LIMIT n [OFFSET m] in a

@@ -640,6 +640,13 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 			if st.Lookup == nil || col >= st.Lookup.StreamWidth {
 				return 0, false
 			}
+		case plan.OpGroupAggregate:
+			// Once (a stream's DISTINCT): output rows are the group
+			// columns, each the first row of its group as it came
+			if !st.Once || col >= len(st.GroupBy) || st.GroupBy[col].Kind != expr.KCol {
+				return 0, false
+			}
+			col = st.GroupBy[col].Col
 		case plan.OpFinalTopN:
 			// output rows: the input row, its number (and position); a
 			// partition's rows come out once the watermark passes its time
@@ -664,7 +671,14 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 		}
 	}
 	if src == nil {
-		return 0, false
+		// a stage that reads another's output (a repartition): its rows
+		// trail their writer's watermark, which it passes on, as much as
+		// the writer's do
+		if len(w.Inputs) != 1 || w.Watermark != nil {
+			return 0, false
+		}
+		l, ok := writerLag(t, inputs, w.Inputs[0], col)
+		return lag + l, ok
 	}
 	if read := src.ReadColumns(); src.Watermark != nil && (col >= len(read) || read[col].Name != src.Watermark.Column) {
 		return 0, false

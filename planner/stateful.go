@@ -492,7 +492,10 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 
 func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.ObjectKind) (*statefulQuery, error) {
 	if kind != sql.KindMaterializedView {
-		return nil, pgerror.NotSupported("GROUP BY without a window into a %s (its rows change forever; use CREATE MATERIALIZED VIEW, or a TUMBLE/HOP window)", kind)
+		if anyAggregate(sel.Items) || sel.Having != nil && hasAggregate(sel.Having) {
+			return nil, pgerror.NotSupported("GROUP BY without a window into a %s (its rows change forever; use CREATE MATERIALIZED VIEW, or a TUMBLE/HOP window)", kind)
+		}
+		return distinctGroups(cat, sel, t)
 	}
 	in, sc, err := changelogInput(cat, t)
 	if err != nil {
@@ -503,6 +506,27 @@ func planGrouped(cat Catalog, sel *sql.Select, t *sql.TableName, kind sql.Object
 		return nil, err
 	}
 	q.in = in
+	return q, nil
+}
+
+// distinctGroups plans a stream's GROUP BY without aggregates (its
+// DISTINCT, after distinctAsGroups) over one stream: a grouping that emits
+// each group's row once, when its first row comes (plan.Step.Once). The
+// stream's rows only come, so a group once seen is in the answer for
+// good: the rows are final at once, and the stream holds each distinct
+// row once, as the SELECT over its rows so far does. Its state is every
+// group seen, as a view's DISTINCT keeps.
+func distinctGroups(cat Catalog, sel *sql.Select, t *sql.TableName) (*statefulQuery, error) {
+	in, sc, err := streamInput(cat, t)
+	if err != nil {
+		return nil, err
+	}
+	q, err := groupedQuery(cat, sel, sc)
+	if err != nil {
+		return nil, err
+	}
+	q.in, q.changes, q.key = in, false, nil
+	q.step.Changes, q.step.Once = false, true
 	return q, nil
 }
 

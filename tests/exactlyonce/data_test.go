@@ -92,11 +92,18 @@ const (
 	i12DDL   = "CREATE STREAM i12 AS SELECT a.k, a.v AS av, b.v AS bv, c.v AS cv FROM ev a JOIN ev b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '0.3' SECOND JOIN ev c ON c.k = b.k AND c.ts BETWEEN b.ts AND b.ts + INTERVAL '0.3' SECOND WHERE a.v % 50 = 4"
 	i12Bound = int64(300 * time.Millisecond / time.Microsecond)
 
+	// d13 is a stream's DISTINCT: each (k % 4, v / 100) pair once, put
+	// out when its first row comes (a grouping that emits each group
+	// once, behind a repartition by the computed pair). v is a random
+	// permutation, so a pair's rows come all through the run, and all
+	// but its first are dropped.
+	d13DDL = "CREATE STREAM d13 AS SELECT DISTINCT k % 4 AS r, v / 100 AS b FROM ev"
+
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL, "k11": k11DDL, "i12": i12DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL, "k11": k11DDL, "i12": i12DDL, "d13": d13DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -521,6 +528,51 @@ func checkS1(t *testing.T, c *cluster, d *dataset) bool {
 		p.add("missing row", "k=%d v=%d ts=%s (input %s)", r.k, r.v, tsText(r.ts), d.inputOf(v))
 	}
 	t.Logf("s1: %d committed records, %d expected rows: %s", len(recs), len(want), p.summary())
+	return p.ok()
+}
+
+// checkD13 compares d13's committed rows with the distinct (k % 4, v /
+// 100) pairs of the input: each exactly once.
+func checkD13(t *testing.T, c *cluster, d *dataset) bool {
+	t.Helper()
+	want := map[[2]int64]bool{}
+	for _, r := range d.rows {
+		want[[2]int64{r.k % 4, r.v / 100}] = true
+	}
+	recs := c.readCommitted(t, c.topic("d13"))
+	p := newProblems(t, "d13")
+	seen := map[[2]int64][]*kgo.Record{}
+	for _, r := range recs {
+		m, err := jsonRow(r.Value)
+		var pair [2]int64
+		if err == nil {
+			pair[0], err = intField(m, "r")
+		}
+		if err == nil {
+			pair[1], err = intField(m, "b")
+		}
+		switch {
+		case err != nil:
+			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
+		case !want[pair]:
+			p.add("unexpected row", "%s %s", where(r), r.Value)
+		default:
+			seen[pair] = append(seen[pair], r)
+		}
+	}
+	for pair := range want {
+		switch rs := seen[pair]; {
+		case len(rs) == 0:
+			p.add("missing row", "r=%d b=%d", pair[0], pair[1])
+		case len(rs) > 1:
+			at := make([]string, len(rs))
+			for i, r := range rs {
+				at[i] = where(r)
+			}
+			p.add("duplicated row", "r=%d b=%d %d times: %s", pair[0], pair[1], len(rs), strings.Join(at, ", "))
+		}
+	}
+	t.Logf("d13: %d committed records, %d expected rows: %s", len(recs), len(want), p.summary())
 	return p.ok()
 }
 
@@ -997,6 +1049,8 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 			results[p] = checkO9(t, d, conn)
 		case "i12":
 			results[p] = checkI12(t, c, d)
+		case "d13":
+			results[p] = checkD13(t, c, d)
 		}
 	}
 	results["errors streams empty"] = checkNoErrors(t, c, pipelines...)

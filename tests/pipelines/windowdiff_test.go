@@ -25,8 +25,10 @@ var (
 // subquery of a window (filtered), a window's rows again (cascading
 // windows), an interval join (inner or left), a union of both inputs;
 // join the two inputs' window rows (a window join, inner or left); rank
-// a window's groups or rows (a window's top-N); and join two windowed
-// aggregations on their window. The rows come out of order within the
+// a window's groups or rows (a window's top-N); join two windowed
+// aggregations on their window; keep the distinct rows of a stream, a
+// join or a union that holds rows twice (DISTINCT, or GROUP BY without
+// aggregates), and window them. The rows come out of order within the
 // inputs' WATERMARK delay, and the pipelines start after all of them are
 // written, so they read a backlog whose partitions move at their own
 // pace: a window over a hidden stream must take its writer's watermark,
@@ -83,9 +85,18 @@ func TestWindowStreamDifferential(t *testing.T) {
 }
 
 // windowCase is a stream's query and the output column holding each
-// row's window start.
+// row's window start ("": none, every row is compared).
 type windowCase struct {
 	name, query, start string
+}
+
+// before is the condition that leaves out the rows of the windows the
+// closing rows open.
+func (wc windowCase) before() string {
+	if wc.start == "" {
+		return "true"
+	}
+	return wc.start + " < " + closedBefore
 }
 
 // closedBefore: the windows the closing rows (at 02:00) open start after
@@ -121,10 +132,10 @@ func insertWindowRows(t *testing.T, conn *pgx.Conn, rng *rand.Rand, stream strin
 // windows may trail them by a checkpoint per stage.
 func checkWindowCase(t *testing.T, conn *pgx.Conn, wc windowCase) bool {
 	t.Helper()
-	want := windowRows(t, conn, "SELECT * FROM ("+wc.query+") q WHERE "+wc.start+" < "+closedBefore)
+	want := windowRows(t, conn, "SELECT * FROM ("+wc.query+") q WHERE "+wc.before())
 	var got []string
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		got = windowRows(t, conn, "SELECT * FROM "+wc.name+" WHERE "+wc.start+" < "+closedBefore)
+		got = windowRows(t, conn, "SELECT * FROM "+wc.name+" WHERE "+wc.before())
 		if len(got) >= len(want) || time.Now().After(deadline) {
 			break
 		}
@@ -226,7 +237,23 @@ func genWindowCase(rng *rand.Rand) windowCase {
 		}
 		return fmt.Sprintf("SELECT %s FROM wda a %s wdb b ON a.k = b.k AND %s %s wda c ON c.k = %s.k AND %s", cols, j1, bound("a", "b"), j2, by, bound(by, "c"))
 	}
-	switch rng.Intn(12) {
+	// rows of wda, some twice (DISTINCT has duplicates to drop)
+	twice := fmt.Sprintf("SELECT k, v, ts FROM wda UNION ALL SELECT k, v, ts FROM wda WHERE v > %d", rng.Intn(10)-2)
+	switch rng.Intn(14) {
+	case 12: // a stream's DISTINCT: each distinct row once, as it is first seen
+		q := pick(
+			"SELECT DISTINCT k, v FROM wda"+where,
+			"SELECT DISTINCT v % 4 AS x, k FROM wda"+where+" GROUP BY 1, 2",
+			"SELECT DISTINCT * FROM ("+twice+") u",
+			fmt.Sprintf("SELECT DISTINCT a.k, b.w FROM wda a JOIN wdb b ON a.k = b.k AND %s", bound("a", "b")),
+		)
+		if strings.Contains(q, "GROUP BY") { // GROUP BY without aggregates, the same
+			q = strings.Replace(q, "DISTINCT ", "", 1)
+		}
+		return windowCase{query: q}
+	case 13: // a window over a DISTINCT of rows some of which come twice
+		sel, group := keyed("window_start, count(*) AS n, "+aggs("v"), "window_start")
+		return windowCase{query: fmt.Sprintf("WITH d AS (SELECT DISTINCT k, v, ts FROM (%s) u) SELECT %s FROM %s GROUP BY %s", twice, sel, window("d"), group), start: "window_start"}
 	case 10: // a join of three inputs
 		q := threeWay("a.k, a.v, b.w, c.v AS cv, a.ts", false)
 		if where != "" {
