@@ -33,7 +33,12 @@
 // (continuous.go): GROUP BY expressions are computed before the rows are
 // re-keyed, HAVING goes into the aggregate step (it decides which groups
 // show), SELECT DISTINCT becomes a GROUP BY of the whole row, and keys the
-// select list leaves out become hidden view columns. A view over another
+// select list leaves out become hidden view columns. Into a stream, a
+// GROUP BY without aggregates (DISTINCT's) emits each group's row once,
+// when its first row comes (plan.Step.Once: over rows that only come, a
+// distinct row is final when first seen); over any FROM clause but one
+// stream or a window's rows, the rows are a hidden stream first
+// (distinctAsSubquery). A view over another
 // view reads that view's table as a changelog (inputOf: changelogInput),
 // starting with a changelog step that makes its upserts into signed rows;
 // only views of rows, joins and aggregates that can take a row back out
