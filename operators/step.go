@@ -202,6 +202,15 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr, Budget: res.budget()}, nil
 	case plan.OpChangelog:
 		return &Changelog{Width: s.Width, KeyCol: s.KeyCol}, nil
+	case plan.OpFirstN:
+		parts, err := CompileAll(s.PartitionBy, env)
+		if err != nil {
+			return nil, err
+		}
+		if len(s.Keys) == 0 || s.Keys[0].Col != s.TimeCol || s.Keys[0].Desc || s.Rank != "row_number" || s.N < 1 {
+			return nil, pgerror.New(pgerror.Internal, "operators: firstN not ordered by its time column ascending, not ROW_NUMBER, or N < 1")
+		}
+		return &FirstN{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, N: s.N, Width: s.Width, OnError: onErr}, nil
 	case plan.OpTopN, plan.OpFinalTopN:
 		parts, err := CompileAll(s.PartitionBy, env)
 		if err != nil {

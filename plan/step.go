@@ -107,7 +107,12 @@ const (
 	// OpFinalTopN is a stream's top-N whose partition holds an event
 	// time (TimeCol): each partition's rows, once, when the watermark
 	// passes it (a window's top-N)
-	OpFinalTopN    = "finalTopN"
+	OpFinalTopN = "finalTopN"
+	// OpFirstN is a stream's ROW_NUMBER() top-N whose ORDER BY starts
+	// with an event time (TimeCol), ascending: each row once, when the
+	// watermark passes it, up to N per partition (keeping each key's
+	// first row, for N = 1)
+	OpFirstN       = "firstN"
 	OpSession      = "sessionAggregate"
 	OpIntervalJoin = "intervalJoin"
 	// OpWindowAssign is a bounded query's TUMBLE or HOP: each row once per
@@ -313,7 +318,7 @@ func (s *Step) String() string {
 		if s.Limit >= 0 {
 			fmt.Fprintf(&sb, " (top %d)", s.Limit)
 		}
-	case OpTopN, OpFinalTopN:
+	case OpTopN, OpFinalTopN, OpFirstN:
 		if s.Rank != "" && s.Rank != "row_number" {
 			fmt.Fprintf(&sb, " %s", s.Rank)
 		}
@@ -331,7 +336,7 @@ func (s *Step) String() string {
 		if s.Sign != 0 {
 			fmt.Fprintf(&sb, " signed by #%d", s.Sign)
 		}
-		if s.Op == OpFinalTopN {
+		if s.Op == OpFinalTopN || s.Op == OpFirstN {
 			fmt.Fprintf(&sb, " when the watermark passes #%d", s.TimeCol)
 		}
 	case OpWindow, OpOverWindow:

@@ -647,9 +647,10 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 				return 0, false
 			}
 			col = st.GroupBy[col].Col
-		case plan.OpFinalTopN:
+		case plan.OpFinalTopN, plan.OpFirstN:
 			// output rows: the input row, its number (and position); a
 			// partition's rows come out once the watermark passes its time
+			// (firstN: a row, once the watermark passes its time)
 			if col == st.TimeCol {
 				return lag, true
 			}

@@ -651,13 +651,13 @@ func planFinalTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, inner *
 				WithHint("Partition by %s (or by the window_start or window_end of a window over %s, in a subquery); or use CREATE MATERIALIZED VIEW.", in.Watermark.Column, in.Name)
 		}
 	}
-	if at < 0 {
-		return nil, pgerror.NotSupported("top-N into a %s without an event time in its PARTITION BY (its rows would change)", kind).
-			WithHint("Partition by a window's start or end (a window's top-N: PARTITION BY window_start, window_end), whose rows are final once the watermark passes it; or use CREATE MATERIALIZED VIEW.")
+	if at >= 0 {
+		q.step.Op = plan.OpFinalTopN
+		q.step.TimeCol, q.step.TimeType = q.step.PartitionBy[at].Col, q.step.PartitionBy[at].Type
+		q.watermark = watermarkFor(in, q.partition[at])
+	} else if err := firstInTime(q, in, read, hidden, kind); err != nil {
+		return nil, err
 	}
-	q.step.Op = plan.OpFinalTopN
-	q.step.TimeCol, q.step.TimeType = q.step.PartitionBy[at].Col, q.step.PartitionBy[at].Type
-	q.watermark = watermarkFor(in, q.partition[at])
 	q.changes, q.key = false, nil
 	proj := plan.Step{Op: plan.OpProject}
 	var cols []catalog.Column
@@ -669,6 +669,38 @@ func planFinalTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, inner *
 	}
 	q.project, q.out, q.in = proj, cols, in
 	return q, nil
+}
+
+// firstInTime plans a stream's top-N without an event time in its
+// PARTITION BY as a top-N in event time (plan.OpFirstN), if it is one: a
+// ROW_NUMBER() whose ORDER BY starts with the input's event time,
+// ascending (its WATERMARK column; of a subquery's hidden stream, a time
+// whose lag upstreamWatermarks derives or refuses). A row's number is
+// final once the watermark passes it, so each row comes out once, then.
+//
+//	SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY ts) AS rn FROM orders) t WHERE rn = 1
+//	→ each id's first row, when the watermark passes its ts (deduplication)
+//
+// Anything else would have to change rows it put out, and is refused.
+func firstInTime(q *statefulQuery, in *catalog.Relation, read []catalog.Column, hidden bool, kind sql.ObjectKind) error {
+	refuse := pgerror.NotSupported("top-N into a %s without an event time in its PARTITION BY or first in its ORDER BY (its rows would change)", kind).
+		WithHint("Order by the event time first, ascending (each key's first rows: ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) <= N), or partition by a window's start or end (a window's top-N: PARTITION BY window_start, window_end), whose rows are final once the watermark passes them; or use CREATE MATERIALIZED VIEW.")
+	if q.step.Rank != "row_number" || len(q.step.Keys) == 0 || q.step.Keys[0].Desc || q.pre == nil {
+		return refuse
+	}
+	j := q.step.Keys[0].Col
+	t := q.pre.Exprs[j]
+	if t.Kind != expr.KCol || t.Type != types.Timestamp && t.Type != types.TimestampTZ {
+		return refuse
+	}
+	if in.Watermark != nil && !hidden && (t.Col >= len(read) || read[t.Col].Name != in.Watermark.Column) {
+		return pgerror.NotSupported("top-N into a %s ordered by %q, not the event time of %q (its WATERMARK is on %q)", kind, q.pre.Names[j], in.Name, in.Watermark.Column).
+			WithHint("Order by %s first; or use CREATE MATERIALIZED VIEW.", in.Watermark.Column)
+	}
+	q.step.Op = plan.OpFirstN
+	q.step.TimeCol, q.step.TimeType = j, t.Type
+	q.watermark = watermarkFor(in, t.Col)
+	return nil
 }
 
 // topNQuery plans a top-N's subquery inner (its FROM clause's columns

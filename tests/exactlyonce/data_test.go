@@ -99,11 +99,18 @@ const (
 	// but its first are dropped.
 	d13DDL = "CREATE STREAM d13 AS SELECT DISTINCT k % 4 AS r, v / 100 AS b FROM ev"
 
+	// f14 is a stream's top-N in event time: of each pair of rows v / 2
+	// (a subquery's computed column), the first in ts, once the
+	// watermark passes it; the other is dropped, whether it comes before
+	// or after. v is a random permutation, so pairs end all through the
+	// run.
+	f14DDL = "CREATE STREAM f14 AS SELECT k, v, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY b ORDER BY ts) AS rn FROM (SELECT k, v, ts, v / 2 AS b FROM ev) x) t WHERE rn = 1"
+
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL, "k11": k11DDL, "i12": i12DDL, "d13": d13DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL, "k11": k11DDL, "i12": i12DDL, "d13": d13DDL, "f14": f14DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -573,6 +580,66 @@ func checkD13(t *testing.T, c *cluster, d *dataset) bool {
 		}
 	}
 	t.Logf("d13: %d committed records, %d expected rows: %s", len(recs), len(want), p.summary())
+	return p.ok()
+}
+
+// checkF14 compares f14's committed rows with the first row in ts of
+// each pair v / 2 of the input (but the far-future rows): each exactly
+// once, with its k and ts.
+func checkF14(t *testing.T, c *cluster, d *dataset) bool {
+	t.Helper()
+	first := map[int64]evRow{}
+	for _, r := range d.rows {
+		if f, ok := first[r.v/2]; !ok || r.ts < f.ts {
+			first[r.v/2] = r
+		}
+	}
+	// the far-future rows close the data's windows; no watermark passes
+	// them
+	for _, r := range d.rows[d.data:] {
+		if first[r.v/2].v == r.v {
+			delete(first, r.v/2)
+		}
+	}
+	recs := c.readCommitted(t, c.topic("f14"))
+	p := newProblems(t, "f14")
+	seen := map[int64][]*kgo.Record{}
+	for _, r := range recs {
+		m, err := jsonRow(r.Value)
+		var k, v, ts int64
+		if err == nil {
+			k, err = intField(m, "k")
+		}
+		if err == nil {
+			v, err = intField(m, "v")
+		}
+		if err == nil {
+			ts, err = tsField(m, "ts")
+		}
+		switch w, ok := first[v/2]; {
+		case err != nil:
+			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
+		case !ok || w.v != v:
+			p.add("unexpected row", "%s %s", where(r), r.Value)
+		case w.k != k || w.ts != ts:
+			p.add("wrong values", "%s %s, want k=%d ts=%s", where(r), r.Value, w.k, tsText(w.ts))
+		default:
+			seen[v] = append(seen[v], r)
+		}
+	}
+	for _, w := range first {
+		switch rs := seen[w.v]; {
+		case len(rs) == 0:
+			p.add("missing row", "k=%d v=%d ts=%s (input %s)", w.k, w.v, tsText(w.ts), d.inputOf(w.v))
+		case len(rs) > 1:
+			at := make([]string, len(rs))
+			for i, r := range rs {
+				at[i] = where(r)
+			}
+			p.add("duplicated row", "v=%d %d times: %s", w.v, len(rs), strings.Join(at, ", "))
+		}
+	}
+	t.Logf("f14: %d committed records, %d expected rows: %s", len(recs), len(first), p.summary())
 	return p.ok()
 }
 
@@ -1051,6 +1118,8 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 			results[p] = checkI12(t, c, d)
 		case "d13":
 			results[p] = checkD13(t, c, d)
+		case "f14":
+			results[p] = checkF14(t, c, d)
 		}
 	}
 	results["errors streams empty"] = checkNoErrors(t, c, pipelines...)

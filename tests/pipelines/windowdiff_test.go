@@ -28,7 +28,8 @@ var (
 // a window's groups or rows (a window's top-N); join two windowed
 // aggregations on their window; keep the distinct rows of a stream, a
 // join or a union that holds rows twice (DISTINCT, or GROUP BY without
-// aggregates), and window them. The rows come out of order within the
+// aggregates), and window them; keep each key's first rows in event
+// time (a top-N ordered by the time, deduplication), and window them. The rows come out of order within the
 // inputs' WATERMARK delay, and the pipelines start after all of them are
 // written, so they read a backlog whose partitions move at their own
 // pace: a window over a hidden stream must take its writer's watermark,
@@ -239,7 +240,18 @@ func genWindowCase(rng *rand.Rand) windowCase {
 	}
 	// rows of wda, some twice (DISTINCT has duplicates to drop)
 	twice := fmt.Sprintf("SELECT k, v, ts FROM wda UNION ALL SELECT k, v, ts FROM wda WHERE v > %d", rng.Intn(10)-2)
-	switch rng.Intn(14) {
+	// each (k, v)'s first rows in event time, as a top-N in event time
+	// puts them out
+	first := func(src, cols string) string {
+		bound := pick("rn = 1", "rn <= 2", "rn BETWEEN 2 AND 3")
+		return fmt.Sprintf("SELECT %s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k, v ORDER BY ts) AS rn FROM %s) t WHERE %s", cols, src, bound)
+	}
+	switch rng.Intn(16) {
+	case 14: // a stream's top-N in event time: each key's first rows (deduplication)
+		return windowCase{query: first("wda", pick("k, v, ts, rn", "k, ts")), start: "ts"}
+	case 15: // a window over each key's first rows
+		sel, group := keyed("window_start, count(*) AS n, "+aggs("v"), "window_start")
+		return windowCase{query: fmt.Sprintf("WITH d AS (%s) SELECT %s FROM %s GROUP BY %s", first("wda", "k, v, ts"), sel, window("d"), group), start: "window_start"}
 	case 12: // a stream's DISTINCT: each distinct row once, as it is first seen
 		q := pick(
 			"SELECT DISTINCT k, v FROM wda"+where,
