@@ -135,6 +135,12 @@ type BidExpect struct {
 	// and triples (a, b, c) with c.ts - b.ts in the same range too.
 	PairRows, PairPriceSum, PairNextSum int64 // count(*), sum(a.price), sum(b.price)
 	TripleRows, TriplePriceSum          int64 // count(*), sum(c.price)
+	// DISTINCT auction, price / 1000: the distinct pairs, the sum of
+	// their bands
+	BandRows, BandSum int64
+	// each auction's first bid in time (ties: the lower price): the sum
+	// of their prices (one row per auction)
+	FirstPriceSum int64
 }
 
 // JoinBound is the time bound of the windows scenario's joins (ms).
@@ -169,7 +175,18 @@ func (g BidGen) Expected(size, slide time.Duration) BidExpect {
 	perRow := sz / sl
 	for a := int64(0); a < g.Auctions; a++ {
 		rs := rows[counts[a]:counts[a+1]]
-		sort.Slice(rs, func(i, j int) bool { return rs[i].ts < rs[j].ts })
+		sort.Slice(rs, func(i, j int) bool { return rs[i].ts < rs[j].ts || rs[i].ts == rs[j].ts && rs[i].price < rs[j].price })
+		if len(rs) > 0 {
+			e.FirstPriceSum += rs[0].price
+		}
+		var bands [10001/1000 + 1]bool
+		for _, r := range rs {
+			if b := r.price / 1000; !bands[b] {
+				bands[b] = true
+				e.BandRows++
+				e.BandSum += b
+			}
+		}
 		var win, top int64 = -1 << 62, 0
 		var hopEnd int64 = -1 << 62 // windows counted so far: starts (in slides) up to hopEnd
 		for _, r := range rs {

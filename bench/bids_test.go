@@ -62,6 +62,24 @@ func TestBidExpected(t *testing.T) {
 			}
 		}
 	}
+	// DISTINCT auction, price / 1000; each auction's first bid by (ts, price)
+	bands := map[tk]bool{}
+	type first struct{ ts, price int64 }
+	firsts := map[int64]first{}
+	for i := int64(0); i < g.N; i++ {
+		a, ts, p := g.Auction(i), g.TSMillis(i), g.Price(i)
+		if !bands[tk{a, p / 1000}] {
+			bands[tk{a, p / 1000}] = true
+			want.BandRows++
+			want.BandSum += p / 1000
+		}
+		if f, ok := firsts[a]; !ok || ts < f.ts || ts == f.ts && p < f.price {
+			firsts[a] = first{ts, p}
+		}
+	}
+	for _, f := range firsts {
+		want.FirstPriceSum += f.price
+	}
 	if want.TripleRows <= want.PairRows || want.PairRows <= g.N {
 		t.Fatalf("the joins' case is too sparse to check: %d rows, %d pairs, %d triples", g.N, want.PairRows, want.TripleRows)
 	}

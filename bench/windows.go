@@ -18,7 +18,7 @@ type WindowsConfig struct {
 	Partitions int      // of the bids stream (default 4)
 	Auctions   int64    // distinct auctions (default 10k)
 	Bidders    int64    // distinct bidders, the high-cardinality key (default 1M)
-	Variants   []string // tumble, tumble-keyed, tumble-cte, ijoin, ijoin3, hop, hc, hc-spill, lc (default all; hc-spill runs last)
+	Variants   []string // tumble, tumble-keyed, tumble-cte, ijoin, ijoin3, distinct, first, hop, hc, hc-spill, lc (default all; hc-spill runs last)
 	// CatchupTimeout bounds one variant's catch-up (default 5m).
 	CatchupTimeout time.Duration
 }
@@ -66,6 +66,13 @@ var windowsVariants = map[string]windowsVariant{
 		sql: "CREATE STREAM %[1]s AS SELECT a.auction, a.price, b.price AS next_price FROM %[2]s a JOIN %[2]s b ON a.auction = b.auction AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '2' SECOND"},
 	"ijoin3": {name: "ijoin3", kind: "STREAM", rel: "ij3", keys: "auction, rows for 2 s, two joins",
 		sql: "CREATE STREAM %[1]s AS SELECT a.auction, a.price, c.price AS third_price FROM %[2]s a JOIN %[2]s b ON a.auction = b.auction AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '2' SECOND JOIN %[2]s c ON c.auction = b.auction AND c.ts BETWEEN b.ts AND b.ts + INTERVAL '2' SECOND"},
+	// a stream's DISTINCT (each pair once, when first seen) and its
+	// top-N in event time (each auction's first bid, once the watermark
+	// passes it): both drop most rows
+	"distinct": {name: "distinct", kind: "STREAM", rel: "dd", keys: "auction × price band, for good",
+		sql: "CREATE STREAM %[1]s AS SELECT DISTINCT auction, price / 1000 AS band FROM %[2]s"},
+	"first": {name: "first", kind: "STREAM", rel: "fb", keys: "auction, for good; rows until the watermark passes",
+		sql: "CREATE STREAM %[1]s AS SELECT auction, price, ts FROM (SELECT auction, price, ts, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY ts, price) AS rn FROM %[2]s) t WHERE rn = 1"},
 	"hop": {name: "hop", kind: "STREAM", rel: "h", keys: "auction × 2 s pane",
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS n FROM HOP(%[2]s, ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
 	"hc": {name: "hc", kind: "MATERIALIZED VIEW", rel: "hc", keys: "bidder",
@@ -94,7 +101,7 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 	orDefault(&c.Partitions, 4)
 	orDefault(&c.Auctions, 10_000)
 	orDefault(&c.Bidders, 1_000_000)
-	orDefaults(&c.Variants, "tumble", "tumble-keyed", "tumble-cte", "ijoin", "ijoin3", "hop", "hc", "hc-spill", "lc")
+	orDefaults(&c.Variants, "tumble", "tumble-keyed", "tumble-cte", "ijoin", "ijoin3", "distinct", "first", "hop", "hc", "hc-spill", "lc")
 	// hc-spill restarts the server with small caches: it runs last.
 	slices.SortStableFunc(c.Variants, func(a, b string) int {
 		return cmp.Compare(b2i(windowsVariants[a].spill), b2i(windowsVariants[b].spill))
@@ -102,7 +109,7 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, v := range c.Variants {
 		if _, ok := windowsVariants[v]; !ok {
-			return fmt.Errorf("unknown variant %q (want tumble, tumble-keyed, tumble-cte, ijoin, ijoin3, hop, hc, hc-spill, lc)", v)
+			return fmt.Errorf("unknown variant %q (want tumble, tumble-keyed, tumble-cte, ijoin, ijoin3, distinct, first, hop, hc, hc-spill, lc)", v)
 		}
 		if windowsVariants[v].spill && o.URL != "" {
 			return fmt.Errorf("variant %s starts a server of its own: not with --url", v)
@@ -233,6 +240,12 @@ func (h *harness) measureWindowed(ctx context.Context, wv windowsVariant, in str
 	case "ijoin3":
 		q = "SELECT count(*), sum(third_price) FROM " + wv.rel + " WHERE auction >= 0"
 		exp = []int64{want.TripleRows, want.TriplePriceSum}
+	case "distinct":
+		q = "SELECT count(*), sum(band) FROM " + wv.rel + " WHERE auction >= 0"
+		exp = []int64{want.BandRows, want.BandSum}
+	case "first":
+		q = "SELECT count(*), count(DISTINCT auction), sum(price) FROM " + wv.rel + " WHERE auction >= 0"
+		exp = []int64{want.Auctions, want.Auctions, want.FirstPriceSum}
 	case "hop":
 		q = "SELECT count(*), sum(n) FROM " + wv.rel + " WHERE auction >= 0"
 		exp = []int64{want.HopRows, want.HopCountSum}

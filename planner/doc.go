@@ -38,7 +38,9 @@
 // when its first row comes (plan.Step.Once: over rows that only come, a
 // distinct row is final when first seen); over any FROM clause but one
 // stream or a window's rows, the rows are a hidden stream first
-// (distinctAsSubquery). A view over another
+// (distinctAsSubquery). A stream's top-N must be final: partitioned by an
+// event time (a window's, plan.OpFinalTopN) or ordered by one first,
+// ascending (firstInTime, plan.OpFirstN). A view over another
 // view reads that view's table as a changelog (inputOf: changelogInput),
 // starting with a changelog step that makes its upserts into signed rows;
 // only views of rows, joins and aggregates that can take a row back out

@@ -139,7 +139,7 @@ func run(args []string) error {
 		partitions = fs.Int("partitions", 4, "partitions of the bids stream")
 		auctions = fs.Int64("auctions", 10_000, "distinct auctions (the TUMBLE/HOP key and the low-cardinality view's)")
 		bidders = fs.Int64("bidders", 1_000_000, "distinct bidders (the high-cardinality view's key)")
-		variants = fs.String("variants", "tumble,tumble-keyed,hop,hc,hc-spill,lc", "tumble, tumble-keyed (over a stream keyed by auction: no repartition), tumble-cte (tumble over a WITH query), ijoin (an interval join of bids with the same auction's bids within 2 s), ijoin3 (three such inputs in one join), hop, hc (GROUP BY bidder view), hc-spill (hc on a second server with --state-cache-mb 8 --group-cache-mb 1; runs last), lc (GROUP BY auction view)")
+		variants = fs.String("variants", "tumble,tumble-keyed,hop,hc,hc-spill,lc", "tumble, tumble-keyed (over a stream keyed by auction: no repartition), tumble-cte (tumble over a WITH query), ijoin (an interval join of bids with the same auction's bids within 2 s), ijoin3 (three such inputs in one join), distinct (SELECT DISTINCT auction, price / 1000), first (each auction's first bid in event time), hop, hc (GROUP BY bidder view), hc-spill (hc on a second server with --state-cache-mb 8 --group-cache-mb 1; runs last), lc (GROUP BY auction view)")
 		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one variant's catch-up")
 	case "joins":
 		rowsOne = fs.Int64("rows", 2_000_000, "rows of the bids stream (q4)")
