@@ -424,7 +424,7 @@ func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.S
 	d.Distinct = false
 	if kind != sql.KindMaterializedView {
 		if len(sel.GroupBy) > 0 || sel.Having != nil || anyAggregate(sel.Items) {
-			return nil, pgerror.NotSupported("DISTINCT over an aggregation into a %s", kind).
+			return nil, pgerror.NotSupported("DISTINCT with GROUP BY, HAVING or aggregates into a %s", kind).
 				WithHint("Put the aggregation in a subquery: SELECT DISTINCT … FROM (SELECT … GROUP BY …) t.")
 		}
 		t, ok := singleTable(sel)
@@ -433,9 +433,12 @@ func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.S
 		}
 		var sc *scope
 		var err error
-		if ok {
+		switch {
+		case ok:
 			_, sc, err = streamInput(cat, t)
-		} else {
+		case slices.ContainsFunc(sel.Items, func(it sql.SelectItem) bool { _, star := it.Expr.(*sql.Star); return star }):
+			// a window's columns, for the stars (a SESSION's are not a
+			// bounded FROM clause: its stars are refused there)
 			_, sc, err = (&builder{cat: cat}).buildFrom(sel.From)
 		}
 		if err != nil {
@@ -467,11 +470,13 @@ func distinctAsGroups(cat Catalog, sel *sql.Select, kind sql.ObjectKind) (*sql.S
 
 // groupByEveryItem makes d (a SELECT DISTINCT with its DISTINCT taken
 // off) a GROUP BY of each of its select-list terms, its stars expanded
-// over sc.
+// over sc (nil: it has none).
 func groupByEveryItem(d *sql.Select, sc *scope) (*sql.Select, error) {
-	var err error
-	if d.Items, err = expandStars(sc, d.Items); err != nil {
-		return nil, err
+	if sc != nil {
+		var err error
+		if d.Items, err = expandStars(sc, d.Items); err != nil {
+			return nil, err
+		}
 	}
 	d.GroupBy = nil
 	for i := range d.Items {

@@ -63,6 +63,9 @@ func planStateful(cat Catalog, sel *sql.Select, kind sql.ObjectKind, emit sql.Em
 		return planTopN(cat, sel, from, kind)
 	case *sql.TableName:
 		if len(sel.GroupBy) > 0 || anyAggregate(sel.Items) {
+			if kind != sql.KindMaterializedView && emit != sql.EmitDefault && !anyAggregate(sel.Items) {
+				return nil, pgerror.New(pgerror.SyntaxError, "EMIT applies to windowed aggregations")
+			}
 			return planGrouped(cat, sel, from, kind)
 		}
 		return nil, nil
@@ -527,6 +530,17 @@ func distinctGroups(cat Catalog, sel *sql.Select, t *sql.TableName) (*statefulQu
 	}
 	q.in, q.changes, q.key = in, false, nil
 	q.step.Changes, q.step.Once = false, true
+	// a view's key columns the select list leaves out (keyOf) are no
+	// columns of a stream
+	proj := plan.Step{Op: plan.OpProject}
+	var cols []catalog.Column
+	for i, c := range q.out {
+		if !c.Hidden {
+			proj.Exprs, proj.Names = append(proj.Exprs, q.project.Exprs[i]), append(proj.Names, q.project.Names[i])
+			cols = append(cols, c)
+		}
+	}
+	q.project, q.out = proj, cols
 	return q, nil
 }
 
@@ -687,6 +701,11 @@ func firstInTime(q *statefulQuery, in *catalog.Relation, read []catalog.Column, 
 		WithHint("Order by the event time first, ascending (each key's first rows: ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) <= N), or partition by a window's start or end (a window's top-N: PARTITION BY window_start, window_end), whose rows are final once the watermark passes them; or use CREATE MATERIALIZED VIEW.")
 	if q.step.Rank != "row_number" || len(q.step.Keys) == 0 || q.step.Keys[0].Desc || q.pre == nil {
 		return refuse
+	}
+	if q.step.Keys[0].NullsFirst {
+		// a row of NULL time would be first, and could come any time
+		return pgerror.NotSupported("top-N into a %s ordered by its event time NULLS FIRST", kind).
+			WithHint("Order by the event time ascending, NULLS LAST (the default).")
 	}
 	j := q.step.Keys[0].Col
 	t := q.pre.Exprs[j]
