@@ -29,8 +29,8 @@ func TestFinalTopN(t *testing.T) {
 		keys := []plan.SortKey{{Col: 2, Desc: desc}}
 		kv := NewMemKV()
 		build := func() *FinalTopN {
-			op := &FinalTopN{PartitionBy: []expr.Eval{func(r types.Row) (types.Value, error) { return r[1], nil }},
-				TimeCol: 0, TimeType: types.Timestamp, Keys: keys, N: n, Width: 4, Ranking: rank, OnError: AbortOnError}
+			op := &FinalTopN{timedRows: timedRows{PartitionBy: []expr.Eval{func(r types.Row) (types.Value, error) { return r[1], nil }},
+				TimeCol: 0, TimeType: types.Timestamp, Keys: keys, Width: 4, OnError: AbortOnError}, N: n, Ranking: rank}
 			op.Bind(kv)
 			return op
 		}

@@ -2,13 +2,9 @@ package operators
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"slices"
 
-	"github.com/fvsql/fvsql/expr"
-	"github.com/fvsql/fvsql/pgerror"
-	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
@@ -23,65 +19,22 @@ import (
 // the partition keeps only its count, and drops every row that comes.
 // Output rows: the input row and its number.
 //
-// State: the rows waiting, under (t, partition key), in order (ties keep
-// arrival order), so that a watermark finds them in time order by
-// scanning below it; per partition, how many rows it put out; and the
-// watermark itself, so that a restarted operator still refuses late
-// rows. Every change goes to the KV as it happens.
+// State: the rows waiting (timedRows), and per partition how many rows
+// it put out. Every change goes to the KV as it happens.
 type FirstN struct {
-	PartitionBy []expr.Eval
-	TimeCol     int // input column of the event time, Keys[0]
-	Keys        []plan.SortKey
-	N           int64
-	Width       int // input row width
-	TimeType    types.Type
-	OnError     RowError
+	timedRows // Keys[0] is TimeCol, ascending
+	N         int64
 
-	kv   KV
-	wm   int64 // rows at or below it have come out; MinInt64 until loaded
-	key  []byte
 	ckey []byte
-	buf  []byte
 	out  Batch
 }
 
-// State keys: 'd' + big-endian time + partition key (rows waiting), 'n' +
-// partition key (rows put out), 'w' (the watermark).
-const (
-	firstNData  = 'd'
-	firstNCount = 'n'
-	firstNWM    = 'w'
-)
-
-// Bind implements Stateful.
-func (f *FirstN) Bind(kv KV) {
-	f.kv = kv
-	f.wm = math.MinInt64
-}
-
-// OnCheckpoint implements Stateful: everything is written as it happens.
-func (f *FirstN) OnCheckpoint() error { return nil }
+// State keys: timedRows' and 'n' + partition key (how many rows the
+// partition put out).
+const firstNCount = 'n'
 
 // Finish implements Operator: a bounded input's end passes every row.
 func (f *FirstN) Finish(emit Emit) error { return f.OnWatermark(math.MaxInt64, emit) }
-
-func (f *FirstN) load() error {
-	if f.kv == nil {
-		f.Bind(NewMemKV())
-	}
-	if f.wm != math.MinInt64 {
-		return nil
-	}
-	v, ok, err := f.kv.Get([]byte{firstNWM})
-	if err != nil || !ok {
-		return err
-	}
-	if len(v) != 8 {
-		return ErrBadState
-	}
-	f.wm = int64(binary.BigEndian.Uint64(v))
-	return nil
-}
 
 // count is how many rows the partition of key pk has put out.
 func (f *FirstN) count(pk []byte) (int64, error) {
@@ -101,34 +54,14 @@ func (f *FirstN) Process(b *Batch, emit Emit) error {
 	if err := f.load(); err != nil {
 		return err
 	}
-rows:
 	for i, row := range b.Rows {
-		t := row[f.TimeCol]
-		if t.IsNull() {
-			if err := f.OnError(b, i, pgerror.New(pgerror.NullValueNotAllowed, "a stream's top-N in event time got a row whose time is NULL: its number would never be final")); err != nil {
-				return err
-			}
+		key, ok, err := f.place(b, i, "a stream's top-N in event time got a row whose time is NULL: its number would never be final", "row time")
+		if err != nil {
+			return err
+		}
+		if !ok {
 			continue
 		}
-		if t.I <= f.wm {
-			if err := f.OnError(b, i, fmt.Errorf("%w (row time %s, watermark %s)", ErrLate,
-				types.NewTimestamp(f.TimeType, t.I).Text(), types.NewTimestamp(f.TimeType, f.wm).Text())); err != nil {
-				return err
-			}
-			continue
-		}
-		key := AppendInt64Key(append(f.key[:0], firstNData), t.I)
-		for _, p := range f.PartitionBy {
-			v, err := p(row)
-			if err != nil {
-				if err := f.OnError(b, i, err); err != nil {
-					return err
-				}
-				continue rows
-			}
-			key = types.AppendKey(key, v)
-		}
-		f.key = key
 		done, err := f.count(key[9:])
 		if err != nil {
 			return err
@@ -140,74 +73,31 @@ rows:
 		if err != nil {
 			return err
 		}
-		// after the rows that sort before it or tie with it; of the rows
-		// of one time, only the first N - done can ever come out
-		pos, _ := slices.BinarySearchFunc(waiting, row, func(r, x types.Row) int {
-			if CompareRows(f.Keys, r, x) <= 0 {
-				return -1
-			}
-			return 1
-		})
+		// of the rows of one time, only the first N - done can ever come out
+		pos := f.position(waiting, row)
 		if int64(pos) >= f.N-done {
 			continue
 		}
 		waiting = slices.Insert(waiting, pos, row[:f.Width:f.Width])
-		waiting = waiting[:min(int64(len(waiting)), f.N-done)]
-		buf := f.buf[:0]
-		for _, r := range waiting {
-			buf = types.AppendValues(buf, r)
-		}
-		f.buf = buf
-		if err := f.kv.Set(key, buf); err != nil {
+		if err := f.store(key, waiting[:min(int64(len(waiting)), f.N-done)]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// rows decodes the rows waiting under key.
-func (f *FirstN) rows(key []byte) ([]types.Row, error) {
-	v, ok, err := f.kv.Get(key)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return f.decode(v)
-}
-
-func (f *FirstN) decode(v []byte) ([]types.Row, error) {
-	var rows []types.Row
-	for len(v) > 0 {
-		var row types.Row
-		var err error
-		if row, v, err = types.DecodeValues(v, f.Width); err != nil {
-			return nil, err
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
 // OnWatermark implements Stateful: the rows at or below wm come out, in
 // time order, each partition's numbered on from its count, up to N.
 func (f *FirstN) OnWatermark(wm int64, emit Emit) error {
-	if err := f.load(); err != nil {
+	hi, moved, err := f.advance(wm)
+	if err != nil || !moved {
 		return err
 	}
-	if wm <= f.wm {
-		return nil
-	}
-	f.wm = wm
-	var hi []byte
-	if wm < math.MaxInt64 {
-		hi = AppendInt64Key([]byte{firstNData}, wm+1)
-	} else {
-		hi = []byte{firstNData + 1}
-	}
 	f.out.Reset()
-	type done struct{ key, rows []byte }
-	var waiting []done
-	err := f.kv.Scan([]byte{firstNData}, hi, func(key, value []byte) error {
-		waiting = append(waiting, done{append([]byte(nil), key...), append([]byte(nil), value...)})
+	type waiting struct{ key, rows []byte }
+	var ready []waiting
+	err = f.kv.Scan([]byte{timedData}, hi, func(key, value []byte) error {
+		ready = append(ready, waiting{append([]byte(nil), key...), append([]byte(nil), value...)})
 		return nil
 	})
 	if err != nil {
@@ -216,15 +106,15 @@ func (f *FirstN) OnWatermark(wm int64, emit Emit) error {
 	// counts of the partitions this watermark moves, as they grow (a
 	// partition may have rows waiting under several times)
 	counts := map[string]int64{}
-	for _, d := range waiting {
-		pk := d.key[9:]
+	for _, w := range ready {
+		pk := w.key[9:]
 		n, ok := counts[string(pk)]
 		if !ok {
 			if n, err = f.count(pk); err != nil {
 				return err
 			}
 		}
-		rows, err := f.decode(d.rows)
+		rows, err := f.decode(w.rows)
 		if err != nil {
 			return err
 		}
@@ -237,7 +127,7 @@ func (f *FirstN) OnWatermark(wm int64, emit Emit) error {
 			f.out.Rows = append(f.out.Rows, append(append(out, r...), types.NewInt8(n)))
 		}
 		counts[string(pk)] = n
-		if err := f.kv.Delete(d.key); err != nil {
+		if err := f.kv.Delete(w.key); err != nil {
 			return err
 		}
 	}
@@ -246,10 +136,8 @@ func (f *FirstN) OnWatermark(wm int64, emit Emit) error {
 			return err
 		}
 	}
-	if wm < math.MaxInt64 {
-		if err := f.kv.Set([]byte{firstNWM}, binary.BigEndian.AppendUint64(nil, uint64(wm))); err != nil {
-			return err
-		}
+	if err := f.saveWatermark(); err != nil {
+		return err
 	}
 	if len(f.out.Rows) == 0 {
 		return nil

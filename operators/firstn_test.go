@@ -36,8 +36,8 @@ func TestFirstN(t *testing.T) {
 			return nil
 		}
 		build := func() *FirstN {
-			op := &FirstN{PartitionBy: []expr.Eval{func(r types.Row) (types.Value, error) { return r[0], nil }},
-				TimeCol: 1, TimeType: types.Timestamp, Keys: keys, N: n, Width: 4, OnError: onErr}
+			op := &FirstN{timedRows: timedRows{PartitionBy: []expr.Eval{func(r types.Row) (types.Value, error) { return r[0], nil }},
+				TimeCol: 1, TimeType: types.Timestamp, Keys: keys, Width: 4, OnError: onErr}, N: n}
 			op.Bind(kv)
 			return op
 		}

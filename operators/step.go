@@ -210,7 +210,7 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		if len(s.Keys) == 0 || s.Keys[0].Col != s.TimeCol || s.Keys[0].Desc || s.Rank != "row_number" || s.N < 1 {
 			return nil, pgerror.New(pgerror.Internal, "operators: firstN not ordered by its time column ascending, not ROW_NUMBER, or N < 1")
 		}
-		return &FirstN{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, N: s.N, Width: s.Width, OnError: onErr}, nil
+		return &FirstN{timedRows: timedRows{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, Width: s.Width, OnError: onErr}, N: s.N}, nil
 	case plan.OpTopN, plan.OpFinalTopN:
 		parts, err := CompileAll(s.PartitionBy, env)
 		if err != nil {
@@ -221,7 +221,7 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 			return nil, err
 		}
 		if s.Op == plan.OpFinalTopN {
-			return &FinalTopN{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, N: s.N, Width: s.Width, Ranking: rank, OnError: onErr}, nil
+			return &FinalTopN{timedRows: timedRows{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, Width: s.Width, OnError: onErr}, N: s.N, Ranking: rank}, nil
 		}
 		if s.Sign != 0 && s.Sign != s.Width {
 			return nil, pgerror.New(pgerror.Internal, "operators: top-N sign in column %d of rows of %d", s.Sign, s.Width)

@@ -530,17 +530,7 @@ func distinctGroups(cat Catalog, sel *sql.Select, t *sql.TableName) (*statefulQu
 	}
 	q.in, q.changes, q.key = in, false, nil
 	q.step.Changes, q.step.Once = false, true
-	// a view's key columns the select list leaves out (keyOf) are no
-	// columns of a stream
-	proj := plan.Step{Op: plan.OpProject}
-	var cols []catalog.Column
-	for i, c := range q.out {
-		if !c.Hidden {
-			proj.Exprs, proj.Names = append(proj.Exprs, q.project.Exprs[i]), append(proj.Names, q.project.Names[i])
-			cols = append(cols, c)
-		}
-	}
-	q.project, q.out = proj, cols
+	q.visibleOnly()
 	return q, nil
 }
 
@@ -672,7 +662,15 @@ func planFinalTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, inner *
 	} else if err := firstInTime(q, in, read, hidden, kind); err != nil {
 		return nil, err
 	}
-	q.changes, q.key = false, nil
+	q.changes, q.key, q.in = false, nil, in
+	q.visibleOnly()
+	return q, nil
+}
+
+// visibleOnly leaves out of a stream's output the hidden columns a view
+// would keep as its key (group columns or a top-N's position the select
+// list leaves out): they are no columns of a stream.
+func (q *statefulQuery) visibleOnly() {
 	proj := plan.Step{Op: plan.OpProject}
 	var cols []catalog.Column
 	for i, c := range q.out {
@@ -681,8 +679,7 @@ func planFinalTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, inner *
 			cols = append(cols, c)
 		}
 	}
-	q.project, q.out, q.in = proj, cols, in
-	return q, nil
+	q.project, q.out = proj, cols
 }
 
 // firstInTime plans a stream's top-N without an event time in its
