@@ -79,7 +79,7 @@ func TestFinalTopN(t *testing.T) {
 		if err := op.Finish(emit); err != nil {
 			t.Fatal(err)
 		}
-		// the reference: each partition's rows sorted stably, numbered
+		// the reference: each partition's rows sorted stably, numbered (rankRows)
 		parts := map[[2]int64][]types.Row{}
 		for _, r := range all {
 			k := [2]int64{r[0].I, r[1].I}
@@ -87,22 +87,8 @@ func TestFinalTopN(t *testing.T) {
 		}
 		var want []string
 		for k, rows := range parts {
-			slices.SortStableFunc(rows, func(a, b types.Row) int { return CompareRows(keys, a, b) })
-			num := int64(0)
-			for i, r := range rows {
-				switch {
-				case rank == RowNumber || i == 0:
-					num = int64(i) + 1
-				case CompareRows(keys, r, rows[i-1]) == 0:
-				case rank == Rank:
-					num = int64(i) + 1
-				default:
-					num++
-				}
-				if num > n {
-					break
-				}
-				want = append(want, fmt.Sprint(k[0], k[1], r[3].I, num))
+			for i, num := range rankRows(rank, keys, n, rows) {
+				want = append(want, fmt.Sprint(k[0], k[1], rows[i][3].I, num))
 			}
 		}
 		slices.Sort(got)
@@ -111,4 +97,28 @@ func TestFinalTopN(t *testing.T) {
 			t.Fatalf("case %d (ranking %d, N %d, desc %v):\ngot  %s\nwant %s", c, rank, n, desc, strings.Join(got, "; "), strings.Join(want, "; "))
 		}
 	}
+}
+
+// rankRows sorts rows stably by keys and numbers them as ranking does,
+// the numbers at most n: the reference of the stream top-Ns' tests.
+func rankRows(ranking Ranking, keys []plan.SortKey, n int64, rows []types.Row) []int64 {
+	slices.SortStableFunc(rows, func(a, b types.Row) int { return CompareRows(keys, a, b) })
+	var nums []int64
+	num := int64(0)
+	for i, r := range rows {
+		switch {
+		case ranking == RowNumber || i == 0:
+			num = int64(i) + 1
+		case CompareRows(keys, r, rows[i-1]) == 0:
+		case ranking == Rank:
+			num = int64(i) + 1
+		default:
+			num++
+		}
+		if num > n {
+			break
+		}
+		nums = append(nums, num)
+	}
+	return nums
 }

@@ -8,45 +8,88 @@ import (
 	"github.com/fvsql/fvsql/types"
 )
 
-// FirstN is a stream's top-N in event time: ROW_NUMBER() OVER (PARTITION
-// BY … ORDER BY t, …) <= N whose order starts with an event-time column
-// t, ascending. With N = 1 it is Flink's deduplication that keeps each
-// key's first row. A row's number is final once the watermark passes its
-// t: no row of an earlier time can come after that (one at or behind the
-// watermark is late, ErrLate). So rows wait until the watermark passes
-// them; then each partition's waiting rows come out in order, numbered on
-// from the rows it put out before, until it has put out N. From then on
-// the partition keeps only its count, and drops every row that comes.
-// Output rows: the input row and its number.
+// FirstN is a stream's top-N in event time: ROW_NUMBER(), RANK() or
+// DENSE_RANK() OVER (PARTITION BY … ORDER BY t, …) <= N whose order
+// starts with an event-time column t, ascending. With ROW_NUMBER and N =
+// 1 it is Flink's deduplication that keeps each key's first row. A row's
+// number is final once the watermark passes its t: no row of an earlier
+// time can come after that (one at or behind the watermark is late,
+// ErrLate), and its ties share its t, so they are all there too. So rows
+// wait until the watermark passes them; then each partition's waiting
+// rows come out in order, numbered on from the rows it put out before,
+// while their numbers are at most N. From then on the partition keeps
+// only its counts, and drops every row that comes. Output rows: the input
+// row, its number, and its position (as FinalTopN's).
 //
 // State: the rows waiting (timedRows), and per partition how many rows
-// it put out. Every change goes to the KV as it happens.
+// and how many distinct ranks (DENSE_RANK's) it put out. Every change
+// goes to the KV as it happens.
 type FirstN struct {
 	timedRows // Keys[0] is TimeCol, ascending
 	N         int64
+	Ranking   Ranking
 
 	ckey []byte
 	out  Batch
 }
 
-// State keys: timedRows' and 'n' + partition key (how many rows the
-// partition put out).
+// State keys: timedRows' and 'n' + partition key (how many rows, then
+// how many distinct ranks, the partition put out).
 const firstNCount = 'n'
+
+// firstCounts is what a partition put out: rows, and distinct ranks.
+type firstCounts struct{ rows, ranks int64 }
 
 // Finish implements Operator: a bounded input's end passes every row.
 func (f *FirstN) Finish(emit Emit) error { return f.OnWatermark(math.MaxInt64, emit) }
 
-// count is how many rows the partition of key pk has put out.
-func (f *FirstN) count(pk []byte) (int64, error) {
+// counts is what the partition of key pk has put out.
+func (f *FirstN) counts(pk []byte) (firstCounts, error) {
 	f.ckey = append(append(f.ckey[:0], firstNCount), pk...)
 	v, ok, err := f.kv.Get(f.ckey)
 	if err != nil || !ok {
-		return 0, err
+		return firstCounts{}, err
 	}
-	if len(v) != 8 {
-		return 0, ErrBadState
+	if len(v) != 16 {
+		return firstCounts{}, ErrBadState
 	}
-	return int64(binary.BigEndian.Uint64(v)), nil
+	return firstCounts{int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))}, nil
+}
+
+// full says whether a partition that put out c can put out no more: the
+// next number would be above N.
+func (f *FirstN) full(c firstCounts) bool {
+	if f.Ranking == DenseRank {
+		return c.ranks >= f.N
+	}
+	return c.rows >= f.N
+}
+
+// numbers gives each of rows (in order, the rows of one time) its number,
+// after the partition put out c, and returns how many of them are
+// numbered at most N (n) and how many distinct ranks those hold.
+func (f *FirstN) numbers(rows []types.Row, c firstCounts) (nums []int64, n int, ranks int64) {
+	nums = make([]int64, len(rows))
+	for i := range rows {
+		tie := i > 0 && CompareRows(f.Keys, rows[i], rows[i-1]) == 0
+		switch {
+		case f.Ranking == RowNumber:
+			nums[i] = c.rows + int64(i) + 1
+		case tie:
+			nums[i] = nums[i-1]
+		case f.Ranking == Rank:
+			nums[i] = c.rows + int64(i) + 1
+		default:
+			nums[i] = c.ranks + ranks + 1
+		}
+		if nums[i] > f.N {
+			return nums, i, ranks
+		}
+		if !tie {
+			ranks++
+		}
+	}
+	return nums, len(rows), ranks
 }
 
 // Process implements Operator.
@@ -62,24 +105,22 @@ func (f *FirstN) Process(b *Batch, emit Emit) error {
 		if !ok {
 			continue
 		}
-		done, err := f.count(key[9:])
+		c, err := f.counts(key[9:])
 		if err != nil {
 			return err
 		}
-		if done >= f.N {
+		if f.full(c) {
 			continue // the partition's rows are all out
 		}
 		waiting, err := f.rows(key)
 		if err != nil {
 			return err
 		}
-		// of the rows of one time, only the first N - done can ever come out
-		pos := f.position(waiting, row)
-		if int64(pos) >= f.N-done {
-			continue
-		}
-		waiting = slices.Insert(waiting, pos, row[:f.Width:f.Width])
-		if err := f.store(key, waiting[:min(int64(len(waiting)), f.N-done)]); err != nil {
+		// of the rows of one time, only those numbered at most N can
+		// ever come out
+		waiting = slices.Insert(waiting, f.position(waiting, row), row[:f.Width:f.Width])
+		_, n, _ := f.numbers(waiting, c)
+		if err := f.store(key, waiting[:n]); err != nil {
 			return err
 		}
 	}
@@ -87,7 +128,7 @@ func (f *FirstN) Process(b *Batch, emit Emit) error {
 }
 
 // OnWatermark implements Stateful: the rows at or below wm come out, in
-// time order, each partition's numbered on from its count, up to N.
+// time order, each partition's numbered on from its counts, up to N.
 func (f *FirstN) OnWatermark(wm int64, emit Emit) error {
 	hi, moved, err := f.advance(wm)
 	if err != nil || !moved {
@@ -103,14 +144,14 @@ func (f *FirstN) OnWatermark(wm int64, emit Emit) error {
 	if err != nil {
 		return err
 	}
-	// counts of the partitions this watermark moves, as they grow (a
+	// the counts of the partitions this watermark moves, as they grow (a
 	// partition may have rows waiting under several times)
-	counts := map[string]int64{}
+	moves := map[string]firstCounts{}
 	for _, w := range ready {
 		pk := w.key[9:]
-		n, ok := counts[string(pk)]
+		c, ok := moves[string(pk)]
 		if !ok {
-			if n, err = f.count(pk); err != nil {
+			if c, err = f.counts(pk); err != nil {
 				return err
 			}
 		}
@@ -118,21 +159,21 @@ func (f *FirstN) OnWatermark(wm int64, emit Emit) error {
 		if err != nil {
 			return err
 		}
-		for _, r := range rows {
-			if n >= f.N {
-				break
-			}
-			n++
-			out := make(types.Row, 0, f.Width+1)
-			f.out.Rows = append(f.out.Rows, append(append(out, r...), types.NewInt8(n)))
+		nums, n, ranks := f.numbers(rows, c)
+		for i, r := range rows[:n] {
+			out := make(types.Row, 0, f.Width+2)
+			out = append(append(out, r...), types.NewInt8(nums[i]), types.NewInt8(c.rows+int64(i)+1))
+			f.out.Rows = append(f.out.Rows, out)
 		}
-		counts[string(pk)] = n
+		c.rows, c.ranks = c.rows+int64(n), c.ranks+ranks
+		moves[string(pk)] = c
 		if err := f.kv.Delete(w.key); err != nil {
 			return err
 		}
 	}
-	for pk, n := range counts {
-		if err := f.kv.Set(append([]byte{firstNCount}, pk...), binary.BigEndian.AppendUint64(nil, uint64(n))); err != nil {
+	for pk, c := range moves {
+		v := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(c.rows)), uint64(c.ranks))
+		if err := f.kv.Set(append([]byte{firstNCount}, pk...), v); err != nil {
 			return err
 		}
 	}

@@ -16,16 +16,17 @@ import (
 // TestFirstN: random rows (partition key, time, order value with ties)
 // in random batches, some behind the watermark, with watermarks between
 // them, and the operator rebuilt on its KV now and then (a restart):
-// every row not late comes out once, numbered as ROW_NUMBER() OVER
-// (PARTITION BY p ORDER BY t, v) numbers the partition's rows that are
-// not late, if that number is at most N. A partition's rows pass over
-// several watermarks, so its numbering goes on from the rows it put out
-// before.
+// every row not late comes out once, numbered as ROW_NUMBER(), RANK()
+// or DENSE_RANK() OVER (PARTITION BY p ORDER BY t, v) number the
+// partition's rows that are not late, if that number is at most N. A
+// partition's rows pass over several watermarks, so its numbering goes
+// on from the rows it put out before.
 func TestFirstN(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	keys := []plan.SortKey{{Col: 1}, {Col: 2}}
 	for c := 0; c < 400; c++ {
 		n := 1 + rng.Int64N(4)
+		rank := Ranking(rng.IntN(3))
 		kv := NewMemKV()
 		late := 0
 		onErr := func(_ *Batch, _ int, err error) error {
@@ -37,7 +38,7 @@ func TestFirstN(t *testing.T) {
 		}
 		build := func() *FirstN {
 			op := &FirstN{timedRows: timedRows{PartitionBy: []expr.Eval{func(r types.Row) (types.Value, error) { return r[0], nil }},
-				TimeCol: 1, TimeType: types.Timestamp, Keys: keys, Width: 4, OnError: onErr}, N: n}
+				TimeCol: 1, TimeType: types.Timestamp, Keys: keys, Width: 4, OnError: onErr}, N: n, Ranking: rank}
 			op.Bind(kv)
 			return op
 		}
@@ -93,15 +94,14 @@ func TestFirstN(t *testing.T) {
 		}
 		var want []string
 		for p, rows := range parts {
-			slices.SortStableFunc(rows, func(a, b types.Row) int { return CompareRows(keys, a, b) })
-			for i, r := range rows[:min(int64(len(rows)), n)] {
-				want = append(want, fmt.Sprint(p, r[1].I, r[2].I, i+1))
+			for i, num := range rankRows(rank, keys, n, rows) {
+				want = append(want, fmt.Sprint(p, rows[i][1].I, rows[i][2].I, num))
 			}
 		}
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
-			t.Fatalf("case %d (N %d):\ngot  %s\nwant %s", c, n, strings.Join(got, "; "), strings.Join(want, "; "))
+			t.Fatalf("case %d (ranking %d, N %d):\ngot  %s\nwant %s", c, rank, n, strings.Join(got, "; "), strings.Join(want, "; "))
 		}
 	}
 }

@@ -207,10 +207,14 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		if err != nil {
 			return nil, err
 		}
-		if len(s.Keys) == 0 || s.Keys[0].Col != s.TimeCol || s.Keys[0].Desc || s.Rank != "row_number" || s.N < 1 {
-			return nil, pgerror.New(pgerror.Internal, "operators: firstN not ordered by its time column ascending, not ROW_NUMBER, or N < 1")
+		rank, err := rankingOf(s.Rank)
+		if err != nil {
+			return nil, err
 		}
-		return &FirstN{timedRows: timedRows{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, Width: s.Width, OnError: onErr}, N: s.N}, nil
+		if len(s.Keys) == 0 || s.Keys[0].Col != s.TimeCol || s.Keys[0].Desc || s.N < 1 {
+			return nil, pgerror.New(pgerror.Internal, "operators: firstN not ordered by its time column ascending, or N < 1")
+		}
+		return &FirstN{timedRows: timedRows{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, Width: s.Width, OnError: onErr}, N: s.N, Ranking: rank}, nil
 	case plan.OpTopN, plan.OpFinalTopN:
 		parts, err := CompileAll(s.PartitionBy, env)
 		if err != nil {

@@ -108,10 +108,10 @@ const (
 	// time (TimeCol): each partition's rows, once, when the watermark
 	// passes it (a window's top-N)
 	OpFinalTopN = "finalTopN"
-	// OpFirstN is a stream's ROW_NUMBER() top-N whose ORDER BY starts
-	// with an event time (TimeCol), ascending: each row once, when the
-	// watermark passes it, up to N per partition (keeping each key's
-	// first row, for N = 1)
+	// OpFirstN is a stream's top-N (Rank) whose ORDER BY starts with an
+	// event time (TimeCol), ascending: each row once, when the watermark
+	// passes it, numbered at most N per partition (ROW_NUMBER and N = 1:
+	// each key's first row)
 	OpFirstN       = "firstN"
 	OpSession      = "sessionAggregate"
 	OpIntervalJoin = "intervalJoin"

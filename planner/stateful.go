@@ -684,10 +684,11 @@ func (q *statefulQuery) visibleOnly() {
 
 // firstInTime plans a stream's top-N without an event time in its
 // PARTITION BY as a top-N in event time (plan.OpFirstN), if it is one: a
-// ROW_NUMBER() whose ORDER BY starts with the input's event time,
-// ascending (its WATERMARK column; of a subquery's hidden stream, a time
+// ROW_NUMBER(), RANK() or DENSE_RANK() whose ORDER BY starts with the
+// input's event time, ascending (its WATERMARK column; of a subquery's hidden stream, a time
 // whose lag upstreamWatermarks derives or refuses). A row's number is
-// final once the watermark passes it, so each row comes out once, then.
+// final once the watermark passes it (its ties share its time), so each
+// row comes out once, then.
 //
 //	SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY ts) AS rn FROM orders) t WHERE rn = 1
 //	→ each id's first row, when the watermark passes its ts (deduplication)
@@ -696,7 +697,7 @@ func (q *statefulQuery) visibleOnly() {
 func firstInTime(q *statefulQuery, in *catalog.Relation, read []catalog.Column, hidden bool, kind sql.ObjectKind) error {
 	refuse := pgerror.NotSupported("top-N into a %s without an event time in its PARTITION BY or first in its ORDER BY (its rows would change)", kind).
 		WithHint("Order by the event time first, ascending (each key's first rows: ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) <= N), or partition by a window's start or end (a window's top-N: PARTITION BY window_start, window_end), whose rows are final once the watermark passes them; or use CREATE MATERIALIZED VIEW.")
-	if q.step.Rank != "row_number" || len(q.step.Keys) == 0 || q.step.Keys[0].Desc || q.pre == nil {
+	if len(q.step.Keys) == 0 || q.step.Keys[0].Desc || q.pre == nil {
 		return refuse
 	}
 	if q.step.Keys[0].NullsFirst {

@@ -243,8 +243,11 @@ func genWindowCase(rng *rand.Rand) windowCase {
 	// each (k, v)'s first rows in event time, as a top-N in event time
 	// puts them out
 	first := func(src, cols string) string {
-		bound := pick("rn = 1", "rn <= 2", "rn BETWEEN 2 AND 3")
-		return fmt.Sprintf("SELECT %s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k, v ORDER BY ts) AS rn FROM %s) t WHERE %s", cols, src, bound)
+		rank, bound := pick("ROW_NUMBER", "RANK", "DENSE_RANK"), pick("rn = 1", "rn <= 2")
+		if rank == "ROW_NUMBER" && rng.Intn(2) == 0 {
+			bound = "rn BETWEEN 2 AND 3"
+		}
+		return fmt.Sprintf("SELECT %s FROM (SELECT *, %s() OVER (PARTITION BY k, v ORDER BY ts) AS rn FROM %s) t WHERE %s", cols, rank, src, bound)
 	}
 	switch rng.Intn(16) {
 	case 14: // a stream's top-N in event time: each key's first rows (deduplication)
