@@ -115,8 +115,17 @@ func TestUserFunctions(t *testing.T) {
 		// CREATE OR REPLACE: f becomes x * 10 between two epochs.
 		exec(t, ca, "CREATE OR REPLACE FUNCTION f(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS decode('"+base64.StdEncoding.EncodeToString(wasmgen.Scale(10))+"', 'base64')")
 		check(ca, "SELECT f(3)", "30")
-		if show := showFunctions(t, cb); !strings.Contains(show, "f|x bigint|bigint|wasm|(bytes)|") || !strings.HasSuffix(strings.Split(show, "\n")[1], "|2") {
-			t.Errorf("SHOW FUNCTIONS on the second process after the replacement:\n%s", show)
+		// the second process learns of the replacement from the catalog
+		// topic it tails: within seconds, not at once
+		replaced := func(show string) bool {
+			return strings.Contains(show, "f|x bigint|bigint|wasm|(bytes)|") && strings.HasSuffix(strings.Split(show, "\n")[1], "|2")
+		}
+		show := showFunctions(t, cb)
+		for deadline := time.Now().Add(15 * time.Second); !replaced(show) && time.Now().Before(deadline); show = showFunctions(t, cb) {
+			time.Sleep(pollInterval)
+		}
+		if !replaced(show) {
+			t.Errorf("SHOW FUNCTIONS on the second process 15 s after the replacement:\n%s", show)
 		}
 		insert(30, 60)
 		time.Sleep(time.Second) // several epochs: every worker has moved to the new version
