@@ -202,7 +202,7 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr, Budget: res.budget()}, nil
 	case plan.OpChangelog:
 		return &Changelog{Width: s.Width, KeyCol: s.KeyCol}, nil
-	case plan.OpFirstN:
+	case plan.OpTopN, plan.OpFinalTopN, plan.OpFirstN:
 		parts, err := CompileAll(s.PartitionBy, env)
 		if err != nil {
 			return nil, err
@@ -211,21 +211,15 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		if err != nil {
 			return nil, err
 		}
-		if len(s.Keys) == 0 || s.Keys[0].Col != s.TimeCol || s.Keys[0].Desc || s.N < 1 {
-			return nil, pgerror.New(pgerror.Internal, "operators: firstN not ordered by its time column ascending, or N < 1")
-		}
-		return &FirstN{timedRows: timedRows{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, Width: s.Width, OnError: onErr}, N: s.N, Ranking: rank}, nil
-	case plan.OpTopN, plan.OpFinalTopN:
-		parts, err := CompileAll(s.PartitionBy, env)
-		if err != nil {
-			return nil, err
-		}
-		rank, err := rankingOf(s.Rank)
-		if err != nil {
-			return nil, err
-		}
-		if s.Op == plan.OpFinalTopN {
-			return &FinalTopN{timedRows: timedRows{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, Width: s.Width, OnError: onErr}, N: s.N, Ranking: rank}, nil
+		timed := timedRows{PartitionBy: parts, TimeCol: s.TimeCol, TimeType: s.TimeType, Keys: s.Keys, Width: s.Width, OnError: onErr}
+		switch s.Op {
+		case plan.OpFinalTopN:
+			return &FinalTopN{timedRows: timed, N: s.N, Ranking: rank}, nil
+		case plan.OpFirstN:
+			if len(s.Keys) == 0 || s.Keys[0].Col != s.TimeCol || s.Keys[0].Desc || s.N < 1 {
+				return nil, pgerror.New(pgerror.Internal, "operators: firstN not ordered by its time column ascending, or N < 1")
+			}
+			return &FirstN{timedRows: timed, N: s.N, Ranking: rank}, nil
 		}
 		if s.Sign != 0 && s.Sign != s.Width {
 			return nil, pgerror.New(pgerror.Internal, "operators: top-N sign in column %d of rows of %d", s.Sign, s.Width)
