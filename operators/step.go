@@ -250,6 +250,11 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 			return nil, pgerror.New(pgerror.Internal, "operators: overWindow sign in column %d of rows of %d", s.Sign, s.Width)
 		}
 		return NewOverWindow(s.Over, s.Width, s.Sign, env, onErr)
+	case plan.OpOverTime:
+		if s.Over == nil {
+			return nil, pgerror.New(pgerror.Internal, "operators: overTime without a spec")
+		}
+		return NewOverTime(s.Over, s.Width, s.TimeCol, s.TimeType, env, onErr)
 	case plan.OpWindow:
 		if s.Over == nil {
 			return nil, pgerror.New(pgerror.Internal, "operators: window without a spec")

@@ -126,6 +126,11 @@ const (
 	// clause (Over) over rows of Width columns (signed by Sign when it is
 	// not 0), emitting signed rows: the row, its values, the sign.
 	OpOverWindow = "overWindow"
+	// OpOverTime is a stream's window functions of one OVER clause (Over)
+	// whose ORDER BY starts with an event time (TimeCol), ascending, over
+	// rows of Width columns: each row once, when the watermark passes its
+	// time, with its values appended
+	OpOverTime = "overTime"
 )
 
 // AggSpec is one aggregate call of an aggregate step.
@@ -339,9 +344,12 @@ func (s *Step) String() string {
 		if s.Op == OpFinalTopN || s.Op == OpFirstN {
 			fmt.Fprintf(&sb, " when the watermark passes #%d", s.TimeCol)
 		}
-	case OpWindow, OpOverWindow:
+	case OpWindow, OpOverWindow, OpOverTime:
 		if s.Over != nil {
 			sb.WriteString(s.Over.String())
+		}
+		if s.Op == OpOverTime {
+			fmt.Fprintf(&sb, " when the watermark passes #%d", s.TimeCol)
 		}
 		if s.Sign != 0 {
 			fmt.Fprintf(&sb, " signed by #%d", s.Sign)

@@ -364,6 +364,9 @@ func planStateless(cat Catalog, ca *sql.CreateAs, sel *sql.Select, src *sql.Tabl
 		return nil, err
 	}
 	what := "continuous queries"
+	if ca.Kind == sql.KindStream && hasWindowCall(sel) {
+		return planWindowStream(cat, ca, sel, in)
+	}
 	if ca.Kind == sql.KindMaterializedView {
 		what = "a materialized view"
 		if hasWindowCall(sel) {

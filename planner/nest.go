@@ -647,10 +647,11 @@ func stageLag(t *plan.Topology, inputs []*catalog.Relation, w *plan.Stage, col i
 				return 0, false
 			}
 			col = st.GroupBy[col].Col
-		case plan.OpFinalTopN, plan.OpFirstN:
+		case plan.OpFinalTopN, plan.OpFirstN, plan.OpOverTime:
 			// output rows: the input row, its number (and position); a
 			// partition's rows come out once the watermark passes its time
-			// (firstN: a row, once the watermark passes its time)
+			// (firstN: a row, once the watermark passes its time; overTime:
+			// the input row and its values, likewise)
 			if col == st.TimeCol {
 				return lag, true
 			}

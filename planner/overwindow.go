@@ -140,6 +140,113 @@ func planWindowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.
 	return c, bridgeInputs(c, ca.Name)
 }
 
+// planWindowStream plans a stream whose select list calls window
+// functions of one OVER clause over one stream, in event time
+// (plan.OpOverTime): the clause's ORDER BY starts with the stream's event
+// time, ascending, and its frames end at the current row or before it,
+// so that a row's values are final once the watermark passes its time
+// (operators.CheckOverTime says which functions and frames). The rows
+// are re-keyed by their PARTITION BY values, as in planWindowView; each
+// comes out once, with its values.
+//
+//	SELECT id, sum(amount) OVER (PARTITION BY cust ORDER BY ts ROWS BETWEEN 9 PRECEDING AND CURRENT ROW) FROM orders
+//	→ s0: orders → project the read columns, cust AS _g0 → repartition by _g0
+//	  s1: overTime sum(amount) over (…) when the watermark passes #ts → project id, sum
+func planWindowStream(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.Relation) (*Continuous, error) {
+	b := &builder{cat: cat}
+	node, sc, err := b.buildSelect(sel)
+	if err != nil {
+		return nil, err
+	}
+	chain, ok := node.(*plan.Chain)
+	if !ok || len(chain.Subqueries) > 0 {
+		return nil, pgerror.NotSupported("window functions with a subquery in a stream")
+	}
+	if _, ok := chain.Input.(*plan.Source); !ok {
+		return nil, pgerror.NotSupported("window functions over this FROM clause in a stream").
+			WithHint("Compute them over one stream: put the rest in a subquery, FROM (SELECT …) t.")
+	}
+	var filters []*expr.Expr
+	var window, project *plan.Step
+	for i := range chain.Steps {
+		st := &chain.Steps[i]
+		switch {
+		case st.Op == plan.OpFilter && window == nil:
+			filters = append(filters, st.Pred)
+		case st.Op == plan.OpWindow && window == nil:
+			window = st
+		case st.Op == plan.OpWindow:
+			return nil, pgerror.NotSupported("window functions of several OVER clauses in one stream").
+				WithHint("Give them the same OVER clause, or compute one in a subquery and the other over its rows.")
+		case st.Op == plan.OpProject && window != nil && i == len(chain.Steps)-1:
+			project = st
+		default:
+			return nil, pgerror.NotSupported("step %s with window functions in a stream", st.Op)
+		}
+	}
+	if window == nil || project == nil {
+		return nil, pgerror.NotSupported("this window query in a stream")
+	}
+	over := *window.Over
+	if err := operators.CheckOverTime(&over, nil); err != nil {
+		return nil, err
+	}
+	// the event time: the first ORDER BY term, a timestamp column; of a
+	// stream with a WATERMARK, its column (another timestamp's rows come
+	// in no order the watermark tells); of a subquery's hidden stream, a
+	// time whose lag upstreamWatermarks derives (or refuses)
+	read := in.ReadColumns()
+	nread := len(read)
+	t := over.OrderBy[over.Order[0].Col]
+	if t.Kind != expr.KCol || t.Col >= nread || t.Type != types.Timestamp && t.Type != types.TimestampTZ {
+		return nil, pgerror.NotSupported("window functions into a stream ordered first by %s, not an event time column", t).
+			WithHint("Order by the event time first, ascending: a row's values are final once the watermark passes its time. Or use CREATE MATERIALIZED VIEW.")
+	}
+	hidden := false
+	if o, ok := cat.(*overlay); ok {
+		_, hidden = o.views[in.Name]
+	}
+	if in.Watermark != nil && !hidden && read[t.Col].Name != in.Watermark.Column {
+		return nil, pgerror.NotSupported("window functions into a stream ordered by %q, not the event time of %q (its WATERMARK is on %q)", read[t.Col].Name, in.Name, in.Watermark.Column).
+			WithHint("Order by %s first; or use CREATE MATERIALIZED VIEW.", in.Watermark.Column)
+	}
+	q := &statefulQuery{in: in, carry: true, watermark: watermarkFor(in, t.Col)}
+	if len(filters) > 0 {
+		if q.filter, err = expr.And(filters...); err != nil {
+			return nil, err
+		}
+	}
+	// re-keyed by the PARTITION BY values, computed after the read
+	// columns; the function values follow the operator's rows
+	for i, e := range over.PartitionBy {
+		q.computed = append(q.computed, e)
+		q.partition = append(q.partition, nread+i)
+	}
+	width := nread + len(q.computed)
+	q.step = plan.Step{Op: plan.OpOverTime, Over: &over, Width: width, TimeCol: t.Col, TimeType: t.Type}
+	by := make([]*expr.Expr, nread+len(over.Funcs))
+	for c, col := range read {
+		by[c] = expr.Col(c, col.Type, col.Name)
+	}
+	for j := range over.Funcs {
+		typ, err := operators.WindowResult(&over.Funcs[j])
+		if err != nil {
+			return nil, err
+		}
+		by[nread+j] = expr.Col(width+j, typ, over.Funcs[j].Name)
+	}
+	proj := plan.Step{Op: plan.OpProject, Names: append([]string(nil), project.Names...)}
+	for _, e := range project.Exprs {
+		proj.Exprs = append(proj.Exprs, e.Substitute(by))
+	}
+	q.project, q.out = proj, columnsOf(sc)
+	c, err := planStatefulTopology(ca, q)
+	if err != nil {
+		return nil, err
+	}
+	return c, bridgeInputs(c, ca.Name)
+}
+
 // windowsAsLayers rewrites a view whose select list has window functions
 // of several OVER clauses over one FROM item into layers of one clause
 // each: the first clause's functions in a subquery of every column

@@ -1,0 +1,189 @@
+package operators_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/plan"
+	"github.com/fvsql/fvsql/types"
+)
+
+// genOverTimeSpec draws a stream's OVER clause that runs in event time:
+// PARTITION BY p ORDER BY t (, v) of rows [p, t, v, seq], a frame that
+// ends at the current row or before it, and two to four functions.
+func genOverTimeSpec(rng *rand.Rand) (*plan.OverSpec, string) {
+	v := expr.Col(2, types.Int8, "v")
+	c := func(n int64) *expr.Expr { return expr.Const(types.NewInt8(n)) }
+	funcs := []plan.WindowFunc{
+		{Name: "row_number"}, {Name: "rank"}, {Name: "dense_rank"},
+		{Name: "lag", Args: []*expr.Expr{v}},
+		{Name: "lag", Args: []*expr.Expr{v, c(2), c(-7)}},
+		{Name: "lag", Args: []*expr.Expr{v, c(0)}},
+		{Name: "first_value", Args: []*expr.Expr{v}}, {Name: "last_value", Args: []*expr.Expr{v}},
+		{Name: "nth_value", Args: []*expr.Expr{v, c(2)}},
+		{Name: "count", Star: true}, {Name: "count", Args: []*expr.Expr{v}},
+		{Name: "sum", Args: []*expr.Expr{v}}, {Name: "min", Args: []*expr.Expr{v}},
+		{Name: "max", Args: []*expr.Expr{v}}, {Name: "avg", Args: []*expr.Expr{v}},
+	}
+	rows := func(k plan.BoundKind, n int64) plan.FrameBound { return plan.FrameBound{Kind: k, Offset: n} }
+	frames := []plan.Frame{
+		plan.DefaultFrame,
+		{Mode: plan.FrameRows, Start: rows(plan.BoundUnboundedPreceding, 0), End: rows(plan.BoundCurrentRow, 0)},
+		{Mode: plan.FrameRows, Start: rows(plan.BoundPreceding, int64(rng.IntN(4))), End: rows(plan.BoundCurrentRow, 0)},
+		{Mode: plan.FrameRows, Start: rows(plan.BoundPreceding, 3), End: rows(plan.BoundPreceding, 1)},
+		{Mode: plan.FrameRows, Start: rows(plan.BoundUnboundedPreceding, 0), End: rows(plan.BoundPreceding, int64(1+rng.IntN(2)))},
+		{Mode: plan.FrameRange, Start: rows(plan.BoundCurrentRow, 0), End: rows(plan.BoundCurrentRow, 0)},
+		{Mode: plan.FrameGroups, Start: rows(plan.BoundUnboundedPreceding, 0), End: rows(plan.BoundCurrentRow, 0)},
+	}
+	spec := &plan.OverSpec{
+		PartitionBy: []*expr.Expr{expr.Col(0, types.Int8, "p")},
+		OrderBy:     []*expr.Expr{expr.Col(1, types.Timestamp, "t")},
+		Order:       []plan.SortKey{{Col: 0}},
+		Frame:       frames[rng.IntN(len(frames))],
+	}
+	if rng.IntN(2) == 0 {
+		spec.OrderBy = append(spec.OrderBy, v)
+		spec.Order = append(spec.Order, plan.SortKey{Col: 1, Desc: rng.IntN(2) == 0, NullsFirst: rng.IntN(2) == 0})
+	}
+	for n := 2 + rng.IntN(3); n > 0; n-- {
+		spec.Funcs = append(spec.Funcs, funcs[rng.IntN(len(funcs))])
+	}
+	return spec, spec.String()
+}
+
+// TestOverTime: random rows (partition key, time, a value with NULLs and
+// ties) in random batches, some behind the watermark, with watermarks
+// between them, and the operator rebuilt on its KV now and then (a
+// restart): every row not late comes out once, with the values the
+// bounded window step gives it over all rows not late, in arrival order.
+// A partition's rows pass over several watermarks, so its functions go
+// on from what it kept: its counts, last rows, first rows and
+// accumulators.
+func TestOverTime(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 3))
+	for c := 0; c < 1500; c++ {
+		spec, desc := genOverTimeSpec(rng)
+		kv := operators.NewMemKV()
+		late := 0
+		onErr := func(_ *operators.Batch, _ int, err error) error {
+			if !errors.Is(err, operators.ErrLate) {
+				return err
+			}
+			late++
+			return nil
+		}
+		build := func() *operators.OverTime {
+			op, err := operators.NewOverTime(spec, 4, 1, types.Timestamp, &expr.Env{}, onErr)
+			if err != nil {
+				t.Fatalf("case %d %s: %v", c, desc, err)
+			}
+			op.Bind(kv)
+			return op
+		}
+		op := build()
+		var got []string
+		emit := func(b *operators.Batch) error {
+			for _, r := range b.Rows {
+				got = append(got, fmt.Sprint(r))
+			}
+			return nil
+		}
+		var kept []types.Row // not late, in arrival order
+		wm, seq, wantLate := int64(-1), int64(0), 0
+		if err := op.OnWatermark(wm, emit); err != nil {
+			t.Fatal(err)
+		}
+		for step := 0; step < 12; step++ {
+			var b operators.Batch
+			for i := rng.IntN(12); i > 0; i-- {
+				ts := wm - 2 + rng.Int64N(8) // some at or behind the watermark
+				v := types.NewInt8(rng.Int64N(4))
+				if rng.IntN(6) == 0 {
+					v = types.NullValue
+				}
+				row := types.Row{types.NewInt8(rng.Int64N(3)), types.NewTimestamp(types.Timestamp, ts), v, types.NewInt8(seq)}
+				seq++
+				b.Rows = append(b.Rows, row)
+				if ts <= wm {
+					wantLate++
+				} else {
+					kept = append(kept, row)
+				}
+			}
+			if err := op.Process(&b, emit); err != nil {
+				t.Fatal(err)
+			}
+			if rng.IntN(3) == 0 {
+				op = build()
+			}
+			wm += rng.Int64N(4)
+			if err := op.OnWatermark(wm, emit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := op.Finish(emit); err != nil {
+			t.Fatal(err)
+		}
+		if late != wantLate {
+			t.Fatalf("case %d %s: %d rows late, want %d", c, desc, late, wantLate)
+		}
+		want := boundedWindow(t, spec, kept)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d %s (%d rows):\ngot  %s\nwant %s", c, desc, len(kept), strings.Join(got, " "), strings.Join(want, " "))
+		}
+	}
+}
+
+// TestCheckOverTime: what a stream cannot compute in event time is
+// refused (0A000), with the reason.
+func TestCheckOverTime(t *testing.T) {
+	v := expr.Col(2, types.Int8, "v")
+	base := func() *plan.OverSpec {
+		return &plan.OverSpec{OrderBy: []*expr.Expr{expr.Col(1, types.Timestamp, "t")}, Order: []plan.SortKey{{Col: 0}},
+			Frame: plan.DefaultFrame, Funcs: []plan.WindowFunc{{Name: "sum", Args: []*expr.Expr{v}}}}
+	}
+	for _, tc := range []struct {
+		want string
+		edit func(*plan.OverSpec)
+	}{
+		{"", func(*plan.OverSpec) {}},
+		{"ascending", func(s *plan.OverSpec) { s.Order[0].Desc = true }},
+		{"ascending", func(s *plan.OverSpec) { s.Order[0].NullsFirst = true }},
+		{"ascending", func(s *plan.OverSpec) { s.OrderBy, s.Order = nil, nil }},
+		{"ends after the current row", func(s *plan.OverSpec) { s.Frame.End.Kind = plan.BoundUnboundedFollowing }},
+		{"ends after the current row", func(s *plan.OverSpec) { s.Frame.End = plan.FrameBound{Kind: plan.BoundFollowing, Offset: 1} }},
+		{"more than 10000", func(s *plan.OverSpec) {
+			s.Frame = plan.Frame{Mode: plan.FrameRows, Start: plan.FrameBound{Kind: plan.BoundPreceding, Offset: 10001}, End: plan.FrameBound{Kind: plan.BoundCurrentRow}}
+		}},
+		{"groups frame with an offset", func(s *plan.OverSpec) {
+			s.Frame = plan.Frame{Mode: plan.FrameGroups, Start: plan.FrameBound{Kind: plan.BoundPreceding, Offset: 1}, End: plan.FrameBound{Kind: plan.BoundCurrentRow}}
+		}},
+		{"lead into a stream", func(s *plan.OverSpec) { s.Funcs[0] = plan.WindowFunc{Name: "lead", Args: []*expr.Expr{v}} }},
+		{"ntile into a stream", func(s *plan.OverSpec) { s.Funcs[0] = plan.WindowFunc{Name: "ntile", Args: []*expr.Expr{v}} }},
+		{"lag's offset that is not a constant", func(s *plan.OverSpec) { s.Funcs[0] = plan.WindowFunc{Name: "lag", Args: []*expr.Expr{v, v}} }},
+		{"lag's offset other than 0 to 10000", func(s *plan.OverSpec) {
+			s.Funcs[0] = plan.WindowFunc{Name: "lag", Args: []*expr.Expr{v, expr.Const(types.NewInt8(-1))}}
+		}},
+		{"nth_value's position that is not a constant", func(s *plan.OverSpec) {
+			s.Funcs[0] = plan.WindowFunc{Name: "nth_value", Args: []*expr.Expr{v, v}}
+		}},
+	} {
+		s := base()
+		tc.edit(s)
+		err := operators.CheckOverTime(s, nil)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", s, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want an error with %q", s, err, tc.want)
+		}
+	}
+}
