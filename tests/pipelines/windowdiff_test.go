@@ -249,7 +249,30 @@ func genWindowCase(rng *rand.Rand) windowCase {
 		}
 		return fmt.Sprintf("SELECT %s FROM (SELECT *, %s() OVER (PARTITION BY k, v ORDER BY ts) AS rn FROM %s) t WHERE %s", cols, rank, src, bound)
 	}
-	switch rng.Intn(16) {
+	// window functions of one OVER clause ordered by the event time t
+	// first: ties on t share their values (RANGE), or the order goes on
+	// to then, and rows tied on all of it are the same row
+	over := func(src, part, cols, t, then string) string {
+		order, frame := t, pick("", " RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", " RANGE BETWEEN CURRENT ROW AND CURRENT ROW")
+		funcs := []string{"rank()", "dense_rank()", "count(*)", "sum(v)", "min(v)", "max(v)", "count(v)", "avg(v)"}
+		if rng.Intn(2) == 0 {
+			order = t + ", " + then
+			frame = pick(frame, fmt.Sprintf(" ROWS BETWEEN %d PRECEDING AND CURRENT ROW", rng.Intn(5)), " ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING",
+				fmt.Sprintf(" ROWS BETWEEN %d PRECEDING AND 1 PRECEDING", 1+rng.Intn(4)))
+			funcs = append(funcs, "row_number()", "lag(v)", fmt.Sprintf("lag(v, %d, -100)", rng.Intn(4)), "first_value(v)", "last_value(v)", "nth_value(v, 2)")
+		}
+		var fs []string
+		for i := 1 + rng.Intn(3); i > 0; i-- {
+			fs = append(fs, fmt.Sprintf("%s OVER w AS f%d", funcs[rng.Intn(len(funcs))], i))
+		}
+		return fmt.Sprintf("SELECT %s, %s FROM %s WINDOW w AS (%sORDER BY %s%s)", cols, strings.Join(fs, ", "), src, part, order, frame)
+	}
+	switch rng.Intn(18) {
+	case 16: // a stream's window functions in event time
+		return windowCase{query: over("wda"+where, pick("PARTITION BY k ", "PARTITION BY v ", ""), "k, v, ts", "ts", pick("v, k", "v DESC, k")), start: "ts"}
+	case 17: // over a window's aggregation: running totals of its counts
+		q := fmt.Sprintf("SELECT window_start, k, count(*) AS n, sum(v) AS v FROM %s%s GROUP BY window_start, k", window("wda"), where)
+		return windowCase{query: over("("+q+") t", pick("PARTITION BY k ", ""), "window_start, k, n", "window_start", "k"), start: "window_start"}
 	case 14: // a stream's top-N in event time: each key's first rows (deduplication)
 		return windowCase{query: first("wda", pick("k, v, ts, rn", "k, ts")), start: "ts"}
 	case 15: // a window over each key's first rows
