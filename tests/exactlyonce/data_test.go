@@ -2,6 +2,7 @@ package exactlyonce
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -106,11 +107,18 @@ const (
 	// run.
 	f14DDL = "CREATE STREAM f14 AS SELECT k, v, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY b ORDER BY ts) AS rn FROM (SELECT k, v, ts, v / 2 AS b FROM ev) x) t WHERE rn = 1"
 
+	// r15 is a stream's window functions in event time: per key, the
+	// running count and sum of its rows with v % 10 = 3 and the v of the
+	// one before, in (ts, v) order, each row once, when the watermark
+	// passes it (a partition keeps its accumulators and last row across
+	// checkpoints and restarts).
+	r15DDL = "CREATE STREAM r15 AS SELECT k, v, count(*) OVER w AS n, sum(v) OVER w AS s, coalesce(lag(v) OVER w, -1) AS p FROM ev WHERE v % 10 = 3 WINDOW w AS (PARTITION BY k ORDER BY ts, v)"
+
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL, "k11": k11DDL, "i12": i12DDL, "d13": d13DDL, "f14": f14DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL, "k11": k11DDL, "i12": i12DDL, "d13": d13DDL, "f14": f14DDL, "r15": r15DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -643,6 +651,71 @@ func checkF14(t *testing.T, c *cluster, d *dataset) bool {
 	return p.ok()
 }
 
+// checkR15 compares r15's committed rows with each key's rows of v % 10
+// = 3 in (ts, v) order (but the far-future rows), numbered, summed and
+// with the v before: each exactly once.
+func checkR15(t *testing.T, c *cluster, d *dataset) bool {
+	t.Helper()
+	type running struct{ k, n, s, p int64 }
+	perKey := map[int64][]evRow{}
+	for _, r := range d.rows[:d.data] {
+		if r.v%10 == 3 {
+			perKey[r.k] = append(perKey[r.k], r)
+		}
+	}
+	want := map[int64]running{}
+	for k, rows := range perKey {
+		slices.SortFunc(rows, func(a, b evRow) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.v, b.v)) })
+		var sum int64
+		prev := int64(-1)
+		for i, r := range rows {
+			sum += r.v
+			want[r.v] = running{k, int64(i + 1), sum, prev}
+			prev = r.v
+		}
+	}
+	recs := c.readCommitted(t, c.topic("r15"))
+	p := newProblems(t, "r15")
+	seen := map[int64][]*kgo.Record{}
+	for _, r := range recs {
+		m, err := jsonRow(r.Value)
+		var got running
+		var v int64
+		for _, f := range []struct {
+			name string
+			to   *int64
+		}{{"v", &v}, {"k", &got.k}, {"n", &got.n}, {"s", &got.s}, {"p", &got.p}} {
+			if err == nil {
+				*f.to, err = intField(m, f.name)
+			}
+		}
+		switch w, ok := want[v]; {
+		case err != nil:
+			p.add("undecodable", "%s %q: %v", where(r), r.Value, err)
+		case !ok:
+			p.add("unexpected row", "%s %s", where(r), r.Value)
+		case w != got:
+			p.add("wrong values", "%s %s, want k=%d n=%d s=%d p=%d", where(r), r.Value, w.k, w.n, w.s, w.p)
+		default:
+			seen[v] = append(seen[v], r)
+		}
+	}
+	for v, w := range want {
+		switch rs := seen[v]; {
+		case len(rs) == 0:
+			p.add("missing row", "k=%d v=%d (input %s)", w.k, v, d.inputOf(v))
+		case len(rs) > 1:
+			at := make([]string, len(rs))
+			for i, r := range rs {
+				at[i] = where(r)
+			}
+			p.add("duplicated row", "v=%d %d times: %s", v, len(rs), strings.Join(at, ", "))
+		}
+	}
+	t.Logf("r15: %d committed records, %d expected rows: %s", len(recs), len(want), p.summary())
+	return p.ok()
+}
+
 // inputOf says where the input row with value v was produced.
 func (d *dataset) inputOf(v int64) string {
 	for i, r := range d.rows {
@@ -1120,6 +1193,8 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 			results[p] = checkD13(t, c, d)
 		case "f14":
 			results[p] = checkF14(t, c, d)
+		case "r15":
+			results[p] = checkR15(t, c, d)
 		}
 	}
 	results["errors streams empty"] = checkNoErrors(t, c, pipelines...)
