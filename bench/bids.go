@@ -141,6 +141,9 @@ type BidExpect struct {
 	// each auction's first bid in time (ties: the lower price): the sum
 	// of their prices (one row per auction)
 	FirstPriceSum int64
+	// each bid with its auction's last ten bids in (time, price) order,
+	// itself included: the sum of their counts and of their top prices
+	LastTenCountSum, LastTenTopSum int64
 }
 
 // JoinBound is the time bound of the windows scenario's joins (ms).
@@ -178,6 +181,14 @@ func (g BidGen) Expected(size, slide time.Duration) BidExpect {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].ts < rs[j].ts || rs[i].ts == rs[j].ts && rs[i].price < rs[j].price })
 		if len(rs) > 0 {
 			e.FirstPriceSum += rs[0].price
+		}
+		for i := range rs {
+			top := int64(0)
+			for _, r := range rs[max(0, i-9) : i+1] {
+				top = max(top, r.price)
+			}
+			e.LastTenCountSum += int64(min(i+1, 10))
+			e.LastTenTopSum += top
 		}
 		var bands [10001/1000 + 1]bool
 		for _, r := range rs {

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"cmp"
+	"slices"
 	"testing"
 	"time"
 )
@@ -79,6 +81,32 @@ func TestBidExpected(t *testing.T) {
 	}
 	for _, f := range firsts {
 		want.FirstPriceSum += f.price
+	}
+	// each bid's last ten bids of its auction: those that sort before it
+	// by (ts, price), ties by arrival, ten at most, and itself
+	type bid struct{ i, ts, price int64 }
+	perAuction := map[int64][]bid{}
+	for i := int64(0); i < g.N; i++ {
+		perAuction[g.Auction(i)] = append(perAuction[g.Auction(i)], bid{i, g.TSMillis(i), g.Price(i)})
+	}
+	for _, bs := range perAuction {
+		for _, b := range bs {
+			var before []bid
+			for _, o := range bs {
+				if o.ts < b.ts || o.ts == b.ts && (o.price < b.price || o.price == b.price && o.i < b.i) {
+					before = append(before, o)
+				}
+			}
+			slices.SortFunc(before, func(x, y bid) int {
+				return cmp.Or(cmp.Compare(y.ts, x.ts), cmp.Compare(y.price, x.price), cmp.Compare(y.i, x.i))
+			})
+			top := b.price
+			for _, o := range before[:min(9, len(before))] {
+				top = max(top, o.price)
+			}
+			want.LastTenCountSum += int64(min(len(before)+1, 10))
+			want.LastTenTopSum += top
+		}
 	}
 	if want.TripleRows <= want.PairRows || want.PairRows <= g.N {
 		t.Fatalf("the joins' case is too sparse to check: %d rows, %d pairs, %d triples", g.N, want.PairRows, want.TripleRows)

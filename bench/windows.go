@@ -73,6 +73,11 @@ var windowsVariants = map[string]windowsVariant{
 		sql: "CREATE STREAM %[1]s AS SELECT DISTINCT auction, price / 1000 AS band FROM %[2]s"},
 	"first": {name: "first", kind: "STREAM", rel: "fb", keys: "auction, for good; rows until the watermark passes",
 		sql: "CREATE STREAM %[1]s AS SELECT auction, price, ts FROM (SELECT auction, price, ts, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY ts, price) AS rn FROM %[2]s) t WHERE rn = 1"},
+	// a stream's window functions in event time (Flink's OVER
+	// aggregation): each bid with the count and top price of its
+	// auction's last ten bids, once the watermark passes it
+	"over": {name: "over", kind: "STREAM", rel: "ov", keys: "auction: last 10 rows; rows until the watermark passes",
+		sql: "CREATE STREAM %[1]s AS SELECT auction, price, ts, count(*) OVER w AS n, max(price) OVER w AS top FROM %[2]s WINDOW w AS (PARTITION BY auction ORDER BY ts, price ROWS BETWEEN 9 PRECEDING AND CURRENT ROW)"},
 	"hop": {name: "hop", kind: "STREAM", rel: "h", keys: "auction × 2 s pane",
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS n FROM HOP(%[2]s, ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
 	"hc": {name: "hc", kind: "MATERIALIZED VIEW", rel: "hc", keys: "bidder",
@@ -101,7 +106,7 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 	orDefault(&c.Partitions, 4)
 	orDefault(&c.Auctions, 10_000)
 	orDefault(&c.Bidders, 1_000_000)
-	orDefaults(&c.Variants, "tumble", "tumble-keyed", "tumble-cte", "ijoin", "ijoin3", "distinct", "first", "hop", "hc", "hc-spill", "lc")
+	orDefaults(&c.Variants, "tumble", "tumble-keyed", "tumble-cte", "ijoin", "ijoin3", "distinct", "first", "over", "hop", "hc", "hc-spill", "lc")
 	// hc-spill restarts the server with small caches: it runs last.
 	slices.SortStableFunc(c.Variants, func(a, b string) int {
 		return cmp.Compare(b2i(windowsVariants[a].spill), b2i(windowsVariants[b].spill))
@@ -246,6 +251,9 @@ func (h *harness) measureWindowed(ctx context.Context, wv windowsVariant, in str
 	case "first":
 		q = "SELECT count(*), count(DISTINCT auction), sum(price) FROM " + wv.rel + " WHERE auction >= 0"
 		exp = []int64{want.Auctions, want.Auctions, want.FirstPriceSum}
+	case "over":
+		q = "SELECT count(*), sum(n), sum(top) FROM " + wv.rel + " WHERE auction >= 0"
+		exp = []int64{want.Rows, want.LastTenCountSum, want.LastTenTopSum}
 	case "hop":
 		q = "SELECT count(*), sum(n) FROM " + wv.rel + " WHERE auction >= 0"
 		exp = []int64{want.HopRows, want.HopCountSum}

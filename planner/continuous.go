@@ -3,7 +3,6 @@ package planner
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fvsql/fvsql/catalog"
@@ -704,11 +703,8 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*plan.Chain, *s
 	filtersBeforeWindows(chain.Steps)
 	for _, st := range chain.Steps {
 		if st.Op == plan.OpWindow {
-			hint := "Use a materialized view: there window functions run over one stream, view or subquery."
-			if strings.Contains(what, "materialized view") {
-				hint = "Window functions run over one stream, view or subquery: put the join in a subquery, FROM (SELECT … JOIN …) j."
-			}
-			return nil, nil, pgerror.NotSupported("window functions in %s", what).WithHint("%s", hint)
+			return nil, nil, pgerror.NotSupported("window functions in %s", what).
+				WithHint("Window functions run over one input: put the join in a subquery, FROM (SELECT … JOIN …) j.")
 		}
 		if st.Op == plan.OpProjectSet {
 			return nil, nil, pgerror.NotSupported("set-returning functions in the select list of %s", what).
