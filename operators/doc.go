@@ -46,7 +46,11 @@
 // The window functions of a view (overwindow.go: OverWindow) keep each
 // partition's rows in order and compute a touched partition again per
 // batch with the bounded window step's code (windowfunc.go), emitting
-// what changed as signed rows.
+// what changed as signed rows. A stream's window functions in event time
+// (overtime.go: OverTime) hold each row until the watermark passes its
+// time, then put it out once with its values, computed on from what its
+// partition kept (counts, last rows, first rows, running accumulators;
+// CheckOverTime bounds them when the query is created).
 //
 // A lateral step is a ProjectSet of one function of a FROM item over the
 // rows before it (LEFT JOIN LATERAL keeps a row it gives nothing for).

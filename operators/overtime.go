@@ -27,7 +27,8 @@ import (
 // (the rankings), the last keep rows (a frame's n PRECEDING, lag's
 // offset), its first head rows (first_value and nth_value over frames
 // from its start), and for frames from its start the accumulators of its
-// aggregates, which fold each row once.
+// aggregates, which fold each row once. The waiting rows go to the KV as
+// they come; the partitions the watermark moves, at each checkpoint.
 //
 // Output rows: the input row, then each function's value.
 type OverTime struct {
@@ -38,8 +39,53 @@ type OverTime struct {
 	head    int  // first rows a partition keeps
 	running bool // aggregates fold from the partition's start: keep their accumulators
 
-	pkey []byte
-	out  Batch
+	// parts are the partitions the watermark moved since the last
+	// checkpoint, which writes them: a partition's rows of many times
+	// come out between two checkpoints, read and written once
+	parts map[string]*overTimePart
+	// wait holds the rows placed since the last checkpoint under their
+	// state keys (pending lists the keys, sorted when unsorted is
+	// false), which the checkpoint writes: most rows come out before it
+	// and never touch the KV
+	wait     map[string][]winRow
+	pending  []string
+	unsorted bool
+	pkey     []byte
+	out      Batch
+}
+
+// Bind implements Stateful: the partitions held since the last
+// checkpoint belong to an epoch that may have been aborted.
+func (o *OverTime) Bind(kv KV) {
+	o.timedRows.Bind(kv)
+	o.parts, o.wait, o.pending, o.unsorted = nil, nil, nil, false
+}
+
+// OnCheckpoint implements Stateful: it writes the partitions the
+// watermark moved, and the rows that came since the last checkpoint and
+// wait still (after any of their key's that waited then).
+func (o *OverTime) OnCheckpoint() error {
+	for pk, p := range o.parts {
+		if err := o.storePart([]byte(pk), p); err != nil {
+			return err
+		}
+	}
+	for _, k := range o.pending {
+		v, _, err := o.kv.Get([]byte(k))
+		if err != nil {
+			return err
+		}
+		buf := append(o.buf[:0], v...)
+		for _, r := range o.wait[k] {
+			buf = o.appendWinRow(buf, r)
+		}
+		o.buf = buf
+		if err := o.kv.Set([]byte(k), buf); err != nil {
+			return err
+		}
+	}
+	o.parts, o.wait, o.pending, o.unsorted = nil, nil, nil, false
+	return nil
 }
 
 // State keys: timedRows' (each entry the rows of one time and partition
@@ -210,7 +256,8 @@ func (o *OverTime) Finish(emit Emit) error { return o.OnWatermark(math.MaxInt64,
 
 // Process implements Operator: each row waits under its time and
 // partition, with its ORDER BY and argument values, evaluated now (a row
-// whose values fail is a poison row, as in any step).
+// whose values fail is a poison row, as in any step), in memory until
+// the next checkpoint.
 func (o *OverTime) Process(b *Batch, _ Emit) error {
 	if err := o.load(); err != nil {
 		return err
@@ -238,14 +285,19 @@ func (o *OverTime) Process(b *Batch, _ Emit) error {
 			}
 			continue
 		}
-		v, _, err := o.kv.Get(key)
-		if err != nil {
-			return err
+		r.row = slices.Clone(r.row)
+		if o.wait == nil {
+			o.wait = map[string][]winRow{}
 		}
-		o.buf = o.appendWinRow(append(o.buf[:0], v...), r)
-		if err := o.kv.Set(key, o.buf); err != nil {
-			return err
+		k := string(key)
+		rows, ok := o.wait[k]
+		if !ok {
+			if n := len(o.pending); n > 0 && o.pending[n-1] > k {
+				o.unsorted = true
+			}
+			o.pending = append(o.pending, k)
 		}
+		o.wait[k] = append(rows, r)
 	}
 	return nil
 }
@@ -361,45 +413,64 @@ func (o *OverTime) OnWatermark(wm int64, emit Emit) error {
 		return err
 	}
 	o.out.Reset()
-	type waiting struct{ key, rows []byte }
-	var ready []waiting
+	// the keys below hi: those the KV holds (rows that waited at a
+	// checkpoint), and those of rows placed since, merged in key order
+	var stored []string
+	var values [][]byte
 	err = o.kv.Scan([]byte{timedData}, hi, func(key, value []byte) error {
-		ready = append(ready, waiting{append([]byte(nil), key...), append([]byte(nil), value...)})
+		stored, values = append(stored, string(key)), append(values, append([]byte(nil), value...))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	// the partitions this watermark moves, as they go on (a partition may
-	// have rows waiting under several times)
-	moves := map[string]*overTimePart{}
-	for _, w := range ready {
-		pk := w.key[9:]
-		p, ok := moves[string(pk)]
-		if !ok {
-			if p, err = o.part(pk); err != nil {
+	if o.unsorted {
+		slices.Sort(o.pending)
+		o.unsorted = false
+	}
+	n, _ := slices.BinarySearch(o.pending, string(hi))
+	placed := o.pending[:n]
+	if o.parts == nil {
+		o.parts = map[string]*overTimePart{}
+	}
+	order := o.w.Spec.Order
+	for i, j := 0, 0; i < len(stored) || j < len(placed); {
+		var key string
+		var rows []winRow
+		switch {
+		case j == len(placed) || i < len(stored) && stored[i] <= placed[j]:
+			key = stored[i]
+			if rows, _, err = o.readWinRows(values[i], -1); err != nil {
 				return err
 			}
-			moves[string(pk)] = p
+			if err := o.kv.Delete([]byte(key)); err != nil {
+				return err
+			}
+			i++
+			if j < len(placed) && placed[j] == key {
+				j++
+				rows = append(rows, o.wait[key]...)
+			}
+		default:
+			key = placed[j]
+			rows = o.wait[key]
+			j++
 		}
-		rows, _, err := o.readWinRows(w.rows, -1)
-		if err != nil {
-			return err
+		delete(o.wait, key)
+		pk := key[9:]
+		p, ok := o.parts[pk]
+		if !ok {
+			if p, err = o.part([]byte(pk)); err != nil {
+				return err
+			}
+			o.parts[pk] = p
 		}
-		order := o.w.Spec.Order
 		slices.SortStableFunc(rows, func(x, y winRow) int { return CompareRows(order, x.ord, y.ord) })
 		if err := o.compute(p, rows); err != nil {
 			return err
 		}
-		if err := o.kv.Delete(w.key); err != nil {
-			return err
-		}
 	}
-	for pk, p := range moves {
-		if err := o.storePart([]byte(pk), p); err != nil {
-			return err
-		}
-	}
+	o.pending = append(o.pending[:0], o.pending[n:]...)
 	if err := o.saveWatermark(); err != nil {
 		return err
 	}
@@ -428,7 +499,7 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 		}
 		return nil
 	}
-	missing := pgerror.New(pgerror.Internal, "operators: a stream's window function reads a row its partition did not keep")
+	missing := errNotKept
 	var gStart, gEnd int // the current peer group in fresh
 	groups := p.groups
 	prev := [2]int64{-1, -1} // the previous row's frame
@@ -559,9 +630,13 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 		p.head = append(p.head, *at(x))
 	}
 	last := append(p.last, fresh...)
-	p.last = slices.Clone(last[max(0, len(last)-o.keep):])
+	p.last = append(p.last[:0], last[max(0, len(last)-o.keep):]...) // copy handles the overlap
 	return nil
 }
+
+// errNotKept is a frame or lag reaching a row its partition did not keep,
+// which CheckOverTime's bounds rule out.
+var errNotKept = pgerror.New(pgerror.Internal, "operators: a stream's window function reads a row its partition did not keep")
 
 // errMissingRow is an aggregate's frame reaching a row its partition did
 // not keep (compute reports it as an internal error).

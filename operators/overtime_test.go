@@ -119,7 +119,10 @@ func TestOverTime(t *testing.T) {
 			if err := op.Process(&b, emit); err != nil {
 				t.Fatal(err)
 			}
-			if rng.IntN(3) == 0 {
+			if rng.IntN(3) == 0 { // a restart from a checkpoint
+				if err := op.OnCheckpoint(); err != nil {
+					t.Fatal(err)
+				}
 				op = build()
 			}
 			wm += rng.Int64N(4)

@@ -40,7 +40,11 @@
 // stream or a window's rows, the rows are a hidden stream first
 // (distinctAsSubquery). A stream's top-N must be final: partitioned by an
 // event time (a window's, plan.OpFinalTopN) or ordered by one first,
-// ascending (firstInTime, plan.OpFirstN). A view over another
+// ascending (firstInTime, plan.OpFirstN). A stream's window functions
+// run in event time (planWindowStream, plan.OpOverTime): ordered by the
+// event time first, ascending, over frames that end at the current row
+// or before it, each row comes out once, when the watermark passes it
+// (operators.CheckOverTime refuses what would need later rows). A view over another
 // view reads that view's table as a changelog (inputOf: changelogInput),
 // starting with a changelog step that makes its upserts into signed rows;
 // only views of rows, joins and aggregates that can take a row back out
