@@ -148,6 +148,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	}
 	sel = commaAsJoins(cat, sel)
 	if ca.Kind == sql.KindStream {
+		if sel.Distinct && hasWindowCall(sel) {
+			sel = distinctOverWindows(sel) // SQL's order: the window functions' values are among what DISTINCT compares
+		}
 		sel = distinctAsSubquery(whereIntoJoins(sel))
 	}
 	if ca.Kind == sql.KindMaterializedView {

@@ -167,11 +167,7 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 			in.From = []sql.TableExpr{from}
 			return &sql.DerivedTable{Query: &in, Alias: t.Alias}, nil
 		}
-		if inner, ok := t.Query.(*sql.Select); ok && ns.streams && hasWindowCall(inner) {
-			return nil, pgerror.NotSupported("window functions in a subquery of a stream, other than a top-N the outer query only bounds by its rank (WHERE rn <= N)").
-				WithHint("Filter the top-N's rows in another stream over this one, or use a materialized view, or EMIT CHANGES.")
-		}
-		if ns.streams {
+		if ns.streams { // window functions too: in event time (planWindowStream)
 			return ns.hide(t)
 		}
 		if inner, ok := t.Query.(*sql.Select); ok && !ns.layers[t] && topNShape(ns.outer, inner) {
