@@ -412,11 +412,15 @@ func (a *avgAcc) Add(v types.Value) error {
 	if v.K == types.Null {
 		return nil
 	}
-	a.n++
+	add := a.sum.Add
 	if a.float {
-		return a.fsum.Add(v)
+		add = a.fsum.Add
 	}
-	return a.sum.Add(v)
+	if err := add(v); err != nil {
+		return err // a value refused leaves the average as it was
+	}
+	a.n++
+	return nil
 }
 
 func (a *avgAcc) Result() types.Value {

@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -174,16 +175,18 @@ func overTimeShapeOf(spec *plan.OverSpec, env *expr.Env) (overTimeShape, error) 
 	default:
 		return refuse("a frame that starts after the current row into a stream")
 	}
-	constant := func(e *expr.Expr, what string) (int, error) {
+	// constant is a function's constant argument, from least to
+	// maxOverKeep (NULL: 0, the function's value is NULL)
+	constant := func(e *expr.Expr, what string, least int64) (int, error) {
 		if len(e.Columns()) > 0 {
 			return 0, pgerror.NotSupported("%s that is not a constant into a stream", what).WithHint("%s", hint)
 		}
 		v, err := constantArg(e, env)
-		if err != nil {
+		if err != nil || v.IsNull() {
 			return 0, err
 		}
-		if v.IsNull() || v.I < 0 || v.I > maxOverKeep {
-			return 0, pgerror.NotSupported("%s other than 0 to %d into a stream", what, maxOverKeep).WithHint("%s", hint)
+		if v.I < least || v.I > maxOverKeep {
+			return 0, pgerror.NotSupported("%s other than %d to %d into a stream", what, least, maxOverKeep).WithHint("%s", hint)
 		}
 		return int(v.I), nil
 	}
@@ -195,7 +198,7 @@ func overTimeShapeOf(spec *plan.OverSpec, env *expr.Env) (overTimeShape, error) 
 			n := 1
 			if len(f.Args) > 1 {
 				var err error
-				if n, err = constant(f.Args[1], "lag's offset"); err != nil {
+				if n, err = constant(f.Args[1], "lag's offset", 0); err != nil {
 					return sh, err
 				}
 			}
@@ -205,12 +208,14 @@ func overTimeShapeOf(spec *plan.OverSpec, env *expr.Env) (overTimeShape, error) 
 				sh.head = max(sh.head, 1)
 			}
 		case "nth_value":
-			if sh.running && len(f.Args) > 1 {
-				n, err := constant(f.Args[1], "nth_value's position")
+			if len(f.Args) > 1 && (sh.running || len(f.Args[1].Columns()) == 0) {
+				n, err := constant(f.Args[1], "nth_value's position", 1)
 				if err != nil {
 					return sh, err
 				}
-				sh.head = max(sh.head, n)
+				if sh.running {
+					sh.head = max(sh.head, n)
+				}
 			}
 		case "lead", "ntile", "percent_rank", "cume_dist":
 			hint = "Use lag, the rankings or aggregates over the rows so far; or CREATE MATERIALIZED VIEW."
@@ -226,7 +231,7 @@ func overTimeShapeOf(spec *plan.OverSpec, env *expr.Env) (overTimeShape, error) 
 			if err != nil {
 				return sh, err
 			}
-			if _, err := agg.New().LoadState(agg.New().AppendState(nil)); err != nil {
+			if _, err := agg.New().LoadState(agg.New().AppendState(nil)); err != nil || agg.Grows {
 				hint = "Give it a frame of n preceding rows (ROWS BETWEEN n PRECEDING AND CURRENT ROW), or use CREATE MATERIALIZED VIEW."
 				return refuse("%s over a frame from the partition's start into a stream (it would keep every row)", f.Name)
 			}
@@ -387,13 +392,14 @@ func (o *OverTime) part(pk []byte) (*overTimePart, error) {
 // storePart writes the partition of key pk.
 func (o *OverTime) storePart(pk []byte, p *overTimePart) error {
 	buf := o.buf[:0]
-	for _, n := range []int64{p.rows, p.groups, p.folded, int64(len(p.head)), int64(len(p.last))} {
+	last := p.last[max(0, len(p.last)-o.keep):]
+	for _, n := range []int64{p.rows, p.groups, p.folded, int64(len(p.head)), int64(len(last))} {
 		buf = binary.AppendUvarint(buf, uint64(n))
 	}
 	for _, r := range p.head {
 		buf = o.appendWinRow(buf, r)
 	}
-	for _, r := range p.last {
+	for _, r := range last {
 		buf = o.appendWinRow(buf, r)
 	}
 	for _, acc := range p.accs {
@@ -500,7 +506,8 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 		return nil
 	}
 	missing := errNotKept
-	var gStart, gEnd int // the current peer group in fresh
+	var gStart, gEnd int                  // the current peer group in fresh
+	unfolded := make([]error, len(fresh)) // rows whose values failed to fold
 	groups := p.groups
 	prev := [2]int64{-1, -1} // the previous row's frame
 	var prevVals []types.Value
@@ -535,13 +542,26 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 			}
 		}
 		e = max(e, s)
-		var bad error
+		bad := unfolded[i]
 		if o.running {
-			failed, err := o.fold(p, e, at)
-			if err != nil {
+			// a row whose value fails to fold is left out of the
+			// aggregates: reported now if it is out already (a frame
+			// ending before the current row), else in its turn
+			err := o.fold(p, e, at, func(y int64, err error) error {
+				if k := int(y - n0); k >= i {
+					if unfolded[k] == nil {
+						unfolded[k] = err
+					}
+					return nil
+				}
+				return o.OnError(&Batch{Rows: []types.Row{at(y).row}}, 0, err)
+			})
+			if err == errMissingRow {
 				return missing
+			} else if err != nil {
+				return err
 			}
-			bad = failed
+			bad = cmp.Or(bad, unfolded[i])
 		}
 		out := make(types.Row, 0, o.Width+len(spec.Funcs))
 		out = append(out, fresh[i].row...)
@@ -629,8 +649,12 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 	for x := int64(len(p.head)); x < int64(o.head) && x < p.rows; x++ {
 		p.head = append(p.head, *at(x))
 	}
-	last := append(p.last, fresh...)
-	p.last = append(p.last[:0], last[max(0, len(last)-o.keep):]...) // copy handles the overlap
+	// the last keep rows, trimmed once they are twice as many (a copy per
+	// keep rows, not per time); storePart writes keep of them
+	p.last = append(p.last, fresh...)
+	if len(p.last) > 2*o.keep+16 {
+		p.last = append(p.last[:0], p.last[len(p.last)-o.keep:]...) // copy handles the overlap
+	}
 	return nil
 }
 
@@ -644,13 +668,14 @@ var errMissingRow = pgerror.New(pgerror.Internal, "operators: missing row")
 
 // fold folds the rows up to e into the partition's accumulators, which
 // hold its rows from its start: the frames of a running aggregate only
-// grow. A value that fails to fold is left out, and its error returned
-// (the row whose frame it is in is reported).
-func (o *OverTime) fold(p *overTimePart, e int64, at func(int64) *winRow) (failed error, err error) {
+// grow. A row whose value fails to fold (an accumulator refusing it
+// leaves itself as it was) goes to failed, and the rest go on without
+// it.
+func (o *OverTime) fold(p *overTimePart, e int64, at func(int64) *winRow, failed func(int64, error) error) error {
 	for ; p.folded < e; p.folded++ {
 		r := at(p.folded)
 		if r == nil {
-			return nil, errMissingRow
+			return errMissingRow
 		}
 		for j, acc := range p.accs {
 			if acc == nil {
@@ -660,12 +685,14 @@ func (o *OverTime) fold(p *overTimePart, e int64, at func(int64) *winRow) (faile
 			if !o.w.Spec.Funcs[j].Star {
 				v = r.args[j][0]
 			}
-			if err := acc.Add(v); err != nil && failed == nil {
-				failed = err
+			if err := acc.Add(v); err != nil {
+				if err := failed(p.folded, err); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	return failed, nil
+	return nil
 }
 
 // aggregate is aggregate function j over the frame [s, e) folded afresh

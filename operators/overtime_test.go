@@ -3,6 +3,7 @@ package operators_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -175,6 +176,20 @@ func TestCheckOverTime(t *testing.T) {
 		{"lag's offset other than 0 to 10000", func(s *plan.OverSpec) {
 			s.Funcs[0] = plan.WindowFunc{Name: "lag", Args: []*expr.Expr{v, expr.Const(types.NewInt8(-1))}}
 		}},
+		{"nth_value's position other than 1 to 10000", func(s *plan.OverSpec) {
+			s.Frame = plan.Frame{Mode: plan.FrameRows, Start: plan.FrameBound{Kind: plan.BoundPreceding, Offset: 3}, End: plan.FrameBound{Kind: plan.BoundCurrentRow}}
+			s.Funcs[0] = plan.WindowFunc{Name: "nth_value", Args: []*expr.Expr{v, expr.Const(types.NewInt8(0))}}
+		}},
+		{"", func(s *plan.OverSpec) { // NULL: the value is NULL
+			s.Funcs[0] = plan.WindowFunc{Name: "lag", Args: []*expr.Expr{v, expr.Const(types.NullValue)}}
+		}},
+		{"string_agg over a frame from the partition's start", func(s *plan.OverSpec) {
+			s.Funcs[0] = plan.WindowFunc{Name: "string_agg", Args: []*expr.Expr{expr.Col(3, types.Text, "s"), expr.Const(types.NewText(","))}}
+		}},
+		{"", func(s *plan.OverSpec) { // over the last rows, it keeps them only
+			s.Frame = plan.Frame{Mode: plan.FrameRows, Start: plan.FrameBound{Kind: plan.BoundPreceding, Offset: 3}, End: plan.FrameBound{Kind: plan.BoundCurrentRow}}
+			s.Funcs[0] = plan.WindowFunc{Name: "array_agg", Args: []*expr.Expr{v}}
+		}},
 		{"nth_value's position that is not a constant", func(s *plan.OverSpec) {
 			s.Funcs[0] = plan.WindowFunc{Name: "nth_value", Args: []*expr.Expr{v, v}}
 		}},
@@ -187,6 +202,55 @@ func TestCheckOverTime(t *testing.T) {
 			t.Errorf("%s: %v", s, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: got %v, want an error with %q", s, err, tc.want)
+		}
+	}
+}
+
+// TestOverTimePoison: a row whose value a running aggregate refuses
+// (bigint out of range) is set aside as poison and left out of the
+// partition's aggregates; the rows around it go on. When it is out
+// already (a frame that ends before the current row folds it later),
+// it is reported then.
+func TestOverTimePoison(t *testing.T) {
+	big := types.NewInt8(math.MaxInt64) // sum(int4) is a bigint: 1 + big is out of range
+	for _, tc := range []struct {
+		frame plan.Frame
+		want  string
+	}{
+		{plan.DefaultFrame, "[0 1 1 1] [0 3 5 6]"},
+		{plan.Frame{Mode: plan.FrameRows, Start: plan.FrameBound{Kind: plan.BoundUnboundedPreceding}, End: plan.FrameBound{Kind: plan.BoundPreceding, Offset: 1}},
+			"[0 1 1 NULL] [0 2 " + fmt.Sprint(big.I) + " 1] [0 3 5 1]"},
+	} {
+		spec := &plan.OverSpec{
+			OrderBy: []*expr.Expr{expr.Col(1, types.Timestamp, "t")}, Order: []plan.SortKey{{Col: 0}}, Frame: tc.frame,
+			Funcs: []plan.WindowFunc{{Name: "sum", Args: []*expr.Expr{expr.Col(2, types.Int4, "v")}}},
+		}
+		var poison []string
+		op, err := operators.NewOverTime(spec, 3, 1, types.Timestamp, &expr.Env{}, func(b *operators.Batch, i int, err error) error {
+			poison = append(poison, fmt.Sprint(b.Rows[i][2].I, ": ", err))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op.Bind(operators.NewMemKV())
+		var got []string
+		emit := func(b *operators.Batch) error {
+			for _, r := range b.Rows {
+				got = append(got, fmt.Sprint([]any{r[0].I, r[1].I, r[2].I, r[3]}))
+			}
+			return nil
+		}
+		row := func(ts int64, v types.Value) types.Row { return types.Row{types.NewInt8(0), types.NewTimestamp(types.Timestamp, ts), v} }
+		if err := op.Process(&operators.Batch{Rows: []types.Row{row(1, types.NewInt8(1)), row(2, big), row(3, types.NewInt8(5))}}, emit); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Finish(emit); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprint(big.I, ": bigint out of range")
+		if strings.Join(got, " ") != tc.want || len(poison) != 1 || poison[0] != want {
+			t.Errorf("%s: got %v, poison %q; want %s, poison %q", spec, got, poison, tc.want, want)
 		}
 	}
 }

@@ -167,6 +167,12 @@ func (ns *nester) table(te sql.TableExpr) (sql.TableExpr, error) {
 			in.From = []sql.TableExpr{from}
 			return &sql.DerivedTable{Query: &in, Alias: t.Alias}, nil
 		}
+		if inner, ok := t.Query.(*sql.Select); ok && ns.streams && hasWindowCall(inner) && len(inner.From) == 1 {
+			if _, ok := inner.From[0].(*sql.WindowTVF); ok {
+				return nil, pgerror.NotSupported("window functions over a window's rows in a subquery of a stream, other than a top-N the outer query only bounds by its rank (WHERE rn <= N)").
+					WithHint("Filter the top-N's rows in another stream over this one, or use a materialized view, or EMIT CHANGES.")
+			}
+		}
 		if ns.streams { // window functions too: in event time (planWindowStream)
 			return ns.hide(t)
 		}
