@@ -241,7 +241,9 @@ func TestOverTimePoison(t *testing.T) {
 			}
 			return nil
 		}
-		row := func(ts int64, v types.Value) types.Row { return types.Row{types.NewInt8(0), types.NewTimestamp(types.Timestamp, ts), v} }
+		row := func(ts int64, v types.Value) types.Row {
+			return types.Row{types.NewInt8(0), types.NewTimestamp(types.Timestamp, ts), v}
+		}
 		if err := op.Process(&operators.Batch{Rows: []types.Row{row(1, types.NewInt8(1)), row(2, big), row(3, types.NewInt8(5))}}, emit); err != nil {
 			t.Fatal(err)
 		}
