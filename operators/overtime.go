@@ -138,23 +138,24 @@ func overTimeShapeOf(spec *plan.OverSpec, env *expr.Env) (overTimeShape, error) 
 		return refuse("window functions into a stream without its event time first in ORDER BY, ascending")
 	}
 	fr := spec.Frame
-	offset := func(b plan.FrameBound) (int, bool) {
-		if b.Offset > maxOverKeep {
-			return 0, false
+	// preceding takes a bound n rows before the current one: the
+	// partition keeps n rows
+	preceding := func(b plan.FrameBound) error {
+		if fr.Mode != plan.FrameRows {
+			return pgerror.NotSupported("a %s frame with an offset into a stream", fr.Mode).WithHint("%s", hint)
 		}
-		return int(b.Offset), true
+		if b.Offset > maxOverKeep {
+			return pgerror.NotSupported("a frame reaching more than %d rows before the current row into a stream", maxOverKeep).WithHint("%s", hint)
+		}
+		sh.keep = max(sh.keep, int(b.Offset))
+		return nil
 	}
 	switch fr.End.Kind {
 	case plan.BoundCurrentRow:
 	case plan.BoundPreceding:
-		if fr.Mode != plan.FrameRows {
-			return refuse("a %s frame ending before the current row into a stream", fr.Mode)
+		if err := preceding(fr.End); err != nil {
+			return sh, err
 		}
-		n, ok := offset(fr.End)
-		if !ok {
-			return refuse("a frame ending more than %d rows before the current row into a stream", maxOverKeep)
-		}
-		sh.keep = n
 	default:
 		hint = "End the frame at the current row (ROWS BETWEEN n PRECEDING AND CURRENT ROW), or use CREATE MATERIALIZED VIEW."
 		return refuse("a frame that ends after the current row into a stream (its values would wait for rows to come)")
@@ -164,14 +165,9 @@ func overTimeShapeOf(spec *plan.OverSpec, env *expr.Env) (overTimeShape, error) 
 		sh.running = true
 	case plan.BoundCurrentRow:
 	case plan.BoundPreceding:
-		if fr.Mode != plan.FrameRows {
-			return refuse("a %s frame with an offset into a stream", fr.Mode)
+		if err := preceding(fr.Start); err != nil {
+			return sh, err
 		}
-		n, ok := offset(fr.Start)
-		if !ok {
-			return refuse("a frame of more than %d preceding rows into a stream", maxOverKeep)
-		}
-		sh.keep = max(sh.keep, n)
 	default:
 		return refuse("a frame that starts after the current row into a stream")
 	}

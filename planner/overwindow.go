@@ -33,74 +33,15 @@ func hasWindowCall(sel *sql.Select) bool {
 //	→ s0: orders → filter → project the read columns, cust AS _g0 → repartition by _g0
 //	  s1: overWindow lag(amount) over (partition by cust order by ts) → project id, delta, _src_partition, _src_offset
 func planWindowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.Relation) (*Continuous, error) {
-	b := &builder{cat: cat}
-	node, sc, err := b.buildSelect(sel)
+	q, err := windowQuery(cat, sel, in, "materialized view")
 	if err != nil {
 		return nil, err
 	}
-	chain, ok := node.(*plan.Chain)
-	if !ok || len(chain.Subqueries) > 0 {
-		return nil, pgerror.NotSupported("window functions with a subquery in a materialized view")
-	}
-	if _, ok := chain.Input.(*plan.Source); !ok {
-		return nil, pgerror.NotSupported("window functions over this FROM clause in a materialized view")
-	}
-	var filters []*expr.Expr
-	var window *plan.Step
-	var project *plan.Step
-	for i := range chain.Steps {
-		st := &chain.Steps[i]
-		switch {
-		case st.Op == plan.OpFilter && window == nil:
-			filters = append(filters, st.Pred)
-		case st.Op == plan.OpWindow && window == nil:
-			window = st
-		case st.Op == plan.OpWindow:
-			return nil, pgerror.NotSupported("window functions of several OVER clauses in one materialized view").
-				WithHint("Give them the same OVER clause, or compute one in a subquery and the other over its rows.")
-		case st.Op == plan.OpProject && window != nil && i == len(chain.Steps)-1:
-			project = st
-		default:
-			return nil, pgerror.NotSupported("step %s with window functions in a materialized view", st.Op)
-		}
-	}
-	if window == nil || project == nil {
-		return nil, pgerror.NotSupported("this window query in a materialized view")
-	}
+	q.changes = true
+	q.step.Op = plan.OpOverWindow
 	read := in.ReadColumns()
 	nread := len(read)
-	over := *window.Over
-	q := &statefulQuery{in: in, changes: true, carry: true}
-	if len(filters) > 0 {
-		if q.filter, err = expr.And(filters...); err != nil {
-			return nil, err
-		}
-	}
-	// The rows are re-keyed by their PARTITION BY values, computed after
-	// the read columns; the operator's rows are the read columns and
-	// those values, its function values follow.
-	for i, e := range over.PartitionBy {
-		q.computed = append(q.computed, e)
-		q.partition = append(q.partition, nread+i)
-	}
-	width := nread + len(q.computed)
-	q.step = plan.Step{Op: plan.OpOverWindow, Over: &over, Width: width}
-	by := make([]*expr.Expr, nread+len(over.Funcs))
-	for c, col := range read {
-		by[c] = expr.Col(c, col.Type, col.Name)
-	}
-	for j := range over.Funcs {
-		t, err := operators.WindowResult(&over.Funcs[j])
-		if err != nil {
-			return nil, err
-		}
-		by[nread+j] = expr.Col(width+j, t, over.Funcs[j].Name)
-	}
-	proj := plan.Step{Op: plan.OpProject, Names: append([]string(nil), project.Names...)}
-	for _, e := range project.Exprs {
-		proj.Exprs = append(proj.Exprs, e.Substitute(by))
-	}
-	cols := columnsOf(sc)
+	proj, cols := q.project, q.out
 	// The view's key: where each row came from, a stream's record or a
 	// view's key.
 	hidden := recordKey(len(in.Columns))
@@ -129,7 +70,7 @@ func planWindowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.
 		}
 	}
 	q.key = append(q.key, appendHidden(&proj, &cols, hidden)...)
-	proj.Exprs = append(proj.Exprs, expr.Col(width+len(over.Funcs), types.Int8, "_sign"))
+	proj.Exprs = append(proj.Exprs, expr.Col(q.step.Width+len(q.step.Over.Funcs), types.Int8, "_sign")) // after the function values
 	proj.Names = append(proj.Names, "_sign")
 	q.project, q.out = proj, cols
 	c, err := planStatefulTopology(ca, q)
@@ -153,42 +94,12 @@ func planWindowView(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.
 //	→ s0: orders → project the read columns, cust AS _g0 → repartition by _g0
 //	  s1: overTime sum(amount) over (…) when the watermark passes #ts → project id, sum
 func planWindowStream(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalog.Relation) (*Continuous, error) {
-	b := &builder{cat: cat}
-	node, sc, err := b.buildSelect(sel)
+	q, err := windowQuery(cat, sel, in, "stream")
 	if err != nil {
 		return nil, err
 	}
-	chain, ok := node.(*plan.Chain)
-	if !ok || len(chain.Subqueries) > 0 {
-		return nil, pgerror.NotSupported("window functions with a subquery in a stream")
-	}
-	if _, ok := chain.Input.(*plan.Source); !ok {
-		return nil, pgerror.NotSupported("window functions over this FROM clause in a stream").
-			WithHint("Compute them over one stream: put the rest in a subquery, FROM (SELECT …) t.")
-	}
-	var filters []*expr.Expr
-	var window, project *plan.Step
-	for i := range chain.Steps {
-		st := &chain.Steps[i]
-		switch {
-		case st.Op == plan.OpFilter && window == nil:
-			filters = append(filters, st.Pred)
-		case st.Op == plan.OpWindow && window == nil:
-			window = st
-		case st.Op == plan.OpWindow:
-			return nil, pgerror.NotSupported("window functions of several OVER clauses in one stream").
-				WithHint("Give them the same OVER clause, or compute one in a subquery and the other over its rows.")
-		case st.Op == plan.OpProject && window != nil && i == len(chain.Steps)-1:
-			project = st
-		default:
-			return nil, pgerror.NotSupported("step %s with window functions in a stream", st.Op)
-		}
-	}
-	if window == nil || project == nil {
-		return nil, pgerror.NotSupported("this window query in a stream")
-	}
-	over := *window.Over
-	if err := operators.CheckOverTime(&over, nil); err != nil {
+	over := q.step.Over
+	if err := operators.CheckOverTime(over, nil); err != nil {
 		return nil, err
 	}
 	// the event time: the first ORDER BY term, a timestamp column; of a
@@ -196,9 +107,8 @@ func planWindowStream(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalo
 	// in no order the watermark tells); of a subquery's hidden stream, a
 	// time whose lag upstreamWatermarks derives (or refuses)
 	read := in.ReadColumns()
-	nread := len(read)
 	t := over.OrderBy[over.Order[0].Col]
-	if t.Kind != expr.KCol || t.Col >= nread || t.Type != types.Timestamp && t.Type != types.TimestampTZ {
+	if t.Kind != expr.KCol || t.Col >= len(read) || t.Type != types.Timestamp && t.Type != types.TimestampTZ {
 		return nil, pgerror.NotSupported("window functions into a stream ordered first by %s, not an event time column", t).
 			WithHint("Order by the event time first, ascending: a row's values are final once the watermark passes its time. Or use CREATE MATERIALIZED VIEW.")
 	}
@@ -210,41 +120,89 @@ func planWindowStream(cat Catalog, ca *sql.CreateAs, sel *sql.Select, in *catalo
 		return nil, pgerror.NotSupported("window functions into a stream ordered by %q, not the event time of %q (its WATERMARK is on %q)", read[t.Col].Name, in.Name, in.Watermark.Column).
 			WithHint("Order by %s first; or use CREATE MATERIALIZED VIEW.", in.Watermark.Column)
 	}
-	q := &statefulQuery{in: in, carry: true, watermark: watermarkFor(in, t.Col)}
-	if len(filters) > 0 {
-		if q.filter, err = expr.And(filters...); err != nil {
-			return nil, err
-		}
-	}
-	// re-keyed by the PARTITION BY values, computed after the read
-	// columns; the function values follow the operator's rows
-	for i, e := range over.PartitionBy {
-		q.computed = append(q.computed, e)
-		q.partition = append(q.partition, nread+i)
-	}
-	width := nread + len(q.computed)
-	q.step = plan.Step{Op: plan.OpOverTime, Over: &over, Width: width, TimeCol: t.Col, TimeType: t.Type}
-	by := make([]*expr.Expr, nread+len(over.Funcs))
-	for c, col := range read {
-		by[c] = expr.Col(c, col.Type, col.Name)
-	}
-	for j := range over.Funcs {
-		typ, err := operators.WindowResult(&over.Funcs[j])
-		if err != nil {
-			return nil, err
-		}
-		by[nread+j] = expr.Col(width+j, typ, over.Funcs[j].Name)
-	}
-	proj := plan.Step{Op: plan.OpProject, Names: append([]string(nil), project.Names...)}
-	for _, e := range project.Exprs {
-		proj.Exprs = append(proj.Exprs, e.Substitute(by))
-	}
-	q.project, q.out = proj, columnsOf(sc)
+	q.step.Op, q.step.TimeCol, q.step.TimeType = plan.OpOverTime, t.Col, t.Type
+	q.watermark = watermarkFor(in, t.Col)
 	c, err := planStatefulTopology(ca, q)
 	if err != nil {
 		return nil, err
 	}
 	return c, bridgeInputs(c, ca.Name)
+}
+
+// windowQuery plans sel, the window functions of one OVER clause over
+// one input, in, for a continuous query (a "materialized view" or a
+// "stream", what): its WHERE before the window step, the rows re-keyed
+// by the PARTITION BY values, which are computed after in's read columns
+// (the two are the operator's rows, of q.step.Width columns; the
+// function values follow), and the select list over them. The caller
+// sets the step's operator.
+func windowQuery(cat Catalog, sel *sql.Select, in *catalog.Relation, what string) (*statefulQuery, error) {
+	b := &builder{cat: cat}
+	node, sc, err := b.buildSelect(sel)
+	if err != nil {
+		return nil, err
+	}
+	chain, ok := node.(*plan.Chain)
+	if !ok || len(chain.Subqueries) > 0 {
+		return nil, pgerror.NotSupported("window functions with a subquery in a %s", what)
+	}
+	if _, ok := chain.Input.(*plan.Source); !ok {
+		return nil, pgerror.NotSupported("window functions over this FROM clause in a %s", what).
+			WithHint("Compute them over one input: put the rest in a subquery, FROM (SELECT …) t.")
+	}
+	var filters []*expr.Expr
+	var window, project *plan.Step
+	for i := range chain.Steps {
+		st := &chain.Steps[i]
+		switch {
+		case st.Op == plan.OpFilter && window == nil:
+			filters = append(filters, st.Pred)
+		case st.Op == plan.OpWindow && window == nil:
+			window = st
+		case st.Op == plan.OpWindow:
+			return nil, pgerror.NotSupported("window functions of several OVER clauses in one %s", what).
+				WithHint("Give them the same OVER clause, or compute one in a subquery and the other over its rows.")
+		case st.Op == plan.OpProject && window != nil && i == len(chain.Steps)-1:
+			project = st
+		default:
+			return nil, pgerror.NotSupported("step %s with window functions in a %s", st.Op, what)
+		}
+	}
+	if window == nil || project == nil {
+		return nil, pgerror.NotSupported("this window query in a %s", what)
+	}
+	read := in.ReadColumns()
+	nread := len(read)
+	over := *window.Over
+	q := &statefulQuery{in: in, carry: true}
+	if len(filters) > 0 {
+		if q.filter, err = expr.And(filters...); err != nil {
+			return nil, err
+		}
+	}
+	for i, e := range over.PartitionBy {
+		q.computed = append(q.computed, e)
+		q.partition = append(q.partition, nread+i)
+	}
+	width := nread + len(q.computed)
+	q.step = plan.Step{Over: &over, Width: width}
+	by := make([]*expr.Expr, nread+len(over.Funcs))
+	for c, col := range read {
+		by[c] = expr.Col(c, col.Type, col.Name)
+	}
+	for j := range over.Funcs {
+		t, err := operators.WindowResult(&over.Funcs[j])
+		if err != nil {
+			return nil, err
+		}
+		by[nread+j] = expr.Col(width+j, t, over.Funcs[j].Name)
+	}
+	q.project = plan.Step{Op: plan.OpProject, Names: append([]string(nil), project.Names...)}
+	for _, e := range project.Exprs {
+		q.project.Exprs = append(q.project.Exprs, e.Substitute(by))
+	}
+	q.out = columnsOf(sc)
+	return q, nil
 }
 
 // windowsAsLayers rewrites a view whose select list has window functions
