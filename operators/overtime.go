@@ -271,22 +271,15 @@ func (o *OverTime) Process(b *Batch, _ Emit) error {
 		if !ok {
 			continue
 		}
-		r := winRow{row: row[:o.Width:o.Width]}
-		if r.ord, err = evalAll(o.w.ord, row); err == nil {
-			r.args = make([]types.Row, len(o.w.args))
-			for j, evs := range o.w.args {
-				if r.args[j], err = evalAll(evs, row); err != nil {
-					break
-				}
-			}
-		}
+		// the partition key is the state key's (place evaluated it)
+		r, err := o.w.rowOf(row, false)
 		if err != nil {
 			if err := o.OnError(b, i, err); err != nil {
 				return err
 			}
 			continue
 		}
-		r.row = slices.Clone(r.row)
+		r.row = slices.Clone(row[:o.Width])
 		if o.wait == nil {
 			o.wait = map[string][]winRow{}
 		}

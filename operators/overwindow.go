@@ -148,21 +148,9 @@ func (o *OverWindow) Bind(kv KV) {
 // an identity.
 func (o *OverWindow) winRowOf(row types.Row) (winRow, error) {
 	o.seq++
-	r := winRow{row: row, seq: o.seq}
-	var err error
-	if r.part, err = evalAll(o.w.part, row); err != nil {
-		return r, err
-	}
-	if r.ord, err = evalAll(o.w.ord, row); err != nil {
-		return r, err
-	}
-	r.args = make([]types.Row, len(o.w.args))
-	for j, evs := range o.w.args {
-		if r.args[j], err = evalAll(evs, row); err != nil {
-			return r, err
-		}
-	}
-	return r, nil
+	r, err := o.w.rowOf(row, true)
+	r.seq = o.seq
+	return r, err
 }
 
 func (o *OverWindow) part(key []byte) (*overPart, error) {

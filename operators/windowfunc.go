@@ -159,21 +159,32 @@ func evalAll(evs []expr.Eval, row types.Row) (types.Row, error) {
 	return out, nil
 }
 
+// rowOf evaluates what the window needs of an input row: its PARTITION
+// BY values (when part), its ORDER BY values, each function's arguments.
+func (w *WindowFuncs) rowOf(row types.Row, part bool) (winRow, error) {
+	r := winRow{row: row}
+	var err error
+	if part {
+		if r.part, err = evalAll(w.part, row); err != nil {
+			return r, err
+		}
+	}
+	if r.ord, err = evalAll(w.ord, row); err != nil {
+		return r, err
+	}
+	r.args = make([]types.Row, len(w.args))
+	for j, evs := range w.args {
+		if r.args[j], err = evalAll(evs, row); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
 // Process implements Operator.
 func (w *WindowFuncs) Process(b *Batch, _ Emit) error {
 	for i, row := range b.Rows {
-		r := winRow{row: row}
-		var err error
-		if r.part, err = evalAll(w.part, row); err == nil {
-			if r.ord, err = evalAll(w.ord, row); err == nil {
-				r.args = make([]types.Row, len(w.args))
-				for j, evs := range w.args {
-					if r.args[j], err = evalAll(evs, row); err != nil {
-						break
-					}
-				}
-			}
-		}
+		r, err := w.rowOf(row, true)
 		if err != nil {
 			if err := w.OnError(b, i, err); err != nil {
 				return err
