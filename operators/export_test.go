@@ -30,3 +30,11 @@ func SetMaxAggValueBytes(n int64) (restore func()) {
 	maxAggValueBytes = n
 	return func() { maxAggValueBytes = old }
 }
+
+// SetMaxOverRange lowers the rows a stream's RANGE frame keeps per
+// partition; the returned function restores it.
+func SetMaxOverRange(n int) (restore func()) {
+	old := maxOverRange
+	maxOverRange = n
+	return func() { maxOverRange = old }
+}

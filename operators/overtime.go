@@ -100,17 +100,28 @@ type overTimePart struct {
 	folded       int64 // rows its accumulators hold (from its start)
 	accs         []Accumulator
 	head, last   []winRow // its first rows, its last rows
+	// cut is the time of the newest row a RANGE frame still reached when
+	// the partition let it go, past maxOverRange (NULL: none): a frame
+	// that reaches it cannot be computed
+	cut types.Value
 }
 
 // maxOverKeep bounds the rows a partition keeps for a stream's window
 // functions (each of its times reads and writes them all).
 const maxOverKeep = 10000
 
+// maxOverRange bounds the rows a partition keeps for a RANGE frame with
+// an offset (`RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT
+// ROW`), whose count is the data's: a row whose frame would reach
+// further is a poison row (54000). A variable for tests.
+var maxOverRange = 50000
+
 // overTimeShape is what CheckOverTime found: how many rows a partition
 // keeps, and whether its aggregates fold from its start.
 type overTimeShape struct {
 	keep, head int
 	running    bool
+	rng        bool // a RANGE frame with an offset: keep its rows by time
 }
 
 // CheckOverTime says whether a stream's window functions of spec can
@@ -141,6 +152,10 @@ func overTimeShapeOf(spec *plan.OverSpec, env *expr.Env) (overTimeShape, error) 
 	// preceding takes a bound n rows before the current one: the
 	// partition keeps n rows
 	preceding := func(b plan.FrameBound) error {
+		if b.RangeOffset() {
+			sh.rng = true
+			return nil
+		}
 		if fr.Mode != plan.FrameRows {
 			return pgerror.NotSupported("a %s frame with an offset into a stream", fr.Mode).WithHint("%s", hint)
 		}
@@ -170,6 +185,14 @@ func overTimeShapeOf(spec *plan.OverSpec, env *expr.Env) (overTimeShape, error) 
 		}
 	default:
 		return refuse("a frame that starts after the current row into a stream")
+	}
+	if sh.running && fr.End.RangeOffset() {
+		for i := range spec.Funcs {
+			if IsAggregate(spec.Funcs[i].Name) {
+				hint = "End the frame at the current row, or start it at an offset (RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND INTERVAL '1' MINUTE PRECEDING)."
+				return refuse("aggregates over a frame from the partition's start to an offset before the current row into a stream")
+			}
+		}
 	}
 	// constant is a function's constant argument, from least to
 	// maxOverKeep (NULL: 0, the function's value is NULL)
@@ -372,6 +395,13 @@ func (o *OverTime) part(pk []byte) (*overTimePart, error) {
 			}
 		}
 	}
+	if o.w.rng != nil {
+		var cut types.Row
+		if cut, v, err = types.DecodeValues(v, 1); err != nil {
+			return nil, err
+		}
+		p.cut = cut[0]
+	}
 	if len(v) > 0 {
 		return nil, ErrBadState
 	}
@@ -381,7 +411,10 @@ func (o *OverTime) part(pk []byte) (*overTimePart, error) {
 // storePart writes the partition of key pk.
 func (o *OverTime) storePart(pk []byte, p *overTimePart) error {
 	buf := o.buf[:0]
-	last := p.last[max(0, len(p.last)-o.keep):]
+	last := p.last
+	if o.w.rng == nil {
+		last = last[max(0, len(last)-o.keep):]
+	}
 	for _, n := range []int64{p.rows, p.groups, p.folded, int64(len(p.head)), int64(len(last))} {
 		buf = binary.AppendUvarint(buf, uint64(n))
 	}
@@ -395,6 +428,9 @@ func (o *OverTime) storePart(pk []byte, p *overTimePart) error {
 		if acc != nil {
 			buf = acc.AppendState(buf)
 		}
+	}
+	if o.w.rng != nil {
+		buf = types.AppendValues(buf, types.Row{p.cut})
 	}
 	o.buf = buf
 	return o.kv.Set(append([]byte{overTimePartKey}, pk...), buf)
@@ -530,8 +566,28 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 				e = n0 + int64(gEnd)
 			}
 		}
+		var bad error
+		if rng := o.w.rng; rng != nil {
+			// a RANGE offset's bound: the rows kept are in time order
+			// (never NULL), numbered from base
+			t := fresh[i].ord[0]
+			kept := int(n0 - base + int64(len(fresh)))
+			ord := func(k int) types.Value { return at(base + int64(k)).ord[0] }
+			if rng.start != nil {
+				s = base + int64(rng.search(0, kept, ord, rng.start, t, false))
+				if s == base && !p.cut.IsNull() {
+					if lim, inf := rng.limit(rng.start, t); inf < 0 || inf == 0 && types.Compare(p.cut, lim) >= 0 {
+						bad = pgerror.New(pgerror.ProgramLimitExceeded, "a stream's RANGE frame reaches more than %d rows of its partition", maxOverRange).
+							WithHint("Give the frame a smaller offset, or partition the rows further.")
+					}
+				}
+			}
+			if rng.end != nil {
+				e = base + int64(rng.search(0, kept, ord, rng.end, t, true))
+			}
+		}
 		e = max(e, s)
-		bad := unfolded[i]
+		bad = cmp.Or(bad, unfolded[i])
 		if o.running {
 			// a row whose value fails to fold is left out of the
 			// aggregates: reported now if it is out already (a frame
@@ -641,10 +697,40 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 	// the last keep rows, trimmed once they are twice as many (a copy per
 	// keep rows, not per time); storePart writes keep of them
 	p.last = append(p.last, fresh...)
-	if len(p.last) > 2*o.keep+16 {
+	if o.w.rng != nil {
+		o.trimRange(p)
+	} else if len(p.last) > 2*o.keep+16 {
 		p.last = append(p.last[:0], p.last[len(p.last)-o.keep:]...) // copy handles the overlap
 	}
 	return nil
+}
+
+// trimRange lets a partition's rows go that no later row's RANGE frame
+// reaches (later rows come at the newest time or after it), keeping the
+// last keep rows too (lag), and at most maxOverRange rows.
+func (o *OverTime) trimRange(p *overTimePart) {
+	rng := o.w.rng
+	n := len(p.last)
+	if n == 0 {
+		return
+	}
+	from := max(0, n-o.keep)
+	newest := p.last[n-1].ord[0]
+	ord := func(k int) types.Value { return p.last[k].ord[0] }
+	if rng.start != nil {
+		from = min(from, rng.search(0, n, ord, rng.start, newest, false))
+	}
+	if rng.end != nil {
+		// last_value's row, the last before the frame's end
+		from = min(from, max(0, rng.search(0, n, ord, rng.end, newest, true)-1))
+	}
+	if n-from > maxOverRange {
+		from = n - maxOverRange
+		p.cut = p.last[from-1].ord[0]
+	}
+	// a slice, not a copy: append lets the rows before it go when it
+	// grows the array
+	p.last = p.last[from:]
 }
 
 // errNotKept is a frame or lag reaching a row its partition did not keep,

@@ -33,6 +33,9 @@ func genOverTimeSpec(rng *rand.Rand) (*plan.OverSpec, string) {
 		{Name: "max", Args: []*expr.Expr{v}}, {Name: "avg", Args: []*expr.Expr{v}},
 	}
 	rows := func(k plan.BoundKind, n int64) plan.FrameBound { return plan.FrameBound{Kind: k, Offset: n} }
+	span := func(k plan.BoundKind, us int64) plan.FrameBound {
+		return plan.FrameBound{Kind: k, Value: expr.Const(types.NewInterval(types.IntervalValue{Micros: us}))}
+	}
 	frames := []plan.Frame{
 		plan.DefaultFrame,
 		{Mode: plan.FrameRows, Start: rows(plan.BoundUnboundedPreceding, 0), End: rows(plan.BoundCurrentRow, 0)},
@@ -41,6 +44,10 @@ func genOverTimeSpec(rng *rand.Rand) (*plan.OverSpec, string) {
 		{Mode: plan.FrameRows, Start: rows(plan.BoundUnboundedPreceding, 0), End: rows(plan.BoundPreceding, int64(1+rng.IntN(2)))},
 		{Mode: plan.FrameRange, Start: rows(plan.BoundCurrentRow, 0), End: rows(plan.BoundCurrentRow, 0)},
 		{Mode: plan.FrameGroups, Start: rows(plan.BoundUnboundedPreceding, 0), End: rows(plan.BoundCurrentRow, 0)},
+		// RANGE frames with offsets on the time (microseconds)
+		{Mode: plan.FrameRange, Start: span(plan.BoundPreceding, rng.Int64N(6)), End: rows(plan.BoundCurrentRow, 0)},
+		{Mode: plan.FrameRange, Start: span(plan.BoundPreceding, 2+rng.Int64N(5)), End: span(plan.BoundPreceding, rng.Int64N(4))},
+		{Mode: plan.FrameRange, Start: rows(plan.BoundUnboundedPreceding, 0), End: span(plan.BoundPreceding, rng.Int64N(4))},
 	}
 	spec := &plan.OverSpec{
 		PartitionBy: []*expr.Expr{expr.Col(0, types.Int8, "p")},
@@ -48,7 +55,12 @@ func genOverTimeSpec(rng *rand.Rand) (*plan.OverSpec, string) {
 		Order:       []plan.SortKey{{Col: 0}},
 		Frame:       frames[rng.IntN(len(frames))],
 	}
-	if rng.IntN(2) == 0 {
+	rangeOffset := spec.Frame.Start.RangeOffset() || spec.Frame.End.RangeOffset()
+	if rangeOffset && spec.Frame.Start.Kind == plan.BoundUnboundedPreceding {
+		// aggregates over it are refused: the rest
+		funcs = slices.DeleteFunc(funcs, func(f plan.WindowFunc) bool { return operators.IsAggregate(f.Name) })
+	}
+	if !rangeOffset && rng.IntN(2) == 0 {
 		spec.OrderBy = append(spec.OrderBy, v)
 		spec.Order = append(spec.Order, plan.SortKey{Col: 1, Desc: rng.IntN(2) == 0, NullsFirst: rng.IntN(2) == 0})
 	}
@@ -150,6 +162,7 @@ func TestOverTime(t *testing.T) {
 // refused (0A000), with the reason.
 func TestCheckOverTime(t *testing.T) {
 	v := expr.Col(2, types.Int8, "v")
+	hour := expr.Const(types.NewInterval(types.IntervalValue{Micros: 3600e6}))
 	base := func() *plan.OverSpec {
 		return &plan.OverSpec{OrderBy: []*expr.Expr{expr.Col(1, types.Timestamp, "t")}, Order: []plan.SortKey{{Col: 0}},
 			Frame: plan.DefaultFrame, Funcs: []plan.WindowFunc{{Name: "sum", Args: []*expr.Expr{v}}}}
@@ -193,6 +206,19 @@ func TestCheckOverTime(t *testing.T) {
 		{"nth_value's position that is not a constant", func(s *plan.OverSpec) {
 			s.Funcs[0] = plan.WindowFunc{Name: "nth_value", Args: []*expr.Expr{v, v}}
 		}},
+		{"", func(s *plan.OverSpec) { // RANGE with an offset on the time: its rows by time
+			s.Frame = plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundPreceding, Value: hour}, End: plan.FrameBound{Kind: plan.BoundPreceding, Value: hour}}
+		}},
+		{"", func(s *plan.OverSpec) { // the rows up to an hour ago: last_value reads one row
+			s.Frame = plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundUnboundedPreceding}, End: plan.FrameBound{Kind: plan.BoundPreceding, Value: hour}}
+			s.Funcs[0] = plan.WindowFunc{Name: "last_value", Args: []*expr.Expr{v}}
+		}},
+		{"aggregates over a frame from the partition's start to an offset", func(s *plan.OverSpec) {
+			s.Frame = plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundUnboundedPreceding}, End: plan.FrameBound{Kind: plan.BoundPreceding, Value: hour}}
+		}},
+		{"ends after the current row", func(s *plan.OverSpec) {
+			s.Frame = plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundPreceding, Value: hour}, End: plan.FrameBound{Kind: plan.BoundFollowing, Value: hour}}
+		}},
 	} {
 		s := base()
 		tc.edit(s)
@@ -211,6 +237,107 @@ func TestCheckOverTime(t *testing.T) {
 // partition's aggregates; the rows around it go on. When it is out
 // already (a frame that ends before the current row folds it later),
 // it is reported then.
+// TestOverTimeRangeCap: a RANGE frame keeps at most maxOverRange rows of
+// a partition; a row whose frame would reach a row let go past it is a
+// poison row (54000), and every row that comes out has its frame's
+// value, through restarts.
+func TestOverTimeRangeCap(t *testing.T) {
+	defer operators.SetMaxOverRange(5)()
+	ten := expr.Const(types.NewInterval(types.IntervalValue{Micros: 10}))
+	spec := &plan.OverSpec{
+		PartitionBy: []*expr.Expr{expr.Col(0, types.Int8, "p")},
+		OrderBy:     []*expr.Expr{expr.Col(1, types.Timestamp, "t")}, Order: []plan.SortKey{{Col: 0}},
+		Frame: plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundPreceding, Value: ten}, End: plan.FrameBound{Kind: plan.BoundCurrentRow}},
+		Funcs: []plan.WindowFunc{{Name: "count", Star: true}},
+	}
+	var poison []int64
+	onErr := func(b *operators.Batch, i int, err error) error {
+		if !strings.Contains(err.Error(), "RANGE frame reaches more than 5 rows") {
+			return err
+		}
+		poison = append(poison, b.Rows[i][1].I)
+		return nil
+	}
+	kv := operators.NewMemKV()
+	build := func() *operators.OverTime {
+		op, err := operators.NewOverTime(spec, 2, 1, types.Timestamp, &expr.Env{}, onErr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op.Bind(kv)
+		return op
+	}
+	op := build()
+	got := map[int64]int64{}
+	emit := func(b *operators.Batch) error {
+		for _, r := range b.Rows {
+			got[r[1].I] = r[2].I
+		}
+		return nil
+	}
+	// one row every 4 µs, then a gap of 40 µs, then one every 3 µs: a
+	// frame of 10 µs holds 3 rows, then 1, then 4
+	var times []int64
+	for ts := int64(1); ts <= 21; ts += 4 {
+		times = append(times, ts)
+	}
+	for ts := int64(61); ts <= 91; ts += 3 {
+		times = append(times, ts)
+	}
+	for k, ts := range times {
+		b := &operators.Batch{Rows: []types.Row{{types.NewInt8(0), types.NewTimestamp(types.Timestamp, ts)}}}
+		if err := op.Process(b, emit); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.OnWatermark(ts, emit); err != nil {
+			t.Fatal(err)
+		}
+		if k%3 == 0 {
+			if err := op.OnCheckpoint(); err != nil {
+				t.Fatal(err)
+			}
+			op = build()
+		}
+	}
+	for _, ts := range times {
+		want := int64(0)
+		for _, u := range times {
+			if u <= ts && u >= ts-10 {
+				want++
+			}
+		}
+		if n, ok := got[ts]; ok && n != want {
+			t.Errorf("row at %d: count %d, want %d", ts, n, want)
+		}
+	}
+	if len(got)+len(poison) != len(times) || len(poison) != 0 {
+		t.Errorf("%d rows out, poison %v; want all %d out", len(got), poison, len(times))
+	}
+	// a burst: 8 rows at one time, more than the partition keeps; the
+	// rows after it whose frames reach past what it kept are poison, the
+	// rest are right
+	got, poison = map[int64]int64{}, nil
+	var burst []types.Row
+	for range 8 {
+		burst = append(burst, types.Row{types.NewInt8(0), types.NewTimestamp(types.Timestamp, 100)})
+	}
+	for _, b := range [][]types.Row{burst, {{types.NewInt8(0), types.NewTimestamp(types.Timestamp, 105)}}, {{types.NewInt8(0), types.NewTimestamp(types.Timestamp, 111)}}} {
+		if err := op.Process(&operators.Batch{Rows: b}, emit); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.OnWatermark(b[0][1].I, emit); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.OnCheckpoint(); err != nil {
+			t.Fatal(err)
+		}
+		op = build()
+	}
+	if got[100] != 9 || got[111] != 2 || !slices.Equal(poison, []int64{105}) {
+		t.Errorf("after a burst: %v, poison %v; want 100: 9 (and the row at 91), 111: 2, poison [105]", got, poison)
+	}
+}
+
 func TestOverTimePoison(t *testing.T) {
 	big := types.NewInt8(math.MaxInt64) // sum(int4) is a bigint: 1 + big is out of range
 	for _, tc := range []struct {

@@ -96,6 +96,7 @@ type WindowFuncs struct {
 	part, ord []expr.Eval
 	args      [][]expr.Eval
 	aggs      []*AggFunc // per function, nil unless an aggregate
+	rng       *rangeFrame
 	rows      []winRow
 	charged   int64
 	partKeys  []plan.SortKey
@@ -136,6 +137,9 @@ func NewWindowFuncs(spec *plan.OverSpec, env *expr.Env, onErr RowError, budget *
 			return nil, pgerror.New(pgerror.UndefinedFunction, "window function %s does not exist", f.Name)
 		}
 		w.aggs = append(w.aggs, agg)
+	}
+	if w.rng, err = newRangeFrame(spec, env); err != nil {
+		return nil, err
 	}
 	w.partKeys = make([]plan.SortKey, len(spec.PartitionBy))
 	for i := range w.partKeys {
@@ -385,6 +389,9 @@ func (w *WindowFuncs) partition(rows []winRow) ([][]types.Value, error) {
 			for i := range rows {
 				s, e := frameOf(fr, p, i, n)
 				frames[i] = [2]int{s, e}
+			}
+			if w.rng != nil {
+				w.rng.bounds(n, func(k int) types.Value { return rows[k].ord[0] }, p, frames)
 			}
 		}
 		out := make([]types.Value, n)

@@ -89,11 +89,18 @@ const (
 )
 
 // FrameBound is one end of a frame; Offset (rows or peer groups) is for
-// BoundPreceding and BoundFollowing. RANGE frames take no offsets.
+// BoundPreceding and BoundFollowing of ROWS and GROUPS frames. A RANGE
+// frame's offset is Value, a constant the frame adds to or subtracts
+// from the current row's ORDER BY value (bigint for the integer types,
+// numeric, double precision, interval for the time types and interval).
 type FrameBound struct {
-	Kind   BoundKind `json:"kind"`
-	Offset int64     `json:"offset,omitempty"`
+	Kind   BoundKind  `json:"kind"`
+	Offset int64      `json:"offset,omitempty"`
+	Value  *expr.Expr `json:"value,omitempty"`
 }
+
+// RangeOffset reports whether the bound is a RANGE frame's offset.
+func (b FrameBound) RangeOffset() bool { return b.Value != nil }
 
 // BoundKind says where a frame bound lies.
 type BoundKind int
@@ -168,10 +175,16 @@ func (b FrameBound) String() string {
 	case BoundUnboundedPreceding:
 		return "unbounded preceding"
 	case BoundPreceding:
+		if b.Value != nil {
+			return b.Value.String() + " preceding"
+		}
 		return fmt.Sprintf("%d preceding", b.Offset)
 	case BoundCurrentRow:
 		return "current row"
 	case BoundFollowing:
+		if b.Value != nil {
+			return b.Value.String() + " following"
+		}
 		return fmt.Sprintf("%d following", b.Offset)
 	}
 	return "unbounded following"

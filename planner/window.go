@@ -113,7 +113,7 @@ func (b *builder) overSpec(c *exprCtx, w *sql.WindowSpec) (*plan.OverSpec, error
 		spec.Order = append(spec.Order, sortKey(i, o))
 	}
 	if w.Frame != nil {
-		fr, err := b.frame(w.Frame, len(w.OrderBy))
+		fr, err := b.frame(w.Frame, spec.OrderBy)
 		if err != nil {
 			return nil, err
 		}
@@ -147,8 +147,9 @@ var frameKinds = map[sql.FrameBoundKind]plan.BoundKind{
 }
 
 // frame checks a frame clause as PostgreSQL does and evaluates its
-// offsets. RANGE with an offset is not supported (0A000).
-func (b *builder) frame(f *sql.WindowFrame, orderBy int) (plan.Frame, error) {
+// offsets: a number of rows or peer groups for ROWS and GROUPS, a
+// constant of the ORDER BY value's offset type for RANGE.
+func (b *builder) frame(f *sql.WindowFrame, orderBy []*expr.Expr) (plan.Frame, error) {
 	fr := plan.Frame{Mode: f.Mode}
 	werr := func(msg string) error { return pgerror.New(pgerror.WindowingError, "%s", msg) }
 	switch {
@@ -160,7 +161,7 @@ func (b *builder) frame(f *sql.WindowFrame, orderBy int) (plan.Frame, error) {
 		return fr, werr("frame starting from current row cannot have preceding rows")
 	case f.Start.Kind == sql.FrameFollowing && (f.End.Kind == sql.FramePreceding || f.End.Kind == sql.FrameCurrentRow):
 		return fr, werr("frame starting from following row cannot have preceding rows")
-	case f.Mode == plan.FrameGroups && orderBy == 0:
+	case f.Mode == plan.FrameGroups && len(orderBy) == 0:
 		return fr, werr("GROUPS mode requires an ORDER BY clause")
 	}
 	for _, end := range []struct {
@@ -172,11 +173,8 @@ func (b *builder) frame(f *sql.WindowFrame, orderBy int) (plan.Frame, error) {
 		if end.in.Offset == nil {
 			continue
 		}
-		if f.Mode == plan.FrameRange {
-			if orderBy != 1 {
-				return fr, werr("RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
-			}
-			return fr, pgerror.NotSupported("RANGE with offset PRECEDING/FOLLOWING (use ROWS or GROUPS)")
+		if f.Mode == plan.FrameRange && len(orderBy) != 1 {
+			return fr, werr("RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
 		}
 		x, err := b.build(&exprCtx{scope: &scope{}, what: "window frame offset", noAggs: true}, end.in.Offset)
 		if err != nil {
@@ -188,6 +186,12 @@ func (b *builder) frame(f *sql.WindowFrame, orderBy int) (plan.Frame, error) {
 		if x.Val.K == types.Null {
 			return fr, pgerror.New(pgerror.NullValueNotAllowed, "frame %s offset must not be null", end.what)
 		}
+		if f.Mode == plan.FrameRange {
+			if end.out.Value, err = rangeOffset(x, orderBy[0].Type); err != nil {
+				return fr, err
+			}
+			continue
+		}
 		v, err := types.Cast(x.Val, types.Int8)
 		if err != nil {
 			return fr, err
@@ -198,6 +202,47 @@ func (b *builder) frame(f *sql.WindowFrame, orderBy int) (plan.Frame, error) {
 		end.out.Offset = v.I
 	}
 	return fr, nil
+}
+
+// rangeOffset types a RANGE frame's offset x for an ORDER BY value of
+// type t as PostgreSQL's in_range functions do: an integer for the
+// integer types (bigint), numeric for numeric, double precision for the
+// floating types, an interval for dates, timestamps and intervals; x
+// must take the type implicitly, and must not be negative.
+func rangeOffset(x *expr.Expr, t types.Type) (*expr.Expr, error) {
+	var to types.Type
+	switch t {
+	case types.Int2, types.Int4, types.Int8:
+		to = types.Int8
+	case types.Numeric:
+		to = types.Numeric
+	case types.Float4, types.Float8:
+		to = types.Float8
+	case types.Date, types.Timestamp, types.TimestampTZ, types.Interval:
+		to = types.Interval
+	default:
+		return nil, pgerror.New(pgerror.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s", t)
+	}
+	off, err := expr.Coerce(x, to, false)
+	if err != nil || to == types.Int8 && !x.Type.IsInteger() || to == types.Numeric && x.Type.IsFloat() {
+		return nil, pgerror.New(pgerror.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s and offset type %s", t, x.Type).
+			WithHint("Cast the offset value to an appropriate type.")
+	}
+	neg := false
+	switch to {
+	case types.Interval:
+		iv := off.Val.Interval()
+		// PostgreSQL compares an interval's span, a month as 30 days
+		span := (int64(iv.Months)*30+int64(iv.Days))*types.MicrosPerDay + iv.Micros
+		neg = span < 0
+	default:
+		zero, _ := types.Cast(types.NewInt8(0), to)
+		neg = types.Compare(off.Val, zero) < 0
+	}
+	if neg {
+		return nil, pgerror.New(pgerror.InvalidPrecedingOrFollowing, "invalid preceding or following size in window function")
+	}
+	return off, nil
 }
 
 // windowFunc types a window function call's arguments as PostgreSQL's

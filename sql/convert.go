@@ -1272,7 +1272,9 @@ func (c *converter) windowNamed(name tast.CIStr) (*tast.WindowSpec, error) {
 }
 
 func (c *converter) frameBound(b *tast.FrameBound) (FrameBound, error) {
-	if b.Unit != tast.TimeUnitInvalid {
+	if b.Unit != tast.TimeUnitInvalid && b.Unit != tast.TimeUnitMicrosecond {
+		// the normalizer wraps every offset but a number in INTERVAL (…)
+		// MICROSECOND; another unit is MySQL's syntax
 		return FrameBound{}, unsupported("INTERVAL frame offsets")
 	}
 	switch {

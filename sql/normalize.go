@@ -873,6 +873,9 @@ var wordRewrites map[string]wordRewrite
 func init() {
 	wordRewrites = map[string]wordRewrite{
 		"interval":    (*normalizer).interval,
+		"rows":        (*normalizer).frameClause,
+		"range":       (*normalizer).frameClause,
+		"groups":      (*normalizer).frameClause,
 		"cast":        (*normalizer).castCall,
 		"extract":     (*normalizer).extract,
 		"is":          (*normalizer).isWord,
@@ -999,6 +1002,92 @@ func (n *normalizer) interval(i, hi int) (int, bool, error) {
 	}
 	n.synthCall(fnInterval, t.pos, quoteString(lit.val), quoteString(strings.ToUpper(unit)))
 	return j, true, nil
+}
+
+// frameClause rewrites a window frame clause, ROWS|RANGE|GROUPS [BETWEEN
+// bound AND] bound, whose offsets TiDB takes only as a number literal or
+// as MySQL's INTERVAL expr unit: any other offset (INTERVAL '1 hour',
+// '2 days'::interval, -1, 2 + 3) becomes INTERVAL (offset) MICROSECOND,
+// which the converter reads back as the offset itself (PostgreSQL has no
+// INTERVAL expr unit, so the marker is never the user's).
+func (n *normalizer) frameClause(i, hi int) (int, bool, error) {
+	t := n.toks[i]
+	end := n.frameBoundEnd(i+1, hi)
+	if n.prevIsDot(i) || !(n.at(i+1, hi).is("between") || n.at(i+1, hi).is("unbounded") || n.at(i+1, hi).is("current") || end > 0) {
+		return 0, false, nil
+	}
+	n.put(t.val, t.pos, oKeyword)
+	j := i + 1
+	between := n.at(j, hi).is("between")
+	if between {
+		n.put("between", n.toks[j].pos, oKeyword)
+		j++
+	}
+	j, err := n.frameBound(j, hi)
+	if err != nil || !between || !n.at(j, hi).is("and") {
+		return j, true, err
+	}
+	n.put("and", n.toks[j].pos, oKeyword)
+	j, err = n.frameBound(j+1, hi)
+	return j, true, err
+}
+
+// frameBoundEnd is the index of the PRECEDING or FOLLOWING that ends the
+// frame bound starting at token i, or -1: the scan stops at what cannot
+// be in an offset (a closing parenthesis or comma of the level, a
+// clause's word).
+func (n *normalizer) frameBoundEnd(i, hi int) int {
+	depth := 0
+	for k := i; k < hi; k++ {
+		w := n.toks[k]
+		switch {
+		case w.isOp("(") || w.isOp("["):
+			depth++
+		case w.isOp(")") || w.isOp("]"):
+			if depth--; depth < 0 {
+				return -1
+			}
+		case depth > 0:
+		case w.isOp(",") || w.isOp(";") || w.is("and") || w.is("between") || clauseWords[w.val] && w.kind == tIdent:
+			return -1
+		case w.is("preceding") || w.is("following"):
+			if k == i {
+				return -1
+			}
+			return k
+		}
+	}
+	return -1
+}
+
+// frameBound emits one frame bound starting at token j and returns the
+// index after it.
+func (n *normalizer) frameBound(j, hi int) (int, error) {
+	w := n.at(j, hi)
+	if w.is("unbounded") || w.is("current") {
+		if err := n.run(j, min(j+2, hi)); err != nil {
+			return 0, err
+		}
+		return min(j+2, hi), nil
+	}
+	k := n.frameBoundEnd(j, hi)
+	if k < 0 {
+		return j, nil // not a bound: TiDB reports the syntax error
+	}
+	if k == j+1 && (w.kind == tNumber && !strings.ContainsAny(w.val, "eE") || w.kind == tParam) {
+		return k + 1, n.run(j, k+1)
+	}
+	n.put("interval", w.pos, oKeyword)
+	n.put("(", w.pos, oOpen)
+	n.frames = append(n.frames, frame{orderStart: -1, call: -1})
+	if err := n.run(j, k); err != nil {
+		return 0, err
+	}
+	n.frames = n.frames[:len(n.frames)-1]
+	n.put(")", n.toks[k].pos, oClose)
+	n.put("microsecond", n.toks[k].pos, oKeyword)
+	n.put(n.toks[k].val, n.toks[k].pos, oKeyword)
+	return k + 1, nil
 }
 
 // typedLiteral rewrites `type 'text'` (DATE '2026-01-01', TIMESTAMP WITH
