@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"math"
 	"sort"
 
 	"github.com/fvsql/fvsql/expr"
@@ -74,6 +75,13 @@ func newRangeFrame(spec *plan.OverSpec, env *expr.Env) (*rangeFrame, error) {
 func (r *rangeFrame) limit(b *rangeLimit, v types.Value) (lim types.Value, inf int) {
 	r.arg[0] = v
 	lim, err := b.ev(r.arg)
+	if f := v.K == types.Float4 || v.K == types.Float8; f && (err != nil || math.IsNaN(lim.Float()) && !math.IsNaN(v.Float())) {
+		// as PostgreSQL's in_range: a float limit past the range is an
+		// infinity (still before NaN, which sorts after it), and so is
+		// an infinite offset from an infinity (+inf infinitely precedes
+		// +inf, -inf infinitely follows -inf)
+		return types.NewFloat8(math.Inf(b.over)), 0
+	}
 	if err != nil || lim.IsNull() {
 		return types.NullValue, b.over
 	}

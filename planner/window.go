@@ -7,6 +7,7 @@ import (
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
+	"strings"
 )
 
 // Window functions of a bounded SELECT. They are computed after WHERE,
@@ -176,6 +177,9 @@ func (b *builder) frame(f *sql.WindowFrame, orderBy []*expr.Expr) (plan.Frame, e
 		if f.Mode == plan.FrameRange && len(orderBy) != 1 {
 			return fr, werr("RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
 		}
+		if hasColumn(end.in.Offset) {
+			return fr, pgerror.New(pgerror.InvalidColumnReference, "argument of %s must not contain variables", strings.ToUpper(f.Mode))
+		}
 		x, err := b.build(&exprCtx{scope: &scope{}, what: "window frame offset", noAggs: true}, end.in.Offset)
 		if err != nil {
 			return fr, err
@@ -224,7 +228,7 @@ func rangeOffset(x *expr.Expr, t types.Type) (*expr.Expr, error) {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s", t)
 	}
 	off, err := expr.Coerce(x, to, false)
-	if err != nil || to == types.Int8 && !x.Type.IsInteger() || to == types.Numeric && x.Type.IsFloat() {
+	if err != nil || to == types.Int8 && !x.Type.IsInteger() && x.Type != types.Unknown || to == types.Numeric && x.Type.IsFloat() {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s and offset type %s", t, x.Type).
 			WithHint("Cast the offset value to an appropriate type.")
 	}
