@@ -250,12 +250,16 @@ func genWindowCase(rng *rand.Rand) windowCase {
 		return fmt.Sprintf("SELECT %s FROM (SELECT *, %s() OVER (PARTITION BY k, v ORDER BY ts) AS rn FROM %s) t WHERE %s", cols, rank, src, bound)
 	}
 	// window functions of one OVER clause ordered by the event time t
-	// first: ties on t share their values (RANGE), or the order goes on
-	// to then, and rows tied on all of it are the same row
+	// first: ties on t share their values (RANGE, also with offsets), or
+	// the order goes on to then, and rows tied on all of it are the same
+	// row
 	over := func(src, part, cols, t, then string) string {
 		order, frame := t, pick("", " RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", " RANGE BETWEEN CURRENT ROW AND CURRENT ROW")
 		funcs := []string{"rank()", "dense_rank()", "count(*)", "sum(v)", "min(v)", "max(v)", "count(v)", "avg(v)"}
-		if rng.Intn(2) == 0 {
+		if rng.Intn(3) == 0 { // RANGE frames with offsets on the time alone
+			frame = pick(fmt.Sprintf(" RANGE BETWEEN INTERVAL '%d' SECOND PRECEDING AND CURRENT ROW", 1+rng.Intn(20)),
+				fmt.Sprintf(" RANGE BETWEEN INTERVAL '%d' SECOND PRECEDING AND INTERVAL '%d' SECOND PRECEDING", 5+rng.Intn(15), rng.Intn(5)))
+		} else if rng.Intn(2) == 0 {
 			order = t + ", " + then
 			frame = pick(frame, fmt.Sprintf(" ROWS BETWEEN %d PRECEDING AND CURRENT ROW", rng.Intn(5)), " ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING",
 				fmt.Sprintf(" ROWS BETWEEN %d PRECEDING AND 1 PRECEDING", 1+rng.Intn(4)))
