@@ -144,7 +144,14 @@ type BidExpect struct {
 	// each bid with its auction's last ten bids in (time, price) order,
 	// itself included: the sum of their counts and of their top prices
 	LastTenCountSum, LastTenTopSum int64
+	// each bid with its auction's bids of the minute up to its time (a
+	// RANGE frame: ts - 60 s to ts, the bids at its time included): the
+	// sum of their counts and of their price sums
+	MinuteCountSum, MinuteSumSum int64
 }
+
+// OverMinute is the RANGE frame of MinuteCountSum (ms).
+const OverMinute = 60_000
 
 // JoinBound is the time bound of the windows scenario's joins (ms).
 const JoinBound = 2000
@@ -189,6 +196,19 @@ func (g BidGen) Expected(size, slide time.Duration) BidExpect {
 			}
 			e.LastTenCountSum += int64(min(i+1, 10))
 			e.LastTenTopSum += top
+		}
+		// the minute up to each bid: its frame starts at lo and ends
+		// after its peers (bids at its time), at hi
+		lo, hi, inFrame := 0, 0, int64(0)
+		for i := range rs {
+			for ; hi < len(rs) && rs[hi].ts <= rs[i].ts; hi++ {
+				inFrame += rs[hi].price
+			}
+			for ; rs[lo].ts < rs[i].ts-OverMinute; lo++ {
+				inFrame -= rs[lo].price
+			}
+			e.MinuteCountSum += int64(hi - lo)
+			e.MinuteSumSum += inFrame
 		}
 		var bands [10001/1000 + 1]bool
 		for _, r := range rs {

@@ -106,6 +106,12 @@ func TestBidExpected(t *testing.T) {
 			}
 			want.LastTenCountSum += int64(min(len(before)+1, 10))
 			want.LastTenTopSum += top
+			for _, o := range bs {
+				if o.ts <= b.ts && o.ts >= b.ts-OverMinute {
+					want.MinuteCountSum++
+					want.MinuteSumSum += o.price
+				}
+			}
 		}
 	}
 	if want.TripleRows <= want.PairRows || want.PairRows <= g.N {

@@ -18,7 +18,7 @@ type WindowsConfig struct {
 	Partitions int      // of the bids stream (default 4)
 	Auctions   int64    // distinct auctions (default 10k)
 	Bidders    int64    // distinct bidders, the high-cardinality key (default 1M)
-	Variants   []string // tumble, tumble-keyed, tumble-cte, ijoin, ijoin3, distinct, first, hop, hc, hc-spill, lc (default all; hc-spill runs last)
+	Variants   []string // tumble, tumble-keyed, tumble-cte, ijoin, ijoin3, distinct, first, over, overrange, hop, hc, hc-spill, lc (default all; hc-spill runs last)
 	// CatchupTimeout bounds one variant's catch-up (default 5m).
 	CatchupTimeout time.Duration
 }
@@ -78,6 +78,10 @@ var windowsVariants = map[string]windowsVariant{
 	// auction's last ten bids, once the watermark passes it
 	"over": {name: "over", kind: "STREAM", rel: "ov", keys: "auction: last 10 rows; rows until the watermark passes",
 		sql: "CREATE STREAM %[1]s AS SELECT auction, price, ts, count(*) OVER w AS n, max(price) OVER w AS top FROM %[2]s WINDOW w AS (PARTITION BY auction ORDER BY ts, price ROWS BETWEEN 9 PRECEDING AND CURRENT ROW)"},
+	// the same over a RANGE frame in event time: each bid with the count
+	// and price sum of its auction's bids of the minute up to it
+	"overrange": {name: "overrange", kind: "STREAM", rel: "ovr", keys: "auction: its last minute of rows; rows until the watermark passes",
+		sql: "CREATE STREAM %[1]s AS SELECT auction, price, ts, count(*) OVER w AS n, sum(price) OVER w AS total FROM %[2]s WINDOW w AS (PARTITION BY auction ORDER BY ts RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING AND CURRENT ROW)"},
 	"hop": {name: "hop", kind: "STREAM", rel: "h", keys: "auction × 2 s pane",
 		sql: "CREATE STREAM %[1]s AS SELECT auction, window_start, window_end, count(*) AS n FROM HOP(%[2]s, ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end"},
 	"hc": {name: "hc", kind: "MATERIALIZED VIEW", rel: "hc", keys: "bidder",
@@ -106,7 +110,7 @@ func Windows(ctx context.Context, o Options, c WindowsConfig) error {
 	orDefault(&c.Partitions, 4)
 	orDefault(&c.Auctions, 10_000)
 	orDefault(&c.Bidders, 1_000_000)
-	orDefaults(&c.Variants, "tumble", "tumble-keyed", "tumble-cte", "ijoin", "ijoin3", "distinct", "first", "over", "hop", "hc", "hc-spill", "lc")
+	orDefaults(&c.Variants, "tumble", "tumble-keyed", "tumble-cte", "ijoin", "ijoin3", "distinct", "first", "over", "overrange", "hop", "hc", "hc-spill", "lc")
 	// hc-spill restarts the server with small caches: it runs last.
 	slices.SortStableFunc(c.Variants, func(a, b string) int {
 		return cmp.Compare(b2i(windowsVariants[a].spill), b2i(windowsVariants[b].spill))
@@ -254,6 +258,9 @@ func (h *harness) measureWindowed(ctx context.Context, wv windowsVariant, in str
 	case "over":
 		q = "SELECT count(*), sum(n), sum(top) FROM " + wv.rel + " WHERE auction >= 0"
 		exp = []int64{want.Rows, want.LastTenCountSum, want.LastTenTopSum}
+	case "overrange":
+		q = "SELECT count(*), sum(n), sum(total) FROM " + wv.rel + " WHERE auction >= 0"
+		exp = []int64{want.Rows, want.MinuteCountSum, want.MinuteSumSum}
 	case "hop":
 		q = "SELECT count(*), sum(n) FROM " + wv.rel + " WHERE auction >= 0"
 		exp = []int64{want.HopRows, want.HopCountSum}

@@ -50,7 +50,10 @@
 // (overtime.go: OverTime) hold each row until the watermark passes its
 // time, then put it out once with its values, computed on from what its
 // partition kept (counts, last rows, first rows, running accumulators;
-// CheckOverTime bounds them when the query is created).
+// CheckOverTime bounds them when the query is created). A RANGE frame
+// with an offset (rangeframe.go) finds each row's frame by binary search
+// over its one ORDER BY value moved by the offset, as PostgreSQL's
+// in_range; OverTime keeps a partition's rows of the span for it.
 //
 // A lateral step is a ProjectSet of one function of a FROM item over the
 // rows before it (LEFT JOIN LATERAL keeps a row it gives nothing for).

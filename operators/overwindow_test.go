@@ -66,6 +66,8 @@ func genOverCase(rng *rand.Rand) overCase {
 		{"rows unbounded preceding", plan.Frame{Mode: plan.FrameRows, Start: plan.FrameBound{Kind: plan.BoundUnboundedPreceding}, End: plan.FrameBound{Kind: plan.BoundCurrentRow}}},
 		{"groups between 1 preceding and current row", plan.Frame{Mode: plan.FrameGroups, Start: plan.FrameBound{Kind: plan.BoundPreceding, Offset: 1}, End: plan.FrameBound{Kind: plan.BoundCurrentRow}}},
 		{"range between current row and unbounded following", plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundCurrentRow}, End: plan.FrameBound{Kind: plan.BoundUnboundedFollowing}}},
+		{"range between 2 preceding and 1 following", plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundPreceding, Value: expr.Const(types.NewInt8(2))},
+			End: plan.FrameBound{Kind: plan.BoundFollowing, Value: expr.Const(types.NewInt8(1))}}},
 	}
 	fr := frames[rng.IntN(len(frames))]
 	if local {

@@ -53,6 +53,10 @@
 //	                            window on a carrier TiDB takes OVER after
 //	f(*)                        f(__fvsql_star) -> FuncCall.Star
 //	x [ASC|DESC] NULLS FIRST    __fvsql_nulls_first(x) [ASC|DESC] (and _last)
+//	ROWS|RANGE|GROUPS … x PRECEDING  INTERVAL (x) MICROSECOND PRECEDING for any
+//	                            offset but a number or $n (TiDB takes only
+//	                            those, and MySQL's INTERVAL expr unit) ->
+//	                            FrameBound.Offset x (also FOLLOWING)
 //	TUMBLE/HOP/SESSION(…) in FROM  __fvsql_tvf_N; arguments parsed separately
 //	[pg_catalog.]f(…) in FROM   the same for set-returning functions (TableFunc);
 //	                            WITH ORDINALITY and AS t(a, b) are taken out too
