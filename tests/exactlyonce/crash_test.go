@@ -31,7 +31,7 @@ var crashPipelines = func() []string {
 	if v := os.Getenv(pipelinesEnv); v != "" {
 		return strings.Split(v, ",")
 	}
-	return []string{"s1", "w1", "w2", "t3", "v4", "j5", "j6", "j7", "n8", "o9", "c10", "k11", "i12", "d13", "f14", "r15"} // v4 reads t3
+	return []string{"s1", "w1", "w2", "t3", "v4", "j5", "j6", "j7", "n8", "o9", "c10", "k11", "i12", "d13", "f14", "r15", "r16"} // v4 reads t3
 }()
 
 // TestCrashRestart: the pipelines s1 (stateless), w1 (windowed
@@ -46,7 +46,8 @@ var crashPipelines = func() []string {
 // join of three inputs written as one join), d13 (a stream's DISTINCT)
 // f14 (a stream's top-N in event time: each pair's first row) and r15
 // (a stream's window functions in event time: running count, sum and
-// lag per key) run over an 8-partition input
+// lag per key) and r16 (the same over a RANGE frame of a second) run
+// over an 8-partition input
 // that a plain Kafka producer fills, while the process doing the work is
 // killed with SIGKILL at seeded random moments (at least 20 times) and
 // restarted on the same data directory. The read_committed output must
@@ -191,7 +192,7 @@ func runCrash(t *testing.T, c *cluster, wipeEvery int) {
 
 // stagesOf is how many stages each crash pipeline has: the stateful ones
 // re-key ev (8 partitions) into an internal topic first.
-var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2, "v4": 2, "j5": 4, "j6": 3, "j7": 3, "n8": 4, "o9": 2, "c10": 2, "k11": 4, "i12": 6, "d13": 2, "f14": 2, "r15": 2}
+var stagesOf = map[string]int32{"s1": 1, "w1": 2, "w2": 2, "t3": 2, "v4": 2, "j5": 4, "j6": 3, "j7": 3, "n8": 4, "o9": 2, "c10": 2, "k11": 4, "i12": 6, "d13": 2, "f14": 2, "r15": 2, "r16": 2}
 
 // joinStages names the stages of the join pipelines (the others' are s0, s1).
 var joinStages = map[string][]string{"j5": {"left", "right", "join", "aggregate"}, "j6": {"left", "right", "join"}, "j7": {"left", "right", "join"}, "n8": {"sub1_s0", "sub1_s1", "s0", "s1"}, "k11": {"sub1_s0", "sub1_s1", "s0", "s1"},

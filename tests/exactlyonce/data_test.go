@@ -114,11 +114,17 @@ const (
 	// checkpoints and restarts).
 	r15DDL = "CREATE STREAM r15 AS SELECT k, v, count(*) OVER w AS n, sum(v) OVER w AS s, coalesce(lag(v) OVER w, -1) AS p FROM ev WHERE v % 10 = 3 WINDOW w AS (PARTITION BY k ORDER BY ts, v)"
 
+	// r16 is the same over a span of event time: per key, the count
+	// and sum of its rows with v % 10 = 7 of the second up to each one
+	// (a RANGE frame: a partition keeps its rows of the span across
+	// checkpoints and restarts), and the v of the one before.
+	r16DDL = "CREATE STREAM r16 AS SELECT k, v, count(*) OVER w AS n, sum(v) OVER w AS s, coalesce(lag(v) OVER w, -1) AS p FROM ev WHERE v % 10 = 7 WINDOW w AS (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '1' SECOND PRECEDING AND CURRENT ROW)"
+
 	windowMicros = int64(10 * time.Second / time.Microsecond)
 )
 
 // ddlOf maps the pipelines to their statements.
-var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL, "k11": k11DDL, "i12": i12DDL, "d13": d13DDL, "f14": f14DDL, "r15": r15DDL}
+var ddlOf = map[string]string{"s1": s1DDL, "w1": w1DDL, "w2": w2DDL, "t3": t3DDL, "v4": v4DDL, "j5": j5DDL, "j6": j6DDL, "j7": j7DDL, "n8": n8DDL, "o9": o9DDL, "c10": c10DDL, "k11": k11DDL, "i12": i12DDL, "d13": d13DDL, "f14": f14DDL, "r15": r15DDL, "r16": r16DDL}
 
 // t0 is the event time of the first row: 2026-01-01 00:00:00 UTC (on a
 // window boundary).
@@ -651,35 +657,76 @@ func checkF14(t *testing.T, c *cluster, d *dataset) bool {
 	return p.ok()
 }
 
+// overRow is a row of r15 or r16: its key, count, sum and the v before.
+type overRow struct{ k, n, s, p int64 }
+
 // checkR15 compares r15's committed rows with each key's rows of v % 10
 // = 3 in (ts, v) order (but the far-future rows), numbered, summed and
 // with the v before: each exactly once.
 func checkR15(t *testing.T, c *cluster, d *dataset) bool {
 	t.Helper()
-	type running struct{ k, n, s, p int64 }
-	perKey := map[int64][]evRow{}
-	for _, r := range d.rows[:d.data] {
-		if r.v%10 == 3 {
-			perKey[r.k] = append(perKey[r.k], r)
-		}
-	}
-	want := map[int64]running{}
-	for k, rows := range perKey {
-		slices.SortFunc(rows, func(a, b evRow) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.v, b.v)) })
+	want := map[int64]overRow{}
+	for k, rows := range d.perKeyOf(3) {
 		var sum int64
 		prev := int64(-1)
 		for i, r := range rows {
 			sum += r.v
-			want[r.v] = running{k, int64(i + 1), sum, prev}
+			want[r.v] = overRow{k, int64(i + 1), sum, prev}
 			prev = r.v
 		}
 	}
-	recs := c.readCommitted(t, c.topic("r15"))
-	p := newProblems(t, "r15")
+	return checkOver(t, c, d, "r15", want)
+}
+
+// checkR16 compares r16's committed rows with each key's rows of v % 10
+// = 7 (but the far-future rows), each with the count and sum of those of
+// the second up to its time (a scan of them all) and the v before: each
+// exactly once.
+func checkR16(t *testing.T, c *cluster, d *dataset) bool {
+	t.Helper()
+	want := map[int64]overRow{}
+	for k, rows := range d.perKeyOf(7) {
+		for i, r := range rows {
+			w := overRow{k: k, p: -1}
+			if i > 0 {
+				w.p = rows[i-1].v
+			}
+			for _, o := range rows {
+				if o.ts <= r.ts && o.ts >= r.ts-int64(time.Second/time.Microsecond) {
+					w.n++
+					w.s += o.v
+				}
+			}
+			want[r.v] = w
+		}
+	}
+	return checkOver(t, c, d, "r16", want)
+}
+
+// perKeyOf is each key's data rows with v % 10 = rem, in (ts, v) order.
+func (d *dataset) perKeyOf(rem int64) map[int64][]evRow {
+	perKey := map[int64][]evRow{}
+	for _, r := range d.rows[:d.data] {
+		if r.v%10 == rem {
+			perKey[r.k] = append(perKey[r.k], r)
+		}
+	}
+	for _, rows := range perKey {
+		slices.SortFunc(rows, func(a, b evRow) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.v, b.v)) })
+	}
+	return perKey
+}
+
+// checkOver compares the committed rows of a stream of window functions
+// (k, v, n, s, p) with want, by v: each exactly once.
+func checkOver(t *testing.T, c *cluster, d *dataset, name string, want map[int64]overRow) bool {
+	t.Helper()
+	recs := c.readCommitted(t, c.topic(name))
+	p := newProblems(t, name)
 	seen := map[int64][]*kgo.Record{}
 	for _, r := range recs {
 		m, err := jsonRow(r.Value)
-		var got running
+		var got overRow
 		var v int64
 		for _, f := range []struct {
 			name string
@@ -712,7 +759,7 @@ func checkR15(t *testing.T, c *cluster, d *dataset) bool {
 			p.add("duplicated row", "v=%d %d times: %s", v, len(rs), strings.Join(at, ", "))
 		}
 	}
-	t.Logf("r15: %d committed records, %d expected rows: %s", len(recs), len(want), p.summary())
+	t.Logf("%s: %d committed records, %d expected rows: %s", name, len(recs), len(want), p.summary())
 	return p.ok()
 }
 
@@ -1195,6 +1242,8 @@ func checkAll(t *testing.T, c *cluster, d *dataset, conn *pgx.Conn, pipelines ..
 			results[p] = checkF14(t, c, d)
 		case "r15":
 			results[p] = checkR15(t, c, d)
+		case "r16":
+			results[p] = checkR16(t, c, d)
 		}
 	}
 	results["errors streams empty"] = checkNoErrors(t, c, pipelines...)
