@@ -100,6 +100,10 @@ type overTimePart struct {
 	folded       int64 // rows its accumulators hold (from its start)
 	accs         []Accumulator
 	head, last   []winRow // its first rows, its last rows
+	// slides are the sliding aggregates of frames that do not start at
+	// the partition's start, per function (nil: folded afresh per row);
+	// made when the partition is read, never stored
+	slides []*slider
 	// cut is the time of the newest row a RANGE frame still reached when
 	// the partition let it go, past maxOverRange (NULL: none): a frame
 	// that reaches it cannot be computed
@@ -365,6 +369,16 @@ func (o *OverTime) part(pk []byte) (*overTimePart, error) {
 		for j, agg := range o.w.aggs {
 			if agg != nil {
 				p.accs[j] = agg.New()
+			}
+		}
+	}
+	if !o.running {
+		for j, agg := range o.w.aggs {
+			if f := &o.w.Spec.Funcs[j]; agg != nil && slides(f) {
+				if p.slides == nil {
+					p.slides = make([]*slider, len(o.w.aggs))
+				}
+				p.slides[j] = &slider{agg: agg, star: f.Star, j: j}
 			}
 		}
 	}
@@ -667,6 +681,15 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 				case prev == [2]int64{s, e}:
 					v = prevVals[j]
 				default:
+					if p.slides != nil && p.slides[j] != nil {
+						var ok bool
+						var err error
+						if v, ok, err = p.slides[j].value(s, e, at); err == errMissingRow {
+							return missing
+						} else if ok {
+							break
+						}
+					}
 					var err error
 					if v, err = o.aggregate(j, s, e, at); err == errMissingRow {
 						return missing
