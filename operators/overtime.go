@@ -39,6 +39,7 @@ type OverTime struct {
 	keep    int  // preceding rows a partition keeps
 	head    int  // first rows a partition keeps
 	running bool // aggregates fold from the partition's start: keep their accumulators
+	framed  bool // a function reads its frame's rows (usesFrame)
 
 	// parts are the partitions the watermark moved since the last
 	// checkpoint, which writes them: a partition's rows of many times
@@ -275,6 +276,9 @@ func NewOverTime(spec *plan.OverSpec, width, timeCol int, timeType types.Type, e
 		return nil, err
 	}
 	o := &OverTime{w: w, keep: sh.keep, head: sh.head, running: sh.running}
+	for j := range spec.Funcs {
+		o.framed = o.framed || usesFrame(&spec.Funcs[j])
+	}
 	o.timedRows = timedRows{PartitionBy: w.part, TimeCol: timeCol, Width: width, TimeType: timeType, OnError: onErr}
 	return o, nil
 }
@@ -587,17 +591,34 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 			t := fresh[i].ord[0]
 			kept := int(n0 - base + int64(len(fresh)))
 			ord := func(k int) types.Value { return at(base + int64(k)).ord[0] }
+			// a bound that lands on the first row kept may belong among
+			// rows let go past maxOverRange (those up to p.cut): the
+			// frame cannot be found
+			cutOff := func(b *rangeLimit) bool {
+				if p.cut.IsNull() {
+					return false
+				}
+				lim, inf, err := rng.limit(b, t)
+				return err == nil && (inf < 0 || inf == 0 && types.Compare(p.cut, lim) >= 0)
+			}
+			var err error
 			if rng.start != nil {
-				s = base + int64(rng.search(0, kept, ord, rng.start, t, false))
-				if s == base && !p.cut.IsNull() {
-					if lim, inf := rng.limit(rng.start, t); inf < 0 || inf == 0 && types.Compare(p.cut, lim) >= 0 {
-						bad = pgerror.New(pgerror.ProgramLimitExceeded, "a stream's RANGE frame reaches more than %d rows of its partition", maxOverRange).
-							WithHint("Give the frame a smaller offset, or partition the rows further.")
-					}
+				k, err1 := rng.search(0, kept, ord, rng.start, t, false)
+				s, err = base+int64(k), err1
+				if err == nil && s == base && cutOff(rng.start) {
+					err = errRangeCut()
 				}
 			}
-			if rng.end != nil {
-				e = base + int64(rng.search(0, kept, ord, rng.end, t, true))
+			if rng.end != nil && err == nil {
+				k, err1 := rng.search(0, kept, ord, rng.end, t, true)
+				e, err = base+int64(k), err1
+				if err == nil && e == base && o.framed && cutOff(rng.end) {
+					err = errRangeCut()
+				}
+			}
+			if err != nil {
+				bad = err
+				s, e = n0+int64(i), n0+int64(i) // an empty frame: the row is poison
 			}
 		}
 		e = max(e, s)
@@ -740,12 +761,15 @@ func (o *OverTime) trimRange(p *overTimePart) {
 	from := max(0, n-o.keep)
 	newest := p.last[n-1].ord[0]
 	ord := func(k int) types.Value { return p.last[k].ord[0] }
+	// (a limit in error keeps everything: its rows are poison anyway)
 	if rng.start != nil {
-		from = min(from, rng.search(0, n, ord, rng.start, newest, false))
+		k, _ := rng.search(0, n, ord, rng.start, newest, false)
+		from = min(from, k)
 	}
 	if rng.end != nil {
 		// last_value's row, the last before the frame's end
-		from = min(from, max(0, rng.search(0, n, ord, rng.end, newest, true)-1))
+		k, _ := rng.search(0, n, ord, rng.end, newest, true)
+		from = min(from, max(0, k-1))
 	}
 	if n-from > maxOverRange {
 		from = n - maxOverRange
@@ -754,6 +778,13 @@ func (o *OverTime) trimRange(p *overTimePart) {
 	// a slice, not a copy: append lets the rows before it go when it
 	// grows the array
 	p.last = p.last[from:]
+}
+
+// errRangeCut is a RANGE frame reaching rows its partition let go past
+// maxOverRange.
+func errRangeCut() error {
+	return pgerror.New(pgerror.ProgramLimitExceeded, "a stream's RANGE frame reaches more than %d rows of its partition", maxOverRange).
+		WithHint("Give the frame a smaller offset, or partition the rows further.")
 }
 
 // errNotKept is a frame or lag reaching a row its partition did not keep,
@@ -770,6 +801,12 @@ var errMissingRow = pgerror.New(pgerror.Internal, "operators: missing row")
 // leaves itself as it was) goes to failed, and the rest go on without
 // it.
 func (o *OverTime) fold(p *overTimePart, e int64, at func(int64) *winRow, failed func(int64, error) error) error {
+	if !slices.ContainsFunc(p.accs, func(a Accumulator) bool { return a != nil }) {
+		// no aggregates (a frame from the start for first_value, say):
+		// nothing to fold, and the rows need not be kept
+		p.folded = max(p.folded, e)
+		return nil
+	}
 	for ; p.folded < e; p.folded++ {
 		r := at(p.folded)
 		if r == nil {

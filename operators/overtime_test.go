@@ -338,6 +338,69 @@ func TestOverTimeRangeCap(t *testing.T) {
 	}
 }
 
+// TestOverTimeRangeCapEnd: a frame that ends at an offset before the
+// current row, over more rows of that offset than a partition keeps:
+// rows whose frame end cannot be found among the rows kept are poison
+// (54000), the pipeline goes on, and every row that comes out has the
+// values its frame gives.
+func TestOverTimeRangeCapEnd(t *testing.T) {
+	defer operators.SetMaxOverRange(5)()
+	ten := expr.Const(types.NewInterval(types.IntervalValue{Micros: 10}))
+	v := expr.Col(2, types.Int8, "v")
+	spec := &plan.OverSpec{
+		OrderBy: []*expr.Expr{expr.Col(1, types.Timestamp, "t")}, Order: []plan.SortKey{{Col: 0}},
+		Frame: plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundUnboundedPreceding}, End: plan.FrameBound{Kind: plan.BoundPreceding, Value: ten}},
+		Funcs: []plan.WindowFunc{{Name: "row_number"}, {Name: "last_value", Args: []*expr.Expr{v}}, {Name: "nth_value", Args: []*expr.Expr{v, expr.Const(types.NewInt8(2))}}},
+	}
+	poison := 0
+	op, err := operators.NewOverTime(spec, 3, 1, types.Timestamp, &expr.Env{}, func(_ *operators.Batch, _ int, err error) error {
+		if !strings.Contains(err.Error(), "RANGE frame reaches more than 5 rows") {
+			return err
+		}
+		poison++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Bind(operators.NewMemKV())
+	var got []string
+	emit := func(b *operators.Batch) error {
+		for _, r := range b.Rows {
+			got = append(got, fmt.Sprint(r[1].I, r[3], r[4], r[5]))
+		}
+		return nil
+	}
+	for ts := int64(1); ts <= 30; ts++ {
+		b := &operators.Batch{Rows: []types.Row{{types.NewInt8(0), types.NewTimestamp(types.Timestamp, ts), types.NewInt8(ts * 10)}}}
+		if err := op.Process(b, emit); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.OnWatermark(ts, emit); err != nil {
+			t.Fatalf("at %d: %v", ts, err)
+		}
+	}
+	var want []string
+	for ts := int64(1); ts <= 30; ts++ {
+		last, second := types.NullValue, types.NullValue
+		if ts > 10 {
+			last = types.NewInt8((ts - 10) * 10)
+		}
+		if ts > 11 {
+			second = types.NewInt8(20)
+		}
+		want = append(want, fmt.Sprint(ts, types.NewInt8(ts), last, second))
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			t.Errorf("row %s: want one of %v", g, want)
+		}
+	}
+	if poison == 0 || len(got)+poison != 30 {
+		t.Errorf("%d rows out, %d poison: want 30 in all, some poison", len(got), poison)
+	}
+}
+
 func TestOverTimePoison(t *testing.T) {
 	big := types.NewInt8(math.MaxInt64) // sum(int4) is a bigint: 1 + big is out of range
 	for _, tc := range []struct {

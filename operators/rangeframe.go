@@ -71,21 +71,24 @@ func newRangeFrame(spec *plan.OverSpec, env *expr.Env) (*rangeFrame, error) {
 }
 
 // limit is bound b's limit for the current value v; inf is 0, or where
-// a limit past its type's range lies (rangeLimit.over).
-func (r *rangeFrame) limit(b *rangeLimit, v types.Value) (lim types.Value, inf int) {
+// a limit past its type's range lies (rangeLimit.over). As PostgreSQL's
+// in_range functions: an integer limit past the type's range lies
+// beyond every value, a float one is an infinity (still before NaN, which
+// sorts after it), and so is an infinite offset from an infinity (+inf
+// infinitely precedes +inf, -inf infinitely follows -inf); a time or
+// interval past its range is an error (timestamp out of range).
+func (r *rangeFrame) limit(b *rangeLimit, v types.Value) (lim types.Value, inf int, err error) {
 	r.arg[0] = v
-	lim, err := b.ev(r.arg)
-	if f := v.K == types.Float4 || v.K == types.Float8; f && (err != nil || math.IsNaN(lim.Float()) && !math.IsNaN(v.Float())) {
-		// as PostgreSQL's in_range: a float limit past the range is an
-		// infinity (still before NaN, which sorts after it), and so is
-		// an infinite offset from an infinity (+inf infinitely precedes
-		// +inf, -inf infinitely follows -inf)
-		return types.NewFloat8(math.Inf(b.over)), 0
+	lim, err = b.ev(r.arg)
+	switch {
+	case (v.K == types.Float4 || v.K == types.Float8) && (err != nil || math.IsNaN(lim.Float()) && !math.IsNaN(v.Float())):
+		return types.NewFloat8(math.Inf(b.over)), 0, nil
+	case err != nil && v.K.IsInteger():
+		return types.NullValue, b.over, nil
+	case err != nil:
+		return types.NullValue, 0, err
 	}
-	if err != nil || lim.IsNull() {
-		return types.NullValue, b.over
-	}
-	return lim, 0
+	return lim, 0, nil
 }
 
 // cmpTo compares value x with a limit, in the frame's order: negative
@@ -104,7 +107,7 @@ func (r *rangeFrame) cmpTo(x, lim types.Value, inf int) int {
 // bounds sets the frames of a sorted partition's rows whose bounds have
 // offsets (their ORDER BY values in ord(k)), over rows [lo, hi) of
 // non-NULL values; frames holds what frameOf found for the other bounds.
-func (r *rangeFrame) bounds(n int, ord func(int) types.Value, p *peers, frames [][2]int) {
+func (r *rangeFrame) bounds(n int, ord func(int) types.Value, p *peers, frames [][2]int) error {
 	lo, hi := 0, n
 	for lo < n && ord(lo).IsNull() {
 		lo++
@@ -119,26 +122,38 @@ func (r *rangeFrame) bounds(n int, ord func(int) types.Value, p *peers, frames [
 			if v.IsNull() {
 				frames[i][0] = p.groupStart[g]
 			} else {
-				frames[i][0] = r.search(lo, hi, ord, r.start, v, false)
+				k, err := r.search(lo, hi, ord, r.start, v, false)
+				if err != nil {
+					return err
+				}
+				frames[i][0] = k
 			}
 		}
 		if r.end != nil {
 			if v.IsNull() {
 				frames[i][1] = p.groupEnd[g]
 			} else {
-				frames[i][1] = r.search(lo, hi, ord, r.end, v, true)
+				k, err := r.search(lo, hi, ord, r.end, v, true)
+				if err != nil {
+					return err
+				}
+				frames[i][1] = k
 			}
 		}
 		frames[i][1] = max(frames[i][1], frames[i][0])
 	}
+	return nil
 }
 
 // search is the first row of [lo, hi) not before the bound's limit for
 // the value v (a frame's start), or past it (its end).
-func (r *rangeFrame) search(lo, hi int, ord func(int) types.Value, b *rangeLimit, v types.Value, end bool) int {
-	lim, inf := r.limit(b, v)
+func (r *rangeFrame) search(lo, hi int, ord func(int) types.Value, b *rangeLimit, v types.Value, end bool) (int, error) {
+	lim, inf, err := r.limit(b, v)
+	if err != nil {
+		return 0, err
+	}
 	return lo + sort.Search(hi-lo, func(k int) bool {
 		c := r.cmpTo(ord(lo+k), lim, inf)
 		return c > 0 || c == 0 && !end
-	})
+	}), nil
 }

@@ -73,7 +73,9 @@ func TestRangeFrame(t *testing.T) {
 			s, e := frameOf(&fr, p, i, len(rows))
 			frames[i] = [2]int{s, e}
 		}
-		w.rng.bounds(len(rows), func(k int) types.Value { return rows[k].ord[0] }, p, frames)
+		if err := w.rng.bounds(len(rows), func(k int) types.Value { return rows[k].ord[0] }, p, frames); err != nil {
+			t.Fatal(err)
+		}
 		for i := range rows {
 			want := scanFrame(rows, i, p, key, fr)
 			if frames[i] != want {

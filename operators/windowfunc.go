@@ -391,7 +391,9 @@ func (w *WindowFuncs) partition(rows []winRow) ([][]types.Value, error) {
 				frames[i] = [2]int{s, e}
 			}
 			if w.rng != nil {
-				w.rng.bounds(n, func(k int) types.Value { return rows[k].ord[0] }, p, frames)
+				if err := w.rng.bounds(n, func(k int) types.Value { return rows[k].ord[0] }, p, frames); err != nil {
+					return nil, err
+				}
 			}
 		}
 		out := make([]types.Value, n)

@@ -1,13 +1,17 @@
 package planner
 
 import (
+	"math"
+	"strings"
+
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
-	"strings"
 )
 
 // Window functions of a bounded SELECT. They are computed after WHERE,
@@ -228,6 +232,9 @@ func rangeOffset(x *expr.Expr, t types.Type) (*expr.Expr, error) {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s", t)
 	}
 	off, err := expr.Coerce(x, to, false)
+	if err != nil && x.Type == types.Unknown {
+		return nil, err // a string literal that does not read as the type: its input error
+	}
 	if err != nil || to == types.Int8 && !x.Type.IsInteger() && x.Type != types.Unknown || to == types.Numeric && x.Type.IsFloat() {
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s and offset type %s", t, x.Type).
 			WithHint("Cast the offset value to an appropriate type.")
@@ -239,9 +246,14 @@ func rangeOffset(x *expr.Expr, t types.Type) (*expr.Expr, error) {
 		// PostgreSQL compares an interval's span, a month as 30 days
 		span := (int64(iv.Months)*30+int64(iv.Days))*types.MicrosPerDay + iv.Micros
 		neg = span < 0
+	case types.Float8:
+		neg = off.Val.Float() < 0 || math.IsNaN(off.Val.Float())
+	case types.Numeric:
+		// NaN sorts above every number: it is refused as PostgreSQL does
+		d := types.AsDecimal(off.Val)
+		neg = d.Negative && !d.IsZero() || d.Form != apd.Finite
 	default:
-		zero, _ := types.Cast(types.NewInt8(0), to)
-		neg = types.Compare(off.Val, zero) < 0
+		neg = off.Val.I < 0
 	}
 	if neg {
 		return nil, pgerror.New(pgerror.InvalidPrecedingOrFollowing, "invalid preceding or following size in window function")

@@ -1061,7 +1061,8 @@ func (n *normalizer) frameBoundEnd(i, hi int) int {
 }
 
 // frameBound emits one frame bound starting at token j and returns the
-// index after it.
+// index after it. A parameter is wrapped too: TiDB refuses `? FOLLOWING`
+// in some positions.
 func (n *normalizer) frameBound(j, hi int) (int, error) {
 	w := n.at(j, hi)
 	if w.is("unbounded") || w.is("current") {
@@ -1074,7 +1075,7 @@ func (n *normalizer) frameBound(j, hi int) (int, error) {
 	if k < 0 {
 		return j, nil // not a bound: TiDB reports the syntax error
 	}
-	if k == j+1 && (w.kind == tNumber && !strings.ContainsAny(w.val, "eE") || w.kind == tParam) {
+	if k == j+1 && w.kind == tNumber && !strings.ContainsAny(w.val, "eE") {
 		return k + 1, n.run(j, k+1)
 	}
 	n.put("interval", w.pos, oKeyword)
