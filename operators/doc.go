@@ -53,7 +53,9 @@
 // CheckOverTime bounds them when the query is created). A RANGE frame
 // with an offset (rangeframe.go) finds each row's frame by binary search
 // over its one ORDER BY value moved by the offset, as PostgreSQL's
-// in_range; OverTime keeps a partition's rows of the span for it.
+// in_range; OverTime keeps a partition's rows of the span for it, and
+// slides the exact aggregates over such frames (slider.go: a two-stack
+// queue of partial aggregates) rather than folding each frame afresh.
 //
 // A lateral step is a ProjectSet of one function of a FROM item over the
 // rows before it (LEFT JOIN LATERAL keeps a row it gives nothing for).

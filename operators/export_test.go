@@ -38,3 +38,19 @@ func SetMaxOverRange(n int) (restore func()) {
 	maxOverRange = n
 	return func() { maxOverRange = old }
 }
+
+// SetSlideAggregates turns a stream's sliding window aggregates on or
+// off; the returned function restores them.
+func SetSlideAggregates(on bool) (restore func()) {
+	old := slideAggregates
+	slideAggregates = on
+	return func() { slideAggregates = old }
+}
+
+// SetMinSlideRows sets the narrowest frame a sliding aggregate computes;
+// the returned function restores it.
+func SetMinSlideRows(n int64) (restore func()) {
+	old := minSlideRows
+	minSlideRows = n
+	return func() { minSlideRows = old }
+}

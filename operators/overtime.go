@@ -702,7 +702,7 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 				case prev == [2]int64{s, e}:
 					v = prevVals[j]
 				default:
-					if p.slides != nil && p.slides[j] != nil {
+					if p.slides != nil && p.slides[j] != nil && e-s >= minSlideRows {
 						var ok bool
 						var err error
 						if v, ok, err = p.slides[j].value(s, e, at); err == errMissingRow {

@@ -82,6 +82,9 @@ func TestOverTime(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 3))
 	for c := 0; c < 1500; c++ {
 		spec, desc := genOverTimeSpec(rng)
+		// half the cases slide their aggregates over every frame, the
+		// other half only over frames of 32 rows or more (none here)
+		restore := operators.SetMinSlideRows(int64(32 * (c % 2)))
 		kv := operators.NewMemKV()
 		late := 0
 		onErr := func(_ *operators.Batch, _ int, err error) error {
@@ -132,11 +135,13 @@ func TestOverTime(t *testing.T) {
 			if err := op.Process(&b, emit); err != nil {
 				t.Fatal(err)
 			}
-			if rng.IntN(3) == 0 { // a restart from a checkpoint
+			if rng.IntN(3) == 0 { // a checkpoint, and a restart from it or not
 				if err := op.OnCheckpoint(); err != nil {
 					t.Fatal(err)
 				}
-				op = build()
+				if rng.IntN(2) == 0 {
+					op = build()
+				}
 			}
 			wm += rng.Int64N(4)
 			if err := op.OnWatermark(wm, emit); err != nil {
@@ -155,6 +160,7 @@ func TestOverTime(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("case %d %s (%d rows):\ngot  %s\nwant %s", c, desc, len(kept), strings.Join(got, " "), strings.Join(want, " "))
 		}
+		restore()
 	}
 }
 
@@ -402,7 +408,8 @@ func TestOverTimeRangeCapEnd(t *testing.T) {
 }
 
 func TestOverTimePoison(t *testing.T) {
-	big := types.NewInt8(math.MaxInt64) // sum(int4) is a bigint: 1 + big is out of range
+	defer operators.SetMinSlideRows(0)() // the sliding frame slides, and falls back
+	big := types.NewInt8(math.MaxInt64)  // sum(int4) is a bigint: 1 + big is out of range
 	for _, tc := range []struct {
 		frame  plan.Frame
 		want   string
