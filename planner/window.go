@@ -2,6 +2,7 @@ package planner
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/apd/v3"
@@ -109,13 +110,19 @@ func (b *builder) overSpec(c *exprCtx, w *sql.WindowSpec) (*plan.OverSpec, error
 		}
 		spec.PartitionBy = append(spec.PartitionBy, x)
 	}
-	for i, o := range w.OrderBy {
+	for _, o := range w.OrderBy {
 		x, err := b.windowExpr(c, o.Expr)
 		if err != nil {
 			return nil, err
 		}
+		k := sortKey(len(spec.OrderBy), o)
+		if slices.ContainsFunc(spec.OrderBy, func(y *expr.Expr) bool { return expr.Equal(x, y) }) {
+			// a key again, in either direction, orders nothing: PostgreSQL
+			// drops it too (RANGE offsets count the keys)
+			continue
+		}
+		spec.Order = append(spec.Order, k)
 		spec.OrderBy = append(spec.OrderBy, x)
-		spec.Order = append(spec.Order, sortKey(i, o))
 	}
 	if w.Frame != nil {
 		fr, err := b.frame(w.Frame, spec.OrderBy)
@@ -184,7 +191,7 @@ func (b *builder) frame(f *sql.WindowFrame, orderBy []*expr.Expr) (plan.Frame, e
 		if hasColumn(end.in.Offset) {
 			return fr, pgerror.New(pgerror.InvalidColumnReference, "argument of %s must not contain variables", strings.ToUpper(f.Mode))
 		}
-		x, err := b.build(&exprCtx{scope: &scope{}, what: "window frame offset", noAggs: true}, end.in.Offset)
+		x, err := b.build(&exprCtx{scope: &scope{}, what: "window " + strings.ToUpper(f.Mode), noAggs: true}, end.in.Offset)
 		if err != nil {
 			return fr, err
 		}
