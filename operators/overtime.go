@@ -605,14 +605,15 @@ func (o *OverTime) compute(p *overTimePart, fresh []winRow) error {
 			if rng.start != nil {
 				k, err1 := rng.search(0, kept, ord, rng.start, t, false)
 				s, err = base+int64(k), err1
-				if err == nil && s == base && cutOff(rng.start) {
+				if err == nil && s == base && o.framed && cutOff(rng.start) {
 					err = errRangeCut()
 				}
 			}
 			if rng.end != nil && err == nil {
 				k, err1 := rng.search(0, kept, ord, rng.end, t, true)
 				e, err = base+int64(k), err1
-				if err == nil && e == base && o.framed && cutOff(rng.end) {
+				// (or its last row, e-1, was let go: last_value reads it)
+				if err == nil && e == base && o.framed && (s < e || cutOff(rng.end)) && !p.cut.IsNull() {
 					err = errRangeCut()
 				}
 			}
@@ -759,6 +760,11 @@ func (o *OverTime) trimRange(p *overTimePart) {
 		return
 	}
 	from := max(0, n-o.keep)
+	if !o.framed {
+		// no function reads the frame: lag's rows are all it needs
+		p.last = p.last[from:]
+		return
+	}
 	newest := p.last[n-1].ord[0]
 	ord := func(k int) types.Value { return p.last[k].ord[0] }
 	// (a limit in error keeps everything: its rows are poison anyway)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/plan"
@@ -462,5 +464,135 @@ func TestOverTimePoison(t *testing.T) {
 		if strings.Join(got, " ") != tc.want || !slices.Equal(poison, want) {
 			t.Errorf("%s: got %v, poison %q; want %s, poison %q", spec, got, poison, tc.want, want)
 		}
+	}
+}
+
+// runOverTime feeds batches to a new OverTime over spec, a watermark at
+// each batch's first time after it, and returns what came out.
+func runOverTime(t *testing.T, spec *plan.OverSpec, batches [][]types.Row, width int) ([]string, error) {
+	op, err := operators.NewOverTime(spec, width, 1, types.Timestamp, &expr.Env{}, func(b *operators.Batch, i int, err error) error {
+		if !strings.Contains(err.Error(), "RANGE frame reaches more than") {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Bind(operators.NewMemKV())
+	var got []string
+	emit := func(b *operators.Batch) error {
+		for _, r := range b.Rows {
+			got = append(got, fmt.Sprint(r))
+		}
+		return nil
+	}
+	for _, b := range batches {
+		if err := op.Process(&operators.Batch{Rows: b}, emit); err != nil {
+			return got, err
+		}
+		if err := op.OnWatermark(b[0][1].I, emit); err != nil {
+			return got, err
+		}
+	}
+	return got, op.Finish(emit)
+}
+
+// TestOverTimeSliderTies: min and max over values that compare equal but
+// differ (numeric 1.0 and 1.00) give the first of them over a frame that
+// slides, as folding afresh (and the bounded query) does.
+func TestOverTimeSliderTies(t *testing.T) {
+	v := expr.Col(2, types.Numeric, "v")
+	spec := &plan.OverSpec{
+		OrderBy: []*expr.Expr{expr.Col(1, types.Timestamp, "t")}, Order: []plan.SortKey{{Col: 0}},
+		Frame: plan.Frame{Mode: plan.FrameRows, Start: plan.FrameBound{Kind: plan.BoundPreceding, Offset: 40}, End: plan.FrameBound{Kind: plan.BoundCurrentRow}},
+		Funcs: []plan.WindowFunc{{Name: "min", Args: []*expr.Expr{v}}, {Name: "max", Args: []*expr.Expr{v}}},
+	}
+	var batches [][]types.Row
+	for i := int64(1); i <= 100; i++ {
+		s := "1.0"
+		if i%2 == 0 {
+			s = "1.00"
+		}
+		d, _, _ := apd.NewFromString(s)
+		batches = append(batches, []types.Row{{types.NewInt8(0), types.NewTimestamp(types.Timestamp, i), types.NewNumeric(d)}})
+	}
+	defer operators.SetMinSlideRows(32)()
+	slid, err := runOverTime(t, spec, batches, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := operators.SetSlideAggregates(false)
+	fresh, err := runOverTime(t, spec, batches, 3)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i := range slid {
+		if slid[i] != fresh[i] {
+			if bad < 5 {
+				t.Errorf("row %d: slider %s, afresh %s", i, slid[i], fresh[i])
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d rows differ", bad, len(slid))
+	}
+}
+
+// TestOverTimeRangeCapEndGap: last_value over RANGE BETWEEN UNBOUNDED
+// PRECEDING AND 10 PRECEDING, when the partition let rows go past
+// maxOverRange and the frame's end lands on the first row kept (a gap in
+// time before a burst): its last row was let go, so the row is poison,
+// not an internal error.
+func TestOverTimeRangeCapEndGap(t *testing.T) {
+	defer operators.SetMaxOverRange(5)()
+	ten := expr.Const(types.NewInterval(types.IntervalValue{Micros: 10}))
+	v := expr.Col(2, types.Int8, "v")
+	spec := &plan.OverSpec{
+		OrderBy: []*expr.Expr{expr.Col(1, types.Timestamp, "t")}, Order: []plan.SortKey{{Col: 0}},
+		Frame: plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundUnboundedPreceding}, End: plan.FrameBound{Kind: plan.BoundPreceding, Value: ten}},
+		Funcs: []plan.WindowFunc{{Name: "last_value", Args: []*expr.Expr{v}}},
+	}
+	row := func(ts, x int64) types.Row {
+		return types.Row{types.NewInt8(0), types.NewTimestamp(types.Timestamp, ts), types.NewInt8(x)}
+	}
+	var burst []types.Row
+	for k := int64(0); k < 5; k++ {
+		burst = append(burst, row(50, 500+k))
+	}
+	got, err := runOverTime(t, spec, [][]types.Row{{row(1, 10)}, {row(2, 20)}, burst, {row(55, 550)}}, 3)
+	if err != nil {
+		t.Fatalf("pipeline error: %v", err)
+	}
+	if len(got) != 7 { // the row at 55 is poison
+		t.Errorf("%d rows out, want 7: %v", len(got), got)
+	}
+}
+
+// TestOverTimeRangeCapUnframed: row_number alone over a RANGE offset
+// frame reads no frame, so no row is poison when the partition lets rows
+// go.
+func TestOverTimeRangeCapUnframed(t *testing.T) {
+	defer operators.SetMaxOverRange(5)()
+	ten := expr.Const(types.NewInterval(types.IntervalValue{Micros: 10}))
+	spec := &plan.OverSpec{
+		OrderBy: []*expr.Expr{expr.Col(1, types.Timestamp, "t")}, Order: []plan.SortKey{{Col: 0}},
+		Frame: plan.Frame{Mode: plan.FrameRange, Start: plan.FrameBound{Kind: plan.BoundPreceding, Value: ten}, End: plan.FrameBound{Kind: plan.BoundCurrentRow}},
+		Funcs: []plan.WindowFunc{{Name: "row_number"}},
+	}
+	row := func(ts int64) types.Row { return types.Row{types.NewInt8(0), types.NewTimestamp(types.Timestamp, ts)} }
+	var burst []types.Row
+	for range 8 {
+		burst = append(burst, row(100))
+	}
+	got, err := runOverTime(t, spec, [][]types.Row{burst, {row(105)}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 9 {
+		t.Errorf("%d rows out, want 9: %v", len(got), got)
 	}
 }

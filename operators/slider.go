@@ -41,9 +41,10 @@ var minSlideRows int64 = 32
 var slideAggregates = true
 
 // slides reports whether aggregate f over frames that slide forward can
-// use a slider: its result is the same whatever the order its rows fold
-// in and however they are grouped (counts, extremes, booleans, sums and
-// averages of integers and numeric; floating sums round differently).
+// use a slider: its result is the same however its rows are grouped, as
+// long as they fold in order (counts, extremes, booleans, sums and
+// averages of integers; floating sums round differently, and so do
+// numeric sums of values a thousand digits apart).
 func slides(f *plan.WindowFunc) bool {
 	if !slideAggregates {
 		return false
@@ -53,7 +54,7 @@ func slides(f *plan.WindowFunc) bool {
 		return true
 	case "sum", "avg":
 		t := f.Args[0].Type
-		return t.IsInteger() || t == types.Numeric
+		return t.IsInteger()
 	}
 	return false
 }
@@ -120,12 +121,15 @@ func (sl *slider) flip(arg func(int64) (types.Value, error)) bool {
 	front = front[:n]
 	var next Accumulator
 	for k := n - 1; k >= 0; k-- {
+		// row k first, then the rows after it: among values that compare
+		// equal but differ (numeric 1.0 and 1.00), min and max keep the
+		// first, as folding in order does
 		acc := sl.agg.New()
-		if next != nil && acc.Merge(next) != nil {
-			return false
-		}
 		v, err := arg(sl.lo + int64(k))
 		if err != nil || acc.Add(v) != nil {
+			return false
+		}
+		if next != nil && acc.Merge(next) != nil {
 			return false
 		}
 		front[k], next = acc, acc
