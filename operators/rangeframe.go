@@ -117,27 +117,20 @@ func (r *rangeFrame) bounds(n int, ord func(int) types.Value, p *peers, frames [
 	}
 	for i := 0; i < n; i++ {
 		v := ord(i)
-		g := p.group[i]
-		if r.start != nil {
-			if v.IsNull() {
-				frames[i][0] = p.groupStart[g]
-			} else {
-				k, err := r.search(lo, hi, ord, r.start, v, false)
+		for side, b := range [2]*rangeLimit{r.start, r.end} {
+			end := side == 1
+			switch {
+			case b == nil:
+			case v.IsNull() && end:
+				frames[i][1] = p.groupEnd[p.group[i]]
+			case v.IsNull():
+				frames[i][0] = p.groupStart[p.group[i]]
+			default:
+				k, err := r.search(lo, hi, ord, b, v, end)
 				if err != nil {
 					return err
 				}
-				frames[i][0] = k
-			}
-		}
-		if r.end != nil {
-			if v.IsNull() {
-				frames[i][1] = p.groupEnd[g]
-			} else {
-				k, err := r.search(lo, hi, ord, r.end, v, true)
-				if err != nil {
-					return err
-				}
-				frames[i][1] = k
+				frames[i][side] = k
 			}
 		}
 		frames[i][1] = max(frames[i][1], frames[i][0])
