@@ -94,6 +94,15 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 			return nil, pgerror.New(pgerror.Internal, "windowAssign step without a window")
 		}
 		return &WindowAssign{Spec: *s.Window, TimeCol: s.TimeCol, TimeType: s.TimeType}, nil
+	case plan.OpSessionAssign:
+		if s.Window == nil || s.Window.Gap <= 0 {
+			return nil, pgerror.New(pgerror.Internal, "operators: sessionAssign without a gap")
+		}
+		groupBy, err := CompileAll(s.GroupBy, env)
+		if err != nil {
+			return nil, err
+		}
+		return &SessionAssign{Gap: s.Window.Gap, TimeCol: s.TimeCol, TimeType: s.TimeType, GroupBy: groupBy, OnError: onErr, Budget: res.budget()}, nil
 	case plan.OpProjectSet, plan.OpLateral:
 		ps := &ProjectSet{OnError: onErr, Outer: s.Outer, Ordinal: s.Ordinal}
 		for _, set := range s.Sets {

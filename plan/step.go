@@ -119,9 +119,16 @@ const (
 	// window holding its time (Window, TimeCol, TimeType), with the
 	// window's start and end appended
 	OpWindowAssign = "windowAssign"
-	OpHashJoin     = "hashJoin"
-	OpLookupJoin   = "lookupJoin"
-	OpChangelog    = "changelog"
+	// OpSessionAssign is a bounded query's SESSION: each row that reaches
+	// it, once all have, with the start and end of its session appended.
+	// A session is a run of rows of equal GroupBy values whose times
+	// (TimeCol) are at most the gap (Window) apart, from its first time
+	// to its last plus the gap, as a continuous query's OpSession makes
+	// them; rows of Width columns
+	OpSessionAssign = "sessionAssign"
+	OpHashJoin      = "hashJoin"
+	OpLookupJoin    = "lookupJoin"
+	OpChangelog     = "changelog"
 	// OpOverWindow is a continuous query's window functions of one OVER
 	// clause (Over) over rows of Width columns (signed by Sign when it is
 	// not 0), emitting signed rows: the row, its values, the sign.
@@ -306,9 +313,16 @@ func (s *Step) String() string {
 		}
 	case OpChangelog:
 		fmt.Fprintf(&sb, " of %d columns by #%d", s.Width, s.KeyCol)
-	case OpWindowAssign:
+	case OpWindowAssign, OpSessionAssign:
 		if s.Window != nil {
 			fmt.Fprintf(&sb, " %s on #%d", s.Window, s.TimeCol)
+		}
+		for i, g := range s.GroupBy {
+			sep := ","
+			if i == 0 {
+				sep = " per"
+			}
+			fmt.Fprintf(&sb, "%s %s", sep, g)
 		}
 	case OpSort:
 		for i, k := range s.Keys {

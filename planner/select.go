@@ -387,22 +387,15 @@ func (b *builder) buildTable(t sql.TableExpr) (plan.Node, *scope, error) {
 // Flink's window table functions return them. GROUP BY window_start
 // then aggregates each window over every row, as a continuous query's
 // window does once the watermark has passed it (rows it counted as late
-// aside). A session window depends on the rows around each row, which a
-// table function of one row cannot see: 0A000.
+// aside). A SESSION window depends on the rows around each row and on
+// the query's GROUP BY: buildSession plans it, as the only item of a
+// grouped query's FROM; anywhere else it is 0A000.
 func (b *builder) buildWindowTVF(t *sql.WindowTVF) (plan.Node, *scope, error) {
 	if t.Kind == "session" {
-		return nil, nil, pgerror.NotSupported("SESSION windows in a bounded query").
-			WithHint("Use them in CREATE STREAM or CREATE MATERIALIZED VIEW … AS; or number the sessions with lag() OVER (PARTITION BY … ORDER BY time) and a running sum.")
+		return nil, nil, pgerror.NotSupported("a SESSION window here").
+			WithHint("Use SESSION as the only item of a query's FROM that groups by window_start or window_end.")
 	}
-	qual := t.Source.Name
-	if t.Alias != "" {
-		qual = t.Alias
-	}
-	var src sql.TableExpr = &sql.TableName{Schema: t.Source.Schema, Name: t.Source.Name, Alias: qual, Pos: t.Source.Pos}
-	if t.Query != nil {
-		src = &sql.DerivedTable{Query: t.Query, Alias: qual}
-	}
-	node, sc, err := b.buildTable(src)
+	node, sc, qual, err := b.windowSource(t)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -410,12 +403,94 @@ func (b *builder) buildWindowTVF(t *sql.WindowTVF) (plan.Node, *scope, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	out := windowScope(sc, qual, ttype)
+	step := plan.Step{Op: plan.OpWindowAssign, Window: &spec, TimeCol: tcol, TimeType: ttype, Width: len(sc.cols)}
+	return &plan.Chain{Input: node, Steps: []plan.Step{step}}, out, nil
+}
+
+// windowSource plans a window function's source: a relation, or a WITH
+// query, under the window's alias (qual).
+func (b *builder) windowSource(t *sql.WindowTVF) (node plan.Node, sc *scope, qual string, err error) {
+	qual = t.Source.Name
+	if t.Alias != "" {
+		qual = t.Alias
+	}
+	var src sql.TableExpr = &sql.TableName{Schema: t.Source.Schema, Name: t.Source.Name, Alias: qual, Pos: t.Source.Pos}
+	if t.Query != nil {
+		src = &sql.DerivedTable{Query: t.Query, Alias: qual}
+	}
+	node, sc, err = b.buildTable(src)
+	return node, sc, qual, err
+}
+
+// windowScope is sc followed by window_start and window_end.
+func windowScope(sc *scope, qual string, ttype types.Type) *scope {
 	out := &scope{cols: append([]scopeCol(nil), sc.cols...)}
 	for _, name := range []string{"window_start", "window_end"} {
 		out.cols = append(out.cols, scopeCol{table: qual, name: name, typ: ttype})
 	}
-	step := plan.Step{Op: plan.OpWindowAssign, Window: &spec, TimeCol: tcol, TimeType: ttype, Width: len(sc.cols)}
-	return &plan.Chain{Input: node, Steps: []plan.Step{step}}, out, nil
+	return out
+}
+
+// sessionFrom reports the SESSION window a bounded SELECT reads, if it
+// is its FROM clause.
+func (b *builder) sessionFrom(sel *sql.Select) (*sql.WindowTVF, bool) {
+	if len(sel.From) != 1 || b.lateralFuncs {
+		return nil, false
+	}
+	t, ok := sel.From[0].(*sql.WindowTVF)
+	return t, ok && t.Kind == "session"
+}
+
+// buildSession plans a bounded query's FROM SESSION(source, time, gap)
+// and its WHERE: the source's rows that pass WHERE, each with its
+// session's window_start and window_end after its columns
+// (plan.OpSessionAssign). As in a continuous query (planWindowed), the
+// sessions are those of each value of the GROUP BY terms other than
+// window_start and window_end, over the rows WHERE keeps, so a view or
+// stream of sessions holds what this query returns over the same rows,
+// once every session has closed (rows it counted as late aside). The
+// query must group by window_start or window_end (42803), as a
+// continuous one must. steps go first in the query's chain.
+func (b *builder) buildSession(sel *sql.Select, t *sql.WindowTVF) (node plan.Node, in *scope, steps []plan.Step, err error) {
+	node, sc, qual, err := b.windowSource(t)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tcol, ttype, spec, err := b.windowOf(t, sc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if sel.Where != nil {
+		pred, err := b.wherePred(sc, sel.Where)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		steps = append(steps, plan.Step{Op: plan.OpFilter, Pred: pred})
+	}
+	in = windowScope(sc, qual, ttype)
+	items, err := expandStars(in, sel.Items) // for GROUP BY 2
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keyScope := &scope{cols: append([]scopeCol(nil), sc.cols...)}
+	g, err := b.groupColumns(keyScope, sel.GroupBy, items, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !g.sawWindow {
+		return nil, nil, nil, pgerror.New(pgerror.GroupingError, "a windowed query must GROUP BY window_start or window_end")
+	}
+	var keys []*expr.Expr
+	for _, c := range g.cols {
+		if c < len(sc.cols) {
+			keys = append(keys, sc.ref(c))
+		} else {
+			keys = append(keys, g.computed[c-len(sc.cols)])
+		}
+	}
+	steps = append(steps, plan.Step{Op: plan.OpSessionAssign, Window: &spec, TimeCol: tcol, TimeType: ttype, GroupBy: keys, Width: len(sc.cols)})
+	return node, in, steps, nil
 }
 
 // buildJoin plans a JOIN: equality conditions between the two sides
@@ -588,8 +663,16 @@ func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
 	if where != nil && hasAggregate(where) {
 		return nil, nil, pgerror.New(pgerror.GroupingError, "aggregate functions are not allowed in WHERE")
 	}
-	node, in, where, err := b.buildFromWhere(sel.From, where)
-	if err != nil {
+	var steps []plan.Step
+	var node plan.Node
+	var in *scope
+	var err error
+	if t, ok := b.sessionFrom(sel); ok {
+		if node, in, steps, err = b.buildSession(sel, t); err != nil {
+			return nil, nil, err
+		}
+		where = nil // under the sessions
+	} else if node, in, where, err = b.buildFromWhere(sel.From, where); err != nil {
 		return nil, nil, err
 	}
 	if src, ok := node.(*plan.Source); ok && where != nil {
@@ -597,7 +680,6 @@ func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
 			return nil, nil, err
 		}
 	}
-	var steps []plan.Step
 	if where != nil {
 		pred, err := b.wherePred(in, where)
 		if err != nil {

@@ -67,7 +67,7 @@ func TestWindowStreamDifferential(t *testing.T) {
 			for i := first; i < min(first+batch, *windowDiffCases); i++ {
 				wc := genWindowCase(rng)
 				wc.name = fmt.Sprintf("wd%d", i)
-				exec(t, conn, "CREATE STREAM "+wc.name+" AS "+wc.query)
+				exec(t, conn, "CREATE "+wc.kind()+" "+wc.name+" AS "+wc.query)
 				cases = append(cases, wc)
 			}
 			flush(t, srv, conn)
@@ -75,7 +75,7 @@ func TestWindowStreamDifferential(t *testing.T) {
 				if !checkWindowCase(t, conn, wc) {
 					failed++
 				}
-				exec(t, conn, "DROP STREAM "+wc.name)
+				exec(t, conn, "DROP "+wc.kind()+" "+wc.name)
 			}
 			if failed > 0 {
 				t.Fatalf("%d cases failed (seed %d)", failed, *windowDiffSeed)
@@ -85,10 +85,19 @@ func TestWindowStreamDifferential(t *testing.T) {
 	})
 }
 
-// windowCase is a stream's query and the output column holding each
-// row's window start ("": none, every row is compared).
+// windowCase is a stream's query (a materialized view's, with view) and
+// the output column holding each row's window start ("": none, every row
+// is compared).
 type windowCase struct {
 	name, query, start string
+	view               bool
+}
+
+func (wc windowCase) kind() string {
+	if wc.view {
+		return "MATERIALIZED VIEW"
+	}
+	return "STREAM"
 }
 
 // before is the condition that leaves out the rows of the windows the
@@ -271,7 +280,29 @@ func genWindowCase(rng *rand.Rand) windowCase {
 		}
 		return fmt.Sprintf("SELECT %s, %s FROM %s WINDOW w AS (%sORDER BY %s%s)", cols, strings.Join(fs, ", "), src, part, order, frame)
 	}
-	switch rng.Intn(18) {
+	switch rng.Intn(19) {
+	case 18: // sessions of a stream or of a WITH query, into a stream or a view
+		src := "wda"
+		with := ""
+		if rng.Intn(3) == 0 {
+			with, src = fmt.Sprintf("WITH f AS (SELECT k, v * 2 AS v, ts FROM wda WHERE v > %d) ", rng.Intn(10)), "f"
+		}
+		key := pick("k, ", "v, ", "k, v % 3 AS r, ", "")
+		group := strings.ReplaceAll(strings.ReplaceAll(key, " AS r", ""), "v % 3", "r")
+		having := ""
+		if rng.Intn(3) == 0 {
+			having = " HAVING count(*) > 1"
+		}
+		w := ""
+		if src == "wda" {
+			w = where
+		}
+		gap := pick("3", "8", "20", "45")
+		if key == "" {
+			gap = pick("1", "2") // all rows are one key: short gaps keep sessions apart
+		}
+		return windowCase{query: fmt.Sprintf("%sSELECT %swindow_start, window_end, count(*) AS n, %s FROM SESSION(%s, ts, INTERVAL '%s' SECOND)%s GROUP BY %swindow_start, window_end%s",
+			with, key, aggs("v"), src, gap, w, group, having), start: "window_start", view: rng.Intn(2) == 0}
 	case 16: // a stream's window functions in event time
 		return windowCase{query: over("wda"+where, pick("PARTITION BY k ", "PARTITION BY v ", ""), "k, v, ts", "ts", pick("v, k", "v DESC, k")), start: "ts"}
 	case 17: // over a window's aggregation: running totals of its counts
