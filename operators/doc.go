@@ -38,7 +38,12 @@
 //
 // A bounded query's TUMBLE or HOP is a step that puts each row in its
 // windows (windowassign.go: WindowAssign, by plan.WindowSpec.Windows, as
-// the windowed aggregation does). A stream's top-N whose partition holds
+// the windowed aggregation does). Its SESSION (sessionassign.go:
+// SessionAssign) holds every row and, once they are all in, gives each its
+// session's start and end, splitting each GROUP BY value's rows in time
+// order where neighbours are more than the gap apart: the sessions the
+// continuous SessionAggregate ends with, by code of its own, so each
+// checks the other. A stream's top-N whose partition holds
 // an event time (a window's top-N; finaltopn.go: FinalTopN) keeps each
 // partition's first rows under its time and puts them out once, final,
 // when the watermark passes it.
