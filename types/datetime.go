@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // named zones read the same on every host, with or without its zone files
 
 	"github.com/fvsql/fvsql/pgerror"
 )
@@ -286,9 +287,12 @@ func parseTimestamp(s string, tz bool) (int64, bool) {
 	if s == "" {
 		return us, true
 	}
-	off, ok := parseZone(s)
+	off, loc, ok := parseZone(s)
 	if !ok {
 		return 0, false
+	}
+	if loc != nil {
+		off = zoneOffset(loc, us)
 	}
 	if tz {
 		us -= off
@@ -297,18 +301,18 @@ func parseTimestamp(s string, tz bool) (int64, bool) {
 }
 
 // parseZone parses Z, UTC, GMT, +HH, +HHMM, +HH:MM and returns the offset
-// in microseconds east of UTC.
-func parseZone(s string) (int64, bool) {
+// in microseconds east of UTC, or a named zone (America/New_York), whose
+// offset depends on the time.
+func parseZone(s string) (int64, *time.Location, bool) {
 	switch strings.ToUpper(s) {
 	case "Z", "UTC", "GMT", "+00", "-00":
-		return 0, true
+		return 0, nil, true
 	}
 	if s[0] != '+' && s[0] != '-' {
 		if loc, err := time.LoadLocation(s); err == nil {
-			_, off := time.Now().In(loc).Zone()
-			return int64(off) * MicrosPerSecond, true
+			return 0, loc, true
 		}
-		return 0, false
+		return 0, nil, false
 	}
 	sign := int64(1)
 	if s[0] == '-' {
@@ -316,7 +320,7 @@ func parseZone(s string) (int64, bool) {
 	}
 	h, rest, ok := scanDigits(s[1:], 1, 2)
 	if !ok {
-		return 0, false
+		return 0, nil, false
 	}
 	var m int64
 	if len(rest) > 0 {
@@ -325,17 +329,37 @@ func parseZone(s string) (int64, bool) {
 		}
 		m, rest, ok = scanDigits(rest, 2, 2)
 		if !ok {
-			return 0, false
+			return 0, nil, false
 		}
 		if len(rest) > 0 && rest[0] == ':' { // seconds in the offset: accept and drop
 			_, rest, ok = scanDigits(rest[1:], 2, 2)
 			if !ok {
-				return 0, false
+				return 0, nil, false
 			}
 		}
 	}
 	if rest != "" || h > 15 || m > 59 {
-		return 0, false
+		return 0, nil, false
 	}
-	return sign * (h*MicrosPerHour + m*MicrosPerMinute), true
+	return sign * (h*MicrosPerHour + m*MicrosPerMinute), nil, true
+}
+
+// zoneOffset is the offset east of UTC, in microseconds, of zone loc at
+// wall-clock time wall (Unix microseconds read as local time), as
+// PostgreSQL reads a local time in a zone: where the clock ran twice (a
+// change back, autumn's) it means the second time, after the change;
+// where it never ran (a change forward) it takes the offset from before
+// the change. Both offsets around wall are those a day before and after
+// it, as no zone changes twice within two days.
+func zoneOffset(loc *time.Location, wall int64) int64 {
+	w := FloorDiv(wall, MicrosPerSecond)
+	at := func(u int64) int64 {
+		_, off := time.Unix(u, 0).In(loc).Zone()
+		return int64(off)
+	}
+	before, after := at(w-86400), at(w+86400)
+	if at(w-after) == after { // the clock shows wall under the later offset
+		return after * MicrosPerSecond
+	}
+	return before * MicrosPerSecond
 }
