@@ -486,6 +486,14 @@ func init() {
 			us, err := truncTime(a[0].S, a[1].I)
 			return types.NewTimestamp(tz, us), err
 		}),
+		fn("date_bin", tt(iv, ts, ts), ts, func(a []types.Value) (types.Value, error) {
+			us, err := dateBin(a[0].Interval(), a[1].I, a[2].I)
+			return types.NewTimestamp(ts, us), err
+		}),
+		fn("date_bin", tt(iv, tz, tz), tz, func(a []types.Value) (types.Value, error) {
+			us, err := dateBin(a[0].Interval(), a[1].I, a[2].I)
+			return types.NewTimestamp(tz, us), err
+		}),
 		fn("date_part", tt(text, ts), f8, func(a []types.Value) (types.Value, error) {
 			f, err := extract(a[0].S, a[1].I)
 			return types.NewFloat8(f), err

@@ -236,6 +236,24 @@ func AddInterval(us int64, iv types.IntervalValue) (int64, error) {
 	return us, nil
 }
 
+// dateBin is date_bin(stride, source, origin): the start of the stride
+// holding source, strides counted from origin (down, before it), as
+// PostgreSQL's timestamp_bin.
+func dateBin(stride types.IntervalValue, source, origin int64) (int64, error) {
+	if stride.Months != 0 {
+		return 0, pgerror.New(pgerror.FeatureNotSupported, "timestamps cannot be binned into intervals containing months or years")
+	}
+	// (a stride of more than 100,000 years would overflow the arithmetic)
+	if d := int64(stride.Days); d > 1<<61/types.MicrosPerDay || stride.Micros > 1<<61 || d < -(1<<61)/types.MicrosPerDay || stride.Micros < -(1<<61) {
+		return 0, pgerror.New(pgerror.DatetimeFieldOverflow, "interval out of range")
+	}
+	width := int64(stride.Days)*types.MicrosPerDay + stride.Micros
+	if width <= 0 {
+		return 0, pgerror.New(pgerror.DatetimeFieldOverflow, "stride must be greater than zero")
+	}
+	return AddInterval(origin, types.IntervalValue{Micros: floorDiv(source-origin, width) * width})
+}
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if (a%b != 0) && ((a < 0) != (b < 0)) {

@@ -121,6 +121,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	var layers map[*sql.DerivedTable]bool
 	if ca.Kind == sql.KindMaterializedView {
 		var err error
+		if sel, err = windowsOverViews(cat, sel); err != nil {
+			return nil, err
+		}
 		if sel, err = lateralAsSubquery(cat, sel); err != nil {
 			return nil, err
 		}

@@ -83,7 +83,10 @@
 // query in the same SELECT (the join or the grouping below, the windows
 // over its rows: windowsOverQuery, overwindow.go), a stream's rows with LATERAL
 // functions of them (a hidden stream: lateral.go) and SELECT DISTINCT ON
-// (a ranking: distincton.go, bounded queries too). A comma FROM list
+// (a ranking: distincton.go, bounded queries too). TUMBLE and HOP over a
+// view, in a view, read a subquery of the view's rows with their windows
+// (date_bin, and generate_series for HOP: windowview.go). A bounded
+// SESSION is a sessionAssign step after WHERE (select.go: buildSession). A comma FROM list
 // becomes the JOIN … ON it means (fromwhere.go). CREATE STREAM … EMIT
 // CHANGES is a view's pipeline with its changes as the stream. These
 // rewrites work on the AST (sql.Rewrite replaces its nodes), before the

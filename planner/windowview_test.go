@@ -1,0 +1,74 @@
+package planner_test
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/fvsql/fvsql/catalog"
+)
+
+// TestWindowOverViewDifferential: TUMBLE and HOP over a view whose rows
+// change: a view of dv's rows with a time computed from them (rows only
+// come), a key's latest row (DISTINCT ON: a row is replaced, its time
+// moves), or a key's aggregates with a time from their sum (each round
+// moves it, and the row moves between windows). Over it, a view grouping
+// the windows (by window_start or window_end, some by another column too;
+// count, sum, min, max; WHERE, HAVING) or holding the window rows, with an
+// alias and qualified names. After each round the window view must equal
+// its SELECT run bounded over the first view's rows, where TUMBLE and HOP
+// assign each row its windows.
+//
+//	go test ./planner -run TestWindowOverViewDifferential -view-seed 19 -view-cases 3000
+func TestWindowOverViewDifferential(t *testing.T) {
+	cases := *viewCases / 4
+	if testing.Short() {
+		cases /= 10
+	}
+	viewsOverViews(t, cases, 3_000_017, genTimedView, genWindowOverView)
+}
+
+// genTimedView makes a view over dv with a timestamp column ts.
+func genTimedView(rng *rand.Rand) string {
+	ts := pick(rng, "TIMESTAMP '2026-01-01 00:00:00'", "TIMESTAMPTZ '2026-01-01 00:00:00+00'")
+	switch rng.Intn(3) {
+	case 0: // rows
+		return fmt.Sprintf("SELECT k, id, v, w, %s + (id * 7 + coalesce(v, 0)) * INTERVAL '1 second' AS ts FROM dv%s", ts,
+			pick(rng, "", " WHERE v > 2", " WHERE w <> 0"))
+	case 1: // each key's latest row (its time moves, NULL with v)
+		return fmt.Sprintf("SELECT DISTINCT ON (k) k, id, v, %s + (id * 5 + v) * INTERVAL '1 second' AS ts FROM dv ORDER BY k, id DESC", ts)
+	}
+	// each key's aggregates: the time moves with the sum, every round
+	return fmt.Sprintf("SELECT k, count(*) AS n, max(v) AS v, %s + sum(w) * INTERVAL '13 seconds' + count(*) * INTERVAL '%d seconds' AS ts FROM dv GROUP BY k", ts, 1+rng.Intn(9))
+}
+
+// genWindowOverView makes a window query over the view vd (of cols).
+func genWindowOverView(rng *rand.Rand, cols []catalog.Column) string {
+	sizes := []int{5, 10, 30, 60}
+	size := sizes[rng.Intn(len(sizes))]
+	window := fmt.Sprintf("TUMBLE(vd, ts, INTERVAL '%d' SECOND)", size)
+	if rng.Intn(2) == 0 { // HOP, its slide dividing the size or not
+		slide := pick(rng, fmt.Sprint(size/2), fmt.Sprint(max(1, size/3)), fmt.Sprint(size), fmt.Sprint(size*2/5))
+		if slide == "0" {
+			slide = "1"
+		}
+		window = fmt.Sprintf("HOP(vd, ts, INTERVAL '%s' SECOND, INTERVAL '%d' SECOND)", slide, size)
+	}
+	alias, q := "", ""
+	if rng.Intn(3) == 0 {
+		alias, q = " x", "x."
+	}
+	where := pick(rng, "", " WHERE "+q+"v > 3", " WHERE "+q+"k <> 'b'")
+	if rng.Intn(4) == 0 { // the window rows
+		return fmt.Sprintf("SELECT %[1]sk, %[1]sv, %[1]sts, %[1]swindow_start, window_end FROM %s%s%s", q, window, alias, where)
+	}
+	by := pick(rng, q+"window_start", q+"window_end", q+"window_start, "+q+"window_end")
+	sel := by
+	if rng.Intn(2) == 0 {
+		by += ", " + q + "k"
+		sel += ", " + q + "k"
+	}
+	aggs := pick(rng, "count(*)", "count(*), sum(v)", "min(v), max(ts)", "count(v), sum(v) FILTER (WHERE v > 4)")
+	having := pick(rng, "", "", " HAVING count(*) > 1")
+	return fmt.Sprintf("SELECT %s, %s FROM %s%s%s GROUP BY %s%s", sel, aggs, window, alias, where, by, having)
+}
