@@ -264,6 +264,28 @@ func unify(k Kind, args []*Expr) (*Expr, error) {
 	return out, nil
 }
 
+// Volatile reports whether e calls a volatile function (random(), now())
+// or runs a subquery: two evaluations of it over one row may differ.
+func Volatile(e *Expr) bool {
+	if e == nil {
+		return false
+	}
+	if e.Kind == KSubquery {
+		return true
+	}
+	if e.Kind == KCall {
+		if f := lookupKey(e.Fn); f == nil || f.Volatile {
+			return true
+		}
+	}
+	for _, a := range e.Args {
+		if Volatile(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // fold evaluates e now when every input is constant and nothing volatile
 // is called. Errors are deferred to run time (PostgreSQL reports them when
 // the row is evaluated), except for casts of literals, which PostgreSQL

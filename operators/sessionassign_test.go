@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -9,19 +10,39 @@ import (
 	"testing"
 
 	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/types"
 )
 
 // sessionCase is the input of one TestSessionAssignRandom case: rows of
-// (k int or NULL, t timestamp or NULL, v int), and the gap.
+// (k int or NULL, t timestamp or NULL, v int, k2 int), the gap, and
+// whether k2 is a key too.
 type sessionCase struct {
 	gap  int64
 	rows []types.Row
+	two  bool
 }
 
 func (c sessionCase) String() string {
-	return fmt.Sprintf("gap %d: %s", c.gap, show(c.rows))
+	return fmt.Sprintf("gap %d, keys k%s: %s", c.gap, map[bool]string{true: " and k2"}[c.two], show(c.rows))
+}
+
+// keyOf is a row's key as the sessions' names show it.
+func (c sessionCase) keyOf(r types.Row) string {
+	if c.two {
+		return r[0].String() + "/" + r[3].String()
+	}
+	return r[0].String()
+}
+
+// groupBy is the case's key columns.
+func (c sessionCase) groupBy() []*expr.Expr {
+	keys := []*expr.Expr{expr.Col(0, types.Int8, "k")}
+	if c.two {
+		keys = append(keys, expr.Col(3, types.Int8, "k2"))
+	}
+	return keys
 }
 
 // TestSessionAssignRandom checks the bounded SESSION step three ways, over
@@ -35,16 +56,20 @@ func (c sessionCase) String() string {
 func TestSessionAssignRandom(t *testing.T) {
 	rng := rand.New(rand.NewSource(19))
 	for i := 0; i < 3000; i++ {
-		c := sessionCase{gap: 1 + rng.Int63n(6)}
-		for n := rng.Intn(14); n > 0; n-- {
-			k, ts := types.NewInt(types.Int8, rng.Int63n(3)), types.NewTimestamp(types.Timestamp, rng.Int63n(40))
+		c := sessionCase{gap: 1 + rng.Int63n(6), two: rng.Intn(3) == 0}
+		n, span := rng.Intn(14), int64(40)
+		if i%100 == 99 { // more rows than one output batch
+			n, span = 1500+rng.Intn(1500), 4000
+		}
+		for ; n > 0; n-- {
+			k, ts := types.NewInt(types.Int8, rng.Int63n(3)), types.NewTimestamp(types.Timestamp, rng.Int63n(span))
 			if rng.Intn(8) == 0 {
 				k = types.NullValue
 			}
 			if rng.Intn(12) == 0 {
 				ts = types.NullValue
 			}
-			c.rows = append(c.rows, types.Row{k, ts, types.NewInt(types.Int8, rng.Int63n(100))})
+			c.rows = append(c.rows, types.Row{k, ts, types.NewInt(types.Int8, rng.Int63n(100)), types.NewInt(types.Int8, rng.Int63n(2))})
 		}
 		fails := func(c sessionCase) string {
 			got := assignSessions(t, c, rng)
@@ -63,7 +88,7 @@ func TestSessionAssignRandom(t *testing.T) {
 		for shrunk := true; shrunk; {
 			shrunk = false
 			for j := range c.rows {
-				smaller := sessionCase{gap: c.gap, rows: slices.Delete(slices.Clone(c.rows), j, j+1)}
+				smaller := sessionCase{gap: c.gap, two: c.two, rows: slices.Delete(slices.Clone(c.rows), j, j+1)}
 				if fails(smaller) != "" {
 					c, shrunk = smaller, true
 					break
@@ -84,7 +109,7 @@ func sessionSummary(sessions map[string][2]int64) string {
 	return strings.Join(parts, " ")
 }
 
-func sessionName(k types.Value, start, end int64) string {
+func sessionName(k string, start, end int64) string {
 	return fmt.Sprintf("%s[%d,%d)", k, start, end)
 }
 
@@ -92,7 +117,7 @@ func sessionName(k types.Value, start, end int64) string {
 func assignSessions(t *testing.T, c sessionCase, rng *rand.Rand) string {
 	t.Helper()
 	op, err := Build(&plan.Step{Op: plan.OpSessionAssign, Window: &plan.WindowSpec{Kind: "session", Gap: c.gap}, TimeCol: 1, TimeType: types.Timestamp,
-		GroupBy: []*expr.Expr{expr.Col(0, types.Int8, "k")}, Width: 3}, nil, AbortOnError)
+		GroupBy: c.groupBy(), Width: 4}, nil, AbortOnError)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +137,11 @@ func assignSessions(t *testing.T, c sessionCase, rng *rand.Rand) string {
 	}
 	sessions := map[string][2]int64{}
 	for _, r := range out {
-		if len(r) != 5 || !slices.Equal(r[:3], rowWith(c.rows, r[:3])) {
+		if len(r) != 6 || !slices.Equal(r[:4], rowWith(c.rows, r[:4])) {
 			t.Fatalf("SessionAssign row %s is not an input row with its window", show([]types.Row{r}))
 		}
-		s := sessions[sessionName(r[0], r[3].I, r[4].I)]
-		sessions[sessionName(r[0], r[3].I, r[4].I)] = [2]int64{s[0] + 1, s[1] + r[2].I}
+		name := sessionName(c.keyOf(r), r[4].I, r[5].I)
+		sessions[name] = [2]int64{sessions[name][0] + 1, sessions[name][1] + r[2].I}
 	}
 	return sessionSummary(sessions)
 }
@@ -137,7 +162,7 @@ func definedSessions(c sessionCase) string {
 	byKey := map[string][]types.Row{}
 	for _, r := range c.rows {
 		if !r[1].IsNull() {
-			byKey[r[0].String()] = append(byKey[r[0].String()], r)
+			byKey[c.keyOf(r)] = append(byKey[c.keyOf(r)], r)
 		}
 	}
 	sessions := map[string][2]int64{}
@@ -150,7 +175,7 @@ func definedSessions(c sessionCase) string {
 				last++
 				count, sum = count+1, sum+rows[last][2].I
 			}
-			sessions[sessionName(rows[first][0], rows[first][1].I, rows[last][1].I+c.gap)] = [2]int64{count, sum}
+			sessions[sessionName(c.keyOf(rows[first]), rows[first][1].I, rows[last][1].I+c.gap)] = [2]int64{count, sum}
 			first = last + 1
 		}
 	}
@@ -163,7 +188,7 @@ func definedSessions(c sessionCase) string {
 func aggregatedSessions(t *testing.T, c sessionCase, rng *rand.Rand) string {
 	t.Helper()
 	op, err := Build(&plan.Step{Op: plan.OpSession, Window: &plan.WindowSpec{Kind: "session", Gap: c.gap}, TimeCol: 1, TimeType: types.Timestamp,
-		GroupBy: []*expr.Expr{expr.Col(0, types.Int8, "k")},
+		GroupBy: c.groupBy(),
 		Aggs:    []plan.AggSpec{{Name: "count", Star: true}, {Name: "sum", Arg: expr.Col(2, types.Int8, "v")}}},
 		nil, func(*Batch, int, error) error { return nil }) // NULL times are set aside
 	if err != nil {
@@ -183,8 +208,50 @@ func aggregatedSessions(t *testing.T, c sessionCase, rng *rand.Rand) string {
 		t.Fatal(err)
 	}
 	sessions := map[string][2]int64{}
-	for _, r := range out { // k, window_start, window_end, count, sum
-		sessions[sessionName(r[0], r[1].I, r[2].I)] = [2]int64{r[3].I, int64(types.AsFloat(r[4]))}
+	for _, r := range out { // k[, k2], window_start, window_end, count, sum
+		key, w := r[0].String(), r[1:]
+		if c.two {
+			key, w = key+"/"+r[1].String(), r[2:]
+		}
+		sessions[sessionName(key, w[0].I, w[1].I)] = [2]int64{w[2].I, int64(types.AsFloat(w[3]))}
 	}
 	return sessionSummary(sessions)
+}
+
+// TestSessionAssignBudget: the rows SessionAssign holds are charged to
+// the query's budget, which stops a query past its limit (53200), and
+// given back when it ends.
+func TestSessionAssignBudget(t *testing.T) {
+	step := &plan.Step{Op: plan.OpSessionAssign, Window: &plan.WindowSpec{Kind: "session", Gap: 10}, TimeCol: 1, TimeType: types.Timestamp,
+		GroupBy: []*expr.Expr{expr.Col(0, types.Int8, "k")}, Width: 2}
+	rows := func(n int) []types.Row {
+		var out []types.Row
+		for i := 0; i < n; i++ {
+			out = append(out, types.Row{types.NewInt(types.Int8, int64(i%7)), types.NewTimestamp(types.Timestamp, int64(i))})
+		}
+		return out
+	}
+	budget := NewBudget(context.Background(), 64<<10, "query_memory")
+	op, err := BuildWith(step, nil, AbortOnError, &Resources{Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Process(&Batch{Rows: rows(100)}, nil); err != nil {
+		t.Fatalf("100 rows within 64 KiB: %v", err)
+	}
+	if budget.Used() == 0 {
+		t.Fatal("held rows are not charged")
+	}
+	var out []types.Row
+	if err := op.Finish(collect(&out, nil)); err != nil || len(out) != 100 {
+		t.Fatalf("Finish: %v, %d rows", err, len(out))
+	}
+	if budget.Used() != 0 {
+		t.Fatalf("%d bytes still charged after Finish", budget.Used())
+	}
+	op, _ = BuildWith(step, nil, AbortOnError, &Resources{Budget: budget})
+	err = op.Process(&Batch{Rows: rows(10000)}, nil)
+	if pgerror.CodeOf(err) != pgerror.OutOfMemory {
+		t.Fatalf("10,000 rows over 64 KiB: %v, want 53200", err)
+	}
 }

@@ -121,6 +121,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	var layers map[*sql.DerivedTable]bool
 	if ca.Kind == sql.KindMaterializedView {
 		var err error
+		if sel, err = sessionOverView(cat, sel); err != nil {
+			return nil, err
+		}
 		if sel, err = windowsOverViews(cat, sel); err != nil {
 			return nil, err
 		}
@@ -309,7 +312,7 @@ func correlatedAboveGroups(cat Catalog, sel *sql.Select) error {
 // correlatedIn says whether a subquery in es reads a column of from's
 // relations (false when from cannot be resolved: the planner reports it).
 func correlatedIn(cat Catalog, from []sql.TableExpr, es ...sql.Expr) bool {
-	_, sc, err := (&builder{cat: cat}).buildFrom(from)
+	sc, err := (&builder{cat: cat}).fromScope(from)
 	if err != nil {
 		return false
 	}

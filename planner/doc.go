@@ -85,7 +85,9 @@
 // functions of them (a hidden stream: lateral.go) and SELECT DISTINCT ON
 // (a ranking: distincton.go, bounded queries too). TUMBLE and HOP over a
 // view, in a view, read a subquery of the view's rows with their windows
-// (date_bin, and generate_series for HOP: windowview.go). A bounded
+// (date_bin, and generate_series for HOP: windowview.go); SESSION over a
+// view reads one with its sessions numbered by window functions
+// (sessionOverView). A bounded
 // SESSION is a sessionAssign step after WHERE (select.go: buildSession). A comma FROM list
 // becomes the JOIN … ON it means (fromwhere.go). CREATE STREAM … EMIT
 // CHANGES is a view's pipeline with its changes as the stream. These

@@ -393,7 +393,7 @@ func (b *builder) buildTable(t sql.TableExpr) (plan.Node, *scope, error) {
 func (b *builder) buildWindowTVF(t *sql.WindowTVF) (plan.Node, *scope, error) {
 	if t.Kind == "session" {
 		return nil, nil, pgerror.NotSupported("a SESSION window here").
-			WithHint("Use SESSION as the only item of a query's FROM that groups by window_start or window_end.")
+			WithHint("Use SESSION as the only item of the FROM clause of a query that groups by window_start or window_end, without GROUPING SETS, ROLLUP or CUBE; join or aggregate its groups in an enclosing query.")
 	}
 	node, sc, qual, err := b.windowSource(t)
 	if err != nil {
@@ -430,6 +430,25 @@ func windowScope(sc *scope, qual string, ttype types.Type) *scope {
 		out.cols = append(out.cols, scopeCol{table: qual, name: name, typ: ttype})
 	}
 	return out
+}
+
+// fromScope is the scope of a FROM clause, buildFrom's, or a bounded
+// SESSION's as buildSession makes it (its source's columns, then
+// window_start and window_end).
+func (b *builder) fromScope(from []sql.TableExpr) (*scope, error) {
+	if t, ok := b.sessionFrom(&sql.Select{From: from}); ok {
+		_, sc, qual, err := b.windowSource(t)
+		if err != nil {
+			return nil, err
+		}
+		_, ttype, _, err := b.windowOf(t, sc)
+		if err != nil {
+			return nil, err
+		}
+		return windowScope(sc, qual, ttype), nil
+	}
+	_, sc, err := b.buildFrom(from)
+	return sc, err
 }
 
 // sessionFrom reports the SESSION window a bounded SELECT reads, if it
@@ -485,9 +504,16 @@ func (b *builder) buildSession(sel *sql.Select, t *sql.WindowTVF) (node plan.Nod
 	for _, c := range g.cols {
 		if c < len(sc.cols) {
 			keys = append(keys, sc.ref(c))
-		} else {
-			keys = append(keys, g.computed[c-len(sc.cols)])
+			continue
 		}
+		// the aggregation computes a key again: it must give what the
+		// sessions were made of
+		k := g.computed[c-len(sc.cols)]
+		if expr.Volatile(k) {
+			return nil, nil, nil, pgerror.NotSupported("a volatile function or a subquery in a SESSION window's GROUP BY").
+				WithHint("Compute the key in a WITH query that SESSION reads.")
+		}
+		keys = append(keys, k)
 	}
 	steps = append(steps, plan.Step{Op: plan.OpSessionAssign, Window: &spec, TimeCol: tcol, TimeType: ttype, GroupBy: keys, Width: len(sc.cols)})
 	return node, in, steps, nil

@@ -161,6 +161,13 @@ func intervalMicros(b *builder, e sql.Expr, what string) (int64, error) {
 	if iv.Months != 0 {
 		return 0, pgerror.New(pgerror.InvalidParameterValue, "window %s must not use months or years (their length varies)", what)
 	}
+	// at most about 10,000 years, the span of all time stamps: a window's
+	// time plus its size or gap stays far from overflowing
+	const maxDays = 3_650_000
+	if d, us := int64(iv.Days), iv.Micros; d > maxDays || d < -maxDays || us > maxDays*types.MicrosPerDay || us < -maxDays*types.MicrosPerDay ||
+		d*types.MicrosPerDay+us > maxDays*types.MicrosPerDay {
+		return 0, pgerror.New(pgerror.InvalidParameterValue, "window %s must be at most %d days", what, maxDays)
+	}
 	us := iv.Duration()
 	if us <= 0 {
 		return 0, pgerror.New(pgerror.InvalidParameterValue, "window %s must be positive", what)

@@ -117,3 +117,110 @@ func windowSubquery(src *sql.TableName, tcol, kind string, size, slide int64) *s
 	}
 	return &sql.DerivedTable{Alias: qual, Query: q}
 }
+
+// sessionOverView rewrites a view's query over SESSION(v, ts, gap), v a
+// materialized view, into one over a subquery of v's rows (those WHERE
+// keeps) with their sessions' window_start and window_end, computed with
+// window functions over the GROUP BY terms other than the window's, which
+// a view runs over changing rows:
+//
+//	SELECT k, window_start, count(*) FROM SESSION(v, ts, gap) WHERE c GROUP BY k, window_start
+//	→ SELECT k, window_start, count(*) FROM
+//	    (SELECT v.*, min(ts) OVER (PARTITION BY k, _session) AS window_start,
+//	            max(ts) OVER (PARTITION BY k, _session) + gap AS window_end FROM
+//	      (SELECT v.*, sum(_session_new) OVER (PARTITION BY k ORDER BY ts) AS _session FROM
+//	        (SELECT v.*, CASE WHEN ts - lag(ts) OVER (PARTITION BY k ORDER BY ts) <= gap
+//	                     THEN 0 ELSE 1 END AS _session_new
+//	         FROM v WHERE c AND ts IS NOT NULL) v) v) v
+//	  GROUP BY k, window_start
+//
+// A row starts a session when it is more than the gap after the one
+// before it; the running count of starts (peers share it: the default
+// RANGE frame) numbers the sessions, which are the bounded SESSION's
+// (buildSession). Each change of a key's rows computes its partition
+// again, so a key of very many rows is slow to update. A query that does
+// not group by the window is left for the planner further on.
+func sessionOverView(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	if len(sel.From) != 1 {
+		return sel, nil
+	}
+	t, ok := sel.From[0].(*sql.WindowTVF)
+	if !ok || t.Kind != "session" || t.Query != nil {
+		return sel, nil
+	}
+	rel, err := cat.Lookup(t.Source.Schema, t.Source.Name)
+	if err != nil || rel.Kind != catalog.MaterializedView {
+		return sel, nil
+	}
+	qual := t.Source.Name
+	if t.Alias != "" {
+		qual = t.Alias
+	}
+	src := &sql.TableName{Schema: t.Source.Schema, Name: t.Source.Name, Alias: qual, Pos: t.Source.Pos}
+	sc := relationScope(cat, src, rel)
+	_, _, spec, err := (&builder{cat: cat}).windowOf(t, sc)
+	if err != nil {
+		return nil, err
+	}
+	// the sessions' keys: the GROUP BY terms but the window's, as
+	// groupColumns reads them (positions and aliases name select items)
+	var keys []sql.Expr
+	sawWindow := false
+	for _, g := range sel.GroupBy {
+		term := g
+		if lit, ok := g.(*sql.Literal); ok && lit.Value.K.IsInteger() {
+			if n := int(lit.Value.I); n >= 1 && n <= len(sel.Items) {
+				term = sel.Items[n-1].Expr
+			}
+		} else if c, ok := g.(*sql.ColumnRef); ok && c.Table == "" {
+			if _, err := sc.resolve("", c.Name); err != nil {
+				for _, it := range sel.Items {
+					if it.Alias == c.Name {
+						term = it.Expr
+					}
+				}
+			}
+		}
+		if c, ok := term.(*sql.ColumnRef); ok && (c.Name == "window_start" || c.Name == "window_end") {
+			sawWindow = true
+			continue
+		}
+		keys = append(keys, term)
+	}
+	if !sawWindow {
+		return sel, nil
+	}
+	interval := func(us int64) sql.Expr {
+		return &sql.Literal{Value: types.NewInterval(types.IntervalValue{Micros: us})}
+	}
+	ts := &sql.ColumnRef{Table: qual, Name: t.TimeCol}
+	star := sql.SelectItem{Expr: &sql.Star{Table: qual}}
+	over := func(order bool, more ...sql.Expr) *sql.WindowSpec {
+		w := &sql.WindowSpec{PartitionBy: append(append([]sql.Expr(nil), keys...), more...)}
+		if order {
+			w.OrderBy = []sql.OrderItem{{Expr: ts}}
+		}
+		return w
+	}
+	layer := func(from sql.TableExpr, where sql.Expr, items ...sql.SelectItem) *sql.DerivedTable {
+		return &sql.DerivedTable{Alias: qual, Query: &sql.Select{Items: append([]sql.SelectItem{star}, items...), From: []sql.TableExpr{from}, Where: where}}
+	}
+	var where sql.Expr = &sql.IsNull{X: ts, Not: true}
+	if sel.Where != nil {
+		where = &sql.Binary{Op: "and", L: sel.Where, R: where}
+	}
+	gap := interval(spec.Gap)
+	lag := &sql.Binary{Op: "-", L: ts, R: &sql.FuncCall{Name: "lag", Args: []sql.Expr{ts}, Over: over(true)}}
+	isNew := &sql.Case{Whens: []sql.When{{Cond: &sql.Binary{Op: "<=", L: lag, R: gap}, Result: &sql.Literal{Value: types.NewInt(types.Int4, 0)}}},
+		Else: &sql.Literal{Value: types.NewInt(types.Int4, 1)}}
+	l1 := layer(src, where, sql.SelectItem{Expr: isNew, Alias: "_session_new"})
+	number := &sql.FuncCall{Name: "sum", Args: []sql.Expr{&sql.ColumnRef{Table: qual, Name: "_session_new"}}, Over: over(true)}
+	l2 := layer(l1, nil, sql.SelectItem{Expr: number, Alias: "_session"})
+	session := &sql.ColumnRef{Table: qual, Name: "_session"}
+	first := &sql.FuncCall{Name: "min", Args: []sql.Expr{ts}, Over: over(false, session)}
+	last := &sql.FuncCall{Name: "max", Args: []sql.Expr{ts}, Over: over(false, session)}
+	l3 := layer(l2, nil, sql.SelectItem{Expr: first, Alias: "window_start"}, sql.SelectItem{Expr: &sql.Binary{Op: "+", L: last, R: gap}, Alias: "window_end"})
+	out := *sel
+	out.From, out.Where = []sql.TableExpr{l3}, nil
+	return &out, nil
+}

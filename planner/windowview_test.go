@@ -3,6 +3,7 @@ package planner_test
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/fvsql/fvsql/catalog"
@@ -26,6 +27,48 @@ func TestWindowOverViewDifferential(t *testing.T) {
 		cases /= 10
 	}
 	viewsOverViews(t, cases, 3_000_017, genTimedView, genWindowOverView)
+}
+
+// TestSessionOverViewDifferential: SESSION over a view whose rows change
+// (genTimedView's), in a view: by a key, a computed key or none, with an
+// alias, WHERE and HAVING. A row that moves or leaves splits or merges
+// sessions. After each round the session view must equal its SELECT run
+// bounded over the first view's rows (the bounded SESSION step).
+func TestSessionOverViewDifferential(t *testing.T) {
+	cases := *viewCases / 6
+	if testing.Short() {
+		cases /= 10
+	}
+	viewsOverViews(t, cases, 4_000_037, genTimedView, genSessionOverView)
+}
+
+// genSessionOverView makes a SESSION query over the view vd.
+func genSessionOverView(rng *rand.Rand, cols []catalog.Column) string {
+	alias, q := "", ""
+	if rng.Intn(3) == 0 {
+		alias, q = " x", "x."
+	}
+	key := pick(rng, q+"k, ", "", "v % 2 AS r, ", q+"k, "+q+"v > 3 AS big, ")
+	group := pick(rng, q+"window_start", q+"window_start, window_end")
+	switch key {
+	case "v % 2 AS r, ":
+		group = pick(rng, "r, ", "v % 2, ", "1, ") + group
+		if group[:2] == "1," {
+			group = "1, 2" + group[len("1, "+q+"window_start"):]
+		}
+	case "":
+	default:
+		group = key[:len(key)-2] + ", " + group
+		group = strings.ReplaceAll(group, " AS big", "")
+	}
+	where := pick(rng, "", " WHERE "+q+"v > 2", " WHERE "+q+"k <> 'b'")
+	having := pick(rng, "", "", " HAVING count(*) > 1")
+	win := "window_start"
+	if strings.HasSuffix(group, "window_end") {
+		win += ", window_end"
+	}
+	return fmt.Sprintf("SELECT %s%s, count(*) AS n, %s FROM SESSION(vd, ts, INTERVAL '%d' SECOND)%s%s GROUP BY %s%s",
+		key, win, pick(rng, "sum(v)", "min(ts), max(v)", "count(DISTINCT k) AS keys"), []int{3, 10, 30, 60}[rng.Intn(4)], alias, where, group, having)
 }
 
 // genTimedView makes a view over dv with a timestamp column ts.
