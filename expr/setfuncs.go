@@ -319,6 +319,13 @@ func numericSeries(a []types.Value) ([]types.Row, error) {
 	}
 	var rows []types.Row
 	max := maxSetRows(1, int64(unsafe.Sizeof(apd.Decimal{})))
+	// count first: a range of 1e309 took seconds to reach the limit
+	diff, count := new(apd.Decimal), new(apd.Decimal)
+	if _, err := types.DecimalContext.Sub(diff, a[1].N, a[0].N); err == nil {
+		if _, err := types.DecimalContext.Quo(count, diff, step); err == nil && count.Cmp(apd.New(max, 0)) >= 0 {
+			return nil, tooManyRows("generate_series", max)
+		}
+	}
 	cur := new(apd.Decimal).Set(a[0].N)
 	for {
 		c := cur.Cmp(a[1].N)

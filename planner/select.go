@@ -423,9 +423,16 @@ func (b *builder) windowSource(t *sql.WindowTVF) (node plan.Node, sc *scope, qua
 	return node, sc, qual, err
 }
 
-// windowScope is sc followed by window_start and window_end.
+// windowScope is sc followed by window_start and window_end, which take
+// the place of sc's columns of those names (a window over a window's
+// rows), as in a view (windowsOverViews).
 func windowScope(sc *scope, qual string, ttype types.Type) *scope {
 	out := &scope{cols: append([]scopeCol(nil), sc.cols...)}
+	for i, c := range out.cols {
+		if c.name == "window_start" || c.name == "window_end" {
+			out.cols[i].name, out.cols[i].hidden = "", true
+		}
+	}
 	for _, name := range []string{"window_start", "window_end"} {
 		out.cols = append(out.cols, scopeCol{table: qual, name: name, typ: ttype})
 	}

@@ -2,6 +2,8 @@ package planner
 
 import (
 	"github.com/fvsql/fvsql/catalog"
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -80,24 +82,23 @@ func windowOverView(cat Catalog, t sql.TableExpr) (sql.TableExpr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return windowSubquery(src, t.TimeCol, spec.Kind, spec.Size, spec.Slide), nil
+		return windowSubquery(src, rel, t.TimeCol, spec.Kind, spec.Size, spec.Slide), nil
 	}
 	return t, nil
 }
 
 // windowSubquery is the subquery windowsOverViews puts in place of a
 // window of kind ("tumble" or "hop", size and slide in microseconds) over
-// src, on its time column tcol.
-func windowSubquery(src *sql.TableName, tcol, kind string, size, slide int64) *sql.DerivedTable {
+// src (view rel), on its time column tcol.
+func windowSubquery(src *sql.TableName, rel *catalog.Relation, tcol, kind string, size, slide int64) *sql.DerivedTable {
 	qual := src.Alias
 	interval := func(us int64) sql.Expr {
 		return &sql.Literal{Value: types.NewInterval(types.IntervalValue{Micros: us})}
 	}
 	ts := &sql.ColumnRef{Table: qual, Name: tcol}
 	epoch := &sql.Literal{Value: types.Value{K: types.Unknown, S: "1970-01-01 00:00:00+00"}}
-	star := sql.SelectItem{Expr: &sql.Star{Table: qual}}
 	window := func(start sql.Expr) []sql.SelectItem {
-		return []sql.SelectItem{star, {Expr: start, Alias: "window_start"}, {Expr: &sql.Binary{Op: "+", L: start, R: interval(size)}, Alias: "window_end"}}
+		return append(viewColumns(rel, qual), sql.SelectItem{Expr: start, Alias: "window_start"}, sql.SelectItem{Expr: &sql.Binary{Op: "+", L: start, R: interval(size)}, Alias: "window_end"})
 	}
 	if kind == "tumble" {
 		start := &sql.FuncCall{Name: "date_bin", Args: []sql.Expr{interval(size), ts, epoch}}
@@ -190,11 +191,18 @@ func sessionOverView(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	if !sawWindow {
 		return sel, nil
 	}
+	// each layer computes the keys again: they must come out the same
+	kb := &builder{cat: cat}
+	for _, k := range keys {
+		if x, err := kb.build(&exprCtx{scope: sc, what: "GROUP BY", noAggs: true}, k); err == nil && expr.Volatile(x) {
+			return nil, pgerror.NotSupported("a volatile function or a subquery in a SESSION window's GROUP BY").
+				WithHint("Compute the key in the view that SESSION reads.")
+		}
+	}
 	interval := func(us int64) sql.Expr {
 		return &sql.Literal{Value: types.NewInterval(types.IntervalValue{Micros: us})}
 	}
 	ts := &sql.ColumnRef{Table: qual, Name: t.TimeCol}
-	star := sql.SelectItem{Expr: &sql.Star{Table: qual}}
 	over := func(order bool, more ...sql.Expr) *sql.WindowSpec {
 		w := &sql.WindowSpec{PartitionBy: append(append([]sql.Expr(nil), keys...), more...)}
 		if order {
@@ -202,8 +210,14 @@ func sessionOverView(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		}
 		return w
 	}
+	// each layer selects the view's columns, the layers' before it and its own
+	cols := viewColumns(rel, qual)
 	layer := func(from sql.TableExpr, where sql.Expr, items ...sql.SelectItem) *sql.DerivedTable {
-		return &sql.DerivedTable{Alias: qual, Query: &sql.Select{Items: append([]sql.SelectItem{star}, items...), From: []sql.TableExpr{from}, Where: where}}
+		q := &sql.Select{Items: append(cols[:len(cols):len(cols)], items...), From: []sql.TableExpr{from}, Where: where}
+		for _, it := range items {
+			cols = append(cols, sql.SelectItem{Expr: &sql.ColumnRef{Table: qual, Name: it.Alias}})
+		}
+		return &sql.DerivedTable{Alias: qual, Query: q}
 	}
 	var where sql.Expr = &sql.IsNull{X: ts, Not: true}
 	if sel.Where != nil {
@@ -213,14 +227,27 @@ func sessionOverView(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	lag := &sql.Binary{Op: "-", L: ts, R: &sql.FuncCall{Name: "lag", Args: []sql.Expr{ts}, Over: over(true)}}
 	isNew := &sql.Case{Whens: []sql.When{{Cond: &sql.Binary{Op: "<=", L: lag, R: gap}, Result: &sql.Literal{Value: types.NewInt(types.Int4, 0)}}},
 		Else: &sql.Literal{Value: types.NewInt(types.Int4, 1)}}
-	l1 := layer(src, where, sql.SelectItem{Expr: isNew, Alias: "_session_new"})
-	number := &sql.FuncCall{Name: "sum", Args: []sql.Expr{&sql.ColumnRef{Table: qual, Name: "_session_new"}}, Over: over(true)}
-	l2 := layer(l1, nil, sql.SelectItem{Expr: number, Alias: "_session"})
-	session := &sql.ColumnRef{Table: qual, Name: "_session"}
+	l1 := layer(src, where, sql.SelectItem{Expr: isNew, Alias: "_fvsql_session_new"})
+	number := &sql.FuncCall{Name: "sum", Args: []sql.Expr{&sql.ColumnRef{Table: qual, Name: "_fvsql_session_new"}}, Over: over(true)}
+	l2 := layer(l1, nil, sql.SelectItem{Expr: number, Alias: "_fvsql_session"})
+	session := &sql.ColumnRef{Table: qual, Name: "_fvsql_session"}
 	first := &sql.FuncCall{Name: "min", Args: []sql.Expr{ts}, Over: over(false, session)}
 	last := &sql.FuncCall{Name: "max", Args: []sql.Expr{ts}, Over: over(false, session)}
 	l3 := layer(l2, nil, sql.SelectItem{Expr: first, Alias: "window_start"}, sql.SelectItem{Expr: &sql.Binary{Op: "+", L: last, R: gap}, Alias: "window_end"})
 	out := *sel
 	out.From, out.Where = []sql.TableExpr{l3}, nil
 	return &out, nil
+}
+
+// viewColumns selects a view's visible columns under qual, but those named
+// window_start and window_end, which the window's own take the place of
+// (a window over a window view's rows: HOP(per_minute, window_start, …)).
+func viewColumns(rel *catalog.Relation, qual string) []sql.SelectItem {
+	var items []sql.SelectItem
+	for _, c := range rel.Columns {
+		if !c.Hidden && c.Name != "window_start" && c.Name != "window_end" {
+			items = append(items, sql.SelectItem{Expr: &sql.ColumnRef{Table: qual, Name: c.Name}})
+		}
+	}
+	return items
 }
