@@ -2,7 +2,6 @@ package operators
 
 import (
 	"bytes"
-	"sort"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/types"
@@ -77,23 +76,14 @@ func (s *SessionAssign) Finish(emit Emit) error {
 		s.Budget.Release(s.charged)
 		s.charged = 0
 	}()
-	// as Sort does: a query that ended makes every comparison "equal"
-	var cmps int
-	var stopped error
-	sort.SliceStable(rows, func(i, j int) bool {
-		if cmps++; cmps&(1<<14-1) == 0 && stopped == nil {
-			stopped = s.Budget.Err()
-		}
-		if stopped != nil {
-			return false
-		}
-		if c := bytes.Compare(rows[i].key, rows[j].key); c != 0 {
+	err := sortStable(s.Budget, rows, func(x, y sessionRow) bool {
+		if c := bytes.Compare(x.key, y.key); c != 0 {
 			return c < 0
 		}
-		return rows[i].t < rows[j].t
+		return x.t < y.t
 	})
-	if stopped != nil {
-		return stopped
+	if err != nil {
+		return err
 	}
 	out := &Batch{}
 	for first := 0; first < len(rows); {

@@ -107,16 +107,7 @@ func (s *Sort) Finish(emit Emit) error {
 		s.Budget.Release(s.charged)
 		s.charged = 0
 	}()
-	// A sort cannot be interrupted, so once the query has ended every
-	// comparison says "equal", which ends the sort in a fast pass.
-	var cmps int
-	var stopped error
-	sort.SliceStable(rows, func(i, j int) bool {
-		if cmps++; cmps&(1<<14-1) == 0 && stopped == nil {
-			stopped = s.Budget.Err()
-		}
-		return stopped == nil && CompareRows(s.Keys, rows[i], rows[j]) < 0
-	})
+	stopped := sortStable(s.Budget, rows, func(x, y types.Row) bool { return CompareRows(s.Keys, x, y) < 0 })
 	s.rows, s.h = nil, nil
 	if stopped != nil {
 		return stopped
@@ -129,6 +120,22 @@ func (s *Sort) Finish(emit Emit) error {
 		rows = rows[n:]
 	}
 	return nil
+}
+
+// sortStable sorts xs stably by less, unless the query of budget b ends
+// first: a sort cannot be interrupted, so once the query has ended every
+// comparison says "equal", which ends the sort in a fast pass, and the
+// query's error comes back.
+func sortStable[T any](b *Budget, xs []T, less func(x, y T) bool) error {
+	var cmps int
+	var stopped error
+	sort.SliceStable(xs, func(i, j int) bool {
+		if cmps++; cmps&(1<<14-1) == 0 && stopped == nil {
+			stopped = b.Err()
+		}
+		return stopped == nil && less(xs[i], xs[j])
+	})
+	return stopped
 }
 
 // rowHeap is a max-heap by the sort keys.

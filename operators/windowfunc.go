@@ -1,8 +1,6 @@
 package operators
 
 import (
-	"sort"
-
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
 	"github.com/fvsql/fvsql/plan"
@@ -217,24 +215,15 @@ func (w *WindowFuncs) Finish(emit Emit) error {
 		w.charged = 0
 	}()
 	// Sort by partition, then order; stable, so that rows without ORDER BY
-	// keep their arrival order. Once the query has ended every comparison
-	// says "equal", which ends the sort in a fast pass (as Sort does).
-	var cmps int
-	var stopped error
-	sort.SliceStable(rows, func(i, j int) bool {
-		if cmps++; cmps&(1<<14-1) == 0 && stopped == nil {
-			stopped = w.Budget.Err()
-		}
-		if stopped != nil {
-			return false
-		}
-		if c := CompareRows(w.partKeys, rows[i].part, rows[j].part); c != 0 {
+	// keep their arrival order.
+	err := sortStable(w.Budget, rows, func(x, y winRow) bool {
+		if c := CompareRows(w.partKeys, x.part, y.part); c != 0 {
 			return c < 0
 		}
-		return CompareRows(w.Spec.Order, rows[i].ord, rows[j].ord) < 0
+		return CompareRows(w.Spec.Order, x.ord, y.ord) < 0
 	})
-	if stopped != nil {
-		return stopped
+	if err != nil {
+		return err
 	}
 	var out []types.Row
 	for lo := 0; lo < len(rows); {

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // named zones read the same on every host, with or without its zone files
+	_ "time/tzdata" // named zones read on a host without zone files too (Go prefers the host's)
 
 	"github.com/fvsql/fvsql/pgerror"
 )
