@@ -478,21 +478,23 @@ func init() {
 		{Name: "current_date", Ret: types.Date, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
 			return types.NewDate(floorDiv(time.Now().UnixMicro(), types.MicrosPerDay)), nil
 		}},
-		fn("date_trunc", tt(text, ts), ts, func(a []types.Value) (types.Value, error) {
-			us, err := truncTime(a[0].S, a[1].I)
-			return types.NewTimestamp(ts, us), err
-		}),
+		// timestamptz first: PostgreSQL's preferred type of the category
+		// takes an untyped literal ('2020-01-01 10:00')
 		fn("date_trunc", tt(text, tz), tz, func(a []types.Value) (types.Value, error) {
 			us, err := truncTime(a[0].S, a[1].I)
 			return types.NewTimestamp(tz, us), err
 		}),
-		fn("date_bin", tt(iv, ts, ts), ts, func(a []types.Value) (types.Value, error) {
-			us, err := dateBin(a[0].Interval(), a[1].I, a[2].I)
+		fn("date_trunc", tt(text, ts), ts, func(a []types.Value) (types.Value, error) {
+			us, err := truncTime(a[0].S, a[1].I)
 			return types.NewTimestamp(ts, us), err
 		}),
 		fn("date_bin", tt(iv, tz, tz), tz, func(a []types.Value) (types.Value, error) {
 			us, err := dateBin(a[0].Interval(), a[1].I, a[2].I)
 			return types.NewTimestamp(tz, us), err
+		}),
+		fn("date_bin", tt(iv, ts, ts), ts, func(a []types.Value) (types.Value, error) {
+			us, err := dateBin(a[0].Interval(), a[1].I, a[2].I)
+			return types.NewTimestamp(ts, us), err
 		}),
 		fn("date_part", tt(text, ts), f8, func(a []types.Value) (types.Value, error) {
 			f, err := extract(a[0].S, a[1].I)

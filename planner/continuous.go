@@ -121,6 +121,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	var layers map[*sql.DerivedTable]bool
 	if ca.Kind == sql.KindMaterializedView {
 		var err error
+		sel = windowGroupBy(sel)
 		if sel, err = sessionOverView(cat, sel); err != nil {
 			return nil, err
 		}

@@ -411,16 +411,23 @@ func (b *builder) buildWindowTVF(t *sql.WindowTVF) (plan.Node, *scope, error) {
 // windowSource plans a window function's source: a relation, or a WITH
 // query, under the window's alias (qual).
 func (b *builder) windowSource(t *sql.WindowTVF) (node plan.Node, sc *scope, qual string, err error) {
-	qual = t.Source.Name
+	name := windowTable(t)
+	var src sql.TableExpr = name
+	if t.Query != nil {
+		src = &sql.DerivedTable{Query: t.Query, Alias: name.Alias}
+	}
+	node, sc, err = b.buildTable(src)
+	return node, sc, name.Alias, err
+}
+
+// windowTable is a window function's source named under the window's
+// alias, or under its own name when the window has none.
+func windowTable(t *sql.WindowTVF) *sql.TableName {
+	qual := t.Source.Name
 	if t.Alias != "" {
 		qual = t.Alias
 	}
-	var src sql.TableExpr = &sql.TableName{Schema: t.Source.Schema, Name: t.Source.Name, Alias: qual, Pos: t.Source.Pos}
-	if t.Query != nil {
-		src = &sql.DerivedTable{Query: t.Query, Alias: qual}
-	}
-	node, sc, err = b.buildTable(src)
-	return node, sc, qual, err
+	return &sql.TableName{Schema: t.Source.Schema, Name: t.Source.Name, Alias: qual, Pos: t.Source.Pos}
 }
 
 // windowScope is sc followed by window_start and window_end, which take
@@ -676,6 +683,7 @@ func appendSteps(node plan.Node, steps ...plan.Step) plan.Node {
 
 // buildSelect plans one SELECT block.
 func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
+	sel = windowGroupBy(sel)
 	if q, ok, err := groupingSetsAsUnion(b, sel); ok || err != nil {
 		if err != nil {
 			return nil, nil, err

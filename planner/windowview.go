@@ -4,6 +4,7 @@ import (
 	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
 	"github.com/fvsql/fvsql/sql"
 	"github.com/fvsql/fvsql/types"
 )
@@ -65,26 +66,44 @@ func windowOverView(cat Catalog, t sql.TableExpr) (sql.TableExpr, error) {
 		j.Left, j.Right = l, r
 		return &j, nil
 	case *sql.WindowTVF:
-		if t.Kind == "session" || t.Query != nil {
+		if t.Kind == "session" {
 			return t, nil
 		}
-		rel, err := cat.Lookup(t.Source.Schema, t.Source.Name)
-		if err != nil || rel.Kind != catalog.MaterializedView {
-			return t, nil
+		v, err := viewWindow(cat, t)
+		if v == nil || err != nil {
+			return t, err
 		}
-		qual := t.Source.Name
-		if t.Alias != "" {
-			qual = t.Alias
-		}
-		src := &sql.TableName{Schema: t.Source.Schema, Name: t.Source.Name, Alias: qual, Pos: t.Source.Pos}
-		// the same checks (a time column, sizes) as over a stream
-		_, _, spec, err := (&builder{cat: cat}).windowOf(t, relationScope(cat, src, rel))
-		if err != nil {
-			return nil, err
-		}
-		return windowSubquery(src, rel, t.TimeCol, spec.Kind, spec.Size, spec.Slide), nil
+		return windowSubquery(v.src, v.rel, t.TimeCol, v.spec.Kind, v.spec.Size, v.spec.Slide), nil
 	}
 	return t, nil
+}
+
+// overView is a window over a materialized view: the view (rel) named
+// under the window's alias (src), its columns (scope) and the window.
+type overView struct {
+	src   *sql.TableName
+	rel   *catalog.Relation
+	scope *scope
+	spec  plan.WindowSpec
+}
+
+// viewWindow reads t when its source is a materialized view (nil when it
+// is not), with the same checks of its time column and sizes as over a
+// stream.
+func viewWindow(cat Catalog, t *sql.WindowTVF) (*overView, error) {
+	if t.Query != nil {
+		return nil, nil
+	}
+	rel, err := cat.Lookup(t.Source.Schema, t.Source.Name)
+	if err != nil || rel.Kind != catalog.MaterializedView {
+		return nil, nil
+	}
+	v := &overView{src: windowTable(t), rel: rel}
+	v.scope = relationScope(cat, v.src, rel)
+	if _, _, v.spec, err = (&builder{cat: cat}).windowOf(t, v.scope); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // windowSubquery is the subquery windowsOverViews puts in place of a
@@ -146,23 +165,14 @@ func sessionOverView(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		return sel, nil
 	}
 	t, ok := sel.From[0].(*sql.WindowTVF)
-	if !ok || t.Kind != "session" || t.Query != nil {
+	if !ok || t.Kind != "session" {
 		return sel, nil
 	}
-	rel, err := cat.Lookup(t.Source.Schema, t.Source.Name)
-	if err != nil || rel.Kind != catalog.MaterializedView {
-		return sel, nil
+	v, err := viewWindow(cat, t)
+	if v == nil || err != nil {
+		return sel, err
 	}
-	qual := t.Source.Name
-	if t.Alias != "" {
-		qual = t.Alias
-	}
-	src := &sql.TableName{Schema: t.Source.Schema, Name: t.Source.Name, Alias: qual, Pos: t.Source.Pos}
-	sc := relationScope(cat, src, rel)
-	_, _, spec, err := (&builder{cat: cat}).windowOf(t, sc)
-	if err != nil {
-		return nil, err
-	}
+	src, rel, sc, qual := v.src, v.rel, v.scope, v.src.Alias
 	// the sessions' keys: the GROUP BY terms but the window's, as
 	// groupColumns reads them (positions and aliases name select items)
 	var keys []sql.Expr
@@ -223,7 +233,7 @@ func sessionOverView(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	if sel.Where != nil {
 		where = &sql.Binary{Op: "and", L: sel.Where, R: where}
 	}
-	gap := interval(spec.Gap)
+	gap := interval(v.spec.Gap)
 	lag := &sql.Binary{Op: "-", L: ts, R: &sql.FuncCall{Name: "lag", Args: []sql.Expr{ts}, Over: over(true)}}
 	isNew := &sql.Case{Whens: []sql.When{{Cond: &sql.Binary{Op: "<=", L: lag, R: gap}, Result: &sql.Literal{Value: types.NewInt(types.Int4, 0)}}},
 		Else: &sql.Literal{Value: types.NewInt(types.Int4, 1)}}
@@ -250,4 +260,62 @@ func viewColumns(rel *catalog.Relation, qual string) []sql.SelectItem {
 		}
 	}
 	return items
+}
+
+// windowGroupBy adds window_end to the GROUP BY of a query over a window
+// function that groups by window_start but not window_end, and the other
+// way round. A window's start and end determine each other (with the
+// GROUP BY's other terms, a session's too), so the groups stay the same,
+// and the select list may name either, as a stream's window aggregation
+// always allowed (groupColumns); PostgreSQL's rule, which knows nothing of
+// windows, would make the bounded query 42803 where its stream runs.
+func windowGroupBy(sel *sql.Select) *sql.Select {
+	if len(sel.GroupBy) == 0 || !hasWindowTVF(sel.From) {
+		return sel
+	}
+	seen := map[string]string{} // window column → its qualifier in GROUP BY
+	for _, g := range sel.GroupBy {
+		if lit, ok := g.(*sql.Literal); ok && lit.Value.K.IsInteger() {
+			if n := int(lit.Value.I); n >= 1 && n <= len(sel.Items) {
+				g = sel.Items[n-1].Expr
+			}
+		}
+		switch c := g.(type) {
+		case *sql.ColumnRef:
+			if c.Name == "window_start" || c.Name == "window_end" {
+				seen[c.Name] = c.Table
+			}
+		case *sql.GroupingSets:
+			return sel
+		}
+	}
+	if len(seen) != 1 {
+		return sel
+	}
+	out := *sel
+	out.GroupBy = append([]sql.Expr(nil), sel.GroupBy...)
+	for name, qual := range seen {
+		other := "window_end"
+		if name == "window_end" {
+			other = "window_start"
+		}
+		out.GroupBy = append(out.GroupBy, &sql.ColumnRef{Table: qual, Name: other})
+	}
+	return &out
+}
+
+// hasWindowTVF reports whether a FROM clause holds a window function, in
+// a join too.
+func hasWindowTVF(from []sql.TableExpr) bool {
+	for _, t := range from {
+		switch t := t.(type) {
+		case *sql.WindowTVF:
+			return true
+		case *sql.Join:
+			if hasWindowTVF([]sql.TableExpr{t.Left, t.Right}) {
+				return true
+			}
+		}
+	}
+	return false
 }
