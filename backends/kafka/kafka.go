@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
@@ -134,17 +135,21 @@ func (s *Streamer) CreateStream(ctx context.Context, spec backends.StreamSpec) e
 // CreateTopics before every broker knows the topic, and a listing of its
 // offsets in that moment fails with UNKNOWN_TOPIC_OR_PARTITION. So a
 // stream is usable as soon as CreateStream returns.
+//
+// It asks the broker each time with a metadata request of its own:
+// kadm's ListTopics answers from franz-go's metadata cache, which keeps a
+// topic it saw without leaders (a topic of several partitions, just
+// created) for the client's MetadataMinAge, 5 s. On Apache Kafka every
+// CREATE of a view took 5 s more for it. A request sent through the
+// client also refreshes that cache, so the offsets listed next see the
+// leaders.
 func (s *Streamer) awaitTopic(ctx context.Context, topic string) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	for {
-		td, err := s.admin.ListTopics(ctx, topic)
+		err := topicReady(ctx, s.client, topic)
 		if err == nil {
-			if t, ok := td[topic]; ok && t.Err == nil && len(t.Partitions) > 0 && readyPartitions(t) {
-				return nil
-			} else if ok && t.Err != nil {
-				err = t.Err
-			}
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -154,13 +159,38 @@ func (s *Streamer) awaitTopic(ctx context.Context, topic string) error {
 	}
 }
 
-func readyPartitions(t kadm.TopicDetail) bool {
-	for _, p := range t.Partitions {
-		if p.Err != nil || p.Leader < 0 {
-			return false
-		}
+// topicReady asks the cluster for topic's metadata (uncached) and reports
+// why it is not ready, nil when every partition has a leader.
+func topicReady(ctx context.Context, cl *kgo.Client, topic string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
 	}
-	return true
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return err
+		}
+		if len(t.Partitions) == 0 {
+			return errors.New("no partitions yet")
+		}
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+			if p.Leader < 0 {
+				return fmt.Errorf("partition %d has no leader yet", p.Partition)
+			}
+		}
+		return nil
+	}
+	return kerr.UnknownTopicOrPartition
 }
 
 // DropStream deletes the topic.
