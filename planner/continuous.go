@@ -68,6 +68,15 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 // planQuery plans a continuous query whose name is checked: a pipeline's,
 // or a hidden view's inside one (see nester).
 func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
+	if body, err := derivedColumns(cat, ca.Query.Body); err != nil {
+		return nil, err
+	} else if body != ca.Query.Body {
+		q := *ca.Query
+		q.Body = body
+		renamed := *ca
+		renamed.Query = &q
+		ca = &renamed
+	}
 	if ca.Kind == sql.KindStream && ca.Query.Emit == sql.EmitChanges {
 		return planChangesStream(cat, ca)
 	}

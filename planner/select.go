@@ -367,6 +367,9 @@ func (b *builder) buildTable(t sql.TableExpr) (plan.Node, *scope, error) {
 			}
 			out.cols = append(out.cols, scopeCol{table: t.Alias, name: c.name, typ: c.typ, fields: c.fields, fieldTypes: c.fieldTypes})
 		}
+		if err := aliasColumns(t, len(out.cols), func(i int, name string) { out.cols[i].name = name }); err != nil {
+			return nil, nil, err
+		}
 		if len(out.cols) != len(sc.cols) {
 			node = dropHidden(node, sc)
 		}
@@ -1129,4 +1132,17 @@ func hasColumn(e sql.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// aliasColumns names the first columns of a derived table (of n visible
+// columns) by its alias's column list, (…) AS x(a, b), through rename;
+// more names than columns is PostgreSQL's 42P10.
+func aliasColumns(t *sql.DerivedTable, n int, rename func(i int, name string)) error {
+	if len(t.Columns) > n {
+		return pgerror.New(pgerror.InvalidColumnReference, "table %q has %d columns available but %d columns specified", t.Alias, n, len(t.Columns))
+	}
+	for i, name := range t.Columns {
+		rename(i, name)
+	}
+	return nil
 }

@@ -318,6 +318,10 @@ type TableFunc struct {
 type DerivedTable struct {
 	Query QueryExpr
 	Alias string
+	// Columns are the alias's column list, (…) AS x(a, b): the names of
+	// the query's first visible columns, in order (a WITH query's column
+	// list, and a relation's, t AS x(a, b), come as such a table too).
+	Columns []string
 }
 
 // Join is `Left [kind] JOIN Right ON …|USING (…)`; Kind is "inner",

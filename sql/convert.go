@@ -23,7 +23,10 @@ type converter struct {
 	at     func(off int) int     // a normalized text offset's 1-based character position in the source, or nil
 	named  func(name string) int // the 1-based character position of a name in a FROM clause, or 0
 	tvfs   []TableExpr           // window TVFs and table functions, by the index in their synthetic name
-	ctes   []map[string]QueryExpr
+	ctes   []map[string]cteDef
+	// aliases are the FROM aliases with column lists the normalizer took
+	// out, by the index in their synthetic name
+	aliases []aliasSpan
 	// windows holds the WINDOW clauses of the SELECTs being converted,
 	// innermost last (a subquery's OVER w may name an outer one's window,
 	// as in PostgreSQL… which in fact does not allow it; see windowNamed).
@@ -61,28 +64,39 @@ func (c *converter) with(w *tast.WithClause) (pop func(), err error) {
 	if w.IsRecursive {
 		return nil, unsupported("WITH RECURSIVE")
 	}
-	scope := make(map[string]QueryExpr)
+	scope := make(map[string]cteDef)
 	c.ctes = append(c.ctes, scope)
 	pop = func() { c.ctes = c.ctes[:len(c.ctes)-1] }
 	for _, cte := range w.CTEs {
-		if len(cte.ColNameList) > 0 {
-			pop()
-			return nil, unsupported("column lists of WITH queries")
-		}
 		q, err := c.query(cte.Query.Query)
 		if err != nil {
 			pop()
 			return nil, err
 		}
-		scope[cte.Name.O] = q
+		def := cteDef{query: q}
+		for _, col := range cte.ColNameList {
+			def.cols = append(def.cols, col.O)
+		}
+		scope[cte.Name.O] = def
 	}
 	return pop, nil
 }
 
-func (c *converter) cte(name string) QueryExpr {
+// cteDef is a WITH query and its column list.
+type cteDef struct {
+	query QueryExpr
+	cols  []string
+}
+
+// cte is the WITH query in scope under name, as a FROM item under alias
+// (nil if there is none).
+func (c *converter) cte(name, alias string) *DerivedTable {
 	for i := len(c.ctes) - 1; i >= 0; i-- {
-		if q, ok := c.ctes[i][name]; ok {
-			return q
+		if d, ok := c.ctes[i][name]; ok {
+			if alias == "" {
+				alias = name
+			}
+			return &DerivedTable{Query: d.query, Alias: alias, Columns: d.cols}
 		}
 	}
 	return nil
@@ -417,15 +431,36 @@ func (c *converter) tableSource(ts *tast.TableSource) (TableExpr, error) {
 		return nil, unsupported("column aliases in FROM")
 	}
 	alias := ts.AsName.O
+	var cols []string
+	if k, ok := strings.CutPrefix(alias, aliasPrefix); ok {
+		if i, err := strconv.Atoi(k); err == nil && i < len(c.aliases) {
+			alias, cols = c.aliases[i].alias, c.aliases[i].cols
+		}
+	}
 	switch src := ts.Source.(type) {
 	case *tast.TableName:
-		return c.tableName(src, alias)
+		t, err := c.tableName(src, alias)
+		if err != nil || len(cols) == 0 {
+			return t, err
+		}
+		switch t := t.(type) {
+		case *DerivedTable: // a WITH query
+			if len(t.Columns) > 0 { // renamed twice: the alias's names win
+				t = &DerivedTable{Query: &Select{Items: []SelectItem{{Expr: &Star{}}}, From: []TableExpr{t}}, Alias: t.Alias}
+			}
+			t.Columns = cols
+			return t, nil
+		case *TableName:
+			// t AS x(a, b): a table of t's rows under x, its columns renamed
+			return &DerivedTable{Query: &Select{Items: []SelectItem{{Expr: &Star{}}}, From: []TableExpr{t}}, Alias: t.Alias, Columns: cols}, nil
+		}
+		return nil, unsupported("a column list on this FROM item")
 	case *tast.SelectStmt, *tast.SetOprStmt:
 		q, err := c.query(src)
 		if err != nil {
 			return nil, err
 		}
-		return &DerivedTable{Query: q, Alias: alias}, nil
+		return &DerivedTable{Query: q, Alias: alias, Columns: cols}, nil
 	case *tast.Join:
 		return c.tableExpr(src)
 	}
@@ -446,7 +481,12 @@ func (c *converter) tableName(t *tast.TableName, alias string) (TableExpr, error
 					w := *f
 					w.Alias = alias
 					if w.Source.Schema == "" {
-						w.Query = c.cte(w.Source.Name)
+						if d := c.cte(w.Source.Name, ""); d != nil {
+							w.Query = d.Query
+							if len(d.Columns) > 0 { // its columns renamed
+								w.Query = &Select{Items: []SelectItem{{Expr: &Star{}}}, From: []TableExpr{d}}
+							}
+						}
 					}
 					return &w, nil
 				case *TableFunc:
@@ -456,11 +496,8 @@ func (c *converter) tableName(t *tast.TableName, alias string) (TableExpr, error
 				}
 			}
 		}
-		if q := c.cte(name); q != nil {
-			if alias == "" {
-				alias = name
-			}
-			return &DerivedTable{Query: q, Alias: alias}, nil
+		if d := c.cte(name, alias); d != nil {
+			return d, nil
 		}
 	}
 	tn := &TableName{Schema: t.Schema.O, Name: name, Alias: alias}

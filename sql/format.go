@@ -513,6 +513,14 @@ func (f *formatter) table(t TableExpr) {
 		f.query(t.Query)
 		f.w(")")
 		f.alias(t.Alias)
+		if len(t.Columns) > 0 {
+			f.w("(")
+			for i, c := range t.Columns {
+				f.sep(i, ", ")
+				f.w(Ident(c))
+			}
+			f.w(")")
+		}
 	case *TableFunc:
 		f.w(t.Name, "(")
 		f.exprList(t.Args)

@@ -32,6 +32,7 @@ const (
 	fnNullsLast    = "__fvsql_nulls_last"
 	colStar        = "__fvsql_star"
 	tvfPrefix      = "__fvsql_tvf_"
+	aliasPrefix    = "__fvsql_alias_"        // a FROM alias with a column list
 	fnArray        = "__fvsql_array"         // ARRAY[…]
 	fnArraySub     = "__fvsql_array_sub"     // ARRAY(subquery)
 	fnSubscript    = "__fvsql_subscript"     // x[i]
@@ -94,6 +95,14 @@ type tvfSpan struct {
 	cols       []string // column aliases: AS t(a, b)
 }
 
+// aliasSpan is a FROM item's alias with a column list, AS x(a, b) after a
+// relation or a subquery, which TiDB does not parse: the normalizer puts
+// a synthetic alias in its place, and the converter the columns back.
+type aliasSpan struct {
+	alias string
+	cols  []string
+}
+
 // normalized is the normalizer's result.
 type normalized struct {
 	text     string
@@ -102,6 +111,7 @@ type normalized struct {
 	params   map[int]int // byte offset of a "?" in text -> its $n
 	emit     EmitMode
 	tvfs     []tvfSpan
+	aliases  []aliasSpan
 	maxParam int
 	end      int    // source offset of the end of the normalized range
 	exprs    []Expr // parsed on their own; a "?" whose $n is -(i+1) stands for exprs[i]
@@ -119,6 +129,7 @@ type normalizer struct {
 	frames    []frame
 	emit      EmitMode
 	tvfs      []tvfSpan
+	aliases   []aliasSpan
 	exprs     []Expr // see normalized.exprs
 	fromNames map[string]int
 	max       int
@@ -143,7 +154,7 @@ func normalize(u unit, prefix string) (*normalized, error) {
 }
 
 func (n *normalizer) render() *normalized {
-	r := &normalized{emit: n.emit, tvfs: n.tvfs, maxParam: n.max, end: n.after.pos, exprs: n.exprs, fromNames: n.fromNames}
+	r := &normalized{emit: n.emit, tvfs: n.tvfs, aliases: n.aliases, maxParam: n.max, end: n.after.pos, exprs: n.exprs, fromNames: n.fromNames}
 	var sb strings.Builder
 	size := 0
 	for _, t := range n.out {
@@ -769,6 +780,9 @@ func (n *normalizer) wordStep(i, hi int) (int, error) {
 		return i + 1, nil
 	}
 	if j, ok, err := n.tableFunction(i, hi); ok || err != nil {
+		return j, err
+	}
+	if j, ok, err := n.aliasColumns(i, hi); ok || err != nil {
 		return j, err
 	}
 	if h, ok := wordRewrites[t.val]; ok {
@@ -1508,6 +1522,78 @@ func (n *normalizer) tableFunction(i, hi int) (int, bool, error) {
 	}
 	n.tvfs = append(n.tvfs, span)
 	return k, true, nil
+}
+
+// aliasColumns takes the column list of the alias at word i of a FROM
+// clause, after a relation or a subquery ([AS] x(a, b)), out of the text:
+// the alias becomes a synthetic one that names its aliasSpan.
+func (n *normalizer) aliasColumns(i, hi int) (int, bool, error) {
+	t := n.toks[i]
+	if n.frame().clause != "from" || i < 2 || !n.at(i+1, hi).isOp("(") ||
+		!(t.kind == tIdent && !pgReserved[t.val] && !syntaxWords[t.val] || t.kind == tQIdent) {
+		return 0, false, nil
+	}
+	src := i - 1
+	if n.toks[src].is("as") {
+		src--
+	}
+	if src < 1 || !n.fromSource(src) {
+		return 0, false, nil
+	}
+	span := aliasSpan{alias: t.val}
+	m := i + 2
+	for {
+		c := n.at(m, hi)
+		if c.kind != tIdent && c.kind != tQIdent {
+			return 0, false, syntaxErrorAt(n.src, c)
+		}
+		span.cols = append(span.cols, c.val)
+		m++
+		if n.at(m, hi).isOp(")") {
+			break
+		}
+		if !n.at(m, hi).isOp(",") {
+			return 0, false, syntaxErrorAt(n.src, n.at(m, hi))
+		}
+		m++
+	}
+	if !n.toks[i-1].is("as") {
+		n.put("AS", t.pos, oKeyword)
+	}
+	n.put(aliasPrefix+strconv.Itoa(len(n.aliases)), t.pos, oName)
+	n.aliases = append(n.aliases, span)
+	return m + 1, true, nil
+}
+
+// fromSource reports whether token k ends a FROM item's relation or
+// subquery: a name (schema-qualified or not) or the ")" of a subquery,
+// right after FROM, JOIN or a comma.
+func (n *normalizer) fromSource(k int) bool {
+	starts := func(j int) bool {
+		return j >= 0 && (n.toks[j].is("from") || n.toks[j].is("join") || n.toks[j].isOp(",") || n.toks[j].is("lateral"))
+	}
+	switch t := n.toks[k]; {
+	case t.kind == tIdent && !pgReserved[t.val] || t.kind == tQIdent:
+		if k >= 2 && n.toks[k-1].isOp(".") {
+			k -= 2
+		}
+		return starts(k - 1)
+	case t.isOp(")"):
+		depth := 0
+		for j := k; j >= 0; j-- {
+			switch {
+			case n.toks[j].isOp(")"):
+				depth++
+			case n.toks[j].isOp("("):
+				depth--
+				if depth == 0 {
+					return starts(j-1) && (n.at(j+1, len(n.toks)).is("select") || n.at(j+1, len(n.toks)).is("with") ||
+						n.at(j+1, len(n.toks)).is("values") || n.at(j+1, len(n.toks)).isOp("("))
+				}
+			}
+		}
+	}
+	return false
 }
 
 // lateral drops LATERAL before a function in FROM (PostgreSQL's

@@ -90,7 +90,7 @@ func parseExprUnit(u unit) (Expr, int, error) {
 		sel.Fields.Fields[0].AsName.O != "" {
 		return nil, 0, syntaxErrorAt(u.src, u.toks[len(u.toks)-1])
 	}
-	c := &converter{params: nr.params, parsed: nr.exprs, at: sourcePos(u.src, nr), named: fromNamePos(u.src, nr)}
+	c := &converter{params: nr.params, parsed: nr.exprs, aliases: nr.aliases, at: sourcePos(u.src, nr), named: fromNamePos(u.src, nr)}
 	e, err := c.expr(sel.Fields.Fields[0].Expr)
 	if err != nil {
 		return nil, 0, withPosition(err, u.src, u.toks[0].pos)
@@ -139,7 +139,7 @@ func parseQueryUnit(u unit) (*Query, error) {
 	default:
 		return nil, syntaxErrorAt(u.src, u.toks[0])
 	}
-	c := &converter{params: nr.params, parsed: nr.exprs, at: sourcePos(u.src, nr), named: fromNamePos(u.src, nr)}
+	c := &converter{params: nr.params, parsed: nr.exprs, aliases: nr.aliases, at: sourcePos(u.src, nr), named: fromNamePos(u.src, nr)}
 	maxParam, err := c.windowTVFs(u, nr)
 	if err != nil {
 		return nil, err

@@ -237,7 +237,7 @@ func (p *stmtParser) generalInsert() (Statement, error) {
 	if !ok {
 		return nil, syntaxErrorAt(p.src, p.toks[0])
 	}
-	c := &converter{params: nr.params, parsed: nr.exprs, at: sourcePos(u.src, nr), named: fromNamePos(u.src, nr)}
+	c := &converter{params: nr.params, parsed: nr.exprs, aliases: nr.aliases, at: sourcePos(u.src, nr), named: fromNamePos(u.src, nr)}
 	maxParam, err := c.windowTVFs(u, nr)
 	if err != nil {
 		return nil, err
