@@ -496,6 +496,36 @@ func init() {
 			us, err := dateBin(a[0].Interval(), a[1].I, a[2].I)
 			return types.NewTimestamp(ts, us), err
 		}),
+		// x AT TIME ZONE z is timezone(z, x): a timestamptz's wall time in
+		// z, or the instant a timestamp's wall time is in z
+		fn("timezone", tt(text, tz), ts, func(a []types.Value) (types.Value, error) {
+			z, err := types.LookupZone(a[0].S)
+			if err != nil {
+				return types.NullValue, err
+			}
+			return shiftTime(ts, a[1].I, z.At(a[1].I))
+		}),
+		fn("timezone", tt(text, ts), tz, func(a []types.Value) (types.Value, error) {
+			z, err := types.LookupZone(a[0].S)
+			if err != nil {
+				return types.NullValue, err
+			}
+			return shiftTime(tz, a[1].I, -z.Wall(a[1].I))
+		}),
+		fn("timezone", tt(iv, tz), ts, func(a []types.Value) (types.Value, error) {
+			z, err := intervalZone(a[0])
+			if err != nil {
+				return types.NullValue, err
+			}
+			return shiftTime(ts, a[1].I, z.At(a[1].I))
+		}),
+		fn("timezone", tt(iv, ts), tz, func(a []types.Value) (types.Value, error) {
+			z, err := intervalZone(a[0])
+			if err != nil {
+				return types.NullValue, err
+			}
+			return shiftTime(tz, a[1].I, -z.Wall(a[1].I))
+		}),
 		fn("date_part", tt(text, ts), f8, func(a []types.Value) (types.Value, error) {
 			f, err := extract(a[0].S, a[1].I)
 			return types.NewFloat8(f), err
@@ -628,4 +658,24 @@ func pgSleep(ctx context.Context, a []types.Value) (types.Value, error) {
 	case <-ctx.Done():
 		return types.NullValue, context.Cause(ctx)
 	}
+}
+
+// intervalZone is AT TIME ZONE INTERVAL '…': a fixed offset east of UTC,
+// without months or days.
+func intervalZone(v types.Value) (types.Zone, error) {
+	iv := v.Interval()
+	if iv.Months != 0 || iv.Days != 0 {
+		return types.Zone{}, pgerror.New(pgerror.InvalidParameterValue, "interval time zone %q must not include months or days", v.Text())
+	}
+	return types.FixedZone(iv.Micros), nil
+}
+
+// shiftTime is the time us moved by off microseconds, as type t; past the
+// range of time stamps it is PostgreSQL's 22008.
+func shiftTime(t types.Type, us, off int64) (types.Value, error) {
+	r, err := AddInterval(us, types.IntervalValue{Micros: off})
+	if err != nil {
+		return types.NullValue, err
+	}
+	return types.NewTimestamp(t, r), nil
 }

@@ -87,8 +87,13 @@
 // view, in a view, read a subquery of the view's rows with their windows
 // (date_bin, and generate_series for HOP: windowview.go); SESSION over a
 // view reads one with its sessions numbered by window functions
-// (sessionOverView). A bounded
-// SESSION is a sessionAssign step after WHERE (select.go: buildSession). A comma FROM list
+// (sessionOverView). A query over a window that groups by window_start
+// or window_end alone groups by both (windowGroupBy), as a stream's
+// window aggregation does. A bounded
+// SESSION is a sessionAssign step after WHERE (select.go: buildSession).
+// A derived table's column list, (q) AS x(a, b), is a subquery that names
+// q's columns anew in a continuous query (aliascols.go), and renames the
+// columns in place in a bounded one (buildTable). A comma FROM list
 // becomes the JOIN … ON it means (fromwhere.go). CREATE STREAM … EMIT
 // CHANGES is a view's pipeline with its changes as the stream. These
 // rewrites work on the AST (sql.Rewrite replaces its nodes), before the

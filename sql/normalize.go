@@ -1812,23 +1812,43 @@ func (n *normalizer) atTimeZone(i, hi int) (int, bool, error) {
 	if start < 0 {
 		return 0, false, syntaxErrorAt(n.src, t)
 	}
-	z := n.at(i+3, hi)
-	var zt otok
-	switch z.kind {
-	case tString:
-		zt = otok{text: quoteString(z.val), pos: z.pos, kind: oValue}
-	case tParam:
-		zt = otok{text: "?", pos: z.pos, kind: oValue, param: z.n}
-		n.max = max(n.max, z.n)
-	case tIdent, tQIdent:
-		zt = otok{text: quoteIdent(z.val), pos: z.pos, kind: oName}
+	// the zone: a constant, a parameter, a column, NULL, INTERVAL '…', a
+	// call or a parenthesized expression
+	lo, end := i+3, i+4
+	z := n.at(lo, hi)
+	switch {
+	case z.kind == tString || z.kind == tParam || z.is("null"):
+	case z.is("interval") && n.at(lo+1, hi).kind == tString:
+		end = lo + 2
+	case z.isOp("("):
+		if end = n.match(lo, hi) + 1; end == 0 {
+			return 0, false, syntaxErrorAt(n.src, z)
+		}
+	case z.kind == tIdent && !pgReserved[z.val] || z.kind == tQIdent:
+		for end < hi && n.toks[end].isOp(".") && end+1 < hi && (n.toks[end+1].kind == tIdent || n.toks[end+1].kind == tQIdent) {
+			end += 2
+		}
+		if n.at(end, hi).isOp("(") {
+			if end = n.match(end, hi) + 1; end == 0 {
+				return 0, false, syntaxErrorAt(n.src, z)
+			}
+		}
 	default:
-		return 0, false, notSupportedAt(n.src, z.pos, "AT TIME ZONE with an expression")
+		return 0, false, syntaxErrorAt(n.src, z)
 	}
-	n.out = slices.Insert(n.out, start, otok{text: "timezone", pos: t.pos, kind: oName},
-		otok{text: "(", pos: t.pos, kind: oOpen}, zt, otok{text: ",", pos: t.pos})
+	// its tokens, normalized at the end of the output, go first:
+	// timezone(zone, x) (after a "," as there, not after an operand)
+	mark := len(n.out)
+	n.put(",", t.pos, oOther)
+	if err := n.run(lo, end); err != nil {
+		return 0, false, err
+	}
+	zone := slices.Clone(n.out[mark+1:])
+	n.out = n.out[:mark]
+	head := append([]otok{{text: "timezone", pos: t.pos, kind: oName}, {text: "(", pos: t.pos, kind: oOpen}}, zone...)
+	n.out = slices.Insert(n.out, start, append(head, otok{text: ",", pos: t.pos})...)
 	n.put(")", t.pos, oClose)
-	return i + 4, true, nil
+	return end, true, nil
 }
 
 // quantifiedOps are the output tokens a quantified ANY/ALL may follow.
