@@ -37,6 +37,10 @@ const (
 	// is cancelled (CancelRequest), and one that does not end within
 	// cancelGrace more has hung.
 	mutantTimeout = 10 * time.Second
+	// setupTimeout bounds a setup statement, one of the file's own: a
+	// FLUSH there waits for every pipeline the run has made, and under
+	// CI's load may take longer than a mutant may, without a fault.
+	setupTimeout = time.Minute
 	cancelGrace   = 5 * time.Second
 	// minimizeBudget bounds the statements run to minimize one failure.
 	minimizeBudget = 150
@@ -235,7 +239,8 @@ type mutationRun struct {
 type outcome struct {
 	err     *pgconn.PgError // the server's error, if any
 	other   error           // an error not from the server: the connection broke
-	timeout bool            // did not answer within mutantTimeout
+	timeout bool            // did not answer within limit
+	limit   time.Duration
 	hung    bool            // and did not end after the cancel either
 	elapsed time.Duration
 }
@@ -244,9 +249,9 @@ type outcome struct {
 func (o outcome) failure() string {
 	switch {
 	case o.hung:
-		return fmt.Sprintf("hang: no answer within %s, nor within %s of a CancelRequest", mutantTimeout, cancelGrace)
+		return fmt.Sprintf("hang: no answer within %s, nor within %s of a CancelRequest", o.limit, cancelGrace)
 	case o.timeout:
-		return fmt.Sprintf("no answer within %s (a CancelRequest then ended it: %s)", mutantTimeout, describeOutcomeErr(o))
+		return fmt.Sprintf("no answer within %s (a CancelRequest then ended it: %s)", o.limit, describeOutcomeErr(o))
 	case o.other != nil:
 		return fmt.Sprintf("connection broken after %s: %v", o.elapsed.Round(time.Millisecond), o.other)
 	case o.err != nil && (len(o.err.Code) != 5 || o.err.Code == "XX000"):
@@ -392,18 +397,21 @@ func abbreviate(s string) string {
 
 // exec runs one SQL text (the simple query protocol, all its results
 // read) within mutantTimeout, then rolls back a transaction it left open.
-func (r *mutationRun) exec(sql string) outcome {
+func (r *mutationRun) exec(sql string) outcome { return r.execWithin(sql, mutantTimeout) }
+
+// execWithin is exec within limit.
+func (r *mutationRun) execWithin(sql string, limit time.Duration) outcome {
 	for k, v := range r.vars {
 		sql = strings.ReplaceAll(sql, "${"+k+"}", v)
 	}
 	if r.conn == nil {
 		r.connect()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), mutantTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	start := time.Now()
 	_, err := sqllogic.PgConnExecutor{Conn: r.conn}.Exec(ctx, sql)
-	o := outcome{elapsed: time.Since(start)}
+	o := outcome{elapsed: time.Since(start), limit: limit}
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
@@ -569,7 +577,7 @@ func (r *mutationRun) runSetup() {
 // needs a service absent here, a name the file reuses), but like every
 // statement, not with XX000.
 func (r *mutationRun) runSetupStatement(s, what string) {
-	o := r.exec(s)
+	o := r.execWithin(s, setupTimeout)
 	if r.verbose {
 		res := "ok"
 		if o.err != nil {
