@@ -41,7 +41,7 @@ const (
 	// FLUSH there waits for every pipeline the run has made, and under
 	// CI's load may take longer than a mutant may, without a fault.
 	setupTimeout = time.Minute
-	cancelGrace   = 5 * time.Second
+	cancelGrace  = 5 * time.Second
 	// minimizeBudget bounds the statements run to minimize one failure.
 	minimizeBudget = 150
 )
@@ -241,7 +241,7 @@ type outcome struct {
 	other   error           // an error not from the server: the connection broke
 	timeout bool            // did not answer within limit
 	limit   time.Duration
-	hung    bool            // and did not end after the cancel either
+	hung    bool // and did not end after the cancel either
 	elapsed time.Duration
 }
 
