@@ -75,7 +75,7 @@ func TestSQLLogic(t *testing.T) {
 			if uses(file, "${redis}") {
 				vars["redis"] = testenv.Redis(t)
 			}
-			cfg := fvsqltest.Config{Name: strings.TrimSuffix(name, ".slt"), Bin: bin, Kafka: kafka}
+			cfg := fvsqltest.Config{Name: strings.TrimSuffix(name, ".slt"), Bin: bin, Kafka: kafka, Args: serverArgs(file)}
 			if kafka != "" {
 				// Files share the broker and reuse stream names: every server
 				// start gets its own prefix for the topics and group ids it
@@ -141,4 +141,22 @@ func parseFile(path string) ([]sqllogic.Record, error) {
 	}
 	defer f.Close()
 	return sqllogic.Parse(filepath.Base(path), f)
+}
+
+// serverArgs are the server flags a file asks for in a comment line of
+// its own, "# server args: --flag value …" (217's inputs idle between
+// its batches longer than the default idle timeout while its queries
+// run, which would make a batch's rows late where the expected results
+// have none).
+func serverArgs(file string) []string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "# server args:"); ok {
+			return strings.Fields(rest)
+		}
+	}
+	return nil
 }
