@@ -127,6 +127,10 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if !ok {
 		return nil, pgerror.NotSupported("this continuous query")
 	}
+	sel, err := setsAsSubquery(&builder{cat: cat}, sel)
+	if err != nil {
+		return nil, err
+	}
 	var layers map[*sql.DerivedTable]bool
 	if ca.Kind == sql.KindMaterializedView {
 		var err error
@@ -725,10 +729,6 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*plan.Chain, *s
 			return nil, nil, pgerror.NotSupported("window functions in %s", what).
 				WithHint("Window functions run over one input: put the join in a subquery, FROM (SELECT … JOIN …) j.")
 		}
-		if st.Op == plan.OpProjectSet {
-			return nil, nil, pgerror.NotSupported("set-returning functions in the select list of %s", what).
-				WithHint("Expand the rows in a bounded query, or keep the array as a column.")
-		}
 		if !st.Stateless() {
 			return nil, nil, pgerror.NotSupported("step %s in %s", st.Op, what)
 		}
@@ -1064,29 +1064,47 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *plan.Chain, sc *
 		return nil, pgerror.NotSupported("this materialized view")
 	}
 	var window *plan.Step // a window's rows: a row per record and window
+	set := -1             // the select list's set-returning functions: a row per record and function row
 	for i, st := range steps[:len(steps)-1] {
-		if st.Op == plan.OpWindowAssign && window == nil && in.Kind != catalog.MaterializedView {
+		if st.Op == plan.OpWindowAssign && window == nil && set < 0 && in.Kind != catalog.MaterializedView {
 			window = &steps[i]
+			continue
+		}
+		if st.Op == plan.OpProjectSet && set < 0 && window == nil {
+			set = i
 			continue
 		}
 		if st.Op != plan.OpFilter {
 			return nil, pgerror.NotSupported("step %s in a materialized view", st.Op)
 		}
 	}
+	steps = append([]plan.Step(nil), steps...)
+	n := len(in.Columns)
+	ord := -1
+	if set >= 0 {
+		// A view's read carries its metadata and the changelog's sign
+		// after the columns the query planned: the functions' columns
+		// follow those.
+		ord = numberSetRows(steps, set, len(in.ReadColumns()), readWidth(in))
+	}
 	proj := steps[len(steps)-1]
 	proj.Exprs = append([]*expr.Expr(nil), proj.Exprs...)
 	proj.Names = append([]string(nil), proj.Names...)
 	cols := columnsOf(sc)
-	n := len(in.Columns)
 	errs := ErrorsRelation(ca.Name)
 	if in.Kind == catalog.MaterializedView {
 		// A view of another view's rows: keyed by the record key of the
 		// row it came from (the hidden _src_key), its changes signed by
 		// a changelog step; a row that leaves the input leaves this view.
 		key := []int{len(proj.Exprs)}
-		proj.Exprs = append(proj.Exprs, expr.Col(n, types.Bytea, "_key"), signColumn(in))
-		proj.Names = append(proj.Names, "_src_key", "_sign")
+		proj.Exprs = append(proj.Exprs, expr.Col(n, types.Bytea, "_key"))
+		proj.Names = append(proj.Names, "_src_key")
 		cols = append(cols, catalog.Column{Name: "_src_key", Type: types.Bytea, Hidden: true})
+		if ord >= 0 {
+			key = append(key, appendHidden(&proj, &cols, []hiddenCol{{ord, "_ordinal", "_src_ord", types.Int8}})...)
+		}
+		proj.Exprs = append(proj.Exprs, signColumn(in))
+		proj.Names = append(proj.Names, "_sign")
 		steps = append(append([]plan.Step{changelogStep(in)}, steps[:len(steps)-1]...), proj)
 		out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &plan.Topology{Errors: errs.Name,
 			Stages: []plan.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
@@ -1103,11 +1121,23 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *plan.Chain, sc *
 		// follows the read columns, which end with the metadata ones
 		rk = append(rk, hiddenCol{n + plan.MetaWidth, "window_start", "_src_window", window.TimeType})
 	}
+	if ord >= 0 {
+		rk = append(rk, hiddenCol{ord, "_ordinal", "_src_ord", types.Int8})
+	}
 	key := appendHidden(&proj, &cols, rk)
 	steps = append(append([]plan.Step(nil), steps[:len(steps)-1]...), proj)
 	out := &Continuous{Errors: errs, Inputs: []*catalog.Relation{in}, Topology: &plan.Topology{Errors: errs.Name,
 		Stages: []plan.Stage{{Name: "s0", Inputs: []string{in.Name}, Output: ca.Name + ChangesSuffix, Steps: steps}}}}
 	return out, viewOutput(ca, out, &out.Topology.Stages[0], cols, key, in.Partitions)
+}
+
+// readWidth is how wide a continuous query's read of in is: its columns
+// and the metadata, and for a view the sign its changelog step adds.
+func readWidth(in *catalog.Relation) int {
+	if in.Kind == catalog.MaterializedView {
+		return len(in.Columns) + plan.MetaWidth + 1
+	}
+	return len(in.Columns) + plan.MetaWidth
 }
 
 // hiddenCol is a hidden column a view's projection adds: input column

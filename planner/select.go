@@ -693,6 +693,14 @@ func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
 		}
 		return b.buildQuery(q)
 	}
+	if len(sel.DistinctOn) > 0 && anySetCall(sel.Items) {
+		// DISTINCT ON takes the functions' rows
+		sets, err := setsAsSubquery(b, sel)
+		if err != nil {
+			return nil, nil, err
+		}
+		sel = sets
+	}
 	if len(sel.DistinctOn) > 0 {
 		ranked, err := distinctOnAsRank(b, sel)
 		if err != nil {

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strconv"
+
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
 	"github.com/fvsql/fvsql/pgerror"
@@ -162,4 +164,128 @@ func (b *builder) buildFieldSelect(c *exprCtx, e *sql.FieldSelect) (*expr.Expr, 
 
 func noField(name string) error {
 	return pgerror.New(pgerror.UndefinedColumn, "could not identify column %q in record data type", name)
+}
+
+// numberSetRows readies steps[i], a view's projectSet step, to key the
+// view's rows: it numbers each input row's rows (a function gives the
+// same rows for the same input, so the ordinal and the input row's key
+// tell a row apart), and moves the functions' columns, which the query
+// planned from column planned on, to column run on in the steps after it
+// (a view's read has columns the bounded plan has not). It returns the
+// ordinal's column.
+func numberSetRows(steps []plan.Step, i, planned, run int) int {
+	width := 0
+	for _, set := range steps[i].Sets {
+		width += set.Width
+	}
+	steps[i].Ordinal = true
+	if planned == run {
+		return run + width
+	}
+	shift := map[int]int{}
+	for c := range width {
+		shift[planned+c] = run + c
+	}
+	for j := i + 1; j < len(steps); j++ {
+		st := steps[j]
+		if st.Pred != nil {
+			st.Pred = st.Pred.Remap(shift)
+		}
+		st.Exprs = remapAll(st.Exprs, shift)
+		steps[j] = st
+	}
+	return run + width
+}
+
+// setsAlias names the subquery setsAsSubquery makes, and prefixes its
+// columns.
+const setsAlias = "_srf"
+
+// setsAsSubquery rewrites a SELECT whose select list calls set-returning
+// functions and that then takes DISTINCT, DISTINCT ON, ORDER BY or LIMIT
+// as the same over a subquery that is its rows, since in PostgreSQL these
+// come after the functions' rows:
+//
+//	SELECT DISTINCT ON (k) k, unnest(a) AS x FROM t WHERE c ORDER BY k, x DESC, ts
+//	→ SELECT DISTINCT ON (_srf1) _srf1 AS k, _srf2 AS x
+//	  FROM (SELECT k AS _srf1, unnest(a) AS _srf2, ts AS _srf_o1 FROM t WHERE c) _srf
+//	  ORDER BY _srf1, _srf2 DESC, _srf_o1
+//
+// A term names an output column by position or name, is a select item's
+// expression, or is computed by the subquery. A query that groups or
+// aggregates, or calls no such function, is returned as it is.
+func setsAsSubquery(b *builder, sel *sql.Select) (*sql.Select, error) {
+	if !sel.Distinct && len(sel.DistinctOn) == 0 && len(sel.OrderBy) == 0 && sel.Limit == nil && sel.Offset == nil {
+		return sel, nil
+	}
+	if aggregates(sel) || hasWindowCall(sel) || !anySetCall(sel.Items) {
+		return sel, nil
+	}
+	_, in, err := b.buildFrom(sel.From)
+	if err != nil {
+		return nil, err
+	}
+	items, err := expandStars(in, sel.Items)
+	if err != nil {
+		return nil, err
+	}
+	inner := &sql.Select{From: sel.From, Where: sel.Where}
+	out := &sql.Select{Distinct: sel.Distinct, Limit: sel.Limit, Offset: sel.Offset,
+		From: []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: setsAlias}}}
+	names := make([]string, len(items))
+	for i, it := range items {
+		col := setsAlias + strconv.Itoa(i+1)
+		inner.Items = append(inner.Items, sql.SelectItem{Expr: it.Expr, Alias: col})
+		names[i] = outputName(it)
+		out.Items = append(out.Items, sql.SelectItem{Expr: &sql.ColumnRef{Name: col}, Alias: names[i]})
+	}
+	term := func(e sql.Expr) sql.Expr {
+		switch t := e.(type) {
+		case *sql.Literal:
+			if t.Value.K.IsInteger() && t.Value.I >= 1 && int(t.Value.I) <= len(items) {
+				return &sql.ColumnRef{Name: setsAlias + strconv.Itoa(int(t.Value.I))}
+			}
+		case *sql.ColumnRef:
+			if t.Table == "" {
+				at := -1
+				for i, n := range names {
+					if n == t.Name {
+						if at >= 0 {
+							return e // ambiguous: the enclosing query says so
+						}
+						at = i
+					}
+				}
+				if at >= 0 {
+					return &sql.ColumnRef{Name: setsAlias + strconv.Itoa(at+1)}
+				}
+			}
+		}
+		fp := fingerprint(e)
+		for i, it := range items {
+			if fingerprint(it.Expr) == fp {
+				return &sql.ColumnRef{Name: setsAlias + strconv.Itoa(i+1)}
+			}
+		}
+		col := setsAlias + "_o" + strconv.Itoa(len(inner.Items)-len(items)+1)
+		inner.Items = append(inner.Items, sql.SelectItem{Expr: e, Alias: col})
+		return &sql.ColumnRef{Name: col}
+	}
+	for _, k := range sel.DistinctOn {
+		out.DistinctOn = append(out.DistinctOn, term(k))
+	}
+	for _, o := range sel.OrderBy {
+		out.OrderBy = append(out.OrderBy, sql.OrderItem{Expr: term(o.Expr), Desc: o.Desc, NullsFirst: o.NullsFirst})
+	}
+	return out, nil
+}
+
+// anySetCall says whether a select list calls a set-returning function.
+func anySetCall(items []sql.SelectItem) bool {
+	for _, it := range items {
+		if hasSetCall(it.Expr) {
+			return true
+		}
+	}
+	return false
 }
