@@ -450,6 +450,10 @@ func init() {
 					continue
 				}
 				seen[t.OID()] = true
+				var elem uint32 // an array's element type; 0 for the others
+				if t.IsArray() {
+					elem = t.Elem().OID()
+				}
 				typtype, preferred := "b", t == types.Text || t == types.Float8 || t == types.Bool || t == types.TimestampTZ || t == types.Interval || t == types.Oid
 				if t.IsPseudo() {
 					typtype = "p"
@@ -457,7 +461,7 @@ func init() {
 				rows = append(rows, types.Row{
 					oid(t.OID()), name(t.TypName()), oid(PgCatalogOID), oid(10),
 					i2(int(t.Size())), boolean(t.Size() > 0 && t.Size() <= 8), char(typtype), char(t.Category()), boolean(preferred), boolean(true),
-					char(","), oid(0), oid(0), oid(t.Elem().OID()), oid(t.ArrayOID()), oid(typeInput(t)), oid(0),
+					char(","), oid(0), oid(0), oid(elem), oid(t.ArrayOID()), oid(typeInput(t)), oid(0),
 					oid(0), oid(0), oid(0), oid(0), oid(0), char(typeAlign(t)),
 					char(typeStorage(t)), boolean(false), oid(0), i4(-1), i4(0), oid(collation(t)),
 					types.NullValue, types.NullValue, types.NullValue,

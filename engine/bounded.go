@@ -94,6 +94,9 @@ type query struct {
 	r      Resolver
 	onErr  operators.RowError
 	budget *operators.Budget
+	// work holds the work tables of the recursive queries running, by
+	// their plan.Recursive's ID.
+	work map[int64][]types.Row
 }
 
 // valuesBatch is how many constant rows go downstream at once.
@@ -124,6 +127,10 @@ func (q *query) run(ctx context.Context, n plan.Node, env *expr.Env, emit operat
 		return q.runJoin(ctx, n, env, emit)
 	case *plan.SetOp:
 		return q.runSetOp(ctx, n, env, emit)
+	case *plan.Recursive:
+		return q.runRecursive(ctx, n, env, emit)
+	case *plan.WorkTable:
+		return q.runWorkTable(n, emit)
 	case *plan.UnionAll:
 		for _, in := range n.Inputs {
 			if err := q.run(ctx, in, env, emit); err != nil {

@@ -331,6 +331,27 @@ func init() {
 			}
 			return types.NewText(strings.Repeat(a[0].S, int(a[1].I))), nil
 		}),
+		fn("chr", tt(i4), text, func(a []types.Value) (types.Value, error) {
+			switch c := a[0].I; {
+			case c < 0:
+				return types.NullValue, pgerror.New(pgerror.ProgramLimitExceeded, "character number must be positive")
+			case c == 0:
+				return types.NullValue, pgerror.New(pgerror.ProgramLimitExceeded, "null character not permitted")
+			case c > utf8.MaxRune:
+				return types.NullValue, pgerror.New(pgerror.ProgramLimitExceeded, "requested character too large for encoding: %d", c)
+			case !utf8.ValidRune(rune(c)):
+				return types.NullValue, pgerror.New(pgerror.ProgramLimitExceeded, "requested character not valid for encoding: %d", c)
+			default:
+				return types.NewText(string(rune(c))), nil
+			}
+		}),
+		fn("ascii", tt(text), i4, func(a []types.Value) (types.Value, error) {
+			r, _ := utf8.DecodeRuneInString(a[0].S)
+			if a[0].S == "" {
+				r = 0
+			}
+			return types.NewInt(i4, int64(r)), nil
+		}),
 		fn("strpos", tt(text, text), i4, func(a []types.Value) (types.Value, error) {
 			i := strings.Index(a[0].S, a[1].S)
 			if i < 0 {

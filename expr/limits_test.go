@@ -26,6 +26,10 @@ func TestValueLimitFromLength(t *testing.T) {
 		{"rpad", []any{"x", tooLong}, "54000"},
 		{"rpad", []any{"x", tooLong, "ab"}, "54000"},
 		{"repeat", []any{"x", tooLong}, "54000"},
+		{"chr", []any{0}, "54000"},
+		{"chr", []any{-1}, "54000"},
+		{"chr", []any{0x110000}, "54000"},
+		{"chr", []any{0xD800}, "54000"},
 		{"repeat", []any{"abc", 1 << 27}, "54000"},
 		{"lpad", []any{"x", expr.MaxValueBytes + 1}, "54000"},
 		// within the limit, and the cases that do not grow

@@ -84,6 +84,7 @@ var (
 	InvalidColumnReference       = MakeCode("42P10")
 	InvalidObjectDefinition      = MakeCode("42P17")
 	IndeterminateDatatype        = MakeCode("42P18")
+	InvalidRecursion             = MakeCode("42P19")
 	WindowingError               = MakeCode("42P20")
 	OutOfMemory                  = MakeCode("53200")
 	TooManyConnections           = MakeCode("53300")

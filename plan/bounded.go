@@ -102,3 +102,24 @@ type Join struct {
 }
 
 func (*Join) node() {}
+
+// Recursive is a WITH RECURSIVE query: Anchor's rows, then Step's, run
+// again and again, each run's WorkTable (the one of this ID) the rows the
+// run before it made, until a run makes none. Without All a row made
+// before is left out, and is not worked on again (UNION). IDs are unique
+// within a query.
+type Recursive struct {
+	Anchor, Step Node
+	All          bool
+	ID           int64
+}
+
+// WorkTable is the rows the last run of the Recursive query of its ID
+// made, read in that query's Step.
+type WorkTable struct {
+	ID int64
+}
+
+func (*Recursive) node() {}
+
+func (*WorkTable) node() {}

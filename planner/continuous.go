@@ -68,6 +68,9 @@ func planContinuous(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 // planQuery plans a continuous query whose name is checked: a pipeline's,
 // or a hidden view's inside one (see nester).
 func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
+	if err := recursiveIn(ca.Query.Body); err != nil {
+		return nil, err
+	}
 	if body, err := derivedColumns(cat, ca.Query.Body); err != nil {
 		return nil, err
 	} else if body != ca.Query.Body {

@@ -19,6 +19,9 @@
 // constant name cast to regclass, regnamespace or regrole is looked up
 // while planning.
 //
+// WITH RECURSIVE is a plan.Recursive node in bounded queries (its step
+// reads a plan.WorkTable; recursive.go), and 0A000 in continuous ones.
+//
 // Window functions of a bounded SELECT become window steps, one per
 // distinct OVER clause, between the aggregation and the select list
 // (window.go). In a view the same step runs as an overWindow operator

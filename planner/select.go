@@ -39,6 +39,9 @@ type builder struct {
 	// items before it, as a lateral step, even one that reads none of
 	// them (a continuous query's rows come one at a time: no cross join).
 	lateralFuncs bool
+	// works are the recursive queries whose recursive term is being
+	// planned, innermost last (recursive.go).
+	works []workTable
 }
 
 // Query is a planned bounded query.
@@ -85,6 +88,8 @@ func (b *builder) buildQuery(q sql.QueryExpr) (plan.Node, *scope, error) {
 		return b.buildSelect(q)
 	case *sql.SetOp:
 		return b.buildSetOp(q)
+	case *sql.Recursive:
+		return b.buildRecursive(q)
 	}
 	return nil, nil, pgerror.NotSupported("query %T", q)
 }
@@ -355,6 +360,8 @@ func (b *builder) buildTable(t sql.TableExpr) (plan.Node, *scope, error) {
 			return nil, nil, err
 		}
 		return &plan.Source{Dataset: DatasetName(rel)}, relationScope(b.cat, t, rel), nil
+	case *sql.WorkTable:
+		return b.buildWorkTable(t)
 	case *sql.DerivedTable:
 		node, sc, err := b.buildQuery(t.Query)
 		if err != nil {

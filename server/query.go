@@ -177,6 +177,14 @@ func explainNode(n plan.Node, depth int) []string {
 			line += " all"
 		}
 		return append(append([]string{line}, explainNode(n.Left, depth+1)...), explainNode(n.Right, depth+1)...)
+	case *plan.Recursive:
+		line := pad + "recursive union"
+		if n.All {
+			line += " all"
+		}
+		return append(append([]string{line}, explainNode(n.Anchor, depth+1)...), explainNode(n.Step, depth+1)...)
+	case *plan.WorkTable:
+		return []string{pad + "work table"}
 	case *plan.UnionAll:
 		out := []string{pad + "union all"}
 		for _, in := range n.Inputs {

@@ -257,8 +257,21 @@ type SetOp struct {
 	Offset      Expr
 }
 
-func (*Select) queryExpr() {}
-func (*SetOp) queryExpr()  {}
+// Recursive is WITH RECURSIVE's query, `Anchor UNION [ALL] Step`: the
+// anchor's rows, then the step's over the rows its run before made (the
+// WorkTable named Name), run after run until one makes no row. Without
+// All a row made before is left out, and is not worked on again. Columns
+// is the WITH query's column list, which names the work table's columns.
+type Recursive struct {
+	Name         string
+	Columns      []string
+	Anchor, Step QueryExpr
+	All          bool
+}
+
+func (*Select) queryExpr()    {}
+func (*SetOp) queryExpr()     {}
+func (*Recursive) queryExpr() {}
 
 // SelectItem is one output column; Expr may be *Star.
 type SelectItem struct {
@@ -324,6 +337,12 @@ type DerivedTable struct {
 	Columns []string
 }
 
+// WorkTable is a recursive WITH query's reference to itself in its
+// recursive term: the rows the term's run before made (Recursive).
+type WorkTable struct {
+	Name, Alias string
+}
+
 // Join is `Left [kind] JOIN Right ON …|USING (…)`; Kind is "inner",
 // "left", "right", "full" or "cross".
 type Join struct {
@@ -338,6 +357,7 @@ func (*WindowTVF) tableExpr()    {}
 func (*DerivedTable) tableExpr() {}
 func (*TableFunc) tableExpr()    {}
 func (*Join) tableExpr()         {}
+func (*WorkTable) tableExpr()    {}
 
 // ---------------------------------------------------------------------------
 // Statements.

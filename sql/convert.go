@@ -3,6 +3,7 @@ package sql
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,38 +62,106 @@ func (c *converter) with(w *tast.WithClause) (pop func(), err error) {
 	if w == nil {
 		return func() {}, nil
 	}
-	if w.IsRecursive {
-		return nil, unsupported("WITH RECURSIVE")
-	}
 	scope := make(map[string]cteDef)
 	c.ctes = append(c.ctes, scope)
 	pop = func() { c.ctes = c.ctes[:len(c.ctes)-1] }
 	for _, cte := range w.CTEs {
-		q, err := c.query(cte.Query.Query)
+		def := cteDef{}
+		for _, col := range cte.ColNameList {
+			def.cols = append(def.cols, col.O)
+		}
+		var q QueryExpr
+		if w.IsRecursive {
+			q, err = c.recursive(cte.Name.O, def.cols, cte.Query.Query, scope)
+		} else {
+			q, err = c.query(cte.Query.Query)
+		}
 		if err != nil {
 			pop()
 			return nil, err
 		}
-		def := cteDef{query: q}
-		for _, col := range cte.ColNameList {
-			def.cols = append(def.cols, col.O)
-		}
+		def.query = q
 		scope[cte.Name.O] = def
 	}
 	return pop, nil
 }
 
-// cteDef is a WITH query and its column list.
+// recursive converts a query of WITH RECURSIVE named name, in scope (the
+// WITH clause's queries so far), as PostgreSQL takes it: a query that
+// reads itself must be `anchor UNION [ALL] step`, where only the step
+// reads it; one that does not is a plain WITH query.
+func (c *converter) recursive(name string, cols []string, n tast.Node, scope map[string]cteDef) (QueryExpr, error) {
+	work := &workRefs{}
+	scope[name] = cteDef{cols: cols, work: work}
+	defer delete(scope, name)
+	q, err := c.query(n)
+	if err != nil || work.n == 0 {
+		return q, err
+	}
+	bad := pgerror.New(pgerror.InvalidRecursion, "recursive query %q does not have the form non-recursive-term UNION [ALL] recursive-term", name)
+	s, ok := n.(*tast.SetOprStmt)
+	if !ok || s.SelectList == nil || len(s.SelectList.Selects) < 2 {
+		return nil, bad
+	}
+	if s.OrderBy != nil || s.Limit != nil {
+		return nil, unsupported("ORDER BY or LIMIT in a recursive query")
+	}
+	arms := s.SelectList.Selects
+	last := arms[len(arms)-1]
+	var op *tast.SetOprType
+	switch l := last.(type) {
+	case *tast.SelectStmt:
+		op = l.AfterSetOperator
+	case *tast.SetOprSelectList:
+		op = l.AfterSetOperator
+	}
+	if op == nil || (*op != tast.Union && *op != tast.UnionAll) {
+		return nil, bad
+	}
+	// the anchor, the arms before the last, must not read the query
+	work.n = 0
+	var anchor QueryExpr
+	if len(arms) == 2 {
+		anchor, err = c.query(arms[0])
+	} else {
+		anchor, err = c.setOprList(&tast.SetOprSelectList{Selects: arms[:len(arms)-1]})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if work.n > 0 {
+		return nil, pgerror.New(pgerror.InvalidRecursion, "recursive reference to query %q must not appear within its non-recursive term", name)
+	}
+	step, err := c.query(last)
+	if err != nil {
+		return nil, err
+	}
+	if work.n > 1 {
+		return nil, pgerror.New(pgerror.InvalidRecursion, "recursive reference to query %q must not appear more than once", name)
+	}
+	return &Recursive{Name: name, Columns: cols, Anchor: anchor, Step: step, All: *op == tast.UnionAll}, nil
+}
+
+// cteDef is a WITH query and its column list; while a recursive one is
+// converted, work counts its references to itself (each a WorkTable).
 type cteDef struct {
 	query QueryExpr
 	cols  []string
+	work  *workRefs
 }
 
-// cte is the WITH query in scope under name, as a FROM item under alias
-// (nil if there is none).
-func (c *converter) cte(name, alias string) *DerivedTable {
+type workRefs struct{ n int }
+
+// cte is the WITH query in scope under name, as a FROM item under alias:
+// a derived table, or a recursive query's reference to itself (nil if
+// there is none).
+func (c *converter) cte(name, alias string) TableExpr {
 	for i := len(c.ctes) - 1; i >= 0; i-- {
 		if d, ok := c.ctes[i][name]; ok {
+			if d.work != nil {
+				d.work.n++
+				return &WorkTable{Name: name, Alias: alias}
+			}
 			if alias == "" {
 				alias = name
 			}
@@ -167,7 +236,31 @@ func (c *converter) selectStmt(s *tast.SelectStmt) (QueryExpr, error) {
 	if sel.Limit, sel.Offset, err = c.limit(s.Limit); err != nil {
 		return nil, err
 	}
+	if r := recursiveAlone(sel); r != nil {
+		return r, nil
+	}
 	return sel, nil
+}
+
+// recursiveAlone is the recursive query that sel only reads whole
+// (WITH RECURSIVE t AS (…) SELECT * FROM t, how one is printed), or nil.
+func recursiveAlone(sel *Select) *Recursive {
+	if len(sel.From) != 1 || len(sel.Items) != 1 || sel.Distinct || len(sel.DistinctOn) > 0 || sel.Where != nil ||
+		len(sel.GroupBy) > 0 || sel.Having != nil || len(sel.OrderBy) > 0 || sel.Limit != nil || sel.Offset != nil {
+		return nil
+	}
+	if st, ok := sel.Items[0].Expr.(*Star); !ok || st.Table != "" {
+		return nil
+	}
+	d, ok := sel.From[0].(*DerivedTable)
+	if !ok {
+		return nil
+	}
+	r, ok := d.Query.(*Recursive)
+	if !ok || d.Alias != r.Name || !slices.Equal(d.Columns, r.Columns) {
+		return nil
+	}
+	return r
 }
 
 func (c *converter) fields(fl *tast.FieldList) ([]SelectItem, error) {
@@ -481,7 +574,7 @@ func (c *converter) tableName(t *tast.TableName, alias string) (TableExpr, error
 					w := *f
 					w.Alias = alias
 					if w.Source.Schema == "" {
-						if d := c.cte(w.Source.Name, ""); d != nil {
+						if d, ok := c.cte(w.Source.Name, "").(*DerivedTable); ok {
 							w.Query = d.Query
 							if len(d.Columns) > 0 { // its columns renamed
 								w.Query = &Select{Items: []SelectItem{{Expr: &Star{}}}, From: []TableExpr{d}}

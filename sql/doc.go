@@ -94,6 +94,9 @@
 //	                            __fvsql_cube(…), __fvsql_grouping_sets(…), an empty
 //	                            set () __fvsql_empty_set(): a GroupingSets node
 //	WITH x AS (…) SELECT …      CTEs inlined as derived tables
+//	WITH RECURSIVE t AS (a UNION [ALL] s)
+//	                            a Recursive query (anchor a, step s); s
+//	                            reads t as a WorkTable
 //
 // TiDB-only syntax is refused rather than silently reinterpreted:
 // backticks, # and && operators, @variables, x 'alias', LIMIT a, b,
@@ -104,7 +107,7 @@
 //
 //   - Multidimensional arrays (ARRAY[ARRAY[…]]), JSON operators (@>, …),
 //     SIMILAR TO, NATURAL JOIN, LATERAL subqueries,
-//     WITH RECURSIVE, VALUES as a query, DEFAULT in VALUES,
+//     VALUES as a query, DEFAULT in VALUES,
 //     FOR UPDATE and INSERT … ON CONFLICT or RETURNING give 0A000
 //     (FeatureNotSupported).
 //   - SELECT DISTINCT ON (keys) becomes a first select item

@@ -362,9 +362,33 @@ func (f *formatter) query(q QueryExpr) {
 		f.w(" ")
 		f.setOpArm(q.Right, true)
 		f.orderLimit(q.OrderBy, q.Limit, q.Offset)
+	case *Recursive:
+		f.w("WITH RECURSIVE ", Ident(q.Name))
+		f.columnList(q.Columns)
+		f.w(" AS (")
+		f.query(q.Anchor)
+		f.w(" UNION ")
+		if q.All {
+			f.w("ALL ")
+		}
+		f.setOpArm(q.Step, true)
+		f.w(") SELECT * FROM ", Ident(q.Name))
 	case nil:
 		f.w("<nil>")
 	}
+}
+
+// columnList writes an alias's column list, (a, b), if it has one.
+func (f *formatter) columnList(cols []string) {
+	if len(cols) == 0 {
+		return
+	}
+	f.w("(")
+	for i, c := range cols {
+		f.sep(i, ", ")
+		f.w(Ident(c))
+	}
+	f.w(")")
 }
 
 // setOpArm parenthesizes an operand that would otherwise bind differently.
@@ -513,14 +537,10 @@ func (f *formatter) table(t TableExpr) {
 		f.query(t.Query)
 		f.w(")")
 		f.alias(t.Alias)
-		if len(t.Columns) > 0 {
-			f.w("(")
-			for i, c := range t.Columns {
-				f.sep(i, ", ")
-				f.w(Ident(c))
-			}
-			f.w(")")
-		}
+		f.columnList(t.Columns)
+	case *WorkTable:
+		f.w(Ident(t.Name))
+		f.alias(t.Alias)
 	case *TableFunc:
 		f.w(t.Name, "(")
 		f.exprList(t.Args)
@@ -531,14 +551,7 @@ func (f *formatter) table(t TableExpr) {
 		if t.Alias != "" || len(t.Columns) > 0 {
 			f.w(" AS ", Ident(t.Alias))
 		}
-		if len(t.Columns) > 0 {
-			f.w("(")
-			for i, c := range t.Columns {
-				f.sep(i, ", ")
-				f.w(Ident(c))
-			}
-			f.w(")")
-		}
+		f.columnList(t.Columns)
 	case *Join:
 		f.table(t.Left)
 		f.w(" ", joinWords[t.Kind], " ")
