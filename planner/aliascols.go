@@ -107,20 +107,7 @@ func derivedColumnsSelect(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 func derivedColumnsFrom(cat Catalog, t sql.TableExpr) (sql.TableExpr, error) {
 	switch t := t.(type) {
 	case *sql.Join:
-		l, err := derivedColumnsFrom(cat, t.Left)
-		if err != nil {
-			return nil, err
-		}
-		r, err := derivedColumnsFrom(cat, t.Right)
-		if err != nil {
-			return nil, err
-		}
-		if l == t.Left && r == t.Right {
-			return t, nil
-		}
-		j := *t
-		j.Left, j.Right = l, r
-		return &j, nil
+		return mapJoin(t, func(s sql.TableExpr) (sql.TableExpr, error) { return derivedColumnsFrom(cat, s) })
 	case *sql.WindowTVF:
 		if t.Query == nil {
 			return t, nil
@@ -194,4 +181,23 @@ func starOf(q sql.QueryExpr) (*sql.TableName, bool) {
 	}
 	tn, ok := sel.From[0].(*sql.TableName)
 	return tn, ok
+}
+
+// mapJoin is j with f applied to both its sides, j itself when f
+// changes neither.
+func mapJoin(j *sql.Join, f func(sql.TableExpr) (sql.TableExpr, error)) (sql.TableExpr, error) {
+	l, err := f(j.Left)
+	if err != nil {
+		return nil, err
+	}
+	r, err := f(j.Right)
+	if err != nil {
+		return nil, err
+	}
+	if l == j.Left && r == j.Right {
+		return j, nil
+	}
+	c := *j
+	c.Left, c.Right = l, r
+	return &c, nil
 }

@@ -51,20 +51,7 @@ func windowsOverViews(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 func windowOverView(cat Catalog, t sql.TableExpr) (sql.TableExpr, error) {
 	switch t := t.(type) {
 	case *sql.Join:
-		l, err := windowOverView(cat, t.Left)
-		if err != nil {
-			return nil, err
-		}
-		r, err := windowOverView(cat, t.Right)
-		if err != nil {
-			return nil, err
-		}
-		if l == t.Left && r == t.Right {
-			return t, nil
-		}
-		j := *t
-		j.Left, j.Right = l, r
-		return &j, nil
+		return mapJoin(t, func(s sql.TableExpr) (sql.TableExpr, error) { return windowOverView(cat, s) })
 	case *sql.WindowTVF:
 		if t.Kind == "session" {
 			return t, nil

@@ -1500,25 +1500,14 @@ func (n *normalizer) tableFunction(i, hi int) (int, bool, error) {
 	}
 	alias := n.at(a, hi)
 	if (alias.kind == tIdent && !pgReserved[alias.val] || alias.kind == tQIdent) && n.at(a+1, hi).isOp("(") {
-		m := a + 2
-		for {
-			c := n.at(m, hi)
-			if c.kind != tIdent && c.kind != tQIdent {
-				return 0, false, syntaxErrorAt(n.src, c)
-			}
-			span.cols = append(span.cols, c.val)
-			m++
-			if n.at(m, hi).isOp(")") {
-				break
-			}
-			if !n.at(m, hi).isOp(",") {
-				return 0, false, syntaxErrorAt(n.src, n.at(m, hi))
-			}
-			m++
+		cols, end, err := n.columnNames(a+2, hi)
+		if err != nil {
+			return 0, false, err
 		}
+		span.cols = cols
 		n.put("AS", alias.pos, oKeyword)
 		n.put(quoteIdent(alias.val), alias.pos, oName)
-		k = m + 1
+		k = end
 	}
 	n.tvfs = append(n.tvfs, span)
 	return k, true, nil
@@ -1540,29 +1529,37 @@ func (n *normalizer) aliasColumns(i, hi int) (int, bool, error) {
 	if src < 1 || !n.fromSource(src) {
 		return 0, false, nil
 	}
-	span := aliasSpan{alias: t.val}
-	m := i + 2
-	for {
-		c := n.at(m, hi)
-		if c.kind != tIdent && c.kind != tQIdent {
-			return 0, false, syntaxErrorAt(n.src, c)
-		}
-		span.cols = append(span.cols, c.val)
-		m++
-		if n.at(m, hi).isOp(")") {
-			break
-		}
-		if !n.at(m, hi).isOp(",") {
-			return 0, false, syntaxErrorAt(n.src, n.at(m, hi))
-		}
-		m++
+	cols, end, err := n.columnNames(i+2, hi)
+	if err != nil {
+		return 0, false, err
 	}
 	if !n.toks[i-1].is("as") {
 		n.put("AS", t.pos, oKeyword)
 	}
 	n.put(aliasPrefix+strconv.Itoa(len(n.aliases)), t.pos, oName)
-	n.aliases = append(n.aliases, span)
-	return m + 1, true, nil
+	n.aliases = append(n.aliases, aliasSpan{alias: t.val, cols: cols})
+	return end, true, nil
+}
+
+// columnNames reads an alias's column list from word m, after its "(":
+// the names, and the word after the ")".
+func (n *normalizer) columnNames(m, hi int) ([]string, int, error) {
+	var cols []string
+	for {
+		c := n.at(m, hi)
+		if c.kind != tIdent && c.kind != tQIdent {
+			return nil, 0, syntaxErrorAt(n.src, c)
+		}
+		cols = append(cols, c.val)
+		m++
+		if n.at(m, hi).isOp(")") {
+			return cols, m + 1, nil
+		}
+		if !n.at(m, hi).isOp(",") {
+			return nil, 0, syntaxErrorAt(n.src, n.at(m, hi))
+		}
+		m++
+	}
 }
 
 // fromSource reports whether token k ends a FROM item's relation or
