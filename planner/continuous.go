@@ -147,6 +147,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		if sel, err = lateralAsSubquery(cat, sel); err != nil {
 			return nil, err
 		}
+		if sel, err = setsOverJoin(cat, sel); err != nil {
+			return nil, err
+		}
 		if sel, err = windowsOverQuery(sel); err != nil {
 			return nil, err
 		}

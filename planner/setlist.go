@@ -289,3 +289,17 @@ func anySetCall(items []sql.SelectItem) bool {
 	}
 	return false
 }
+
+// setsOverJoin rewrites a view whose select list calls set-returning
+// functions over a join as the same over a subquery that is the join's
+// rows (fromAsSubquery): a view of the join's rows, whose rows the
+// functions' follow as they change.
+func setsOverJoin(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	if len(sel.From) != 1 || aggregates(sel) || hasWindowCall(sel) || !anySetCall(sel.Items) {
+		return sel, nil
+	}
+	if _, ok := sel.From[0].(*sql.Join); !ok || lateralFrom(sel.From) {
+		return sel, nil
+	}
+	return fromAsSubquery(cat, sel, setsAlias)
+}
