@@ -645,6 +645,10 @@ func planFinalTopN(cat Catalog, outer *sql.Select, dt *sql.DerivedTable, inner *
 	if err != nil {
 		return nil, err
 	}
+	if len(q.computed) > 0 {
+		return nil, pgerror.NotSupported("expressions in the PARTITION BY or ORDER BY of a top-N into a %s", kind).
+			WithHint("Compute them in a subquery: FROM (SELECT *, <expression> AS o FROM s) t, and order by o.")
+	}
 	// the event time: a timestamp; of a stream with a WATERMARK, its
 	// column (another timestamp's rows come in no order the watermark
 	// tells); of a subquery's hidden stream, a window's bound or the
@@ -782,14 +786,33 @@ func topNQuery(b *builder, outer *sql.Select, dt *sql.DerivedTable, inner *sql.S
 		return nil, pgerror.NotSupported("a subquery without ROW_NUMBER(), RANK() or DENSE_RANK() in a continuous query")
 	}
 	// The operator's input row is the inner projection without rn.
+	// A term that is an expression is computed before the repartition,
+	// after the read columns (as a GROUP BY key is), and carried.
+	nread := len(sc.cols)
+	var computed []*expr.Expr
 	pos := func(e sql.Expr, what string) (int, error) {
-		c, ok := e.(*sql.ColumnRef)
-		if !ok {
-			return 0, pgerror.NotSupported("%s expressions other than columns in a top-N query", what)
-		}
-		i, err := sc.resolve(c.Table, c.Name)
-		if err != nil {
-			return 0, err
+		var i int
+		if c, ok := e.(*sql.ColumnRef); ok {
+			var err error
+			if i, err = sc.resolve(c.Table, c.Name); err != nil {
+				return 0, err
+			}
+		} else {
+			x, err := b.build(&exprCtx{scope: sc, what: what, noAggs: true}, e)
+			if err != nil {
+				return 0, err
+			}
+			if expr.Volatile(x) {
+				return 0, pgerror.NotSupported("a volatile function or a subquery in a top-N query's %s", what).
+					WithDetail("A row's place is computed again when it leaves, and must come out the same.")
+			}
+			i = slices.IndexFunc(computed, func(y *expr.Expr) bool { return expr.Equal(x, y) })
+			if i < 0 {
+				i = len(computed)
+				computed = append(computed, x)
+				sc.cols = append(sc.cols, scopeCol{name: "_t" + strconv.Itoa(i), typ: x.Type, hidden: true})
+			}
+			i += nread
 		}
 		for j, ic := range innerCols {
 			if ic == i {
@@ -799,7 +822,7 @@ func topNQuery(b *builder, outer *sql.Select, dt *sql.DerivedTable, inner *sql.S
 		// Ordered or partitioned by a column the subquery does not
 		// select: the operator carries it, the outer query cannot see it.
 		innerCols = append(innerCols, i)
-		innerNames = append(innerNames, c.Name)
+		innerNames = append(innerNames, sc.cols[i].name)
 		return len(innerCols) - 1, nil
 	}
 	visible := width // the subquery's columns; carried ones follow
@@ -900,7 +923,7 @@ func topNQuery(b *builder, outer *sql.Select, dt *sql.DerivedTable, inner *sql.S
 		innerProj.Names = append(innerProj.Names, innerNames[j])
 	}
 	return &statefulQuery{
-		filter: filter, partition: partition, out: cols, key: key, changes: true,
+		filter: filter, partition: partition, computed: computed, out: cols, key: key, changes: true,
 		step: step, having: skip, project: proj, pre: &innerProj,
 	}, nil
 }

@@ -169,7 +169,7 @@ func genView(rng *rand.Rand) string {
 		return "SELECT " + strings.Join(items, ", ") + " FROM dv" + where
 	case 3: // ORDER BY … LIMIT
 		items := pick(rng, "*", "id, v", "k, w AS ww", "v + w AS s, id")
-		q := fmt.Sprintf("SELECT %s FROM dv%s ORDER BY %s LIMIT %d", items, where, pick(rng, "v DESC, id", "w, id DESC", "id", "k NULLS FIRST, id"), 1+rng.Intn(4))
+		q := fmt.Sprintf("SELECT %s FROM dv%s ORDER BY %s LIMIT %d", items, where, pick(rng, "v DESC, id", "w, id DESC", "id", "k NULLS FIRST, id", "v * w DESC, id", "abs(w - 1), id", "coalesce(v, 0) + w, id DESC"), 1+rng.Intn(4))
 		if rng.Intn(3) == 0 {
 			q += fmt.Sprintf(" OFFSET %d", rng.Intn(4))
 		}
@@ -181,8 +181,8 @@ func genView(rng *rand.Rand) string {
 		}
 		return "SELECT DISTINCT " + strings.Join(items, ", ") + " FROM dv" + where
 	case 1:
-		part := pick(rng, "", "PARTITION BY k ", "PARTITION BY w ")
-		order := pick(rng, "v DESC, id", "w, id DESC", "id", "_offset DESC, _partition")
+		part := pick(rng, "", "PARTITION BY k ", "PARTITION BY w ", "PARTITION BY w % 2 ", "PARTITION BY coalesce(k, 'z'), w > 0 ")
+		order := pick(rng, "v DESC, id", "w, id DESC", "id", "_offset DESC, _partition", "v * w DESC NULLS LAST, id", "abs(w), id DESC")
 		var items []string
 		for _, c := range []string{"k", "id", "v", "w", "_offset"} {
 			if rng.Intn(2) == 0 {
