@@ -22,12 +22,17 @@ const distinctOnRank = "_distinct_on"
 // so bounded queries run it as a window function and views as a top-N
 // (the latest row per key). As in PostgreSQL, the keys must be the
 // leading ORDER BY terms (42P10); keys and ORDER BY terms may name output
-// columns by name or position. One table or subquery in FROM, and no
-// aggregation: others are 0A000 (rank in a subquery instead).
+// columns by name or position. Over a join or several FROM items, the
+// rows are first a subquery of them (fromAsSubquery). Aggregation is
+// 0A000 (rank in a subquery instead).
 func distinctOnAsRank(b *builder, sel *sql.Select) (*sql.Select, error) {
-	if len(sel.From) != 1 {
-		return nil, pgerror.NotSupported("DISTINCT ON over a join or several FROM items").
-			WithHint("Select the joined rows in a subquery, and take DISTINCT ON of it.")
+	if len(sel.From) != 1 || itemName(sel.From[0]) == "" {
+		// over a join: over a subquery of the joined rows
+		from, err := fromAsSubquery(b.cat, sel, distinctOnRank+"_from")
+		if err != nil {
+			return nil, err
+		}
+		sel = from
 	}
 	alias := itemName(sel.From[0])
 	if alias == "" {

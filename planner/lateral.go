@@ -452,7 +452,9 @@ func lateralAsSubquery(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 // list item keeps the name it had.
 func fromAsSubquery(cat Catalog, sel *sql.Select, alias string) (*sql.Select, error) {
 	b := &builder{cat: cat}
-	_, out, err := b.buildSelect(sel)
+	probe := *sel // its output columns; DISTINCT ON changes no column (and plans a subquery of its own)
+	probe.DistinctOn = nil
+	_, out, err := b.buildSelect(&probe)
 	if err != nil {
 		return nil, err
 	}
@@ -508,6 +510,11 @@ func fromAsSubquery(cat Catalog, sel *sql.Select, alias string) (*sql.Select, er
 			mark(o.Expr)
 		}
 	}
+	for _, e := range sel.DistinctOn {
+		if !byOutput(e) {
+			mark(e)
+		}
+	}
 	// Their names in the subquery.
 	count := map[string]int{}
 	for i := range used {
@@ -557,7 +564,10 @@ func fromAsSubquery(cat Catalog, sel *sql.Select, alias string) (*sql.Select, er
 		pos++
 	}
 	for _, e := range sel.DistinctOn {
-		outer.DistinctOn = append(outer.DistinctOn, requalify(e))
+		if !byOutput(e) {
+			e = requalify(e)
+		}
+		outer.DistinctOn = append(outer.DistinctOn, e)
 	}
 	for _, g := range sel.GroupBy {
 		outer.GroupBy = append(outer.GroupBy, requalify(g))

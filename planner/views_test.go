@@ -1148,6 +1148,19 @@ func genJoinView(rng *rand.Rand) string {
 		if strings.Contains(from, " jc c ") {
 			order += ", c.id"
 		}
+		if rng.Intn(4) == 0 { // DISTINCT ON over the join: each key's first joined row
+			// then by every output column: a view's id (jc's) is a
+			// count, and may tie
+			key := pick(rng, "a.k", "b.v", "a.v % 2")
+			n := 1 // list is items[:n]
+			for n < len(items) && strings.Join(items[:n], ", ") != list {
+				n++
+			}
+			for i := 2; i <= n+1; i++ {
+				order += fmt.Sprintf(", %d", i)
+			}
+			return fmt.Sprintf("SELECT DISTINCT ON (%s) %s AS dk, %s%s ORDER BY %s, %s", key, key, list, from, key, order)
+		}
 		if rng.Intn(3) == 0 { // the same as ORDER BY … LIMIT over the join
 			// then by every output column (by position): a view's id
 			// (jv's, standing for jc) is a count, and rows tying on
