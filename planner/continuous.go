@@ -193,6 +193,9 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		if nested.From, err = ns.from(sel.From); err != nil {
 			return nil, err
 		}
+		if nested.Where, err = ns.probes(sel.Where); err != nil {
+			return nil, err
+		}
 		if len(ns.subs) > 0 {
 			c, err := planSelect(ns.cat, ca, &nested)
 			if err != nil {

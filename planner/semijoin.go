@@ -362,3 +362,69 @@ func tableNamed(te sql.TableExpr, name string) bool {
 	}
 	return false
 }
+
+// probeAlias names the subquery of an IN over a grouped subquery.
+const probeAlias = "_probe"
+
+// probes hides the subqueries the EXISTS and IN (SELECT …) conjuncts of a
+// view's WHERE read, so that existsAsJoins finds relations to join with:
+// a subquery in a probe's FROM is a hidden view, as one in the view's
+// FROM clause is; an IN over a grouped or limited subquery that reads no
+// outer column is one over a subquery of its rows, hidden too:
+//
+//	x IN (SELECT k FROM r GROUP BY k HAVING count(*) > 5)
+//	→ x IN (SELECT _probe1._p FROM (SELECT k AS _p FROM r GROUP BY k HAVING count(*) > 5) _probe1)
+//
+// and the subquery (SELECT k AS _p …) a hidden view.
+func (ns *nester) probes(where sql.Expr) (sql.Expr, error) {
+	var out sql.Expr
+	for _, c := range conjuncts(where) {
+		kind, sub, in := probeOf(c)
+		if s, ok := sub.(*sql.Select); ok && kind != "" && len(s.From) == 1 {
+			if in != nil && (aggregates(s) || s.Limit != nil || s.Offset != nil) && len(s.Items) == 1 {
+				if _, _, err := (&builder{cat: ns.cat}).buildQuery(s); err == nil { // reads no outer column
+					alias := probeAlias + strconv.Itoa(len(ns.subs)+1)
+					inner := *s
+					inner.Items = []sql.SelectItem{{Expr: s.Items[0].Expr, Alias: "_p"}}
+					s = &sql.Select{Items: []sql.SelectItem{{Expr: &sql.ColumnRef{Table: alias, Name: "_p"}}},
+						From: []sql.TableExpr{&sql.DerivedTable{Query: &inner, Alias: alias}}}
+				}
+			}
+			if _, ok := s.From[0].(*sql.DerivedTable); ok {
+				outer := ns.outer
+				ns.outer = s
+				from, err := ns.from(s.From)
+				ns.outer = outer
+				if err != nil {
+					return nil, err
+				}
+				hidden := *s
+				hidden.From = from
+				c = withProbe(c, &hidden)
+			}
+		}
+		if out == nil {
+			out = c
+		} else {
+			out = &sql.Binary{Op: "and", L: out, R: c}
+		}
+	}
+	return out, nil
+}
+
+// withProbe is the probe conjunct c (probeOf) over the subquery s instead.
+func withProbe(c sql.Expr, s sql.QueryExpr) sql.Expr {
+	switch x := c.(type) {
+	case *sql.Subquery:
+		y := *x
+		y.Query = s
+		return &y
+	case *sql.Unary:
+		return &sql.Unary{Op: x.Op, X: withProbe(x.X, s)}
+	case *sql.In:
+		y := *x
+		y.Sub = s
+		return &y
+	}
+	return c
+}

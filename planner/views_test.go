@@ -1117,7 +1117,12 @@ func genJoinView(rng *rand.Rand) string {
 			"NOT EXISTS (SELECT 1 FROM ja p WHERE p.k = b.k AND p.id > b.id)",
 			"a.v NOT IN (SELECT v FROM jc p WHERE p.id % 2 = 0)",
 			"b.v NOT IN (SELECT p.v + 1 FROM jc p WHERE p.k = a.k)",
-			"a.k NOT IN (SELECT k FROM jb)")
+			"a.k NOT IN (SELECT k FROM jb)",
+			"a.v IN (SELECT v FROM jc p GROUP BY v HAVING count(*) > 1)",
+			"EXISTS (SELECT 1 FROM (SELECT k, max(v) AS m FROM jc p GROUP BY k) p2 WHERE p2.k = a.k AND p2.m > a.v)",
+			"a.k IN (SELECT k FROM (SELECT k, v FROM jc p WHERE v > 1) p2)",
+			"NOT EXISTS (SELECT 1 FROM (SELECT k FROM jb p WHERE v IS NOT NULL) p2 WHERE p2.k = b.k)",
+			"b.v IN (SELECT max(v) FROM jc p GROUP BY k)")
 		if where == "" {
 			where = " WHERE " + probe
 		} else {
