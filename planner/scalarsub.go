@@ -79,13 +79,13 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 		keys = append(keys, value)
 		return value, true
 	}
-	out.Where = mapScalars(sel.Where, rewrite)
+	out.Where = mapScalars(aggregatesApart(sel.Where), rewrite)
 	fromWhere := len(joined)
 	inSelect = true
 	if !grouped || len(sel.GroupBy) > 0 {
 		out.Items = make([]sql.SelectItem, len(sel.Items))
 		for i, it := range sel.Items {
-			x := mapScalars(it.Expr, rewrite)
+			x := mapScalars(aggregatesApart(it.Expr), rewrite)
 			out.Items[i] = sql.SelectItem{Expr: x, Alias: it.Alias}
 			if out.Items[i].Alias == "" && x != it.Expr {
 				out.Items[i].Alias = columnName(it.Expr) // the name the subquery gave the column
@@ -381,3 +381,48 @@ func perRow(cat Catalog, outer *sql.Select, s *sql.Subquery, alias string) (inne
 // countsRows says whether an aggregate over no rows is 0 (count,
 // regr_count), not NULL: a LEFT JOINed subquery's missing row means 0.
 func countsRows(name string) bool { return name == "count" || name == "regr_count" }
+
+// aggregatesApart rewrites each scalar subquery of e whose value is an
+// expression of several aggregates, or of one aggregate and constants,
+// (SELECT avg(w) / 10 FROM b WHERE b.k = a.k), as that expression of
+// one subquery per aggregate, ((SELECT avg(w) FROM b WHERE b.k = a.k) /
+// 10): an aggregate without GROUP BY has one row, so each is that row's
+// value, and each is then a subquery scalarsAsJoins plans. Only a value
+// that reads no column outside its aggregates is rewritten.
+func aggregatesApart(e sql.Expr) sql.Expr {
+	return mapScalars(e, func(s *sql.Subquery) (sql.Expr, bool) {
+		inner, ok := s.Query.(*sql.Select)
+		if !ok || s.Exists || s.Array || len(inner.Items) != 1 || len(inner.GroupBy) > 0 || inner.Having != nil ||
+			len(inner.From) == 0 || inner.Limit != nil || inner.Offset != nil || inner.Distinct || len(inner.DistinctOn) > 0 || len(inner.OrderBy) > 0 {
+			return nil, false
+		}
+		item := inner.Items[0].Expr
+		if f, ok := item.(*sql.FuncCall); ok && operators.IsAggregate(f.Name) || !hasAggregate(item) {
+			return nil, false // one aggregate, or none
+		}
+		apart := true
+		walkExpr(item, func(n sql.Expr) bool {
+			switch x := n.(type) {
+			case *sql.ColumnRef, *sql.Subquery, *sql.Star:
+				apart = false
+			case *sql.FuncCall:
+				if x.Over != nil {
+					apart = false
+				}
+				return !operators.IsAggregate(x.Name)
+			}
+			return apart
+		})
+		if !apart {
+			return nil, false
+		}
+		return sql.Rewrite(item, func(n sql.Expr) (sql.Expr, bool) {
+			if f, ok := n.(*sql.FuncCall); ok && operators.IsAggregate(f.Name) {
+				one := *inner
+				one.Items = []sql.SelectItem{{Expr: f}}
+				return &sql.Subquery{Query: &one}, true
+			}
+			return nil, false
+		}), true
+	})
+}

@@ -28,7 +28,7 @@ func TestScalarSubqueryViewDifferential(t *testing.T) {
 // select list, where the planner refuses them).
 func genScalarView(rng *rand.Rand) string {
 	own := func() string {
-		q := fmt.Sprintf("(SELECT %s FROM %s", pick(rng, "avg(v)", "max(w)", "min(v)", "count(*)", "sum(w)", "count(DISTINCT k)"), pick(rng, "dv", "du"))
+		q := fmt.Sprintf("(SELECT %s FROM %s", pick(rng, "avg(v)", "max(w)", "min(v)", "count(*)", "sum(w)", "count(DISTINCT k)", "max(w) - min(w)", "sum(v) + count(*)"), pick(rng, "dv", "du"))
 		if rng.Intn(3) == 0 {
 			q += " WHERE " + pick(rng, "k = 'a'", "w > 0", "v IS NOT NULL")
 		}
@@ -38,7 +38,8 @@ func genScalarView(rng *rand.Rand) string {
 		return q + ")"
 	}
 	corr := func() string {
-		q := fmt.Sprintf("(SELECT %s FROM %s x WHERE %s", pick(rng, "max(x.w)", "count(*)", "sum(x.v)", "min(v)", "count(x.v)", "avg(x.w)"),
+		q := fmt.Sprintf("(SELECT %s FROM %s x WHERE %s", pick(rng, "max(x.w)", "count(*)", "sum(x.v)", "min(v)", "count(x.v)", "avg(x.w)",
+			"count(*) * 10 + coalesce(max(x.v), -1)", "sum(x.w) - min(x.v)", "coalesce(avg(x.v), 0) / 2"),
 			pick(rng, "dv", "du"), pick(rng, "x.k = dv.k", "dv.k = x.k", "x.w = dv.w", "x.k = dv.k AND x.w = dv.w % 3",
 				// correlated otherwise than by equalities: per outer row
 				"x.k = dv.k AND x.v > dv.v", "x.w < dv.v", "x.id < dv.id", "x.k = dv.k AND x.id <> dv.id"))
