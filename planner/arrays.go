@@ -429,8 +429,7 @@ func (b *builder) funcScan(c *exprCtx, q sql.QueryExpr, mode string, x *expr.Exp
 // missingAggregates are PostgreSQL's aggregates fvsql does not have yet:
 // calls of them are 0A000, not 42883 (undefined function).
 var missingAggregates = map[string]bool{
-	"json_agg": true, "jsonb_agg": true, "json_object_agg": true,
-	"jsonb_object_agg": true, "bit_and": true, "bit_or": true, "bit_xor": true, "xmlagg": true, "any_value": true,
+	"bit_and": true, "bit_or": true, "bit_xor": true, "xmlagg": true, "any_value": true,
 }
 
 // catalogLookups are functions whose value is a column of a system

@@ -71,6 +71,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if err := recursiveIn(ca.Query.Body); err != nil {
 		return nil, err
 	}
+	jsonAggregates(ca.Query.Body)
 	if body, err := derivedColumns(cat, ca.Query.Body); err != nil {
 		return nil, err
 	} else if body != ca.Query.Body {

@@ -56,6 +56,7 @@ type Query struct {
 // PlanQuery plans a bounded SELECT. paramTypes are the types the client
 // declared for $1…$n (types.Unknown where it left them open).
 func PlanQuery(cat Catalog, q *sql.Query, paramTypes []types.Type) (*Query, error) {
+	jsonAggregates(q.Body)
 	b := &builder{cat: cat, params: append([]types.Type(nil), paramTypes...)}
 	if q.Emit != sql.EmitDefault {
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT is only allowed in CREATE … AS queries")
