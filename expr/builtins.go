@@ -613,6 +613,10 @@ func init() {
 		// jsonb
 		fn("->>", tt(types.JSONB, text), text, func(a []types.Value) (types.Value, error) { return jsonField(a[0], a[1].S, true) }),
 		fn("->", tt(types.JSONB, text), types.JSONB, func(a []types.Value) (types.Value, error) { return jsonField(a[0], a[1].S, false) }),
+		fn("->>", tt(types.JSONB, i4), text, func(a []types.Value) (types.Value, error) { return jsonElement(a[0], a[1].I, true) }),
+		fn("->", tt(types.JSONB, i4), types.JSONB, func(a []types.Value) (types.Value, error) { return jsonElement(a[0], a[1].I, false) }),
+		fn("#>>", tt(types.JSONB, types.TextArray), text, func(a []types.Value) (types.Value, error) { return jsonPathOp(a[0], a[1], true) }),
+		fn("#>", tt(types.JSONB, types.TextArray), types.JSONB, func(a []types.Value) (types.Value, error) { return jsonPathOp(a[0], a[1], false) }),
 		// json_build_object and jsonb_build_object both make jsonb: fvsql
 		// has no json type (SQLAlchemy's get_columns builds identity
 		// options with it).
@@ -627,7 +631,7 @@ func init() {
 		}},
 	}
 	for _, f := range fs {
-		if f.Name == "->>" || f.Name == "->" {
+		if f.Name == "->>" || f.Name == "->" || f.Name == "#>>" || f.Name == "#>" {
 			f.Infix = true
 		}
 	}

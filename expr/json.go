@@ -386,3 +386,46 @@ func stripNulls(x any) any {
 	}
 	return x
 }
+
+// jsonElement is x -> i and x ->> i: an array's element i (negative from
+// the end), NULL for anything else.
+func jsonElement(doc types.Value, i int64, asText bool) (types.Value, error) {
+	x, err := jsonDoc(doc)
+	if err != nil {
+		return types.NullValue, err
+	}
+	arr, ok := x.([]any)
+	switch {
+	case ok:
+	case x == nil || jsonTypeof(x) == "object":
+		return types.NullValue, nil
+	default: // a scalar is an array of itself to ->, as in PostgreSQL
+		arr = []any{x}
+	}
+	if i < 0 {
+		i += int64(len(arr))
+	}
+	if i < 0 || i >= int64(len(arr)) {
+		return types.NullValue, nil
+	}
+	if asText {
+		return jsonText(arr[i])
+	}
+	return jsonValue(arr[i])
+}
+
+// jsonPathOp is x #> path and x #>> path.
+func jsonPathOp(doc, path types.Value, asText bool) (types.Value, error) {
+	x, err := jsonDoc(doc)
+	if err != nil {
+		return types.NullValue, err
+	}
+	y, ok := jsonPath(x, path.Elems())
+	if !ok {
+		return types.NullValue, nil
+	}
+	if asText {
+		return jsonText(y)
+	}
+	return jsonValue(y)
+}

@@ -201,13 +201,7 @@ func jsonField(doc types.Value, key string, asText bool) (types.Value, error) {
 			return types.NullValue, nil
 		}
 		field = f
-	case []any:
-		i, err := types.ParseText(types.Int4, key)
-		if err != nil || i.I < 0 || int(i.I) >= len(o) {
-			return types.NullValue, nil
-		}
-		field = o[i.I]
-	default:
+	default: // an array's elements are x -> int (jsonElement)
 		return types.NullValue, nil
 	}
 	if field == nil {

@@ -1005,6 +1005,21 @@ func (c *converter) funcCall(e *tast.FuncCallExpr) (Expr, error) {
 	if s := e.Schema.O; s != "" && s != "pg_catalog" {
 		name = s + "." + name
 	} else if s == "" {
+		if op, ok := strings.CutPrefix(name, fnJSONOp); ok && len(e.Args) == 2 {
+			for sym, n := range jsonOps {
+				if n == op {
+					l, err := c.expr(e.Args[0])
+					if err != nil {
+						return nil, err
+					}
+					r, err := c.expr(e.Args[1])
+					if err != nil {
+						return nil, err
+					}
+					return &Binary{Op: sym, L: l, R: r}, nil
+				}
+			}
+		}
 		switch name {
 		case fnCast:
 			return c.cast(e)

@@ -94,6 +94,8 @@
 //	                            __fvsql_cube(…), __fvsql_grouping_sets(…), an empty
 //	                            set () __fvsql_empty_set(): a GroupingSets node
 //	WITH x AS (…) SELECT …      CTEs inlined as derived tables
+//	x -> y, x ->> y, x #> y, x #>> y
+//	                            __fvsql_jsonop_get(x, y), …: a Binary
 //	WITH RECURSIVE t AS (a UNION [ALL] s)
 //	                            a Recursive query (anchor a, step s); s
 //	                            reads t as a WorkTable
@@ -105,7 +107,8 @@
 //
 // # Known limits
 //
-//   - Multidimensional arrays (ARRAY[ARRAY[…]]), JSON operators (@>, …),
+//   - Multidimensional arrays (ARRAY[ARRAY[…]]), JSON operators other
+//     than -> ->> #> #>> (@>, ?, …),
 //     SIMILAR TO, NATURAL JOIN, LATERAL subqueries,
 //     VALUES as a query, DEFAULT in VALUES,
 //     FOR UPDATE and INSERT … ON CONFLICT or RETURNING give 0A000

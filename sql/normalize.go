@@ -50,6 +50,7 @@ const (
 	fnCube         = "__fvsql_cube"          // GROUP BY CUBE (…)
 	fnGroupingSets = "__fvsql_grouping_sets" // GROUP BY GROUPING SETS (…)
 	fnEmptySet     = "__fvsql_empty_set"     // () in GROUPING SETS
+	fnJSONOp       = "__fvsql_jsonop_"       // x -> y, x ->> y, x #> y, x #>> y: a prefix of jsonOps' names
 	// noLimit stands for "no LIMIT" when only OFFSET was written, since
 	// TiDB needs a count before OFFSET.
 	noLimit = "18446744073709551615"
@@ -328,8 +329,86 @@ func quoteIdent(s string) string {
 // mapping ^ back from XOR to power).
 var passOps = setOf(`+ - * / % ^ || = <> != < <= > >= & | << >> , . :: ( ) ~ ~* !~ !~* ~~ !~~ ~~* !~~*`)
 
+// jsonOps are the jsonb operators, each rewritten as a call named
+// fnJSONOp and its name here, which the converter makes a Binary again.
+var jsonOps = map[string]string{"->": "get", "->>": "gettext", "#>": "path", "#>>": "pathtext"}
+
+// jsonOp rewrites `x -> y` (and ->>, #>, #>>) as a call of x and y. The
+// left operand is the primary before it (a column, a call, a cast, a
+// parenthesized expression, an operator of its kind before: they are
+// left associative); the right one the primary after it with its casts,
+// which bind tighter, as in PostgreSQL. Both sit above the comparisons
+// and below the arithmetic operators there, which only matters for
+// operands PostgreSQL would refuse (jsonb has no + or *).
+func (n *normalizer) jsonOp(i, hi int) (int, error) {
+	t := n.toks[i]
+	start := n.primaryStart()
+	end := n.operandEnd(i+1, hi)
+	if start < 0 || end < 0 {
+		return 0, syntaxErrorAt(n.src, t)
+	}
+	n.wrapOpen(start, fnJSONOp+jsonOps[t.val], t.pos)
+	n.put(",", t.pos, oOther)
+	if n.before == nil {
+		n.before = make(map[int]int)
+	}
+	n.before[end]++
+	return i + 1, nil
+}
+
+// operandEnd is where the primary starting at input token i ends (with
+// its casts): a literal or parameter (signed), a name, a qualified name,
+// a call, a parenthesized expression or ARRAY[…]; -1 if none starts
+// there.
+func (n *normalizer) operandEnd(i, hi int) int {
+	k := i
+	if n.at(k, hi).isOp("-") || n.at(k, hi).isOp("+") {
+		k++
+	}
+	switch t := n.at(k, hi); {
+	case k >= hi:
+		return -1
+	case t.isOp("("):
+		if k = n.match(k, hi); k < 0 {
+			return -1
+		}
+		k++
+	case t.kind == tIdent && t.val == "array" && n.at(k+1, hi).isOp("["):
+		if k = n.matchBracket(k+1, hi); k < 0 {
+			return -1
+		}
+		k++
+	case t.kind == tIdent || t.kind == tQIdent:
+		k++
+		for n.at(k, hi).isOp(".") && k+1 < hi && (n.at(k+1, hi).kind == tIdent || n.at(k+1, hi).kind == tQIdent) {
+			k += 2
+		}
+		if k < hi && n.at(k, hi).isOp("(") {
+			if k = n.match(k, hi); k < 0 {
+				return -1
+			}
+			k++
+		}
+	case t.kind == tOp || t.kind == tEOF:
+		return -1
+	default: // a literal or a parameter
+		k++
+	}
+	for k < hi && n.at(k, hi).isOp("::") {
+		_, next, err := n.typeName(k+1, hi)
+		if err != nil {
+			return -1
+		}
+		k = next
+	}
+	return k
+}
+
 func (n *normalizer) opStep(i, hi int) (int, error) {
 	t := n.toks[i]
+	if _, ok := jsonOps[t.val]; ok {
+		return n.jsonOp(i, hi)
+	}
 	if !passOps[t.val] {
 		switch t.val {
 		case "[":
