@@ -1026,7 +1026,8 @@ func init() {
 // carriedOver are the aggregates overCarrier carries over a window.
 var carriedOver = map[string]bool{"bool_and": true, "bool_or": true, "every": true, "string_agg": true, "array_agg": true,
 	"corr": true, "covar_pop": true, "covar_samp": true, "regr_avgx": true, "regr_avgy": true, "regr_count": true,
-	"regr_intercept": true, "regr_r2": true, "regr_slope": true, "regr_sxx": true, "regr_sxy": true, "regr_syy": true}
+	"regr_intercept": true, "regr_r2": true, "regr_slope": true, "regr_sxx": true, "regr_sxy": true, "regr_syy": true,
+	"jsonb_agg": true, "json_agg": true, "jsonb_object_agg": true, "json_object_agg": true}
 
 // overCarrier rewrites f(…) OVER w, an aggregate TiDB's grammar takes no
 // OVER after, into __fvsql_over(f(…), sum(0) OVER w): the window rides
