@@ -232,35 +232,13 @@ func setsAsSubquery(b *builder, sel *sql.Select) (*sql.Select, error) {
 	inner := &sql.Select{From: sel.From, Where: sel.Where}
 	out := &sql.Select{Distinct: sel.Distinct, Limit: sel.Limit, Offset: sel.Offset,
 		From: []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: setsAlias}}}
-	names := make([]string, len(items))
 	for i, it := range items {
 		col := setsAlias + strconv.Itoa(i+1)
 		inner.Items = append(inner.Items, sql.SelectItem{Expr: it.Expr, Alias: col})
-		names[i] = outputName(it)
-		out.Items = append(out.Items, sql.SelectItem{Expr: &sql.ColumnRef{Name: col}, Alias: names[i]})
+		out.Items = append(out.Items, sql.SelectItem{Expr: &sql.ColumnRef{Name: col}, Alias: outputName(it)})
 	}
-	term := func(e sql.Expr) sql.Expr {
-		switch t := e.(type) {
-		case *sql.Literal:
-			if t.Value.K.IsInteger() && t.Value.I >= 1 && int(t.Value.I) <= len(items) {
-				return &sql.ColumnRef{Name: setsAlias + strconv.Itoa(int(t.Value.I))}
-			}
-		case *sql.ColumnRef:
-			if t.Table == "" {
-				at := -1
-				for i, n := range names {
-					if n == t.Name {
-						if at >= 0 {
-							return e // ambiguous: the enclosing query says so
-						}
-						at = i
-					}
-				}
-				if at >= 0 {
-					return &sql.ColumnRef{Name: setsAlias + strconv.Itoa(at+1)}
-				}
-			}
-		}
+	// A term is a select item's column, or computed by the subquery.
+	column := func(e sql.Expr) sql.Expr {
 		fp := fingerprint(e)
 		for i, it := range items {
 			if fingerprint(it.Expr) == fp {
@@ -271,11 +249,22 @@ func setsAsSubquery(b *builder, sel *sql.Select) (*sql.Select, error) {
 		inner.Items = append(inner.Items, sql.SelectItem{Expr: e, Alias: col})
 		return &sql.ColumnRef{Name: col}
 	}
-	for _, k := range sel.DistinctOn {
-		out.DistinctOn = append(out.DistinctOn, term(k))
+	keys := make([]sql.OrderItem, len(sel.DistinctOn))
+	for i, k := range sel.DistinctOn {
+		keys[i].Expr = k
 	}
-	for _, o := range sel.OrderBy {
-		out.OrderBy = append(out.OrderBy, sql.OrderItem{Expr: term(o.Expr), Desc: o.Desc, NullsFirst: o.NullsFirst})
+	if keys, err = orderTerms(items, keys); err != nil { // output columns by position or name
+		return nil, err
+	}
+	for _, k := range keys {
+		out.DistinctOn = append(out.DistinctOn, column(k.Expr))
+	}
+	order, err := orderTerms(items, sel.OrderBy)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range order {
+		out.OrderBy = append(out.OrderBy, sql.OrderItem{Expr: column(o.Expr), Desc: o.Desc, NullsFirst: o.NullsFirst})
 	}
 	return out, nil
 }
