@@ -29,6 +29,9 @@ import (
 // Lists with a function whose arguments read other items (LATERAL), or of
 // more than 64 items, keep the plain left-to-right cross joins.
 func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (plan.Node, *scope, sql.Expr, error) {
+	if len(from) >= 2 && where != nil && lateralList(from) {
+		return b.filterBeforeFunctions(from, where)
+	}
 	if len(from) < 2 || len(from) > 64 || where == nil || !independentItems(from) || b.lateralFuncs {
 		node, sc, err := b.buildFrom(from)
 		return node, sc, where, err
@@ -486,4 +489,56 @@ func itemNames(te sql.TableExpr) (map[string]bool, bool) {
 	}
 	ok := add(te)
 	return names, ok
+}
+
+// lateralList says whether a FROM list is one item and functions after
+// it (FROM s, unnest(s.tags) t, …).
+func lateralList(from []sql.TableExpr) bool {
+	for _, t := range from[1:] {
+		if _, ok := t.(*sql.TableFunc); !ok {
+			return false
+		}
+	}
+	_, fn := from[0].(*sql.TableFunc)
+	return !fn
+}
+
+// filterBeforeFunctions plans a FROM list of one item and functions of
+// its rows with WHERE's conjuncts that read that item alone (and call
+// nothing volatile) as filters before the functions, as PostgreSQL does:
+// a row they drop never reaches the functions, which cost work, and can
+// fail on a row the query leaves out (jsonb_each of an array). Each such
+// conjunct must still read the same columns over the whole FROM list (a
+// name a function's column shares is ambiguous there): it is built over
+// that scope too, for its errors. The rest of WHERE is returned.
+func (b *builder) filterBeforeFunctions(from []sql.TableExpr, where sql.Expr) (plan.Node, *scope, sql.Expr, error) {
+	node, sc, err := b.buildTable(from[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var early, rest []sql.Expr
+	for _, c := range conjuncts(where) {
+		if set, ok := itemsRead(c, []*scope{sc}); ok && set != 0 {
+			pred, err := b.wherePred(sc, c)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if !expr.Volatile(pred) {
+				node = appendSteps(node, plan.Step{Op: plan.OpFilter, Pred: pred})
+				early = append(early, c)
+				continue
+			}
+		}
+		rest = append(rest, c)
+	}
+	node, all, err := b.buildFromRest(node, sc, from[1:])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, c := range early {
+		if _, err := b.wherePred(all, c); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return node, all, andAll(rest), nil
 }

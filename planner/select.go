@@ -326,7 +326,13 @@ func (b *builder) buildFrom(from []sql.TableExpr) (plan.Node, *scope, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, t := range from[1:] {
+	return b.buildFromRest(node, sc, from[1:])
+}
+
+// buildFromRest plans the FROM items after the first (node, its scope
+// sc).
+func (b *builder) buildFromRest(node plan.Node, sc *scope, rest []sql.TableExpr) (plan.Node, *scope, error) {
+	for _, t := range rest {
 		var rn plan.Node
 		var rs *scope
 		var err error
