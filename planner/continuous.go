@@ -263,6 +263,11 @@ func planSelect(cat Catalog, ca *sql.CreateAs, sel *sql.Select) (*Continuous, er
 			return planStreamJoin(cat, ca, sel, j)
 		}
 	}
+	if len(sel.From) == 0 {
+		return nil, pgerror.NotSupported("a continuous query that reads no stream or view").
+			WithDetail("Its rows are constants (SELECT without FROM, VALUES, functions of constants): nothing would ever change them.").
+			WithHint("Run it as a bounded SELECT.")
+	}
 	if len(sel.From) != 1 {
 		return nil, pgerror.NotSupported("continuous queries over more than one input (use JOIN … ON)")
 	}
