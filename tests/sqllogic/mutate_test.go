@@ -144,13 +144,13 @@ type mutationSource struct {
 }
 
 var (
-	setupRE     = regexp.MustCompile(`(?is)^\s*(CREATE\s|INSERT\s+INTO\s|FLUSH\b)`)
+	setupRE = regexp.MustCompile(`(?is)^\s*(CREATE\s|INSERT\s+INTO\s|FLUSH\b)`)
 	// endlessRE: statements that may run until cancelled by design
 	// (SUBSCRIBE; WITH RECURSIVE, whose mutants easily lose the
 	// condition that ends them, as in PostgreSQL), which a mutant's 10 s
 	// would call a hang
 	endlessRE = regexp.MustCompile(`(?i)subscribe|\brecursive\b`)
-	flushRE     = regexp.MustCompile(`(?i)^\s*FLUSH\s*;?\s*$`)
+	flushRE   = regexp.MustCompile(`(?i)^\s*FLUSH\s*;?\s*$`)
 )
 
 func loadMutationCorpus(t *testing.T, file string) mutationCorpus {
