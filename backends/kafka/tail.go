@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/fvsql/fvsql/backends"
@@ -95,7 +96,20 @@ type TailOptions struct {
 type Tail struct {
 	stream string
 	cl     *kgo.Client
+	// newClient makes a client reading from offsets; at is where each
+	// partition's next read starts, to make one again from.
+	newClient func(offsets map[int32]kgo.Offset) (*kgo.Client, error)
+	at        map[int32]kgo.Offset
+	// staleSince is when fetches began to fail with UNKNOWN_TOPIC_ID
+	staleSince time.Time
 }
+
+// staleTopicGrace is how long a Tail's fetches may fail with
+// UNKNOWN_TOPIC_ID before it starts a new client: a topic dropped and
+// created again under its name has a new id, and a client that took the
+// old one from its first metadata (a broker still deleting the old
+// topic) kept failing (a view's copy never caught up, and FLUSH hung).
+const staleTopicGrace = time.Second
 
 // TailBatch is what one Poll read.
 type TailBatch struct {
@@ -124,17 +138,24 @@ func (s *Streamer) Tail(stream string, from map[int32]int64, o TailOptions) (*Ta
 			offsets[p] = kgo.NewOffset().At(off)
 		}
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(s.cfg.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.Topic(stream): offsets}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(o.MaxWait),
-	}, s.auth...)...)
-	if err != nil {
-		return nil, pgerror.Wrap(err, pgerror.IOError, "kafka: tail of %s", s.Topic(stream))
+	newClient := func(offsets map[int32]kgo.Offset) (*kgo.Client, error) {
+		cl, err := kgo.NewClient(append([]kgo.Opt{
+			kgo.SeedBrokers(s.cfg.Brokers...),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.Topic(stream): offsets}),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.KeepControlRecords(),
+			kgo.FetchMaxWait(o.MaxWait),
+		}, s.auth...)...)
+		if err != nil {
+			return nil, pgerror.Wrap(err, pgerror.IOError, "kafka: tail of %s", s.Topic(stream))
+		}
+		return cl, nil
 	}
-	return &Tail{stream: stream, cl: cl}, nil
+	cl, err := newClient(offsets)
+	if err != nil {
+		return nil, err
+	}
+	return &Tail{stream: stream, cl: cl, newClient: newClient, at: maps.Clone(offsets)}, nil
 }
 
 // Poll waits for records and returns them. It returns ctx's error once
@@ -147,7 +168,9 @@ func (t *Tail) Poll(ctx context.Context) (TailBatch, error) {
 		return TailBatch{}, err
 	}
 	var ferr error
+	stale := false
 	fs.EachError(func(topic string, p int32, err error) {
+		stale = stale || errors.Is(err, kerr.UnknownTopicID)
 		if ferr == nil && !errors.Is(err, context.Canceled) {
 			ferr = pgerror.Wrap(err, pgerror.IOError, "kafka: read %s[%d]", topic, p)
 		}
@@ -155,6 +178,7 @@ func (t *Tail) Poll(ctx context.Context) (TailBatch, error) {
 	b := TailBatch{Next: map[int32]int64{}}
 	fs.EachRecord(func(r *kgo.Record) {
 		b.Next[r.Partition] = r.Offset + 1
+		t.at[r.Partition] = kgo.NewOffset().At(r.Offset + 1)
 		if r.Attrs.IsControl() {
 			return
 		}
@@ -163,6 +187,18 @@ func (t *Tail) Poll(ctx context.Context) (TailBatch, error) {
 			Timestamp: r.Timestamp, Key: r.Key, Payload: r.Value,
 		})
 	})
+	switch {
+	case !stale:
+		t.staleSince = time.Time{}
+	case t.staleSince.IsZero():
+		t.staleSince = time.Now()
+	case time.Since(t.staleSince) > staleTopicGrace:
+		// a client of fresh metadata, from where this one got to
+		if cl, err := t.newClient(maps.Clone(t.at)); err == nil {
+			t.cl.Close()
+			t.cl, t.staleSince = cl, time.Time{}
+		}
+	}
 	return b, ferr
 }
 
