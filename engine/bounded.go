@@ -108,17 +108,7 @@ func (q *query) run(ctx context.Context, n plan.Node, env *expr.Env, emit operat
 	}
 	switch n := n.(type) {
 	case *plan.Values:
-		for rows := n.Rows; len(rows) > 0; {
-			k := min(len(rows), valuesBatch)
-			if err := q.budget.Err(); err != nil {
-				return err
-			}
-			if err := emit(&operators.Batch{Rows: rows[:k]}); err != nil {
-				return err
-			}
-			rows = rows[k:]
-		}
-		return nil
+		return q.emitRows(n.Rows, emit)
 	case *plan.Source:
 		return q.runSource(ctx, n, nil, nil, env, emit)
 	case *plan.FuncRows:
@@ -130,7 +120,7 @@ func (q *query) run(ctx context.Context, n plan.Node, env *expr.Env, emit operat
 	case *plan.Recursive:
 		return q.runRecursive(ctx, n, env, emit)
 	case *plan.WorkTable:
-		return q.runWorkTable(n, emit)
+		return q.emitRows(q.work[n.ID], emit)
 	case *plan.UnionAll:
 		for _, in := range n.Inputs {
 			if err := q.run(ctx, in, env, emit); err != nil {

@@ -79,9 +79,10 @@ func (q *query) runRecursive(ctx context.Context, n *plan.Recursive, env *expr.E
 	return nil
 }
 
-// runWorkTable sends a recursive query's work table.
-func (q *query) runWorkTable(n *plan.WorkTable, emit operators.Emit) error {
-	for rows := q.work[n.ID]; len(rows) > 0; {
+// emitRows sends rows held in memory (constants, a work table) in
+// batches, stopping once the query has ended.
+func (q *query) emitRows(rows []types.Row, emit operators.Emit) error {
+	for len(rows) > 0 {
 		k := min(len(rows), valuesBatch)
 		if err := q.budget.Err(); err != nil {
 			return err

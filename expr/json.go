@@ -199,26 +199,10 @@ func init() {
 				return types.NewInt(i4, int64(len(arr))), nil
 			}),
 			&Func{Name: p + "_extract_path", Args: tt(j, text), Variadic: true, Ret: j, Eval: func(a []types.Value) (types.Value, error) {
-				x, err := jsonDoc(a[0])
-				if err != nil {
-					return types.NullValue, err
-				}
-				y, ok := jsonPath(x, a[1:])
-				if !ok {
-					return types.NullValue, nil
-				}
-				return jsonValue(y)
+				return pathValue(a[0], a[1:], false)
 			}},
 			&Func{Name: p + "_extract_path_text", Args: tt(j, text), Variadic: true, Ret: text, Eval: func(a []types.Value) (types.Value, error) {
-				x, err := jsonDoc(a[0])
-				if err != nil {
-					return types.NullValue, err
-				}
-				y, ok := jsonPath(x, a[1:])
-				if !ok {
-					return types.NullValue, nil
-				}
-				return jsonText(y)
+				return pathValue(a[0], a[1:], true)
 			}},
 			fn("to_"+p, tt(Any), j, toJSONB),
 			&Func{Name: p + "_build_array", Args: tt(Any), Variadic: true, Ret: j, NonStrict: true, Eval: func(a []types.Value) (types.Value, error) {
@@ -416,15 +400,21 @@ func jsonElement(doc types.Value, i int64, asText bool) (types.Value, error) {
 
 // jsonPathOp is x #> path and x #>> path.
 func jsonPathOp(doc, path types.Value, asText bool) (types.Value, error) {
+	return pathValue(doc, path.Elems(), asText)
+}
+
+// pathValue is what path leads to in doc (jsonPath), as jsonb or as text
+// (jsonText); NULL when it leads nowhere.
+func pathValue(doc types.Value, path []types.Value, asText bool) (types.Value, error) {
 	x, err := jsonDoc(doc)
 	if err != nil {
 		return types.NullValue, err
 	}
-	y, ok := jsonPath(x, path.Elems())
-	if !ok {
+	y, ok := jsonPath(x, path)
+	switch {
+	case !ok:
 		return types.NullValue, nil
-	}
-	if asText {
+	case asText:
 		return jsonText(y)
 	}
 	return jsonValue(y)
