@@ -555,23 +555,19 @@ func (e *Engine) seed(ctx context.Context, stages []*stageRun, topo *plan.Topolo
 // createStateTopic makes a stage's compacted checkpoint topic.
 func (e *Engine) createStateTopic(ctx context.Context, topic string, partitions int) error {
 	compact, maxBytes := "compact", strconv.Itoa(MaxMessageBytes)
-	resp, err := e.admin.CreateTopic(ctx, int32(partitions), -1, map[string]*string{"cleanup.policy": &compact, "max.message.bytes": &maxBytes}, e.topic(topic))
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := kafka.CreateTopic(ctx, e.cl, e.topic(topic), int32(partitions), map[string]*string{"cleanup.policy": &compact, "max.message.bytes": &maxBytes}); err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "engine: create state topic %s", e.topic(topic))
 	}
 	return nil
 }
 
+// createTopic makes an internal topic. Its name is not the incarnation's
+// (a view dropped and created again uses it again), so it must be the new
+// topic to every consumer started after it: kafka.CreateTopic waits for
+// its id.
 func (e *Engine) createTopic(ctx context.Context, topic string, partitions int) error {
 	maxBytes := strconv.Itoa(MaxMessageBytes)
-	resp, err := e.admin.CreateTopic(ctx, int32(max(partitions, 1)), -1, map[string]*string{"max.message.bytes": &maxBytes}, e.topic(topic))
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := kafka.CreateTopic(ctx, e.cl, e.topic(topic), int32(max(partitions, 1)), map[string]*string{"max.message.bytes": &maxBytes}); err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "engine: create topic %s", e.topic(topic))
 	}
 	return nil
@@ -638,7 +634,7 @@ func (e *Engine) Drop(ctx context.Context, name string, topo *plan.Topology) err
 		}
 	}
 	if len(topics) > 0 {
-		if _, err := e.admin.DeleteTopics(ctx, topics...); err != nil {
+		if err := kafka.DeleteTopics(ctx, e.cl, topics...); err != nil {
 			e.cfg.Logger.Warn("deleting internal topics failed", "pipeline", name, "err", err)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
@@ -120,91 +119,17 @@ func (s *Streamer) CreateStream(ctx context.Context, spec backends.StreamSpec) e
 			configs[k] = &v
 		}
 	}
-	resp, err := s.admin.CreateTopic(ctx, int32(shards), -1, configs, s.Topic(spec.Name))
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := CreateTopic(ctx, s.client, s.Topic(spec.Name), int32(shards), configs); err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "kafka: create topic %s", s.Topic(spec.Name))
 	}
-	return s.awaitTopic(ctx, s.Topic(spec.Name))
-}
-
-// awaitTopic waits (up to 15 s) until the cluster's metadata lists the
-// topic with a leader for every partition: Apache Kafka answers
-// CreateTopics before every broker knows the topic, and a listing of its
-// offsets in that moment fails with UNKNOWN_TOPIC_OR_PARTITION. So a
-// stream is usable as soon as CreateStream returns.
-//
-// It asks the broker each time with a metadata request of its own:
-// kadm's ListTopics answers from franz-go's metadata cache, which keeps a
-// topic it saw without leaders (a topic of several partitions, just
-// created) for the client's MetadataMinAge, 5 s. On Apache Kafka every
-// CREATE of a view took 5 s more for it. A request sent through the
-// client also refreshes that cache, so the offsets listed next see the
-// leaders.
-func (s *Streamer) awaitTopic(ctx context.Context, topic string) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	for {
-		err := topicReady(ctx, s.client, topic)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return pgerror.Wrap(fmt.Errorf("%w (last: %v)", ctx.Err(), err), pgerror.IOError, "kafka: topic %s not ready", topic)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// topicReady asks the cluster for topic's metadata (uncached) and reports
-// why it is not ready, nil when every partition has a leader.
-func topicReady(ctx context.Context, cl *kgo.Client, topic string) error {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return err
-	}
-	for _, t := range resp.Topics {
-		if t.Topic == nil || *t.Topic != topic {
-			continue
-		}
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return err
-		}
-		if len(t.Partitions) == 0 {
-			return errors.New("no partitions yet")
-		}
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return err
-			}
-			if p.Leader < 0 {
-				return fmt.Errorf("partition %d has no leader yet", p.Partition)
-			}
-		}
-		return nil
-	}
-	return kerr.UnknownTopicOrPartition
+	return nil
 }
 
 // DropStream deletes the topic.
 func (s *Streamer) DropStream(ctx context.Context, name string) error {
-	resp, err := s.admin.DeleteTopic(ctx, s.Topic(name))
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+	if err := DeleteTopics(ctx, s.client, s.Topic(name)); err != nil {
 		return pgerror.Wrap(err, pgerror.IOError, "kafka: delete topic %s", s.Topic(name))
 	}
-	// The client keeps the topic's id and partitions; a topic created
-	// again under the name has a new id, which it would not learn.
-	s.client.PurgeTopicsFromClient(s.Topic(name))
 	return nil
 }
 
