@@ -271,8 +271,15 @@ func (pt *partition) sourceWatermark(v string, ts int64, derived bool) {
 // group, a slower stage's output) looks silent for as long as the others
 // wrote meanwhile, which the reader may cross in a fraction of that, and
 // its rows, once they come, would be late.
+//
+// And only once the reader is caught up: while its own input holds records
+// it has not read, the silent source's next report may be among them. A
+// stage starved of CPU (or a slower one upstream, committing late) falls
+// seconds behind in wall-clock time while the sources' reports wait in
+// its input; taking one of them for idle then made its rows late
+// (TestJoinOfJoinsBacklog under load: 500 to 10,000 of 89,686).
 func (pt *partition) idle(s *sourceWM, idle time.Duration) bool {
-	if s.derived {
+	if s.derived || !pt.caughtUp {
 		return false
 	}
 	ts := s.logTS
@@ -316,14 +323,15 @@ func (pt *partition) upstreamWatermark(w *worker) int64 {
 	// a retried epoch), so that much is added to the idle timeout.
 	idle := w.p.e.cfg.IdleTimeout + 2*w.p.e.cfg.CheckpointInterval
 	// a derived source that never reported is waited for, however long;
-	// another, as long as the idle timeout in both times
+	// another, as long as the idle timeout in both times, and until the
+	// reader has read all its input holds (see idle)
 	for id := range w.stage.derived {
 		if pt.sources[id] == nil {
 			return math.MinInt64
 		}
 	}
-	if len(pt.sources) < w.stage.sources && (pt.logNow-pt.logFirst <= idle.Microseconds() || time.Since(pt.created) <= idle) &&
-		!(pt.quiet && time.Since(pt.created) > idle) {
+	if len(pt.sources) < w.stage.sources && (!pt.caughtUp ||
+		(pt.logNow-pt.logFirst <= idle.Microseconds() || time.Since(pt.created) <= idle) && !(pt.quiet && time.Since(pt.created) > idle)) {
 		return math.MinInt64
 	}
 	active, all := int64(math.MaxInt64), int64(math.MaxInt64)

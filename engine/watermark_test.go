@@ -9,7 +9,7 @@ import (
 // TestSourceWatermarks: a report marked derived (a watermark from upstream)
 // makes its source derived, never idle however long it is silent; an
 // unmarked one goes idle after the timeout in both the input's time and
-// wall-clock time; the partition meta keeps both kinds (and a meta from
+// wall-clock time, once the reader has read all its input holds; the partition meta keeps both kinds (and a meta from
 // before derived sources still reads).
 func TestSourceWatermarks(t *testing.T) {
 	const idle = time.Second
@@ -27,8 +27,12 @@ func TestSourceWatermarks(t *testing.T) {
 	for _, s := range pt.sources {
 		s.updated = time.Now().Add(-2 * idle)
 	}
+	if pt.idle(pt.sources[3], idle) {
+		t.Fatal("idle while the reader had records left to read (the source's report may be among them)")
+	}
+	pt.caughtUp = true
 	if !pt.idle(pt.sources[3], idle) {
-		t.Fatal("not idle after a silence in both times")
+		t.Fatal("not idle after a silence in both times, the reader caught up")
 	}
 	if pt.idle(pt.sources[7], idle) {
 		t.Fatal("a derived source taken for idle")

@@ -68,7 +68,10 @@ func TestJoinOfJoinsBacklog(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got != want || st.Late != 0 || st.Dropped != 0 {
-			t.Fatalf("j3 holds %s (count|sum(v)|sum(cv)); its SELECT returns %s; %d rows late, %d dropped", got, want, st.Late, st.Dropped)
+			// which stage set them aside, and the first reason of each
+			where := windowRows(t, conn, "SELECT stage, count(*), min(reason) FROM j3_errors GROUP BY stage ORDER BY stage")
+			t.Fatalf("j3 holds %s (count|sum(v)|sum(cv)); its SELECT returns %s; %d rows late, %d dropped; set aside by stage: %v",
+				got, want, st.Late, st.Dropped, where)
 		}
 		t.Logf("j3: %s (count|sum(v)|sum(cv)), as its SELECT; none late", got)
 	})
