@@ -54,13 +54,21 @@ func Coerce(e *Expr, to types.Type, assign bool) (*Expr, error) {
 	return nil, pgerror.New(pgerror.DatatypeMismatch, "expression %s is of type %s but %s is expected", e, e.Type, to)
 }
 
+// jsonbConcat says x || y of these types is jsonb || jsonb: both jsonb, or
+// one jsonb and the other an unknown literal (or NULL), as PostgreSQL
+// resolves it; jsonb || text is text's concatenation.
+func jsonbConcat(x, y types.Type) bool {
+	loose := func(t types.Type) bool { return t == types.JSONB || t == types.Unknown || t == types.Null }
+	return (x == types.JSONB || y == types.JSONB) && loose(x) && loose(y)
+}
+
 // Call builds a call of a function or operator by name, resolving the
 // overload and inserting implicit casts.
 func Call(name string, args ...*Expr) (*Expr, error) {
 	if compareOps[name] && len(args) == 2 {
 		return Compare(name, args[0], args[1])
 	}
-	if name == "||" && len(args) == 2 && !args[0].Type.IsArray() && !args[1].Type.IsArray() {
+	if name == "||" && len(args) == 2 && !args[0].Type.IsArray() && !args[1].Type.IsArray() && !jsonbConcat(args[0].Type, args[1].Type) {
 		// anynonarray || text: the non-text side is cast to text.
 		for i, a := range args {
 			if !a.Type.IsString() && a.Type != types.Null {

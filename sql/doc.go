@@ -94,8 +94,8 @@
 //	                            __fvsql_cube(…), __fvsql_grouping_sets(…), an empty
 //	                            set () __fvsql_empty_set(): a GroupingSets node
 //	WITH x AS (…) SELECT …      CTEs inlined as derived tables
-//	x -> y, x ->> y, x #> y, x #>> y
-//	                            __fvsql_jsonop_get(x, y), …: a Binary
+//	x -> y, x ->> y, x #> y, x #>> y, x @> y, x <@ y, x ? y, x ?| y,
+//	x ?& y, x #- y              __fvsql_jsonop_get(x, y), …: a Binary
 //	WITH RECURSIVE t AS (a UNION [ALL] s)
 //	                            a Recursive query (anchor a, step s); s
 //	                            reads t as a WorkTable

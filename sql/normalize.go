@@ -331,7 +331,8 @@ var passOps = setOf(`+ - * / % ^ || = <> != < <= > >= & | << >> , . :: ( ) ~ ~* 
 
 // jsonOps are the jsonb operators, each rewritten as a call named
 // fnJSONOp and its name here, which the converter makes a Binary again.
-var jsonOps = map[string]string{"->": "get", "->>": "gettext", "#>": "path", "#>>": "pathtext"}
+var jsonOps = map[string]string{"->": "get", "->>": "gettext", "#>": "path", "#>>": "pathtext",
+	"@>": "contains", "<@": "containedby", "?": "exists", "?|": "existsany", "?&": "existsall", "#-": "deletepath"}
 
 // jsonOp rewrites `x -> y` (and ->>, #>, #>>) as a call of x and y. The
 // left operand is the primary before it (a column, a call, a cast, a
