@@ -181,7 +181,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 		sel = distinctAsSubquery(whereIntoJoins(sel))
 	}
 	if ca.Kind == sql.KindMaterializedView {
-		sel = scalarsAsJoins(cat, notInAsProbes(cat, sel))
+		sel = scalarsAsJoins(cat, notInAsProbes(cat, quantifiedAsScalars(sel)))
 		var err error
 		if sel, err = limitOverGroups(sel); err != nil {
 			return nil, err
@@ -726,6 +726,11 @@ func statelessSelect(cat Catalog, sel *sql.Select, what string) (*plan.Chain, *s
 	}
 	chain, ok := node.(*plan.Chain)
 	if ok && len(chain.Subqueries) > 0 {
+		if quantifiedSubquery(sel) {
+			return nil, nil, pgerror.NotSupported("a comparison with ANY or ALL (SELECT …) in %s, other than one WHERE decides with through AND and OR", what).
+				WithDetail("Such a comparison with =, <>, <, <=, > or >= runs as one with the subquery's min, max and count; under NOT, in CASE or in the select list its NULLs would differ.").
+				WithHint("Write x <= ALL (…) for NOT (x > ANY (…)), or NOT EXISTS (SELECT … WHERE …) for a test of each row.")
+		}
 		return nil, nil, pgerror.NotSupported("this scalar subquery in %s", what).
 			WithDetail("A continuous query runs a scalar subquery that is an aggregate without GROUP BY over relations of its own, as a join with its one row; not one that reads the outer row (correlated), or that may be several rows.").
 			WithHint("Join with the subquery grouped by the correlated columns: FROM s JOIN (SELECT k, count(*) AS n FROM r GROUP BY k) c ON c.k = s.k.")
