@@ -18,12 +18,8 @@ import (
 // at its memory limit, its statement_timeout or a cancel, as in
 // PostgreSQL.
 func (q *query) runRecursive(ctx context.Context, n *plan.Recursive, env *expr.Env, emit operators.Emit) error {
-	var charged int64
-	defer func() { q.budget.Release(charged) }()
-	charge := func(k int64) error {
-		charged += k
-		return q.budget.Grow(k)
-	}
+	acct := q.budget.Account()
+	defer acct.Close()
 	seen := map[string]bool{}
 	var kb []byte
 	var made []types.Row
@@ -36,14 +32,14 @@ func (q *query) runRecursive(ctx context.Context, n *plan.Recursive, env *expr.E
 				if seen[string(kb)] {
 					continue
 				}
-				if err := charge(int64(len(kb)) + 48); err != nil {
+				if err := acct.Grow(int64(len(kb)) + 48); err != nil {
 					return err
 				}
 				seen[string(kb)] = true
 			}
 			row = slices.Clip(append(types.Row(nil), row...)) // kept past this batch; an append to it copies
 			size := operators.RowBytes(row)
-			if err := charge(size); err != nil {
+			if err := acct.Grow(size); err != nil {
 				return err
 			}
 			madeBytes += size
@@ -68,8 +64,7 @@ func (q *query) runRecursive(ctx context.Context, n *plan.Recursive, env *expr.E
 			return err
 		}
 		q.work[n.ID] = made
-		q.budget.Release(last)
-		charged -= last
+		acct.Release(last)
 		last = madeBytes
 		made, madeBytes = nil, 0
 		if err := q.run(ctx, n.Step, env, collect); err != nil {

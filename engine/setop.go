@@ -13,19 +13,15 @@ import (
 // to the query's memory account), then streams the left through the
 // counts.
 func (q *query) runSetOp(ctx context.Context, n *plan.SetOp, env *expr.Env, emit operators.Emit) error {
-	var charged int64
-	defer func() { q.budget.Release(charged) }()
-	charge := func(k int) error {
-		charged += int64(k) + 48
-		return q.budget.Grow(int64(k) + 48)
-	}
+	acct := q.budget.Account()
+	defer acct.Close()
 	counts := map[string]int64{}
 	var kb []byte
 	err := q.run(ctx, n.Right, env, func(b *operators.Batch) error {
 		for _, row := range b.Rows {
 			kb = types.AppendKeyRow(kb[:0], row[:n.Width])
 			if _, ok := counts[string(kb)]; !ok {
-				if err := charge(len(kb)); err != nil {
+				if err := acct.Grow(int64(len(kb)) + 48); err != nil {
 					return err
 				}
 			}
@@ -57,7 +53,7 @@ func (q *query) runSetOp(ctx context.Context, n *plan.SetOp, env *expr.Env, emit
 			default:
 				keep = (c > 0) != n.Except && !seen[string(kb)]
 				if keep {
-					if err := charge(len(kb)); err != nil {
+					if err := acct.Grow(int64(len(kb)) + 48); err != nil {
 						return err
 					}
 					seen[string(kb)] = true

@@ -56,6 +56,33 @@ func (b *Budget) Release(n int64) {
 	}
 }
 
+// Account is a holder's share of a budget (a bounded query's step that
+// keeps rows while it runs): it grows and gives back as the holder's
+// rows come and go, and gives back what is left at once when the holder
+// is done (Close).
+type Account struct {
+	b *Budget
+	n int64
+}
+
+// Account opens a share of b.
+func (b *Budget) Account() *Account { return &Account{b: b} }
+
+// Grow charges n bytes to the account and its budget (see Budget.Grow).
+func (a *Account) Grow(n int64) error {
+	a.n += n
+	return a.b.Grow(n)
+}
+
+// Release gives back n of the account's bytes.
+func (a *Account) Release(n int64) {
+	a.n -= n
+	a.b.Release(n)
+}
+
+// Close gives back every byte the account still holds.
+func (a *Account) Close() { a.Release(a.n) }
+
 // Used reports the bytes charged now.
 func (b *Budget) Used() int64 {
 	if b == nil {
