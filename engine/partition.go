@@ -73,6 +73,12 @@ type sourceWM struct {
 	// stages that read streams, and their watermark, moving again, comes
 	// through it.
 	derived bool
+	// behind: its last report said its sender had records of its own
+	// input left to read (wmBehindHeader). Its silence then says the
+	// sender is slow (starved of CPU, working through a backlog), not that
+	// its input is idle, and it is not taken for idle until a report says
+	// it caught up.
+	behind bool
 }
 
 // partition returns (building on first use) a partition's work.
@@ -240,7 +246,7 @@ func (pt *partition) logTime(ts int64) {
 // sourceWatermark records a watermark control record from upstream,
 // written at ts (the record's timestamp, microseconds); derived: its
 // source's watermark comes from upstream (sourceWM.derived).
-func (pt *partition) sourceWatermark(v string, ts int64, derived bool) {
+func (pt *partition) sourceWatermark(v string, ts int64, derived, behind bool) {
 	src, wm, ok := strings.Cut(v, ":")
 	if !ok {
 		return
@@ -258,6 +264,7 @@ func (pt *partition) sourceWatermark(v string, ts int64, derived bool) {
 	cur.logTS = ts
 	cur.updated = time.Now()
 	cur.derived = derived
+	cur.behind = behind
 	if m > cur.wm {
 		cur.wm = m
 	}
@@ -279,7 +286,7 @@ func (pt *partition) sourceWatermark(v string, ts int64, derived bool) {
 // its input; taking one of them for idle then made its rows late
 // (TestJoinOfJoinsBacklog under load: 500 to 10,000 of 89,686).
 func (pt *partition) idle(s *sourceWM, idle time.Duration) bool {
-	if s.derived || !pt.caughtUp {
+	if s.derived || s.behind || !pt.caughtUp {
 		return false
 	}
 	ts := s.logTS
@@ -396,6 +403,9 @@ func (pt *partition) sendWatermark(w *worker, beat bool) {
 		// a watermark from upstream (sourceWM.derived); in a header of
 		// its own, which a process from before it ignores
 		headers = append(headers, kgo.RecordHeader{Key: wmDerivedHeader})
+	} else if !pt.caughtUp {
+		// records of its input still to read (sourceWM.behind)
+		headers = append(headers, kgo.RecordHeader{Key: wmBehindHeader})
 	}
 	topic := w.p.e.topic(w.stage.output.Topic)
 	w.p.e.cfg.Logger.Debug("watermark sent", "pipeline", w.p.name, "stage", w.stage.def.Name, "partition", pt.key.part, "wm", pt.wm, "to", topic, "partitions", parts)

@@ -9,14 +9,15 @@ import (
 // TestSourceWatermarks: a report marked derived (a watermark from upstream)
 // makes its source derived, never idle however long it is silent; an
 // unmarked one goes idle after the timeout in both the input's time and
-// wall-clock time, once the reader has read all its input holds; the partition meta keeps both kinds (and a meta from
+// wall-clock time, once the reader has read all its input holds, unless
+// its sender said it had input left to read; the partition meta keeps both kinds (and a meta from
 // before derived sources still reads).
 func TestSourceWatermarks(t *testing.T) {
 	const idle = time.Second
 	pt := &partition{sources: map[int32]*sourceWM{}, logFirst: 0}
-	pt.sourceWatermark("3:1000", 10, false)
-	pt.sourceWatermark("7:2000", 10, true)
-	pt.sourceWatermark("7:1500", 20, true) // a watermark never goes back
+	pt.sourceWatermark("3:1000", 10, false, false)
+	pt.sourceWatermark("7:2000", 10, true, false)
+	pt.sourceWatermark("7:1500", 20, true, false) // a watermark never goes back
 	if s := pt.sources[7]; s.wm != 2000 || !s.derived || pt.sources[3].derived {
 		t.Fatalf("sources %+v %+v", *pt.sources[3], *pt.sources[7])
 	}
@@ -33,6 +34,18 @@ func TestSourceWatermarks(t *testing.T) {
 	pt.caughtUp = true
 	if !pt.idle(pt.sources[3], idle) {
 		t.Fatal("not idle after a silence in both times, the reader caught up")
+	}
+	// a source whose last report said its sender had input left to read
+	// is slow, not idle, until a report says it caught up
+	pt.sourceWatermark("3:1100", 10, false, true)
+	pt.sources[3].updated = time.Now().Add(-2 * idle)
+	if pt.idle(pt.sources[3], idle) {
+		t.Fatal("a source whose sender was behind taken for idle")
+	}
+	pt.sourceWatermark("3:1200", 10, false, false)
+	pt.sources[3].updated = time.Now().Add(-2 * idle)
+	if !pt.idle(pt.sources[3], idle) {
+		t.Fatal("a source whose sender caught up not idle after the silence")
 	}
 	if pt.idle(pt.sources[7], idle) {
 		t.Fatal("a derived source taken for idle")

@@ -28,6 +28,10 @@ const wmHeader = "fvsql-wm"
 // its own upstream partitions (see sourceWM.derived).
 const wmDerivedHeader = "fvsql-wm-derived"
 
+// wmBehindHeader, after wmHeader, says the sender had records of its own
+// input left to read when it sent the watermark (see sourceWM.behind).
+const wmBehindHeader = "fvsql-wm-behind"
+
 // worker is one consumer goroutine of a stage.
 type worker struct {
 	p     *pipeline
@@ -56,8 +60,13 @@ type worker struct {
 	epochs    uint64 // epochs begun, the Env.Epoch of the partitions' steps
 	produce   func(*kgo.Record)
 	refused   refusedRecords // records the broker refused for good (oversize.go)
-	owned     atomic.Int64
-	assigned  atomic.Bool // has had partitions
+	// owned is the set of partitions the group gave the worker, by its
+	// callbacks; a set, so that a callback repeating an assignment (a
+	// rejoin under load) or coming after the worker's run ended never
+	// counts a partition twice or below none
+	ownedMu  sync.Mutex
+	owned    map[partKey]bool
+	assigned atomic.Bool // has had partitions
 }
 
 // awaitSiblings holds a starting worker's first epoch until every local
@@ -166,6 +175,17 @@ func (t topicPartitioner) OnNewBatch() {
 
 func isControl(r *kgo.Record) bool { return len(r.Headers) > 0 && r.Headers[0].Key == wmHeader }
 
+// hasHeader reports whether a control record carries the mark key after
+// its first header.
+func hasHeader(r *kgo.Record, key string) bool {
+	for _, h := range r.Headers[1:] {
+		if h.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
 // isPlaced reports whether a record names its own partition: watermark
 // control records and state checkpoint records (state partition = input
 // partition, so state moves with its partition).
@@ -222,29 +242,49 @@ func (w *worker) clientOpts() []kgo.Opt {
 		// itself, between polls. (A transactional epoch that lost a
 		// partition aborts, which drops every partition's operators.)
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			w.adjustOwned(m, 1)
+			w.adjustOwned(m, true)
 			if len(m) > 0 && w.assigned.CompareAndSwap(false, true) {
 				w.stage.noteAssigned()
 			}
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			w.noteRevoked(m)
-			w.adjustOwned(m, -1)
+			w.adjustOwned(m, false)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			w.noteRevoked(m)
-			w.adjustOwned(m, -1)
+			w.adjustOwned(m, false)
 		}),
 	}, e.cfg.KafkaOpts...)
 }
 
-func (w *worker) adjustOwned(m map[string][]int32, sign int64) {
-	var n int64
-	for _, ps := range m {
-		n += int64(len(ps))
+// adjustOwned adds the partitions of m to the worker's owned set (add)
+// or takes them out, and the pipeline's count with it.
+func (w *worker) adjustOwned(m map[string][]int32, add bool) {
+	w.ownedMu.Lock()
+	defer w.ownedMu.Unlock()
+	if w.owned == nil {
+		w.owned = map[partKey]bool{}
 	}
-	w.owned.Add(sign * n)
-	w.p.partitions.Add(sign * n)
+	before := len(w.owned)
+	for t, ps := range m {
+		for _, p := range ps {
+			if add {
+				w.owned[partKey{t, p}] = true
+			} else {
+				delete(w.owned, partKey{t, p})
+			}
+		}
+	}
+	w.p.partitions.Add(int64(len(w.owned) - before))
+}
+
+// disown empties the worker's owned set (its run ended).
+func (w *worker) disown() {
+	w.ownedMu.Lock()
+	defer w.ownedMu.Unlock()
+	w.p.partitions.Add(-int64(len(w.owned)))
+	clear(w.owned)
 }
 
 // resetParts drops every partition's operators; they are rebuilt from
@@ -336,7 +376,7 @@ func (w *worker) run() error {
 		return err
 	}
 	defer func() {
-		w.p.partitions.Add(-w.owned.Swap(0))
+		w.disown()
 		w.parts = nil
 		w.p.setWatermark(w.id, math.MinInt64)
 	}()
@@ -688,7 +728,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 			pt.logTime(r.Timestamp.UnixMicro())
 		}
 		if isControl(r) {
-			pt.sourceWatermark(string(r.Headers[0].Value), r.Timestamp.UnixMicro(), len(r.Headers) > 1 && r.Headers[1].Key == wmDerivedHeader)
+			pt.sourceWatermark(string(r.Headers[0].Value), r.Timestamp.UnixMicro(), hasHeader(r, wmDerivedHeader), hasHeader(r, wmBehindHeader))
 			continue
 		}
 		if isSeed(r) {
@@ -741,9 +781,7 @@ func (w *worker) processPartition(fp kgo.FetchTopicPartition) error {
 			return err
 		}
 	}
-	if w.fromCtl {
-		pt.fetched(fp)
-	}
+	pt.fetched(fp)
 	if err := pt.advance(w); err != nil {
 		return err
 	}
