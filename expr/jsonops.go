@@ -2,6 +2,7 @@ package expr
 
 import (
 	"encoding/json"
+	"maps"
 	"math/big"
 	"strconv"
 	"strings"
@@ -224,13 +225,8 @@ func jsonConcat(x, y any) any {
 	xo, xObj := x.(map[string]any)
 	yo, yObj := y.(map[string]any)
 	if xObj && yObj {
-		out := make(map[string]any, len(xo)+len(yo))
-		for k, v := range xo {
-			out[k] = v
-		}
-		for k, v := range yo {
-			out[k] = v
-		}
+		out := maps.Clone(xo)
+		maps.Copy(out, yo)
 		return out
 	}
 	asArray := func(v any) []any {
@@ -308,27 +304,33 @@ func arrayIndex(step types.Value, pos, n int) (int, bool, error) {
 	return i, i >= 0 && i < n, nil
 }
 
+// pathStep is path's element at pos, the step #-, jsonb_set and
+// jsonb_insert take there, and whether it is the last; a NULL one is an
+// error.
+func pathStep(path []types.Value, pos int) (step types.Value, last bool, err error) {
+	if path[pos].K == types.Null {
+		return types.Value{}, false, pgerror.New(pgerror.NullValueNotAllowed, "path element at position %d is null", pos+1)
+	}
+	return path[pos], pos == len(path)-1, nil
+}
+
 // jsonDeletePath is x #- path: x without what path leads to (x as it is
 // when path leads nowhere).
 func jsonDeletePath(x any, path []types.Value, pos int) (any, error) {
 	if len(path) == 0 {
 		return x, nil
 	}
-	step := path[pos]
-	if step.K == types.Null {
-		return nil, pgerror.New(pgerror.NullValueNotAllowed, "path element at position %d is null", pos+1)
+	step, last, err := pathStep(path, pos)
+	if err != nil {
+		return nil, err
 	}
-	last := pos == len(path)-1
 	switch o := x.(type) {
 	case map[string]any:
 		v, ok := o[step.S]
 		if !ok {
 			return x, nil
 		}
-		out := make(map[string]any, len(o))
-		for k, w := range o {
-			out[k] = w
-		}
+		out := maps.Clone(o)
 		if last {
 			delete(out, step.S)
 			return out, nil
@@ -369,18 +371,14 @@ func jsonSetPath(x any, path []types.Value, pos int, v any, insert, flag bool) (
 	if len(path) == 0 {
 		return x, nil
 	}
-	step := path[pos]
-	if step.K == types.Null {
-		return nil, pgerror.New(pgerror.NullValueNotAllowed, "path element at position %d is null", pos+1)
+	step, last, err := pathStep(path, pos)
+	if err != nil {
+		return nil, err
 	}
-	last := pos == len(path)-1
 	switch o := x.(type) {
 	case map[string]any:
 		w, ok := o[step.S]
-		out := make(map[string]any, len(o)+1)
-		for k, e := range o {
-			out[k] = e
-		}
+		out := maps.Clone(o)
 		switch {
 		case last && insert && ok:
 			return nil, pgerror.New(pgerror.InvalidParameterValue, "cannot replace existing key").
