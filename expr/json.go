@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/fvsql/fvsql/pgerror"
@@ -114,14 +113,8 @@ func jsonPath(x any, path []types.Value) (any, bool) {
 			}
 			x = v
 		case []any:
-			i, err := strconv.Atoi(strings.TrimSpace(p.S))
-			if err != nil {
-				return nil, false
-			}
-			if i < 0 {
-				i += len(o)
-			}
-			if i < 0 || i >= len(o) {
+			i, ok, err := arrayIndex(p, 0, len(o)) // a step that is no position leads nowhere here
+			if err != nil || !ok {
 				return nil, false
 			}
 			x = o[i]
