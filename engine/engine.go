@@ -733,6 +733,7 @@ func (e *Engine) stageLag(ctx context.Context, pipeline string, s *stageRun) (in
 // FLUSH for the others: FLUSH goes on without it and returns one warning
 // per such pipeline, naming it and its error.
 func (e *Engine) Flush(ctx context.Context) (warnings []string, err error) {
+	start := time.Now()
 	e.mu.Lock()
 	ps := make([]*pipeline, 0, len(e.order))
 	for _, n := range e.order {
@@ -743,7 +744,7 @@ func (e *Engine) Flush(ctx context.Context) (warnings []string, err error) {
 		if e.host.Heartbeat(ctx, p.name) == Stop {
 			continue // dropped: its topics may be gone, and it stops at its next heartbeat
 		}
-		err := e.flushPipeline(ctx, p)
+		err := e.flushPipeline(ctx, p, start)
 		var st *stuckError
 		if errors.As(err, &st) {
 			warnings = append(warnings, st.Error())
@@ -763,12 +764,17 @@ func (s *stuckError) Error() string {
 	return fmt.Sprintf("FLUSH did not wait for pipeline %q: it is %s: %s", s.pipeline, s.status, s.err)
 }
 
-func (e *Engine) flushPipeline(ctx context.Context, p *pipeline) error {
+// flushPipeline flushes p's stages; one acting on the wall clock also
+// ticks after start (flushTicks).
+func (e *Engine) flushPipeline(ctx context.Context, p *pipeline, start time.Time) error {
 	if err := p.waitIngest(ctx); err != nil {
 		return err
 	}
 	for _, s := range p.stages {
 		if err := e.flushStage(ctx, p, s); err != nil {
+			return err
+		}
+		if err := e.flushTicks(ctx, p, s, start); err != nil {
 			return err
 		}
 		// what the stage wrote is readable when FLUSH returns
@@ -787,6 +793,36 @@ func (e *Engine) flushPipeline(ctx context.Context, p *pipeline) error {
 
 func (e *Engine) flushStage(ctx context.Context, p *pipeline, s *stageRun) error {
 	return e.waitGroup(ctx, p, s.def.Name, s.inputTopics(e))
+}
+
+// flushTicks waits, for a stage acting on the wall clock (a temporal
+// filter), until the clock's tick at or after start has committed, so
+// that the rows whose time ended before FLUSH began have left the view:
+// a tick of every local worker, and a checkpoint interval since start
+// (within which a worker of another process ticks too, unless it is
+// stuck).
+func (e *Engine) flushTicks(ctx context.Context, p *pipeline, s *stageRun, start time.Time) error {
+	ticks := false
+	for _, st := range s.def.Steps {
+		ticks = ticks || st.Ticks()
+	}
+	if !ticks {
+		return nil
+	}
+	for {
+		ok, local := s.ticks.since(start)
+		if ok && (local || time.Since(start) > 2*e.cfg.CheckpointInterval) {
+			return nil
+		}
+		if msg, stuck := p.stuck(); stuck {
+			return &stuckError{pipeline: p.name, status: p.record().Status, err: msg}
+		}
+		select {
+		case <-ctx.Done():
+			return pgerror.New(pgerror.QueryCanceled, "FLUSH: pipeline %q (%s) did not tick the clock: %s", p.name, s.def.Name, p.record().Status)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // waitGroup waits until a pipeline group's committed offsets reach the

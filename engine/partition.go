@@ -179,6 +179,19 @@ func (pt *partition) restore(w *worker) error {
 	return nil
 }
 
+// tick hands the wall clock's tick to the chain's Tickers, in chain
+// order.
+func (pt *partition) tick() error {
+	for _, s := range pt.stateful {
+		if t, ok := s.op.(operators.Ticker); ok {
+			if err := t.OnTick(s.emit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // seed hands a seed marker to the chain's Seeders (an aggregate without
 // GROUP BY emits its group over no rows), in chain order.
 func (pt *partition) seed() error {

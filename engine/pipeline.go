@@ -83,6 +83,45 @@ type stageRun struct {
 	// reached Kafka, and without the wait the new owner could read the
 	// old owner's local state before that epoch landed in it.
 	committing commitsInFlight
+	// ticks holds, per local worker, the wall-clock time of its last
+	// committed tick (a stage whose steps act on the clock): FLUSH waits
+	// for a tick after its start (Engine.flushTicks).
+	ticks tickTimes
+}
+
+// tickTimes is the time of each local worker's last committed tick.
+type tickTimes struct {
+	mu sync.Mutex
+	at map[int]time.Time
+}
+
+func (t *tickTimes) set(worker int, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.at == nil {
+		t.at = map[int]time.Time{}
+	}
+	t.at[worker] = at
+}
+
+// drop forgets a worker whose run ended.
+func (t *tickTimes) drop(worker int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.at, worker)
+}
+
+// since says whether every local worker has committed a tick at or after
+// start; local says whether there is any.
+func (t *tickTimes) since(start time.Time) (ok, local bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, at := range t.at {
+		if at.Before(start) {
+			return false, true
+		}
+	}
+	return true, len(t.at) > 0
 }
 
 // commitsInFlight tracks the epochs a stage's local workers are
@@ -221,7 +260,7 @@ func (p *pipeline) awaitViews(views []string) error {
 		vp := p.e.pipelines[v]
 		p.e.mu.Unlock()
 		if vp != nil {
-			err := p.e.flushPipeline(p.ctx, vp)
+			err := p.e.flushPipeline(p.ctx, vp, time.Now())
 			if p.ctx.Err() != nil {
 				return p.ctx.Err()
 			}

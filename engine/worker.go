@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +51,7 @@ type worker struct {
 	encodedKey bool                   // output keyed by TableKey (a repartition topic)
 	errOut     *types.JSONCodec
 	stateful   bool // the stage keeps state
+	ticks      bool // a step acts on the wall clock (plan.Step.Ticks): every owned partition is ticked
 	broadcast  bool // the output is internal: send watermarks downstream
 	fromCtl    bool // the input is internal: watermarks arrive as control records
 
@@ -100,6 +103,7 @@ type epoch struct {
 	matched                                    []uint64      // refusals this epoch reported as poison
 	pending                                    sync.WaitGroup
 	st                                         *state.Epoch // stateful stages
+	tickAt                                     time.Time    // when the epoch's end ticked the clock (plan.Step.Ticks)
 }
 
 // firstError keeps the first error reported by concurrent callbacks.
@@ -351,9 +355,10 @@ func (w *worker) setup() error {
 	}
 	w.errOut = types.NewJSONCodec(w.p.errors.Columns, w.p.errors.Types)
 	w.refused.init()
-	w.stateful = false
+	w.stateful, w.ticks = false, false
 	for _, st := range w.stage.def.Steps {
 		w.stateful = w.stateful || !st.Stateless()
+		w.ticks = w.ticks || st.Ticks()
 	}
 	w.broadcast = w.p.internal[o.Name]
 	// A repartition topic's key is the key encoding, unless the key has
@@ -377,6 +382,7 @@ func (w *worker) run() error {
 	}
 	defer func() {
 		w.disown()
+		w.stage.ticks.drop(w.id)
 		w.parts = nil
 		w.p.setWatermark(w.id, math.MinInt64)
 	}()
@@ -417,6 +423,12 @@ func (w *worker) newEpoch(produce func(*kgo.Record, *epoch)) *epoch {
 // endEpoch checkpoints every partition into the epoch before it commits:
 // operator state, watermarks, and watermarks sent downstream.
 func (w *worker) endEpoch() error {
+	if w.ticks {
+		w.ep.tickAt = time.Now()
+		if err := w.tickOwned(); err != nil {
+			return err
+		}
+	}
 	for _, pt := range w.parts {
 		if err := pt.idleTick(w); err != nil {
 			return err
@@ -426,6 +438,34 @@ func (w *worker) endEpoch() error {
 		}
 	}
 	return w.shipState()
+}
+
+// tickOwned gives the clock's tick to every partition the worker owns,
+// building (and restoring) those that have had no input since the worker
+// started: a view's rows must leave when their time is up although no
+// new row comes. A partition not yet built is built only once the group's
+// committed offset for it is known: before the client has fetched it,
+// restoreState would take the local state for one without a commit
+// behind it and void it. (One that never committed has no state.)
+func (w *worker) tickOwned() error {
+	w.ownedMu.Lock()
+	keys := slices.Collect(maps.Keys(w.owned))
+	w.ownedMu.Unlock()
+	for _, k := range keys {
+		if _, built := w.parts[k]; !built {
+			if _, ok := w.committed(k.topic, k.part); !ok {
+				continue
+			}
+		}
+		pt, err := w.partition(k)
+		if err != nil {
+			return err
+		}
+		if err := pt.tick(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // shipState writes the epoch's state changes to the stage's compacted
@@ -482,6 +522,9 @@ func (w *worker) finish(ep *epoch, committed bool) error {
 	if committed {
 		w.refused.committed(ep)
 		w.commitEpoch(ep)
+		if !ep.tickAt.IsZero() {
+			w.stage.ticks.set(w.id, ep.tickAt)
+		}
 	} else {
 		// The next attempt reports the records the broker refused
 		// instead of producing them again (oversize.go).

@@ -24,6 +24,9 @@ type Resources struct {
 	// aggregate and distinct operators hold, and tells their long loops
 	// when the query has ended (nil: unlimited).
 	Budget *Budget
+	// Clock, when set, is the wall clock of the operators that read it
+	// (TemporalFilter), in microseconds since the Unix epoch (tests).
+	Clock func() int64
 }
 
 func (r *Resources) budget() *Budget {

@@ -211,6 +211,12 @@ func BuildWith(s *plan.Step, env *expr.Env, onErr RowError, res *Resources) (Ope
 		return &HashAggregate{GroupBy: groupBy, Aggs: aggs, OnError: onErr, Budget: res.budget()}, nil
 	case plan.OpChangelog:
 		return &Changelog{Width: s.Width, KeyCol: s.KeyCol}, nil
+	case plan.OpTemporalFilter:
+		var clock func() int64
+		if res != nil {
+			clock = res.Clock
+		}
+		return NewTemporalFilter(s.Bounds, env, onErr, clock)
 	case plan.OpTopN, plan.OpFinalTopN, plan.OpFirstN:
 		parts, err := CompileAll(s.PartitionBy, env)
 		if err != nil {

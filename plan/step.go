@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/pgerror"
@@ -87,6 +88,37 @@ type Step struct {
 	Join *JoinSpec `json:"join,omitempty"`
 	// lookupJoin
 	Lookup *LookupSpec `json:"lookup,omitempty"`
+
+	// temporalFilter: the bounds the wall clock must be within for a row
+	// to be in the view (WHERE's comparisons of now() with the row)
+	Bounds []TemporalBound `json:"bounds,omitempty"`
+}
+
+// TemporalBound is one comparison of a temporal filter: the clock (now(),
+// microseconds) against Expr's value over the row (a timestamp or
+// timestamptz) plus Offset microseconds. A Lower bound lets the row in
+// once now() >= value + Offset; an upper one keeps it while now() <
+// value + Offset (strict and non-strict comparisons differ by 1 µs).
+type TemporalBound struct {
+	Expr   *expr.Expr `json:"expr"`
+	Offset int64      `json:"offset,omitempty"`
+	Lower  bool       `json:"lower,omitempty"`
+}
+
+// String renders the bound for EXPLAIN.
+func (b TemporalBound) String() string {
+	op := "<"
+	if b.Lower {
+		op = ">="
+	}
+	s := fmt.Sprintf("now() %s %s", op, b.Expr)
+	switch {
+	case b.Offset > 0:
+		s += " + " + time.Duration(b.Offset*1000).String()
+	case b.Offset < 0:
+		s += " - " + time.Duration(-b.Offset*1000).String()
+	}
+	return s
 }
 
 // Step ops.
@@ -138,6 +170,11 @@ const (
 	// rows of Width columns: each row once, when the watermark passes its
 	// time, with its values appended
 	OpOverTime = "overTime"
+	// OpTemporalFilter is a materialized view's filter on the wall clock
+	// (Bounds): each row of an append-only input comes out when now()
+	// enters its bounds and is taken back out (a delete) when now() leaves
+	// them, on the clock ticks the engine gives at each epoch's end.
+	OpTemporalFilter = "temporalFilter"
 )
 
 // AggSpec is one aggregate call of an aggregate step.
@@ -211,6 +248,11 @@ func (s *Step) Limits(env *expr.Env) (limit, offset int64, err error) {
 func (s *Step) Stateless() bool {
 	return s.Op == OpFilter || s.Op == OpProject || s.Op == OpProjectSet || s.Op == OpLateral || s.Op == OpLookupJoin || s.Op == OpWindowAssign
 }
+
+// Ticks reports whether the step's operator acts on the wall clock
+// (operators.Ticker): its stage's every partition is ticked at each
+// epoch's end, those without new input too.
+func (s *Step) Ticks() bool { return s.Op == OpTemporalFilter }
 
 // Seeds reports whether the step's operator is a Seeder with a group to
 // seed: an unwindowed aggregate without GROUP BY.
@@ -313,6 +355,13 @@ func (s *Step) String() string {
 		}
 	case OpChangelog:
 		fmt.Fprintf(&sb, " of %d columns by #%d", s.Width, s.KeyCol)
+	case OpTemporalFilter:
+		for i, b := range s.Bounds {
+			if i > 0 {
+				sb.WriteString(" AND")
+			}
+			fmt.Fprintf(&sb, " %s", b)
+		}
 	case OpWindowAssign, OpSessionAssign:
 		if s.Window != nil {
 			fmt.Fprintf(&sb, " %s on #%d", s.Window, s.TimeCol)

@@ -138,6 +138,7 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	var layers map[*sql.DerivedTable]bool
 	if ca.Kind == sql.KindMaterializedView {
 		var err error
+		sel = temporalAsSubquery(cat, sel)
 		sel = windowGroupBy(sel)
 		if sel, err = sessionOverView(cat, sel); err != nil {
 			return nil, err
@@ -1083,6 +1084,12 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *plan.Chain, sc *
 	if len(steps) == 0 || steps[len(steps)-1].Op != plan.OpProject {
 		return nil, pgerror.NotSupported("this materialized view")
 	}
+	if in.Kind != catalog.MaterializedView {
+		var err error
+		if steps, err = temporalSteps(steps); err != nil {
+			return nil, err
+		}
+	}
 	var window *plan.Step // a window's rows: a row per record and window
 	set := -1             // the select list's set-returning functions: a row per record and function row
 	for i, st := range steps[:len(steps)-1] {
@@ -1094,7 +1101,7 @@ func planRowView(ca *sql.CreateAs, in *catalog.Relation, chain *plan.Chain, sc *
 			set = i
 			continue
 		}
-		if st.Op != plan.OpFilter {
+		if st.Op != plan.OpFilter && st.Op != plan.OpTemporalFilter {
 			return nil, pgerror.NotSupported("step %s in a materialized view", st.Op)
 		}
 	}

@@ -270,12 +270,59 @@ type memPipeline struct {
 	table func(key []byte, row types.Row)
 	// started: the seed markers were delivered (start)
 	started bool
+	// clock, when set, is the operators' wall clock (temporal filters)
+	clock func() int64
 }
 
 type memChain struct {
 	chain *operators.Chain
 	state []operators.Stateful
 	kvs   []*operators.MemKV
+	// ticked are the chain's Tickers and their step indices
+	ticked []int
+	ops    []operators.Operator
+}
+
+// tick gives every chain's Tickers the clock's tick, as the engine does
+// at each epoch's end.
+func (p *memPipeline) tick() error {
+	for _, ch := range p.chains {
+		for _, i := range ch.ticked {
+			if err := ch.ops[i].(operators.Ticker).OnTick(ch.chain.EmitOf(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return p.err
+}
+
+// buildChain builds a stage's operators, binding the stateful ones to
+// kvs (fresh ones when kvs is nil), as a partition's start or restart
+// does.
+func (p *memPipeline) buildChain(st *plan.Stage, ch *memChain, kvs []*operators.MemKV) error {
+	ch.state, ch.ticked, ch.ops = nil, nil, nil
+	fresh := kvs == nil
+	for i := range st.Steps {
+		op, err := engine.BuildStep(&st.Steps[i], &expr.Env{}, operators.AbortOnError, &operators.Resources{Ctx: context.Background(), Clock: p.clock})
+		if err != nil {
+			return err
+		}
+		engine.AskBefore(st, i, op)
+		if s, ok := op.(operators.Stateful); ok {
+			if fresh {
+				kvs = append(kvs, operators.NewMemKV())
+			}
+			s.Bind(kvs[len(ch.state)])
+			ch.state = append(ch.state, s)
+		}
+		if _, ok := op.(operators.Ticker); ok {
+			ch.ticked = append(ch.ticked, i)
+		}
+		ch.ops = append(ch.ops, op)
+	}
+	ch.kvs = kvs
+	ch.chain = operators.NewChain(func(b *operators.Batch) error { return p.emit(st, b) }, ch.ops...)
+	return nil
 }
 
 func newMemPipeline(c *planner.Continuous, in *catalog.Relation) *memPipeline {
@@ -388,21 +435,9 @@ func (p *memPipeline) chainOf(st *plan.Stage, part int32) (*memChain, error) {
 		return ch, nil
 	}
 	ch := &memChain{}
-	var ops []operators.Operator
-	for i := range st.Steps {
-		op, err := engine.BuildStep(&st.Steps[i], &expr.Env{}, operators.AbortOnError, &operators.Resources{Ctx: context.Background()})
-		if err != nil {
-			return nil, err
-		}
-		engine.AskBefore(st, i, op)
-		if s, ok := op.(operators.Stateful); ok {
-			kv := operators.NewMemKV()
-			s.Bind(kv)
-			ch.state, ch.kvs = append(ch.state, s), append(ch.kvs, kv)
-		}
-		ops = append(ops, op)
+	if err := p.buildChain(st, ch, nil); err != nil {
+		return nil, err
 	}
-	ch.chain = operators.NewChain(func(b *operators.Batch) error { return p.emit(st, b) }, ops...)
 	p.chains[id] = ch
 	return ch, nil
 }
@@ -553,22 +588,9 @@ func (p *memPipeline) checkpoint(rng *rand.Rand) error {
 				st = &p.c.Topology.Stages[i]
 			}
 		}
-		var ops []operators.Operator
-		n := 0
-		for i := range st.Steps {
-			op, err := engine.BuildStep(&st.Steps[i], &expr.Env{}, operators.AbortOnError, &operators.Resources{Ctx: context.Background()})
-			if err != nil {
-				return err
-			}
-			engine.AskBefore(st, i, op)
-			if s, ok := op.(operators.Stateful); ok {
-				s.Bind(ch.kvs[n])
-				ch.state[n] = s
-				n++
-			}
-			ops = append(ops, op)
+		if err := p.buildChain(st, ch, ch.kvs); err != nil {
+			return err
 		}
-		ch.chain = operators.NewChain(func(b *operators.Batch) error { return p.emit(st, b) }, ops...)
 	}
 	return nil
 }
