@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
@@ -78,7 +79,8 @@ func RunBoundedLimits(ctx context.Context, n plan.Node, r Resolver, params []typ
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	q := &query{r: r, onErr: onErr, budget: operators.NewBudget(ctx, lim.MemoryBytes, lim.MemoryName)}
-	err := q.run(ctx, n, &expr.Env{Params: params, Session: lim.Session, Ctx: ctx, Funcs: lim.Funcs}, sink)
+	// now() and its kin return the statement's start for every row
+	err := q.run(ctx, n, &expr.Env{Params: params, Session: lim.Session, Ctx: ctx, Funcs: lim.Funcs, Now: time.Now().UnixMicro()}, sink)
 	if errors.Is(err, operators.ErrDone) {
 		return nil
 	}
@@ -326,7 +328,7 @@ func (q *query) runSource(ctx context.Context, src *plan.Source, prefix []plan.S
 func (q *query) subqueryEnv(ctx context.Context, c *plan.Chain, env *expr.Env) *expr.Env {
 	var mu sync.Mutex
 	cache := map[int][]types.Value{}
-	out := &expr.Env{Params: env.Params, Outer: env.Outer, Session: env.Session, Funcs: env.Funcs}
+	out := &expr.Env{Params: env.Params, Outer: env.Outer, Session: env.Session, Funcs: env.Funcs, Now: env.Now}
 	out.Subquery = func(i int, outer types.Row) ([]types.Value, error) {
 		sq := c.Subqueries[i]
 		if !sq.Correlated {
@@ -337,7 +339,7 @@ func (q *query) subqueryEnv(ctx context.Context, c *plan.Chain, env *expr.Env) *
 				return vals, nil
 			}
 		}
-		sub := &expr.Env{Params: env.Params, Outer: outer, Session: env.Session, Funcs: env.Funcs}
+		sub := &expr.Env{Params: env.Params, Outer: outer, Session: env.Session, Funcs: env.Funcs, Now: env.Now}
 		var vals []types.Value
 		var charged int64
 		defer func() {

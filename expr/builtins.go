@@ -484,20 +484,18 @@ func init() {
 		{Name: "random", Ret: f8, Volatile: true, Eval: func([]types.Value) (types.Value, error) { return types.NewFloat8(rand.Float64()), nil }},
 		{Name: "pi", Ret: f8, Eval: func([]types.Value) (types.Value, error) { return types.NewFloat8(math.Pi), nil }},
 		// time
-		{Name: "now", Ret: tz, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
-			return types.NewTimestamp(tz, time.Now().UnixMicro()), nil
-		}},
-		{Name: "current_timestamp", Ret: tz, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
-			return types.NewTimestamp(tz, time.Now().UnixMicro()), nil
-		}},
-		{Name: "localtimestamp", Ret: ts, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
-			return types.NewTimestamp(ts, time.Now().UnixMicro()), nil
-		}},
+		// the statement's time in a bounded query (Env.Now), the wall
+		// clock's in a pipeline; clock_timestamp() the wall clock's
+		clockFunc("now", tz, func(now int64) types.Value { return types.NewTimestamp(tz, now) }),
+		clockFunc("current_timestamp", tz, func(now int64) types.Value { return types.NewTimestamp(tz, now) }),
+		clockFunc("statement_timestamp", tz, func(now int64) types.Value { return types.NewTimestamp(tz, now) }),
+		clockFunc("transaction_timestamp", tz, func(now int64) types.Value { return types.NewTimestamp(tz, now) }),
+		clockFunc("localtimestamp", ts, func(now int64) types.Value { return types.NewTimestamp(ts, now) }),
+		clockFunc("current_date", types.Date, func(now int64) types.Value {
+			return types.NewDate(floorDiv(now, types.MicrosPerDay))
+		}),
 		{Name: "clock_timestamp", Ret: tz, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
 			return types.NewTimestamp(tz, time.Now().UnixMicro()), nil
-		}},
-		{Name: "current_date", Ret: types.Date, Volatile: true, Eval: func([]types.Value) (types.Value, error) {
-			return types.NewDate(floorDiv(time.Now().UnixMicro(), types.MicrosPerDay)), nil
 		}},
 		// timestamptz first: PostgreSQL's preferred type of the category
 		// takes an untyped literal ('2020-01-01 10:00')
@@ -703,4 +701,13 @@ func shiftTime(t types.Type, us, off int64) (types.Value, error) {
 		return types.NullValue, err
 	}
 	return types.NewTimestamp(t, r), nil
+}
+
+// clockFunc is a clock function without arguments whose value at a time
+// is at: the statement's time in a bounded query (Func.EvalAt), the wall
+// clock's at each call elsewhere.
+func clockFunc(name string, ret types.Type, at func(now int64) types.Value) *Func {
+	return &Func{Name: name, Ret: ret, Volatile: true, EvalAt: at, Eval: func([]types.Value) (types.Value, error) {
+		return at(time.Now().UnixMicro()), nil
+	}}
 }

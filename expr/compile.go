@@ -41,6 +41,12 @@ type Env struct {
 	// a compiled expression keeps the implementation it was compiled
 	// with (a bounded query sees one version).
 	Epoch *uint64
+	// Now, when not 0, is the statement's time (microseconds since the
+	// Unix epoch), which now(), current_timestamp and their kin return
+	// for every row of a bounded query, as PostgreSQL's do for its
+	// transaction (Func.EvalAt); 0 (pipelines): the wall clock at each
+	// call, which stamps each row with its processing time.
+	Now int64
 }
 
 // Batch is the batch of rows an operator is evaluating its expressions
@@ -353,6 +359,12 @@ func compile(e *Expr, env *Env) (Eval, error) {
 			if cmp, ok := compileCompare(f.Name, e.Args[0].Type, args); ok {
 				return cmp, nil
 			}
+		}
+		if f.EvalAt != nil && env.Now != 0 {
+			bound, v := *f, f.EvalAt(env.Now)
+			bound.Eval1, bound.Eval2 = nil, nil
+			bound.Eval = func([]types.Value) (types.Value, error) { return v, nil }
+			f = &bound
 		}
 		if f.EvalSession != nil {
 			bound, sess := *f, env.Session

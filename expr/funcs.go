@@ -47,6 +47,10 @@ type Func struct {
 	// given Env.Ctx, which ends with the query. Such functions must be
 	// Volatile.
 	EvalContext func(ctx context.Context, args []types.Value) (types.Value, error)
+	// EvalAt, when set, is the value of a clock function without
+	// arguments at a statement's time (Env.Now), which replaces Eval's
+	// reading of the wall clock when the Env has one.
+	EvalAt func(now int64) types.Value
 	// Eval1 and Eval2, when set, replace Eval for one and two arguments
 	// on the hot path (no argument slice).
 	Eval1 func(a types.Value) (types.Value, error)
