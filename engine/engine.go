@@ -796,11 +796,11 @@ func (e *Engine) flushStage(ctx context.Context, p *pipeline, s *stageRun) error
 }
 
 // flushTicks waits, for a stage acting on the wall clock (a temporal
-// filter), until the clock's tick at or after start has committed, so
-// that the rows whose time ended before FLUSH began have left the view:
-// a tick of every local worker, and a checkpoint interval since start
-// (within which a worker of another process ticks too, unless it is
-// stuck).
+// filter), until each of its input partitions has had a tick at or after
+// start commit, so that the rows whose time ended before FLUSH began have
+// left the view. A partition this process does not tick (another one
+// owns it) is given up on after flushTickWait; that one's owner ticks
+// every checkpoint interval too, unless it is stuck.
 func (e *Engine) flushTicks(ctx context.Context, p *pipeline, s *stageRun, start time.Time) error {
 	ticks := false
 	for _, st := range s.def.Steps {
@@ -809,11 +809,15 @@ func (e *Engine) flushTicks(ctx context.Context, p *pipeline, s *stageRun, start
 	if !ticks {
 		return nil
 	}
-	for {
-		ok, local := s.ticks.since(start)
-		if ok && (local || time.Since(start) > 2*e.cfg.CheckpointInterval) {
-			return nil
+	var want []partKey
+	for _, d := range s.inputs {
+		topic := e.topic(d.Topic)
+		for part := 0; part < d.Partitions; part++ {
+			want = append(want, partKey{topic, int32(part)})
 		}
+	}
+	giveUp := max(flushTickWait, 3*e.cfg.CheckpointInterval)
+	for !s.ticks.since(want, start) && time.Since(start) < giveUp {
 		if msg, stuck := p.stuck(); stuck {
 			return &stuckError{pipeline: p.name, status: p.record().Status, err: msg}
 		}
@@ -823,7 +827,12 @@ func (e *Engine) flushTicks(ctx context.Context, p *pipeline, s *stageRun, start
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return nil
 }
+
+// flushTickWait bounds FLUSH's wait for a tick of a partition that may
+// be another process's (flushTicks).
+const flushTickWait = 10 * time.Second
 
 // waitGroup waits until a pipeline group's committed offsets reach the
 // read_committed end the topics have now.

@@ -83,45 +83,41 @@ type stageRun struct {
 	// reached Kafka, and without the wait the new owner could read the
 	// old owner's local state before that epoch landed in it.
 	committing commitsInFlight
-	// ticks holds, per local worker, the wall-clock time of its last
-	// committed tick (a stage whose steps act on the clock): FLUSH waits
-	// for a tick after its start (Engine.flushTicks).
+	// ticks holds, per input partition, the wall-clock time of its last
+	// tick that committed here (a stage whose steps act on the clock):
+	// FLUSH waits for a tick after its start (Engine.flushTicks).
 	ticks tickTimes
 }
 
-// tickTimes is the time of each local worker's last committed tick.
+// tickTimes is the time of the last committed tick of each input
+// partition the stage's local workers ticked.
 type tickTimes struct {
 	mu sync.Mutex
-	at map[int]time.Time
+	at map[partKey]time.Time
 }
 
-func (t *tickTimes) set(worker int, at time.Time) {
+func (t *tickTimes) set(parts []partKey, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.at == nil {
-		t.at = map[int]time.Time{}
+		t.at = map[partKey]time.Time{}
 	}
-	t.at[worker] = at
+	for _, k := range parts {
+		t.at[k] = at
+	}
 }
 
-// drop forgets a worker whose run ended.
-func (t *tickTimes) drop(worker int) {
+// since says whether every partition of want has a committed tick at or
+// after start.
+func (t *tickTimes) since(want []partKey, start time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.at, worker)
-}
-
-// since says whether every local worker has committed a tick at or after
-// start; local says whether there is any.
-func (t *tickTimes) since(start time.Time) (ok, local bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, at := range t.at {
-		if at.Before(start) {
-			return false, true
+	for _, k := range want {
+		if at, ok := t.at[k]; !ok || at.Before(start) {
+			return false
 		}
 	}
-	return true, len(t.at) > 0
+	return true
 }
 
 // commitsInFlight tracks the epochs a stage's local workers are

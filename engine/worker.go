@@ -67,8 +67,13 @@ type worker struct {
 	// callbacks; a set, so that a callback repeating an assignment (a
 	// rejoin under load) or coming after the worker's run ended never
 	// counts a partition twice or below none
-	ownedMu  sync.Mutex
-	owned    map[partKey]bool
+	ownedMu sync.Mutex
+	owned   map[partKey]bool
+	// fetched are the owned partitions whose committed offsets the
+	// client has fetched (kgo.AdjustFetchOffsetsFn): until then, one
+	// without a commit cannot be told from one whose commit is not known
+	// yet (tickOwned)
+	fetched  map[partKey]bool
 	assigned atomic.Bool // has had partitions
 }
 
@@ -104,6 +109,7 @@ type epoch struct {
 	pending                                    sync.WaitGroup
 	st                                         *state.Epoch // stateful stages
 	tickAt                                     time.Time    // when the epoch's end ticked the clock (plan.Step.Ticks)
+	ticked                                     []partKey    // the partitions it ticked
 }
 
 // firstError keeps the first error reported by concurrent callbacks.
@@ -251,6 +257,10 @@ func (w *worker) clientOpts() []kgo.Opt {
 				w.stage.noteAssigned()
 			}
 		}),
+		kgo.AdjustFetchOffsetsFn(func(_ context.Context, m map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+			w.noteFetched(m)
+			return m, nil
+		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			w.noteRevoked(m)
 			w.adjustOwned(m, false)
@@ -277,6 +287,7 @@ func (w *worker) adjustOwned(m map[string][]int32, add bool) {
 				w.owned[partKey{t, p}] = true
 			} else {
 				delete(w.owned, partKey{t, p})
+				delete(w.fetched, partKey{t, p})
 			}
 		}
 	}
@@ -289,6 +300,22 @@ func (w *worker) disown() {
 	defer w.ownedMu.Unlock()
 	w.p.partitions.Add(-int64(len(w.owned)))
 	clear(w.owned)
+	clear(w.fetched)
+}
+
+// noteFetched records the partitions whose committed offsets the client
+// fetched (m: where each starts).
+func (w *worker) noteFetched(m map[string]map[int32]kgo.Offset) {
+	w.ownedMu.Lock()
+	defer w.ownedMu.Unlock()
+	if w.fetched == nil {
+		w.fetched = map[partKey]bool{}
+	}
+	for t, ps := range m {
+		for p := range ps {
+			w.fetched[partKey{t, p}] = true
+		}
+	}
 }
 
 // resetParts drops every partition's operators; they are rebuilt from
@@ -382,7 +409,6 @@ func (w *worker) run() error {
 	}
 	defer func() {
 		w.disown()
-		w.stage.ticks.drop(w.id)
 		w.parts = nil
 		w.p.setWatermark(w.id, math.MinInt64)
 	}()
@@ -443,19 +469,19 @@ func (w *worker) endEpoch() error {
 // tickOwned gives the clock's tick to every partition the worker owns,
 // building (and restoring) those that have had no input since the worker
 // started: a view's rows must leave when their time is up although no
-// new row comes. A partition not yet built is built only once the group's
-// committed offset for it is known: before the client has fetched it,
+// new row comes. A partition not yet built is built only once the client
+// has fetched the group's committed offsets for it: before that,
 // restoreState would take the local state for one without a commit
-// behind it and void it. (One that never committed has no state.)
+// behind it and void it. The epoch notes the partitions ticked (FLUSH
+// waits for their ticks).
 func (w *worker) tickOwned() error {
 	w.ownedMu.Lock()
 	keys := slices.Collect(maps.Keys(w.owned))
+	fetched := maps.Clone(w.fetched)
 	w.ownedMu.Unlock()
 	for _, k := range keys {
-		if _, built := w.parts[k]; !built {
-			if _, ok := w.committed(k.topic, k.part); !ok {
-				continue
-			}
+		if _, built := w.parts[k]; !built && !fetched[k] {
+			continue
 		}
 		pt, err := w.partition(k)
 		if err != nil {
@@ -464,6 +490,7 @@ func (w *worker) tickOwned() error {
 		if err := pt.tick(); err != nil {
 			return err
 		}
+		w.ep.ticked = append(w.ep.ticked, k)
 	}
 	return nil
 }
@@ -522,9 +549,7 @@ func (w *worker) finish(ep *epoch, committed bool) error {
 	if committed {
 		w.refused.committed(ep)
 		w.commitEpoch(ep)
-		if !ep.tickAt.IsZero() {
-			w.stage.ticks.set(w.id, ep.tickAt)
-		}
+		w.stage.ticks.set(ep.ticked, ep.tickAt)
 	} else {
 		// The next attempt reports the records the broker refused
 		// instead of producing them again (oversize.go).
