@@ -11,7 +11,8 @@ import (
 // input, they leave one view (WHERE ts > now()) and enter the other (WHERE
 // ts <= now()): the restarted workers tick the partitions that get no
 // records, from their restored state. Each view's changes stream holds
-// each row's insert, and delete, exactly once.
+// each row's insert, and delete, exactly once. On the real broker the
+// server is killed (SIGKILL) instead of stopped.
 func TestTemporalViewRestart(t *testing.T) {
 	eachBroker(t, func(t *testing.T, c *cluster) {
 		srv := c.start(t, "fvsql")
@@ -36,7 +37,11 @@ func TestTemporalViewRestart(t *testing.T) {
 		}
 		counts("40 0")
 		conn.Close(context.Background())
-		srv.Stop(t)
+		if c.mode == "real" {
+			srv.Kill(t) // SIGKILL, most likely inside an epoch's transaction (the embedded broker dies with it: restart_test.go's KNOWN BUG)
+		} else {
+			srv.Stop(t)
+		}
 		time.Sleep(time.Until(inserted.Add(14 * time.Second)))
 		srv.Restart(t)
 		waitReady(t, srv)
