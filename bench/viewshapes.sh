@@ -31,3 +31,11 @@ run vavg "SELECT cust, avg(amount) AS a FROM bo GROUP BY cust"
 run vstddev "SELECT cust, stddev(amount) AS sd FROM bo GROUP BY cust"
 run vmedian "SELECT cust, percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) AS med FROM bo GROUP BY cust"
 run vrankgrp "SELECT cust, sum(amount) AS s, rank() OVER (ORDER BY sum(amount) DESC) AS r FROM bo GROUP BY cust"
+# Temporal filters over the same rows, against the plain filter that
+# keeps the same half: vrecent keeps the newer half, each row stored
+# with the time it leaves (an hour or more from now); vdue the older
+# half, shown at once with nothing stored.
+X=$("${P[@]}" -c "SELECT extract(epoch FROM now() - (TIMESTAMP '2026-01-01' + ($ROWS / 2) * INTERVAL '1 second'))::bigint")
+run vfilter "SELECT * FROM bo WHERE ts > TIMESTAMP '2026-01-01' + ($ROWS / 2) * INTERVAL '1 second'"
+run vrecent "SELECT * FROM bo WHERE ts > now() - INTERVAL '$X seconds'"
+run vdue "SELECT * FROM bo WHERE ts <= now() - INTERVAL '$X seconds'"
