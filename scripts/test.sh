@@ -65,18 +65,6 @@ STATICCHECK_VERSION=v0.8.2
 STATICCHECK_DIR="$CACHE_DIR/bin"
 STATICCHECK="$STATICCHECK_DIR/staticcheck"
 FUZZ_TIME="${FVSQL_FUZZ_TIME:-15s}"
-# The longest test packages, named before ./... (go test drops the
-# repeats) in the order go test should start them: it runs GOMAXPROCS
-# packages at once and starts them in the order they are named. By name,
-# tests/sqllogic came last and ran alone for its last ~500 s (go tests
-# took 2,209 s where the packages add up to 3,430 s on two CPUs). The
-# two longest, tests/exactlyonce and tests/sqllogic, must not run side by
-# side: both then took 25-30% longer (1,429 s and 1,350 s against 1,076
-# s and 1,096 s) and a kill test's last window came late. So
-# tests/exactlyonce starts first, beside planner then tests/pipelines,
-# and tests/sqllogic after those. Re-measure when a package's time
-# changes much: `go test ./...` prints each package's time.
-LONG_PACKAGES=(./tests/exactlyonce ./planner ./tests/pipelines ./tests/sqllogic)
 PGJDBC_VERSION=42.7.14 # the pgjdbc tests/clients drives (Python and npm pins are in tests/clients)
 # The fuzz phase's targets, "package target": go test -fuzz takes one
 # package and one target per run. They check what a client meets (a
@@ -833,7 +821,7 @@ main() {
 	local -a args=("$@")
 	local real_pass="${FVSQL_SQLLOGIC_REAL:-}"
 	if ((${#args[@]} == 0)); then
-		args=("${LONG_PACKAGES[@]}" ./...)
+		args=(./...)
 		real_pass="${real_pass:-1}"
 	fi
 
