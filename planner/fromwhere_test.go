@@ -11,7 +11,7 @@ import (
 )
 
 var fromWhereSeed = flag.Int64("fromwhere-seed", 23, "seed of TestFromWhereDifferential")
-var fromWhereCases = flag.Int("fromwhere-cases", 2000, "cases of TestFromWhereDifferential")
+var fromWhereCases = flag.Int("fromwhere-cases", 1500, "cases of TestFromWhereDifferential")
 
 // A comma FROM list with WHERE is planned as joins with the conditions
 // pushed down and the items reordered (fromwhere.go); the same query

@@ -24,7 +24,7 @@ import (
 )
 
 var viewSeed = flag.Int64("view-seed", 19, "seed of TestViewDifferential")
-var viewCases = flag.Int("view-cases", 3000, "cases of TestViewDifferential")
+var viewCases = flag.Int("view-cases", 2000, "cases of TestViewDifferential")
 
 // TestViewDifferential: random materialized views over a three-partition
 // stream (GROUP BY columns and expressions, by position and alias, keys

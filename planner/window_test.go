@@ -74,7 +74,7 @@ func TestWindowQueries(t *testing.T) {
 }
 
 var windowSeed = flag.Int64("window-seed", 17, "seed of TestWindowDifferential")
-var windowCases = flag.Int("window-cases", 4000, "cases of TestWindowDifferential")
+var windowCases = flag.Int("window-cases", 2500, "cases of TestWindowDifferential")
 
 // wcase is one case of the differential test: rows of (k, id, v) and a
 // window query, with what the reference needs to compute it.
