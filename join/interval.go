@@ -78,17 +78,6 @@ func (j *IntervalJoin) pair(left, right types.Row) types.Row {
 	return padded(j.Spec.LeftWidth, j.Spec.RightWidth, left, right, 0)
 }
 
-func saturatingAdd(a, b int64) int64 {
-	s := a + b
-	switch {
-	case b > 0 && s < a:
-		return math.MaxInt64
-	case b < 0 && s > a:
-		return math.MinInt64
-	}
-	return s
-}
-
 // Process implements Operator.
 func (j *IntervalJoin) Process(b *operators.Batch, emit operators.Emit) error {
 	if err := j.ensureKV(); err != nil {
@@ -140,9 +129,9 @@ rows:
 		// Probe the other side: the rows of the same key whose time is in
 		// range of this row's.
 		o := 1 - s
-		lo, hi := saturatingAdd(t.I, j.Spec.Lo), saturatingAdd(t.I, j.Spec.Hi)
+		lo, hi := operators.SaturatingAdd(t.I, j.Spec.Lo), operators.SaturatingAdd(t.I, j.Spec.Hi)
 		if s == 1 {
-			lo, hi = saturatingAdd(t.I, -j.Spec.Hi), saturatingAdd(t.I, -j.Spec.Lo)
+			lo, hi = operators.SaturatingAdd(t.I, -j.Spec.Hi), operators.SaturatingAdd(t.I, -j.Spec.Lo)
 		}
 		matched, emitted := false, len(j.pairs)
 		var touched [][]byte // other-side entries of an outer side matched for the first time
@@ -241,9 +230,9 @@ func (j *IntervalJoin) expiredAt(s int, t, wm int64) bool {
 		return false
 	}
 	if s == 0 {
-		return saturatingAdd(t, j.Spec.Hi) <= wm
+		return operators.SaturatingAdd(t, j.Spec.Hi) <= wm
 	}
-	return saturatingAdd(t, -j.Spec.Lo) <= wm
+	return operators.SaturatingAdd(t, -j.Spec.Lo) <= wm
 }
 
 // store keeps a row of side s until it expires.
@@ -280,9 +269,9 @@ func (j *IntervalJoin) OnWatermark(wm int64, emit operators.Emit) error {
 	var out []types.Row
 	for s := 0; s < 2; s++ {
 		// Side s rows expire at t <= wm - Hi (left) or t <= wm + Lo (right).
-		limit := saturatingAdd(wm, -j.Spec.Hi)
+		limit := operators.SaturatingAdd(wm, -j.Spec.Hi)
 		if s == 1 {
-			limit = saturatingAdd(wm, j.Spec.Lo)
+			limit = operators.SaturatingAdd(wm, j.Spec.Lo)
 		}
 		var hi []byte
 		if limit < math.MaxInt64 {

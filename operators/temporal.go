@@ -152,7 +152,7 @@ func (t *TemporalFilter) span(row types.Row) (from, until int64, ok bool, err er
 		if v.IsNull() {
 			return 0, 0, false, nil
 		}
-		at := addSaturating(v.I, b.offset)
+		at := SaturatingAdd(v.I, b.offset)
 		if b.lower {
 			from = max(from, at)
 		} else {
@@ -162,8 +162,9 @@ func (t *TemporalFilter) span(row types.Row) (from, until int64, ok bool, err er
 	return from, until, from < until, nil
 }
 
-// addSaturating is a + b, held at the int64 range's ends.
-func addSaturating(a, b int64) int64 {
+// SaturatingAdd is a + b, held at the int64 range's ends (a time plus
+// an offset: a temporal filter's bounds, an interval join's).
+func SaturatingAdd(a, b int64) int64 {
 	s := a + b
 	switch {
 	case b > 0 && s < a:
