@@ -259,11 +259,7 @@ func (t *TemporalFilter) OnTick(emit Emit) error {
 		row   types.Row
 	}
 	var moves []move
-	hi := []byte{temporalIn + 1}
-	if now < math.MaxInt64 {
-		hi = AppendInt64Key([]byte{temporalIn}, now+1)
-	}
-	err = t.kv.Scan([]byte{temporalIn}, hi, func(key, value []byte) error {
+	err = t.kv.Scan([]byte{temporalIn}, dueBy(temporalIn, now), func(key, value []byte) error {
 		if len(value) < 8 || len(key) != 17 {
 			return ErrBadState
 		}
@@ -293,11 +289,7 @@ func (t *TemporalFilter) OnTick(emit Emit) error {
 			return err
 		}
 	}
-	hi = []byte{temporalOut + 1}
-	if now < math.MaxInt64 {
-		hi = AppendInt64Key([]byte{temporalOut}, now+1)
-	}
-	err = t.kv.Scan([]byte{temporalOut}, hi, func(key, value []byte) error {
+	err = t.kv.Scan([]byte{temporalOut}, dueBy(temporalOut, now), func(key, value []byte) error {
 		row, err := decodeAll(value)
 		if err != nil {
 			return err
@@ -319,6 +311,15 @@ func (t *TemporalFilter) OnTick(emit Emit) error {
 		return nil
 	}
 	return emit(&t.ticked)
+}
+
+// dueBy is the end of the scan of kind's keys whose time is at or before
+// now.
+func dueBy(kind byte, now int64) []byte {
+	if now == math.MaxInt64 {
+		return []byte{kind + 1}
+	}
+	return AppendInt64Key([]byte{kind}, now+1)
 }
 
 // decodeAll reads the values of a row written by types.AppendValues.
