@@ -816,8 +816,9 @@ func (e *Engine) flushTicks(ctx context.Context, p *pipeline, s *stageRun, start
 			want = append(want, partKey{topic, int32(part)})
 		}
 	}
-	giveUp := max(flushTickWait, 3*e.cfg.CheckpointInterval)
-	for !s.ticks.since(want, start) && time.Since(start) < giveUp {
+	// (measured from here: the stages flushed before may have taken long)
+	giveUp := time.Now().Add(max(flushTickWait, 3*e.cfg.CheckpointInterval))
+	for !s.ticks.since(want, start) && time.Now().Before(giveUp) {
 		if msg, stuck := p.stuck(); stuck {
 			return &stuckError{pipeline: p.name, status: p.record().Status, err: msg}
 		}
