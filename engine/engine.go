@@ -802,11 +802,7 @@ func (e *Engine) flushStage(ctx context.Context, p *pipeline, s *stageRun) error
 // owns it) is given up on after flushTickWait; that one's owner ticks
 // every checkpoint interval too, unless it is stuck.
 func (e *Engine) flushTicks(ctx context.Context, p *pipeline, s *stageRun, start time.Time) error {
-	ticks := false
-	for _, st := range s.def.Steps {
-		ticks = ticks || st.Ticks()
-	}
-	if !ticks {
+	if !s.def.Ticks() {
 		return nil
 	}
 	var want []partKey

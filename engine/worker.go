@@ -382,10 +382,9 @@ func (w *worker) setup() error {
 	}
 	w.errOut = types.NewJSONCodec(w.p.errors.Columns, w.p.errors.Types)
 	w.refused.init()
-	w.stateful, w.ticks = false, false
+	w.stateful, w.ticks = false, w.stage.def.Ticks()
 	for _, st := range w.stage.def.Steps {
 		w.stateful = w.stateful || !st.Stateless()
-		w.ticks = w.ticks || st.Ticks()
 	}
 	w.broadcast = w.p.internal[o.Name]
 	// A repartition topic's key is the key encoding, unless the key has

@@ -254,6 +254,17 @@ func (s *Step) Stateless() bool {
 // epoch's end, those without new input too.
 func (s *Step) Ticks() bool { return s.Op == OpTemporalFilter }
 
+// Ticks reports whether any step of the stage acts on the wall clock
+// (Step.Ticks).
+func (st *Stage) Ticks() bool {
+	for i := range st.Steps {
+		if st.Steps[i].Ticks() {
+			return true
+		}
+	}
+	return false
+}
+
 // Seeds reports whether the step's operator is a Seeder with a group to
 // seed: an unwindowed aggregate without GROUP BY.
 func (s *Step) Seeds() bool { return s.Op == OpGroupAggregate && len(s.GroupBy) == 0 }
