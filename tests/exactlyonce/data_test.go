@@ -876,16 +876,23 @@ func checkTopWindows(t *testing.T, c *cluster, d *dataset) bool {
 		}
 		seen[key]++
 	}
+	var lost []string
 	for key := range want {
 		switch seen[key] {
 		case 0:
 			p.add("missing row", "g=%d window %s", key.key, tsText(key.ws))
+			if s := tsText(key.ws); !slices.Contains(lost, s) {
+				lost = append(lost, s)
+			}
 		case 1:
 		default:
 			p.add("duplicated row", "g=%d window %s: %d times", key.key, tsText(key.ws), seen[key])
 		}
 	}
 	t.Logf("k11: %d committed records, %d expected rows: %s", len(recs), len(want), p.summary())
+	if len(lost) > 0 {
+		traceWindows(t, c, "k11", lost)
+	}
 	return p.ok()
 }
 
@@ -1472,4 +1479,65 @@ func checkI12(t *testing.T, c *cluster, d *dataset) bool {
 	}
 	t.Logf("i12: %d committed records, %d expected rows, %d missing: %s", len(recs), len(want), missing, p.summary())
 	return p.ok()
+}
+
+// traceWindows, for a failed check, follows the rows of the given
+// windows (their window_start text) through every topic of pipeline p
+// (its internal topics, state topics and output): how many committed
+// and how many uncommitted records of each topic name each window, and
+// each stage group's committed offsets against its topics' ends, so a
+// lost row shows the hop where it went.
+func traceWindows(t *testing.T, c *cluster, p string, starts []string) {
+	t.Helper()
+	adm := kadm.NewClient(c.client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Logf("trace: %v", err)
+		return
+	}
+	for _, name := range topics.Names() {
+		if !strings.Contains(name, "."+p+".") && name != c.topic(p) {
+			continue
+		}
+		for _, committed := range []bool{true, false} {
+			recs := c.readTopic(t, name, committed)
+			var found []string
+			for _, r := range recs {
+				for _, s := range starts {
+					s = s[:min(len(s), 19)] // to the second: with a T or a space
+					if bytes.Contains(r.Value, []byte(s)) || bytes.Contains(r.Value, []byte(strings.Replace(s, "T", " ", 1))) {
+						found = append(found, fmt.Sprintf("p%d@%d %q", r.Partition, r.Offset, r.Value))
+						break
+					}
+				}
+			}
+			if len(found) > 12 {
+				found = append(found[:12], "…")
+			}
+			t.Logf("trace %s (committed %v): %d records, %d of the windows: %s", name, committed, len(recs), len(found), strings.Join(found, "; "))
+		}
+	}
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Logf("trace: %v", err)
+		return
+	}
+	for _, g := range groups.Groups() {
+		if !strings.Contains(g, "."+p+".") {
+			continue
+		}
+		offs, err := adm.FetchOffsets(ctx, g)
+		if err != nil {
+			t.Logf("trace: group %s: %v", g, err)
+			continue
+		}
+		var parts []string
+		offs.Each(func(o kadm.OffsetResponse) {
+			parts = append(parts, fmt.Sprintf("%s[%d]=%d", o.Topic, o.Partition, o.At))
+		})
+		sort.Strings(parts)
+		t.Logf("trace: group %s committed: %s", g, strings.Join(parts, " "))
+	}
 }

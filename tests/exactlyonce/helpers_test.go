@@ -1,6 +1,7 @@
 package exactlyonce
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +41,10 @@ const (
 // repartition stage would leave a dead process's partitions out of the
 // watermark and their rows would rightly come late: not what these tests
 // are about).
-var serverArgs = []string{"--stream-checkpoint-interval", "200ms", "--stream-idle-timeout", "1h", "--log-level", "info"}
+// FVSQL_EO_LOG_LEVEL sets their log level (default info; debug logs
+// every watermark move, which with FVSQL_TEST_LOG_DIR kept a failing
+// run's story).
+var serverArgs = []string{"--stream-checkpoint-interval", "200ms", "--stream-idle-timeout", "1h", "--log-level", cmp.Or(os.Getenv("FVSQL_EO_LOG_LEVEL"), "info")}
 
 // seed returns the test's seed: FVSQL_TEST_SEED, or a random one; it is
 // logged so a failing run can be repeated.

@@ -31,7 +31,7 @@ const (
 	mutationVerboseEnv = "FVSQL_MUTATION_VERBOSE"
 
 	defaultMutationSeed  = 16
-	defaultMutationCount = 1200
+	defaultMutationCount = 700
 
 	// mutantTimeout bounds each statement; a statement still running then
 	// is cancelled (CancelRequest), and one that does not end within
