@@ -56,7 +56,7 @@ func checkContinuous(ca *sql.CreateAs, c *Continuous) error {
 			if fn := clockCall(&steps[j]); fn != "" {
 				return pgerror.New(pgerror.FeatureNotSupported, "%s() in a continuous query's %s is not supported", fn, stepClause(&steps[j])).
 					WithDetail("It is evaluated once, when a row is processed, so a row that passes it would never leave the result as time moves on. "+
-						"A temporal filter is the exception: in a materialized view's WHERE over a stream, a comparison of %s() (plus or minus an interval without months) with a timestamp of the row, ANDed with the rest.", fn).
+						"A temporal filter is the exception: in a materialized view's WHERE over a stream, a comparison of %s() (plus or minus an interval without months) with a timestamp of the row, or of current_date (plus or minus days) with a date of the row, ANDed with the rest.", fn).
 					WithHint("Write the temporal filter in a view of its own (CREATE MATERIALIZED VIEW recent AS SELECT * FROM s WHERE ts > now() - INTERVAL '1 hour') and aggregate or join over that view; or compare with the stream's event time; or use %s() only in the select list of a CREATE STREAM … AS SELECT without aggregation.", fn)
 			}
 		}

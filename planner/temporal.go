@@ -21,6 +21,8 @@ import (
 // temporalClocks are the clock functions a temporal filter reads: the
 // wall clock, as a timestamptz (localtimestamp: as a timestamp, which in
 // fvsql's UTC sessions has the same value).
+// (current_date, compared with a date of the row, is read by
+// dateClockTerm.)
 var temporalClocks = map[string]bool{
 	"now": true, "current_timestamp": true, "localtimestamp": true, "statement_timestamp": true,
 	"transaction_timestamp": true, "clock_timestamp": true,
@@ -91,30 +93,78 @@ func temporalBound(c *expr.Expr) (plan.TemporalBound, bool) {
 		return plan.TemporalBound{}, false
 	}
 	row := c.Args[0]
-	off, ok := clockTerm(c.Args[1])
+	// now() + off op row, so now() op row - off, in steps of one
+	// microsecond; or current_date + off op row (a date), so the clock's
+	// day op row - off, in steps of a day
+	step := int64(1)
+	term := clockTerm
+	if row.Type == types.Date || c.Args[1].Type == types.Date {
+		step, term = types.MicrosPerDay, dateClockTerm
+	}
+	off, ok := term(c.Args[1])
 	if ok {
-		op = flipCompare(op) // now() + off op' row
-	} else if off, ok = clockTerm(c.Args[0]); ok {
+		op = flipCompare(op) // clock + off op' row
+	} else if off, ok = term(c.Args[0]); ok {
 		row = c.Args[1]
 	} else {
 		return plan.TemporalBound{}, false
 	}
-	if row.Type != types.Timestamp && row.Type != types.TimestampTZ || callsClock(row) || expr.Volatile(row) {
+	if callsClock(row) || expr.Volatile(row) {
 		return plan.TemporalBound{}, false
 	}
-	// now() + off op row, so now() op row - off; in whole microseconds,
-	// now() > x is now() >= x + 1 µs and now() <= x is now() < x + 1 µs.
+	switch {
+	case step == 1 && (row.Type == types.Timestamp || row.Type == types.TimestampTZ):
+	case step > 1 && row.Type == types.Date:
+		// the day's start, when the clock's day begins
+		var err error
+		if row, err = expr.Cast(row, types.Timestamp); err != nil {
+			return plan.TemporalBound{}, false
+		}
+	default:
+		return plan.TemporalBound{}, false
+	}
+	// In whole steps, clock > x is clock >= x + step and clock <= x is
+	// clock < x + step; the clock's day is below a day's start x exactly
+	// when the clock is.
 	b := plan.TemporalBound{Expr: row, Offset: -off}
 	switch op {
 	case "<=":
-		b.Offset++
+		b.Offset += step
 	case ">":
 		b.Lower = true
-		b.Offset++
+		b.Offset += step
 	case ">=":
 		b.Lower = true
 	}
 	return b, true
+}
+
+// dateClockTerm recognises current_date plus or minus constant whole
+// days (date ± integer) and returns the days in microseconds.
+func dateClockTerm(e *expr.Expr) (int64, bool) {
+	if e.Kind != expr.KCall || e.Type != types.Date {
+		return 0, false
+	}
+	name, _, _ := strings.Cut(e.Fn, "(")
+	if len(e.Args) == 0 {
+		return 0, name == "current_date"
+	}
+	if len(e.Args) != 2 || name != "+" && name != "-" {
+		return 0, false
+	}
+	x, k := e.Args[0], e.Args[1]
+	if name == "+" && x.Kind == expr.KConst {
+		x, k = k, x
+	}
+	if k.Kind != expr.KConst || k.Val.IsNull() || !k.Type.IsInteger() {
+		return 0, false
+	}
+	off, ok := dateClockTerm(x)
+	d := k.Val.I * types.MicrosPerDay
+	if name == "-" {
+		d = -d
+	}
+	return off + d, ok
 }
 
 // clockTerm recognises a clock call, cast to a timestamp or not, plus or

@@ -22,7 +22,9 @@ var temporalBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
 // TestTemporalViewDifferential: a random materialized view with a temporal
 // filter (comparisons of now(), current_timestamp, localtimestamp or
 // clock_timestamp(), plus or minus intervals, with the rows' timestamps,
-// BETWEEN, alongside an ordinary condition), or an aggregate or DISTINCT
+// BETWEEN, current_date plus or minus days with the rows' dates, the
+// clock crossing a midnight in some cases, alongside an ordinary
+// condition), or an aggregate or DISTINCT
 // over such a filter's rows, runs in memory on a clock the
 // test moves; rows come in rounds, each round's end ticks the clock, and at
 // random the operators restart from their state. After each round the view
@@ -86,15 +88,25 @@ func TestTemporalViewDifferential(t *testing.T) {
 func atClock(q string, now int64) string {
 	tz := "'" + types.NewTimestamp(types.TimestampTZ, now).Text() + "'::timestamptz"
 	ts := "'" + types.NewTimestamp(types.Timestamp, now).Text() + "'::timestamp"
-	return strings.NewReplacer("now()", tz, "current_timestamp", tz, "clock_timestamp()", tz, "localtimestamp", ts).Replace(q)
+	day := "'" + types.NewDate(floorDays(now)).Text() + "'::date"
+	return strings.NewReplacer("now()", tz, "current_timestamp", tz, "clock_timestamp()", tz, "localtimestamp", ts, "current_date", day).Replace(q)
+}
+
+// floorDays is the day of a time in microseconds (days since the epoch).
+func floorDays(us int64) int64 {
+	d := us / types.MicrosPerDay
+	if us%types.MicrosPerDay < 0 {
+		d--
+	}
+	return d
 }
 
 // tvStream registers the stream the temporal differential reads, tv (id
-// int8, a timestamptz, b timestamp, v int8) over three partitions.
+// int8, a timestamptz, b timestamp, v int8, d date) over three partitions.
 func tvStream(t *testing.T, db *testDB) *catalog.Relation {
 	t.Helper()
 	r := &catalog.Relation{Name: "tv", Kind: catalog.Stream, Topic: "tv", Format: "json", Partitions: 3,
-		Columns: []catalog.Column{{Name: "id", Type: types.Int8}, {Name: "a", Type: types.TimestampTZ}, {Name: "b", Type: types.Timestamp}, {Name: "v", Type: types.Int8}}}
+		Columns: []catalog.Column{{Name: "id", Type: types.Int8}, {Name: "a", Type: types.TimestampTZ}, {Name: "b", Type: types.Timestamp}, {Name: "v", Type: types.Int8}, {Name: "d", Type: types.Date}}}
 	b, err := catalog.Encode(r)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +131,11 @@ func (in *dvInput) temporalRound(rng *rand.Rand) []types.Row {
 		in.id++
 		part := rng.Intn(len(in.offsets))
 		in.offsets[part]++
-		row := types.Row{types.NewInt8(in.id), at(types.TimestampTZ), at(types.Timestamp), types.NewInt8(int64(rng.Intn(10)))}
+		day := types.NullValue
+		if rng.Intn(10) > 0 { // the base's day, give or take two
+			day = types.NewDate(floorDays(temporalBase) + int64(rng.Intn(5)-2))
+		}
+		row := types.Row{types.NewInt8(in.id), at(types.TimestampTZ), at(types.Timestamp), types.NewInt8(int64(rng.Intn(10))), day}
 		rows = append(rows, append(row, types.NullValue, types.NewInt(types.Int4, int64(part)), types.NewInt8(in.offsets[part]), types.NullValue))
 	}
 	return rows
@@ -148,8 +164,28 @@ func genTemporalView(rng *rand.Rand) string {
 		return c
 	}
 	op := func() string { return pick(rng, "<", "<=", ">", ">=") }
+	// current_date against the rows' days: the clock starts within 10 s
+	// of a midnight and crosses it in some cases
+	today := func() string {
+		switch rng.Intn(3) {
+		case 0:
+			return fmt.Sprintf("current_date - %d", rng.Intn(3))
+		case 1:
+			return fmt.Sprintf("current_date + %d", rng.Intn(3))
+		}
+		return "current_date"
+	}
 	var conds []string
 	for i := 1 + rng.Intn(3); i > 0; i-- {
+		if rng.Intn(5) == 0 {
+			d := pick(rng, "d", "d", "b::date", "(a + INTERVAL '30 seconds')::date")
+			if rng.Intn(2) == 0 {
+				conds = append(conds, d+" "+op()+" "+today())
+			} else {
+				conds = append(conds, today()+" "+op()+" "+d)
+			}
+			continue
+		}
 		switch rng.Intn(4) {
 		case 0:
 			conds = append(conds, clock()+" "+op()+" "+row())
@@ -172,5 +208,5 @@ func genTemporalView(rng *rand.Rand) string {
 	case 2:
 		return "SELECT DISTINCT v" + where
 	}
-	return "SELECT " + pick(rng, "id, a, b, v", "id", "id, v * 2 AS v2", "*") + where
+	return "SELECT " + pick(rng, "id, a, b, v", "id", "id, v * 2 AS v2", "*", "id, d") + where
 }
