@@ -80,6 +80,7 @@ FUZZ_TARGETS=(
 )
 
 WORK=""           # temp dir with broker/Redis data and logs; deleted at exit
+PREFETCH_PID=""   # the downloads that run beside lint
 KAFKA_PID=""      # process (group) ids of what this script started
 REDIS_PID=""
 GO_PID=""
@@ -192,6 +193,11 @@ cleanup() {
 	if [[ -n "$WAITKAFKA_PID" ]]; then
 		kill "$WAITKAFKA_PID" 2>/dev/null
 		wait "$WAITKAFKA_PID" 2>/dev/null
+	fi
+	if [[ -n "$PREFETCH_PID" ]]; then # the downloads beside lint, and pip, npm or mvn under them
+		pkill -P "$PREFETCH_PID" 2>/dev/null
+		kill "$PREFETCH_PID" 2>/dev/null
+		wait "$PREFETCH_PID" 2>/dev/null
 	fi
 	stop_group "go test" "$GO_PID"
 	# The broker's data is this run's alone: a controlled shutdown of its
@@ -798,7 +804,25 @@ main() {
 	WORK="$(mktemp -d "${TMPDIR:-/tmp}/fvsql-test.XXXXXX")"
 	log main "repo $ROOT, cache $CACHE_DIR, temp $WORK"
 
+	# The downloads (client toolchains from PyPI, npm and Maven Central;
+	# the Kafka jars) run beside lint, which needs the CPU where they need
+	# the network and the disk: on a fresh machine they take minutes. The
+	# calls after lint find them in the cache (or wait on its lock, while
+	# the prefetch still runs) and export what they found; a prefetch
+	# that failed is tried again there, its error then stopping the run.
+	(
+		install_clients
+		[[ -n "${FVSQL_TEST_KAFKA:-}" ]] || fetch_kafka
+	) >"$WORK/prefetch.log" 2>&1 &
+	PREFETCH_PID=$!
 	lint
+	if wait "$PREFETCH_PID"; then
+		log prefetch "the downloads beside lint are done; their log:"
+	else
+		log prefetch "the downloads beside lint failed (tried again now); their log:"
+	fi
+	sed 's/^/    /' "$WORK/prefetch.log" >&2
+	PREFETCH_PID=""
 	install_clients
 	if [[ -n "${FVSQL_TEST_KAFKA:-}" ]]; then
 		use_existing_kafka
