@@ -132,6 +132,9 @@ func (w *worker) partition(k partKey) (*partition, error) {
 	if err := pt.restore(w); err != nil {
 		return nil, err
 	}
+	if w.ep == nil || w.ep.st == nil {
+		w.recoverSources(pt) // no state: the reports are in the input
+	}
 	return pt, nil
 }
 
