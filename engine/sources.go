@@ -26,17 +26,20 @@ import (
 var recoverWindows = []int64{4 << 10, 64 << 10, 1 << 20}
 
 // recoverTimeout bounds the reads of one partition's recovery.
-const recoverTimeout = 10 * time.Second
+const recoverTimeout = 5 * time.Second
 
-// recoverSources fills a new partition of a stateless stage fed by other
-// stages with the latest watermark each upstream partition reported
-// before the committed offset (the highest, with the flags of its last
-// report). A recovery cut short (a source silent further back than the
-// reads reach, the broker slow to answer) leaves the partition waiting
-// for those sources' next reports, as before.
+// recoverSources fills a new partition of a stateless stage fed by
+// stages that take their watermark from upstream (the sources waited for
+// however long, stageRun.derived) with the latest watermark each
+// upstream partition reported before the committed offset (the highest,
+// with the flags of its last report), reading back until each of those
+// has been found. A recovery cut short (a source silent further back than
+// the reads reach, the broker slow to answer) leaves the partition
+// waiting for those sources' next reports, as before. (It runs in an
+// open epoch, so it is bounded well inside the transaction timeout.)
 func (w *worker) recoverSources(pt *partition) {
-	if !w.fromCtl || w.committed == nil {
-		return
+	if len(w.stage.derived) == 0 || w.committed == nil {
+		return // other sources are left out once idle (a stream's empty partition never reports)
 	}
 	to, ok := w.committed(pt.key.topic, pt.key.part)
 	if !ok || to <= 0 {
@@ -64,7 +67,7 @@ func (w *worker) recoverSources(pt *partition) {
 				cur.wm = v.wm
 			}
 		}
-		if len(found) >= w.stage.sources || from == 0 {
+		if from == 0 || !missing(w.stage.derived, found) {
 			break
 		}
 		to = from
@@ -77,12 +80,22 @@ func (w *worker) recoverSources(pt *partition) {
 		}
 	}
 	level := e.cfg.Logger.Debug
-	if err != nil || len(found) < w.stage.sources {
+	if err != nil || missing(w.stage.derived, found) {
 		level = e.cfg.Logger.Info
 	}
 	level("upstream watermarks recovered from the input", "pipeline", w.p.name, "stage", w.stage.def.Name,
 		"topic", pt.key.topic, "partition", pt.key.part, "sources", len(found), "of", w.stage.sources,
 		"records", read, "took", time.Since(start).Round(time.Millisecond), "err", err)
+}
+
+// missing says whether a source of want is not in found.
+func missing(want map[int32]bool, found map[int32]*sourceWM) bool {
+	for s := range want {
+		if found[s] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // readReports reads the watermark reports in [from, to) of one partition,

@@ -77,7 +77,7 @@ func TestRecoverSources(t *testing.T) {
 		fromCtl:   true,
 		committed: func(string, int32) (int64, bool) { return committed, true },
 		p:         &pipeline{e: &Engine{cfg: Config{Brokers: brokers, Logger: slog.Default()}}, ctx: pctx, name: "p"},
-		stage:     &stageRun{def: &plan.Stage{Name: "s1"}, sources: 3},
+		stage:     &stageRun{def: &plan.Stage{Name: "s1"}, sources: 3, derived: map[int32]bool{0: true, 1: true, 2: true}},
 	}
 	pt := &partition{key: partKey{topic, 0}, sources: map[int32]*sourceWM{}}
 	start := time.Now()
@@ -96,7 +96,7 @@ func TestRecoverSources(t *testing.T) {
 
 	// a source never heard from is left to its next report
 	pt = &partition{key: partKey{topic, 0}, sources: map[int32]*sourceWM{}}
-	w.stage.sources = 5
+	w.stage.sources, w.stage.derived[3] = 5, true
 	w.recoverSources(pt)
 	if len(pt.sources) != 3 || pt.sources[3] != nil {
 		t.Fatalf("sources %v", pt.sources)
