@@ -354,7 +354,7 @@ func init() {
 		datminmxid oid, dattablespace oid, datcollate name, datctype name, daticulocale text, daticurules text,
 		datcollversion text, datacl text[]`),
 		func(*Catalog) []types.Row {
-			return []types.Row{{oid(16383), name("fvsql"), oid(10), i4(6), char("c"), boolean(false), boolean(true), i4(-1),
+			return []types.Row{{oid(16383), name(Database), oid(10), i4(6), char("c"), boolean(false), boolean(true), i4(-1),
 				oid(0), oid(0), oid(1663), name("C"), name("C"), types.NullValue, types.NullValue, types.NullValue, types.NullValue}}
 		})
 	registerSystem("pg_catalog", "pg_tablespace", 1213, cols("oid oid, spcname name, spcowner oid, spcacl text[], spcoptions text[]"),
@@ -523,7 +523,7 @@ func init() {
 	registerSystem("pg_catalog", "pg_foreign_data_wrapper", 2328, cols(`oid oid, fdwname name, fdwowner oid,
 		fdwhandler oid, fdwvalidator oid, fdwacl text[], fdwoptions text[]`),
 		func(*Catalog) []types.Row {
-			return []types.Row{{oid(13290), name("fvsql"), oid(10), oid(0), oid(0), types.NullValue, types.NullValue}}
+			return []types.Row{{oid(13290), name(Database), oid(10), oid(0), oid(0), types.NullValue, types.NullValue}}
 		})
 	registerSystem("pg_catalog", "pg_foreign_server", 1417, cols(`oid oid, srvname name, srvowner oid, srvfdw oid,
 		srvtype text, srvversion text, srvacl text[], srvoptions text[]`),
@@ -557,7 +557,7 @@ func init() {
 		func(c *Catalog) []types.Row {
 			var rows []types.Row
 			for _, r := range c.List(MaterializedView) {
-				rows = append(rows, types.Row{name("public"), name(r.Name), name("fvsql"), types.NullValue,
+				rows = append(rows, types.Row{name("public"), name(r.Name), name(Database), types.NullValue,
 					boolean(false), boolean(true), nullOr(viewDefinition(r))})
 			}
 			return rows
@@ -567,7 +567,7 @@ func init() {
 		func(c *Catalog) []types.Row {
 			var rows []types.Row
 			for _, r := range c.List(Stream) {
-				rows = append(rows, types.Row{name("public"), name(r.Name), name("fvsql"), types.NullValue,
+				rows = append(rows, types.Row{name("public"), name(r.Name), name(Database), types.NullValue,
 					boolean(false), boolean(false), boolean(false), boolean(false)})
 			}
 			return rows

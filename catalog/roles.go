@@ -21,6 +21,10 @@ import (
 // BootstrapRole is the role that owns every relation.
 const BootstrapRole = "fvsql"
 
+// Database is the one database fvsql serves: current_database(),
+// pg_database's one row, the name a session logs in to.
+const Database = "fvsql"
+
 // RoleOID is the OID of a role: 10 for the bootstrap role, and for the
 // others a hash of the name in 2^30 .. 2^31-1, so that every process
 // and every restart agrees without a roles catalog, and the OID fits a

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/fvsql/fvsql/catalog"
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/types"
 )
@@ -18,8 +19,8 @@ func init() {
 	}
 	expr.Register(
 		constText("version", "PostgreSQL "+ServerVersion+" on "+runtime.GOARCH+"-"+runtime.GOOS+", compiled by "+runtime.Version()),
-		constName("current_database", "fvsql"),
-		constName("current_catalog", "fvsql"),
+		constName("current_database", catalog.Database),
+		constName("current_catalog", catalog.Database),
 		constName("current_schema", "public"),
 		&expr.Func{Name: "pg_get_userbyid", Args: []types.Type{types.Oid}, Ret: types.Name, Eval1: func(types.Value) (types.Value, error) {
 			return types.NewString(types.Name, "fvsql"), nil

@@ -283,7 +283,21 @@ func (s *Server) openBackend(ctx context.Context, uri string) (backends.Streamer
 
 // NewSession implements pgwire.Handler.
 func (s *Server) NewSession(_ context.Context, p pgwire.SessionParams) (pgwire.Session, error) {
+	if !servesDatabase(p.Database, p.User) {
+		// a typo in a connection string is told at once, not taken for
+		// the one database (PostgreSQL's FATAL 3D000, which tools such
+		// as Superset recognise)
+		return nil, pgerror.New(pgerror.InvalidCatalogName, "database %q does not exist", p.Database).
+			WithHint("fvsql serves one database, %q (\"postgres\" is taken for it too).", catalog.Database)
+	}
 	return newSession(s, p), nil
+}
+
+// servesDatabase says whether a session may log in to database: fvsql's
+// one, "postgres" (where tools connect when told no database), or the
+// user's name (what libpq and pgwire ask for when a client names none).
+func servesDatabase(database, user string) bool {
+	return database == catalog.Database || database == "postgres" || database == user
 }
 
 var _ pgwire.Handler = (*Server)(nil)

@@ -184,3 +184,46 @@ func TestArraysInPsql(t *testing.T) {
 		array_to_string(ARRAY(SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace ORDER BY 1), ',') AS rels`)
 	has(t, "arrays", out, "{1,2,3} | t | y z | big_trades,big_trades_errors,per_sym,per_sym_changes,per_sym_errors,trades")
 }
+
+// TestDatabaseNames: psql logs in to fvsql's one database, to "postgres"
+// and, naming none, to the user's name (libpq's default); a misspelt name
+// is refused at login with PostgreSQL's FATAL 3D000 and a hint, not taken
+// for the one database.
+func TestDatabaseNames(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("psql is not installed")
+		}
+		t.Skip("psql is not installed")
+	}
+	p := fvsqltest.Start(t, fvsqltest.Config{})
+	p.Connect(t).Close(context.Background()) // up
+	host, port, _ := strings.Cut(p.Addr(), ":")
+	run := func(user string, db ...string) (string, error) {
+		args := []string{"-h", host, "-p", port, "-U", user, "-X", "-At", "-c", "SELECT current_database()"}
+		if len(db) > 0 {
+			args = append(args, "-d", db[0])
+		}
+		c := exec.Command(psql, args...)
+		c.Env = append(os.Environ(), "PGDATABASE=", "PGCONNECT_TIMEOUT=10")
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	for _, tc := range []struct{ user, db string }{{"fvsql", "fvsql"}, {"fvsql", "postgres"}, {"alice", ""}} {
+		var out string
+		var err error
+		if tc.db == "" {
+			out, err = run(tc.user)
+		} else {
+			out, err = run(tc.user, tc.db)
+		}
+		if err != nil || strings.TrimSpace(out) != "fvsql" {
+			t.Errorf("user %s, database %q: %v\n%s", tc.user, tc.db, err, out)
+		}
+	}
+	out, err := run("fvsql", "fvsq")
+	if err == nil || !strings.Contains(out, `FATAL:  database "fvsq" does not exist`) || !strings.Contains(out, `HINT:  fvsql serves one database, "fvsql"`) {
+		t.Errorf("a misspelt database: %v\n%s", err, out)
+	}
+}
