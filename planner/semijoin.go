@@ -216,13 +216,18 @@ func renameTable(s *sql.Select, name string, outer sql.TableExpr) (*sql.Select, 
 //	  AND CASE coalesce((SELECT max(CASE WHEN y IS NULL THEN 2 ELSE 1 END) FROM r WHERE c), 0)
 //	      WHEN 0 THEN true WHEN 1 THEN x IS NOT NULL ELSE false END
 //
-// (a NOT IN whose answer is NULL drops the row, as false does). Other
-// NOT IN conjuncts are left for existsAsJoins to refuse.
+// (a NOT IN whose answer is NULL drops the row, as false does). A
+// subquery that groups, aggregates or is DISTINCT is read as a derived
+// table of its one column, (SELECT y AS _not_in FROM r … GROUP BY …)
+// _not_in0, which the nester makes a hidden view. Other NOT IN conjuncts
+// (LIMIT, window functions, a subquery over a subquery) are left for
+// existsAsJoins to refuse.
 func notInAsProbes(cat Catalog, sel *sql.Select) *sql.Select {
 	if sel.Where == nil || len(sel.From) != 1 {
 		return sel
 	}
 	changed := false
+	probes := 0 // NOT IN conjuncts rewritten: names their grouped subqueries
 	var where sql.Expr
 	and := func(e sql.Expr) {
 		if where == nil {
@@ -238,7 +243,7 @@ func notInAsProbes(cat Catalog, sel *sql.Select) *sql.Select {
 			continue
 		}
 		sub := in.Sub.(*sql.Select)
-		if len(sub.Items) != 1 || aggregates(sub) || sub.Distinct || sub.Limit != nil || sub.Offset != nil {
+		if len(sub.Items) != 1 || sub.Limit != nil || sub.Offset != nil || len(sub.DistinctOn) > 0 || hasWindowCall(sub) {
 			and(c)
 			continue
 		}
@@ -246,10 +251,19 @@ func notInAsProbes(cat Catalog, sel *sql.Select) *sql.Select {
 			and(c)
 			continue
 		}
-		if t := sub.From[0].(*sql.TableName); tableNamed(sel.From[0], cmp.Or(t.Alias, t.Name)) {
+		if aggregates(sub) || sub.Distinct || len(sub.GroupBy) > 0 || sub.Having != nil {
+			// its rows as a table of one column: the probes below read
+			// it as they read a relation, a hidden view of its groups
+			inner := *sub
+			inner.Items = []sql.SelectItem{{Expr: sub.Items[0].Expr, Alias: notInColumn}}
+			alias := notInColumn + strconv.Itoa(probes)
+			sub = &sql.Select{Items: []sql.SelectItem{{Expr: &sql.ColumnRef{Table: alias, Name: notInColumn}}},
+				From: []sql.TableExpr{&sql.DerivedTable{Query: &inner, Alias: alias}}}
+		} else if t := sub.From[0].(*sql.TableName); tableNamed(sel.From[0], cmp.Or(t.Alias, t.Name)) {
 			// its name hides an outer one, which x below names
 			sub, _ = renameTable(sub, cmp.Or(t.Alias, t.Name), sel.From[0])
 		}
+		probes++
 		// x as the outer row's, whatever the subquery's table holds
 		x := sql.Rewrite(in.X, func(e sql.Expr) (sql.Expr, bool) {
 			if c, ok := e.(*sql.ColumnRef); ok {
@@ -291,6 +305,10 @@ func notInAsProbes(cat Catalog, sel *sql.Select) *sql.Select {
 	out.Where = where
 	return &out
 }
+
+// notInColumn names the one column of a NOT IN's grouped (or aggregate,
+// or DISTINCT) subquery, and, numbered, the subquery as a table.
+const notInColumn = "_not_in"
 
 // unqualified says whether e reads a column without naming its table.
 func unqualified(e sql.Expr) bool {

@@ -1144,7 +1144,12 @@ func genJoinView(rng *rand.Rand) string {
 			"EXISTS (SELECT 1 FROM (SELECT k, max(v) AS m FROM jc p GROUP BY k) p2 WHERE p2.k = a.k AND p2.m > a.v)",
 			"a.k IN (SELECT k FROM (SELECT k, v FROM jc p WHERE v > 1) p2)",
 			"NOT EXISTS (SELECT 1 FROM (SELECT k FROM jb p WHERE v IS NOT NULL) p2 WHERE p2.k = b.k)",
-			"b.v IN (SELECT max(v) FROM jc p GROUP BY k)")
+			"b.v IN (SELECT max(v) FROM jc p GROUP BY k)",
+			// NOT IN over groups: a hidden view of the subquery's rows
+			"a.v NOT IN (SELECT v FROM jc p GROUP BY v HAVING count(*) > 1)",
+			"b.v NOT IN (SELECT max(v) FROM jc p GROUP BY k)",
+			"a.k NOT IN (SELECT DISTINCT k FROM jb p WHERE p.v > 1)",
+			"a.v NOT IN (SELECT count(*) FROM jc p WHERE p.v IS NOT NULL)")
 		if where == "" {
 			where = " WHERE " + probe
 		} else {
