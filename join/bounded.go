@@ -36,6 +36,10 @@ type Bounded struct {
 	out     *operators.Batch
 	kb      []byte
 	tried   int
+	// pair holds a candidate pair while ON is tested: only a match is
+	// copied out (a key shared by many rows on both sides, as an
+	// interval join's, tried millions of pairs, each allocated)
+	pair types.Row
 }
 
 // NewBounded compiles a bounded join's keys and ON against env; the rows
@@ -142,9 +146,9 @@ func (j *Bounded) Probe(rows []types.Row, emit operators.Emit) error {
 					return err
 				}
 			}
-			row := padded(j.spec.LeftWidth, j.spec.RightWidth, l, j.right[ri], 0)
 			if j.on != nil {
-				ok, err := j.on(row)
+				j.pair = fill(j.pair, j.spec.LeftWidth, j.spec.RightWidth, l, j.right[ri])
+				ok, err := j.on(j.pair)
 				if err != nil {
 					return err
 				}
@@ -152,6 +156,7 @@ func (j *Bounded) Probe(rows []types.Row, emit operators.Emit) error {
 					continue
 				}
 			}
+			row := padded(j.spec.LeftWidth, j.spec.RightWidth, l, j.right[ri], 0)
 			matched = true
 			if kind == "semi" || kind == "anti" {
 				break // the left row alone, or not at all
@@ -235,6 +240,18 @@ func keyOf(keys []expr.Eval, row types.Row, buf []byte) ([]byte, bool, error) {
 // padded is every join's output row: the left side's lw columns, the
 // right side's rw (NULLs for a side that is nil), then extra more (the
 // sign of a continuous join's rows), left NULL for the caller to set.
+// fill is padded into buf, reused: left in the first lw columns, right
+// in the rw after them, NULL where either is short or nil.
+func fill(buf types.Row, lw, rw int, left, right types.Row) types.Row {
+	if cap(buf) < lw+rw {
+		buf = make(types.Row, lw+rw)
+	}
+	buf = buf[:lw+rw]
+	clear(buf[copy(buf[:lw], left):lw])
+	clear(buf[lw+copy(buf[lw:], right):])
+	return buf
+}
+
 func padded(lw, rw int, left, right types.Row, extra int) types.Row {
 	out := make(types.Row, lw+rw+extra)
 	copy(out, left)

@@ -1,6 +1,7 @@
 package pipelines
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -69,7 +70,16 @@ func TestJoinOfJoinsBacklog(t *testing.T) {
 		const q = `SELECT a.k, a.v, c.v AS cv, a.ts FROM jb a JOIN jb b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND JOIN jb c ON c.k = b.k AND c.ts BETWEEN b.ts AND b.ts + INTERVAL '1' SECOND`
 		exec(t, conn, "CREATE STREAM j3 AS "+q)
 		flushWithin(t, srv, conn, 3*time.Minute)
-		want := strings.Join(windowRows(t, conn, "SELECT count(*), sum(v), sum(cv) FROM ("+q+") q WHERE k < 1000"), "")
+		// The bounded three-way join tries about 16 million pairs (200
+		// keys of 200 rows a side): 10 s here, over sqlTimeout once in CI
+		// beside the crash tests, so it has longer.
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		var cnt, sv, scv int64
+		if err := conn.QueryRow(ctx, "SELECT count(*), sum(v), sum(cv) FROM ("+q+") q WHERE k < 1000").Scan(&cnt, &sv, &scv); err != nil {
+			t.Fatalf("the bounded SELECT: %v", err)
+		}
+		cancel()
+		want := fmt.Sprintf("%d|%d|%d", cnt, sv, scv)
 		got := strings.Join(windowRows(t, conn, "SELECT count(*), sum(v), sum(cv) FROM j3 WHERE k < 1000"), "")
 		st, _, err := stats(conn, "j3")
 		if err != nil {
