@@ -21,13 +21,7 @@ import (
 // the line), and COPY (SUBSCRIBE TO v) TO STDOUT, which prints a view's
 // rows as they change until psql is interrupted (^C: a CancelRequest).
 func TestCopyInPsql(t *testing.T) {
-	psqlBin, err := exec.LookPath("psql")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("psql is not installed")
-		}
-		t.Skip("psql is not installed")
-	}
+	psqlBin := psqlPath(t)
 	p := fvsqltest.Start(t, fvsqltest.Config{})
 	conn := p.Connect(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

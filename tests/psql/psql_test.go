@@ -14,9 +14,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(fvsqltest.Main(m)) }
 
-// server starts fvsql with a stream, a materialized view over it and a
-// sink, and returns a function running one psql meta-command.
-func server(t *testing.T) func(cmd string) string {
+// psqlPath is the psql on PATH; without one the test fails in CI and is
+// skipped elsewhere.
+func psqlPath(t *testing.T) string {
+	t.Helper()
 	psql, err := exec.LookPath("psql")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -24,6 +25,13 @@ func server(t *testing.T) func(cmd string) string {
 		}
 		t.Skip("psql is not installed")
 	}
+	return psql
+}
+
+// server starts fvsql with a stream, a materialized view over it and a
+// sink, and returns a function running one psql meta-command.
+func server(t *testing.T) func(cmd string) string {
+	psql := psqlPath(t)
 	p := fvsqltest.Start(t, fvsqltest.Config{})
 	conn := p.Connect(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -190,13 +198,7 @@ func TestArraysInPsql(t *testing.T) {
 // is refused at login with PostgreSQL's FATAL 3D000 and a hint, not taken
 // for the one database.
 func TestDatabaseNames(t *testing.T) {
-	psql, err := exec.LookPath("psql")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("psql is not installed")
-		}
-		t.Skip("psql is not installed")
-	}
+	psql := psqlPath(t)
 	p := fvsqltest.Start(t, fvsqltest.Config{})
 	p.Connect(t).Close(context.Background()) // up
 	host, port, _ := strings.Cut(p.Addr(), ":")
