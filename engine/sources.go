@@ -60,25 +60,13 @@ func (w *worker) recoverSources(pt *partition) {
 			break
 		}
 		read += n
-		for s, v := range pass { // a later pass reads further back
-			if cur, ok := found[s]; !ok {
-				found[s] = v
-			} else if v.wm > cur.wm {
-				cur.wm = v.wm
-			}
-		}
+		mergeReports(found, pass) // a later pass reads further back
 		if from == 0 || !missing(w.stage.derived, found) {
 			break
 		}
 		to = from
 	}
-	for s, v := range found {
-		if cur, ok := pt.sources[s]; !ok {
-			pt.sources[s] = v
-		} else if v.wm > cur.wm {
-			cur.wm = v.wm
-		}
-	}
+	mergeReports(pt.sources, found)
 	level := e.cfg.Logger.Debug
 	if err != nil || missing(w.stage.derived, found) {
 		level = e.cfg.Logger.Info
@@ -86,6 +74,19 @@ func (w *worker) recoverSources(pt *partition) {
 	level("upstream watermarks recovered from the input", "pipeline", w.p.name, "stage", w.stage.def.Name,
 		"topic", pt.key.topic, "partition", pt.key.part, "sources", len(found), "of", w.stage.sources,
 		"records", read, "took", time.Since(start).Round(time.Millisecond), "err", err)
+}
+
+// mergeReports adds older reports to into: a source it lacks as it was
+// reported, a source it has only its higher watermark (the flags of the
+// later report stay).
+func mergeReports(into, older map[int32]*sourceWM) {
+	for s, v := range older {
+		if cur, ok := into[s]; !ok {
+			into[s] = v
+		} else if v.wm > cur.wm {
+			cur.wm = v.wm
+		}
+	}
 }
 
 // missing says whether a source of want is not in found.
