@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -96,6 +97,7 @@ type query struct {
 	r      Resolver
 	onErr  operators.RowError
 	budget *operators.Budget
+	memo   subqueryMemo
 	// work holds the work tables of the recursive queries running, by
 	// their plan.Recursive's ID.
 	work map[int64][]types.Row
@@ -324,29 +326,23 @@ func (q *query) runSource(ctx context.Context, src *plan.Source, prefix []plan.S
 
 // subqueryEnv gives a chain's expressions their subqueries: each runs as
 // a bounded plan (with the outer row for correlated ones) and yields its
-// first column; uncorrelated results are computed once.
+// first column. Results are kept for the whole query (subqueryMemo): an
+// uncorrelated subquery runs once, even inside a correlated one; a
+// correlated one whose outer columns the planner listed runs once per
+// distinct combination of their values.
 func (q *query) subqueryEnv(ctx context.Context, c *plan.Chain, env *expr.Env) *expr.Env {
-	var mu sync.Mutex
-	cache := map[int][]types.Value{}
 	out := &expr.Env{Params: env.Params, Outer: env.Outer, Session: env.Session, Funcs: env.Funcs, Now: env.Now}
 	out.Subquery = func(i int, outer types.Row) ([]types.Value, error) {
-		sq := c.Subqueries[i]
-		if !sq.Correlated {
-			mu.Lock()
-			vals, ok := cache[i]
-			mu.Unlock()
-			if ok {
+		sq := &c.Subqueries[i]
+		key, memo := q.memo.key(sq, outer)
+		if memo {
+			if vals, ok := q.memo.get(key); ok {
 				return vals, nil
 			}
 		}
 		sub := &expr.Env{Params: env.Params, Outer: outer, Session: env.Session, Funcs: env.Funcs, Now: env.Now}
 		var vals []types.Value
 		var charged int64
-		defer func() {
-			if sq.Correlated { // dropped when the row is done; a cached result stays charged
-				q.budget.Release(charged)
-			}
-		}()
 		err := q.run(ctx, sq.Plan, sub, func(b *operators.Batch) error {
 			n := int64(len(b.Rows)) * 48
 			for _, row := range b.Rows {
@@ -367,17 +363,113 @@ func (q *query) subqueryEnv(ctx context.Context, c *plan.Chain, env *expr.Env) *
 			}
 			return nil
 		})
+		if err != nil || !memo || !q.memo.put(key, vals, charged, !sq.Correlated) {
+			q.budget.Release(charged) // dropped when the row is done
+		}
 		if err != nil {
 			return nil, err
-		}
-		if !sq.Correlated {
-			mu.Lock()
-			cache[i] = vals
-			mu.Unlock()
 		}
 		return vals, nil
 	}
 	return out
+}
+
+// subqueryMemo keeps subquery results for the rest of a bounded query,
+// by subquery and the outer values it reads. Results stay charged to
+// the query's budget; correlated ones only while they take up less than
+// memoBytes (past that a correlated subquery runs again per row, as
+// without the memo), uncorrelated ones always (they run once anyway).
+type subqueryMemo struct {
+	mu    sync.Mutex
+	vals  map[memoKey][]types.Value
+	bytes int64
+}
+
+// memoKey is a subquery and the encoded values of the outer columns it
+// reads.
+type memoKey struct {
+	sq    *plan.Subquery
+	outer string
+}
+
+// memoBytes bounds the bytes of the correlated results a query keeps.
+const memoBytes = 32 << 20
+
+// key returns the memo key of sq's run for the outer row, and whether
+// its result may be kept: a correlated subquery's whose outer columns are
+// unknown may not, nor any subquery reading a recursive query's work
+// table, which changes from one run of the recursive step to the next.
+func (m *subqueryMemo) key(sq *plan.Subquery, outer types.Row) (memoKey, bool) {
+	if (sq.Correlated && len(sq.Outer) == 0) || readsWorkTable(sq.Plan) {
+		return memoKey{}, false
+	}
+	if !sq.Correlated {
+		return memoKey{sq: sq}, true
+	}
+	var buf []byte
+	for _, c := range sq.Outer {
+		if c >= len(outer) {
+			return memoKey{}, false
+		}
+		v := outer[c]
+		buf = types.AppendValue(buf, v) // lossless: 1.0 and 1.00 differ
+		if v.K == types.Numeric {       // as do NaN and the infinities, which it writes alike
+			buf = append(buf, byte(v.N.Form))
+			if v.N.Negative {
+				buf = append(buf, '-')
+			}
+		}
+	}
+	return memoKey{sq: sq, outer: string(buf)}, true
+}
+
+func (m *subqueryMemo) get(k memoKey) ([]types.Value, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.vals[k]
+	return v, ok
+}
+
+// put keeps vals (charged bytes of the budget) under k and says whether
+// it did; always, when always is set.
+func (m *subqueryMemo) put(k memoKey, vals []types.Value, charged int64, always bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.vals[k]; dup || (!always && m.bytes+charged > memoBytes) {
+		return false
+	}
+	if m.vals == nil {
+		m.vals = map[memoKey][]types.Value{}
+	}
+	m.vals[k] = vals
+	if !always {
+		m.bytes += charged
+	}
+	return true
+}
+
+// readsWorkTable says whether n reads a recursive query's work table.
+func readsWorkTable(n plan.Node) bool {
+	switch n := n.(type) {
+	case *plan.WorkTable:
+		return true
+	case *plan.Chain:
+		for i := range n.Subqueries {
+			if readsWorkTable(n.Subqueries[i].Plan) {
+				return true
+			}
+		}
+		return readsWorkTable(n.Input)
+	case *plan.UnionAll:
+		return slices.ContainsFunc(n.Inputs, readsWorkTable)
+	case *plan.SetOp:
+		return readsWorkTable(n.Left) || readsWorkTable(n.Right)
+	case *plan.Join:
+		return readsWorkTable(n.Left) || readsWorkTable(n.Right)
+	case *plan.Recursive:
+		return readsWorkTable(n.Anchor) || readsWorkTable(n.Step)
+	}
+	return false
 }
 
 // InputColumns reports which columns of their input rows a stage's steps

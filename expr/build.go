@@ -294,6 +294,26 @@ func Volatile(e *Expr) bool {
 	return false
 }
 
+// CallsVolatile reports whether e itself calls a volatile function or a
+// user function (whose volatility fvsql does not know); unlike Volatile,
+// a subquery in e counts only by the expressions around it (its probe),
+// not by running: whether a subquery's own plan calls one is its
+// planner's to tell.
+func CallsVolatile(e *Expr) bool {
+	found := false
+	e.Walk(func(n *Expr) {
+		switch n.Kind {
+		case KUser:
+			found = true
+		case KCall:
+			if f := lookupKey(n.Fn); f == nil || f.Volatile {
+				found = true
+			}
+		}
+	})
+	return found
+}
+
 // fold evaluates e now when every input is constant and nothing volatile
 // is called. Errors are deferred to run time (PostgreSQL reports them when
 // the row is evaluated), except for casts of literals, which PostgreSQL

@@ -33,11 +33,16 @@ type Chain struct {
 }
 
 // Subquery is a plan an expression evaluates (scalar, EXISTS, IN).
-// A correlated one reads the enclosing row (expr.KOuter) and runs once
-// per row; an uncorrelated one runs once per execution.
+// A correlated one reads the enclosing row (expr.KOuter); an
+// uncorrelated one runs once per execution. Outer lists the columns of
+// the enclosing row a correlated one reads, when the planner knows them
+// all and the subquery calls no volatile function: rows equal in those
+// columns get the same result, so it runs once per distinct combination
+// of them rather than once per row.
 type Subquery struct {
 	Plan       Node
 	Correlated bool
+	Outer      []int
 }
 
 // UnionAll concatenates its inputs.

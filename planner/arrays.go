@@ -471,7 +471,11 @@ func (b *builder) catalogLookup(c *exprCtx, name string, args []*expr.Expr) (*ex
 	sub := appendSteps(&plan.Source{Dataset: DatasetName(rel)},
 		plan.Step{Op: plan.OpFilter, Pred: match},
 		plan.Step{Op: plan.OpProject, Exprs: []*expr.Expr{expr.Col(vc, rel.Columns[vc].Type, l.value)}, Names: []string{l.value}})
-	b.subs = append(b.subs, plan.Subquery{Plan: sub, Correlated: correlated})
+	sq := plan.Subquery{Plan: sub, Correlated: correlated}
+	if !expr.CallsVolatile(key) {
+		sq.Outer = distinctInts(key.Columns())
+	}
+	b.subs = append(b.subs, sq)
 	return expr.Subquery(len(b.subs)-1, "scalar", rel.Columns[vc].Type, nil), true, nil
 }
 

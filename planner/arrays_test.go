@@ -96,6 +96,12 @@ func (db *testDB) Dataset(_ context.Context, name string) (engine.Dataset, error
 // columns separated by " | ", NULL as NULL.
 func (db *testDB) query(t *testing.T, text string, params ...types.Value) (string, error) {
 	t.Helper()
+	return db.queryOn(t, db, text, params...)
+}
+
+// queryOn is query reading the datasets r gives.
+func (db *testDB) queryOn(t *testing.T, r engine.Resolver, text string, params ...types.Value) (string, error) {
+	t.Helper()
 	stmts, err := sql.Parse(text)
 	if err != nil {
 		return "", err
@@ -105,7 +111,7 @@ func (db *testDB) query(t *testing.T, text string, params ...types.Value) (strin
 		return "", err
 	}
 	var lines []string
-	err = engine.RunBounded(context.Background(), plan.Root, db, params, func(_ *operators.Batch, _ int, err error) error { return err },
+	err = engine.RunBounded(context.Background(), plan.Root, r, params, func(_ *operators.Batch, _ int, err error) error { return err },
 		func(b *operators.Batch) error {
 			for _, row := range b.Rows {
 				cells := make([]string, len(plan.Columns))

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/fvsql/fvsql/expr"
@@ -110,8 +111,17 @@ func (b *builder) buildAll(c *exprCtx, es []sql.Expr) ([]*expr.Expr, error) {
 	return out, nil
 }
 
-// build converts an AST expression into a typed expression.
+// build converts an AST expression into a typed expression, noting
+// whether it calls a volatile function (builder.volatile).
 func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
+	x, err := b.buildExpr(c, e)
+	if err == nil && x != nil && !b.volatile && expr.CallsVolatile(x) {
+		b.volatile = true
+	}
+	return x, err
+}
+
+func (b *builder) buildExpr(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 	if c.aggs != nil {
 		if col, ok := c.aggs.find(fingerprint(e)); ok {
 			return c.aggs.out.ref(col), nil
@@ -152,6 +162,7 @@ func (b *builder) build(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 				if code := pgerror.CodeOf(err); code == pgerror.UndefinedColumn || code == pgerror.UndefinedTable {
 					if j, oerr := b.outer.resolve(e.Table, e.Name); oerr == nil {
 						b.correlated = true
+						b.outerCols = append(b.outerCols, j)
 						oc := b.outer.cols[j]
 						return expr.Outer(j, oc.typ, oc.name), nil
 					}
@@ -814,6 +825,13 @@ func hasAggregate(e sql.Expr) bool {
 	return found
 }
 
+// distinctInts returns xs sorted, each once.
+func distinctInts(xs []int) []int {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // errCorrelatedAboveGroups is the 0A000 of a subquery that reads the
 // groups of the query around it (correlatedAboveGroups looks for it).
 const errCorrelatedAboveGroups = "correlated subqueries above GROUP BY"
@@ -835,6 +853,11 @@ func (b *builder) subquery(c *exprCtx, q sql.QueryExpr) (int, types.Type, error)
 	if child.correlated && c.aggs != nil {
 		return 0, types.Null, pgerror.NotSupported(errCorrelatedAboveGroups)
 	}
-	b.subs = append(b.subs, plan.Subquery{Plan: node, Correlated: child.correlated})
+	b.volatile = b.volatile || child.volatile
+	sq := plan.Subquery{Plan: node, Correlated: child.correlated}
+	if !child.volatile { // run again per row, as PostgreSQL runs it, a volatile one may differ
+		sq.Outer = distinctInts(child.outerCols)
+	}
+	b.subs = append(b.subs, sq)
 	return len(b.subs) - 1, cols[0].Type, nil
 }

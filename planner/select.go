@@ -25,9 +25,14 @@ type builder struct {
 
 	// Subqueries: outer is the enclosing query's scope while planning a
 	// subquery (its columns resolve as expr.Outer); correlated records
-	// that one was used; subs collects the current SELECT's subqueries.
+	// that one was used, and outerCols which of outer's columns were
+	// read; volatile that an expression built calls a volatile function
+	// (a correlated subquery that does runs per row); subs collects the
+	// current SELECT's subqueries.
 	outer      *scope
 	correlated bool
+	outerCols  []int
+	volatile   bool
 	// inlining counts the sql functions being inlined around this
 	// builder's expressions (userfunc.go).
 	inlining int
