@@ -182,10 +182,17 @@ func intervalMicros(b *builder, e sql.Expr, what string) (int64, error) {
 // so the declared column takes the WATERMARK, as it takes the name.
 func watermarkFor(in *catalog.Relation, col int) *plan.WatermarkSpec {
 	spec := &plan.WatermarkSpec{Col: col}
-	if read := in.ReadColumns(); in.Watermark != nil && col < len(read) && in.Watermark.Column == read[col].Name {
+	if declaresWatermark(in, col) {
 		spec.Delay = in.Watermark.Delay
 	}
 	return spec
+}
+
+// declaresWatermark says whether stream in declares its WATERMARK on its
+// read column col.
+func declaresWatermark(in *catalog.Relation, col int) bool {
+	read := in.ReadColumns()
+	return in.Watermark != nil && col < len(read) && in.Watermark.Column == read[col].Name
 }
 
 // groupKeys are a continuous aggregation's GROUP BY terms, resolved.
@@ -478,9 +485,18 @@ func planWindowed(cat Catalog, sel *sql.Select, tvf *sql.WindowTVF, kind sql.Obj
 		// not count the step's time column, so nothing else would).
 		computed = append(computed[:len(computed):len(computed)], sc.ref(tcol))
 	}
+	wm := watermarkFor(in, tcol)
+	if changes && wm.Delay == 0 && !declaresWatermark(in, tcol) {
+		// A view needs no watermark to put out its windows (it updates
+		// them), so over a stream that declares none it takes every row,
+		// whenever it comes, as its bounded SELECT does: counted late
+		// behind the largest time seen, rows that came out of order would
+		// be left out or not by how the partitions' reading interleaved.
+		wm = nil
+	}
 	q := &statefulQuery{
 		in: in, filter: filter, partition: groupCols, computed: computed, having: having, project: proj, out: cols, changes: changes,
-		watermark: watermarkFor(in, tcol),
+		watermark: wm,
 		step: plan.Step{
 			Op: plan.OpWindowAggregate, Window: &spec, TimeCol: tcol, TimeType: ttype,
 			GroupBy: groupBy, Aggs: a.specs, Changes: changes,
