@@ -75,6 +75,9 @@ type worker struct {
 	// yet (tickOwned)
 	fetched  map[partKey]bool
 	assigned atomic.Bool // has had partitions
+	// pollMax is the most records a poll of this worker takes (0: the
+	// configured batch size), cut when an epoch runs long (epochPace)
+	pollMax int
 }
 
 // awaitSiblings holds a starting worker's first epoch until every local
@@ -602,6 +605,7 @@ func (w *worker) runTransactional() error {
 		})
 	}
 	for {
+		begun := time.Now()
 		if err := sess.Begin(); err != nil {
 			return err
 		}
@@ -622,6 +626,7 @@ func (w *worker) runTransactional() error {
 		seq := w.stage.committing.begin()
 		committed, err := sess.End(endCtx, try)
 		cancel()
+		w.pollMax = epochPace(w.pollSize(), e.cfg.BatchSize, time.Since(begun), e.txnTimeout())
 		if ferr := w.finish(ep, committed && err == nil); ferr != nil && err == nil {
 			err = ferr
 		}
@@ -722,7 +727,7 @@ func (w *worker) collect(poll func(context.Context, int) kgo.Fetches) error {
 	for {
 		w.dropRevoked()
 		ctx, cancel := context.WithDeadline(w.p.ctx, deadline)
-		fs := poll(ctx, e.cfg.BatchSize)
+		fs := poll(ctx, w.pollSize())
 		cancel()
 		var fetchErr error
 		fs.EachError(func(t string, p int32, err error) {
@@ -752,6 +757,36 @@ func (w *worker) collect(poll func(context.Context, int) kgo.Fetches) error {
 			return errors.New("client closed")
 		}
 	}
+}
+
+// pollSize is the most records the worker's next poll takes.
+func (w *worker) pollSize() int {
+	if w.pollMax > 0 {
+		return w.pollMax
+	}
+	return w.p.e.cfg.BatchSize
+}
+
+// epochPace returns the records per poll after an epoch that took took
+// with polls of size records: a quarter of them after an epoch that took
+// the transaction timeout or more (the broker aborted it), half after
+// one over half of it, twice as many (up to batch) after one within a
+// quarter of it. An epoch processes every record of each poll it makes, so a
+// poll's records bound its length past the checkpoint interval; one
+// whose records make much output (a join's partners, a fan-out of
+// thousands of rows each) could run past the transaction timeout, be
+// aborted by the broker, and be tried again with the same records for
+// ever. Smaller polls let it commit in steps.
+func epochPace(size, batch int, took, txnTimeout time.Duration) int {
+	switch {
+	case took >= txnTimeout:
+		return max(size/4, 1)
+	case took > txnTimeout/2:
+		return max(size/2, 1)
+	case took <= txnTimeout/4:
+		return min(size*2, batch)
+	}
+	return size
 }
 
 // epochFull says the current epoch has read enough to commit early: a
