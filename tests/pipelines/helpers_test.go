@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,6 +144,36 @@ func exec(t *testing.T, conn *pgx.Conn, sql string) {
 	}
 }
 
+// textRows runs q and returns its rows in PostgreSQL's text format, as
+// sorted lines.
+func textRows(t *testing.T, conn *pgx.Conn, q string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+	defer cancel()
+	rows, err := conn.Query(ctx, q, pgx.QueryResultFormats{pgx.TextFormatCode})
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		vals := rows.RawValues()
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = "NULL"
+			if v != nil {
+				parts[i] = string(v)
+			}
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // flush runs FLUSH on srv: it returns when every pipeline of the server
 // has processed and committed what its inputs held when FLUSH began.
 func flush(t *testing.T, srv *fvsqltest.Process, conn *pgx.Conn) {
@@ -209,8 +240,8 @@ func (s pipelineStats) String() string {
 	if s.Error != nil {
 		errText = " error=" + strconv.Quote(*s.Error)
 	}
-	return fmt.Sprintf("%s %s consumed=%d emitted=%d filtered=%d dropped=%d lag=%s partitions=%d epochs=%d%s",
-		s.Name, s.Status, s.Consumed, s.Emitted, s.Filtered, s.Dropped, lag, s.Partitions, s.Epochs, errText)
+	return fmt.Sprintf("%s %s consumed=%d emitted=%d filtered=%d dropped=%d late=%d lag=%s partitions=%d epochs=%d%s",
+		s.Name, s.Status, s.Consumed, s.Emitted, s.Filtered, s.Dropped, s.Late, lag, s.Partitions, s.Epochs, errText)
 }
 
 // stats reads the pipeline's row of fvsql_catalog.pipelines on a server;
