@@ -24,6 +24,7 @@
 #                               (default: run it only when no arguments are given)
 #   FVSQL_GO_TEST_TIMEOUT       go test -timeout (default 30m)
 #   FVSQL_SQLLOGIC_PARALLEL     .slt files at once in the pass on real Kafka (default 4)
+#   FVSQL_GO_TEST_PARALLEL      go test -parallel of the go test phase (default 3)
 #   FVSQL_LINT=0                skip go vet and staticcheck (local runs only:
 #                               ignored when CI is set)
 #   FVSQL_FUZZ=0                skip the fuzz phase (local runs only: ignored
@@ -57,9 +58,12 @@ REDIS_START_TIMEOUT=30 # seconds until Redis must answer PING
 GO_TEST_TIMEOUT="${FVSQL_GO_TEST_TIMEOUT:-30m}"
 # .slt files the pass on real Kafka runs at once, each with its own
 # server: a file mostly waits for its server's commits, so this pass,
-# which runs alone, takes more files than CPUs (the embedded pass, inside
-# go test ./..., runs go test's default of GOMAXPROCS at once).
+# which runs alone, takes more files than CPUs. The go test phase runs
+# its tests that call t.Parallel (the embedded pass's .slt files, and
+# nothing else) GO_TEST_PARALLEL at once: one more than the 2 CPUs of
+# CI's machine, as another package's tests run beside them.
 SQLLOGIC_PARALLEL="${FVSQL_SQLLOGIC_PARALLEL:-4}"
+GO_TEST_PARALLEL="${FVSQL_GO_TEST_PARALLEL:-3}"
 STATICCHECK_MODULE=honnef.co/go/tools
 STATICCHECK_VERSION=v0.8.2
 STATICCHECK_DIR="$CACHE_DIR/bin"
@@ -794,6 +798,32 @@ clients_postgres() {
 
 # ---------------------------------------------------------------- main
 
+# longest_first lists the packages of ./... with the ones whose tests take
+# longest first (LONG_PACKAGES, by the last clean-clone run's figures).
+# go test starts the packages' runs in the order given, -p (GOMAXPROCS)
+# at a time: listed alphabetically, the two longest (tests/exactlyonce,
+# tests/sqllogic) started late, and the run ended with one of them
+# alone on a CPU where the small packages could have filled the other.
+LONG_PACKAGES=(tests/exactlyonce tests/sqllogic tests/pipelines planner tests/clients)
+longest_first() {
+	local module pkg long l
+	module="$(go list -m)"
+	local -a all
+	mapfile -t all < <(go list ./...)
+	for long in "${LONG_PACKAGES[@]}"; do
+		for pkg in "${all[@]}"; do
+			[[ "$pkg" == "$module/$long" ]] && echo "$pkg"
+		done
+	done
+	for pkg in "${all[@]}"; do
+		long=0
+		for l in "${LONG_PACKAGES[@]}"; do
+			[[ "$pkg" == "$module/$l" ]] && long=1
+		done
+		((long)) || echo "$pkg"
+	done
+}
+
 main() {
 	START_US="$(now_us)"
 	trap cleanup EXIT
@@ -845,14 +875,15 @@ main() {
 	local -a args=("$@")
 	local real_pass="${FVSQL_SQLLOGIC_REAL:-}"
 	if ((${#args[@]} == 0)); then
-		args=(./...)
+		mapfile -t args < <(longest_first)
+		((${#args[@]} > 10)) || die "go test" "go list ./... listed ${#args[@]} packages"
 		real_pass="${real_pass:-1}"
 	fi
 
 	local t status=0 rc=0
 	t="$(now_us)"
-	log "go test" "go test -count=1 -timeout $GO_TEST_TIMEOUT ${args[*]}"
-	run_bg_wait go test -count=1 -timeout "$GO_TEST_TIMEOUT" "${args[@]}" || rc=$?
+	log "go test" "go test -count=1 -timeout $GO_TEST_TIMEOUT -parallel $GO_TEST_PARALLEL ${args[*]}"
+	run_bg_wait go test -count=1 -timeout "$GO_TEST_TIMEOUT" -parallel "$GO_TEST_PARALLEL" "${args[@]}" || rc=$?
 	phase_done "go tests" "$t" "exit status $rc"
 	((rc == 0)) || status=1
 
