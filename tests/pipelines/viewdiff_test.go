@@ -17,20 +17,22 @@ var viewDiffSeed, viewDiffCases = flag.Int64("view-diff-seed", 19, "seed of Test
 // TestViewCompositionDifferential: seeded random materialized views that
 // compose (issue 19's correctness check, run by the engine on a broker
 // rather than in memory as the planner's differential tests do): regular
-// joins inner and left, aggregates with HAVING, DISTINCT and
-// FILTER, top-N with and without its number, ORDER BY … LIMIT, DISTINCT,
-// EXISTS, NOT EXISTS, IN and NOT IN, UNION ALL, each over the three
-// streams or over views made before it, so that aggregates run over
-// joins, joins over aggregates and views over views over views, and the
-// changes of one view (updates, retractions) flow into the next through
-// Kafka. Every view is created before any input; after each of three
-// rounds of input and a FLUSH, each view must equal its query run
-// bounded over the same streams, with every view it reads written out as
-// a subquery (so a wrong view below cannot hide behind a view above
-// reading it). A planner refusal fails the test: these are all queries a
-// bounded SELECT answers. A failure prints the view, its query, the
-// rows only on either side, and the seed; -view-diff-seed reproduces it,
-// -view-diff-cases sets the count.
+// joins inner, left and three-way; aggregates with HAVING, DISTINCT and
+// FILTER, over joins too; ROLLUP; top-N with and without its number;
+// ORDER BY … LIMIT; DISTINCT; EXISTS, NOT EXISTS, IN and NOT IN;
+// correlated scalar subqueries; window functions over partitions; UNION
+// ALL; TUMBLE, HOP and SESSION. Each reads the three streams or views
+// made before it, so that aggregates run over joins, joins over
+// aggregates and views over views over views, and the changes of one
+// view (updates, retractions) flow into the next through Kafka. Every
+// view is created before any input; after each of three rounds of input
+// and a FLUSH, each view must equal its query run bounded over the same
+// streams, with every view it reads written out as a subquery (so a
+// wrong view below cannot hide behind a view above reading it). A
+// planner refusal fails the test: these are all queries a bounded SELECT
+// answers. A failure prints the view, its query, the rows only on either
+// side, and the seed; -view-diff-seed reproduces it, -view-diff-cases
+// sets the count.
 func TestViewCompositionDifferential(t *testing.T) {
 	eachBroker(t, func(t *testing.T, c *cluster) {
 		srv := c.start(t, "fvsql")
@@ -214,6 +216,7 @@ func (g *viewGen) view(name string) *genRel {
 	shapes := []func(*queryBuilder, *genRel){
 		g.filter, g.join, g.join, g.aggregate, g.aggregate, g.topN, g.orderLimit,
 		g.semi, g.union, g.distinct, g.aggregateJoin, g.threeWay, g.window,
+		g.overWindow, g.scalarSub, g.rollup,
 	}
 	shapes[g.rng.Intn(len(shapes))](q, v)
 	v.parts = q.parts
@@ -434,8 +437,46 @@ func (g *viewGen) threeWay(q *queryBuilder, v *genRel) {
 func (g *viewGen) window(q *queryBuilder, v *genRel) {
 	o := g.streams[0]
 	v.cols, v.extra = []string{"c0", "c1", "c2"}, []string{"c3", "c4"}
-	fn := []string{"SESSION", "TUMBLE"}[g.rng.Intn(2)]
+	fn := []string{"SESSION", "TUMBLE", "HOP"}[g.rng.Intn(3)]
 	q.text("SELECT cust AS c0, count(*) AS c1, sum(amt) AS c2, window_start AS c3, window_end AS c4 FROM %s(", fn)
 	q.from(o)
+	if fn == "HOP" {
+		q.text(", ts, INTERVAL '20' SECOND, INTERVAL '60' SECOND) GROUP BY cust, window_start, window_end")
+		return
+	}
 	q.text(", ts, INTERVAL '%d' SECOND) GROUP BY cust, window_start, window_end", []int{20, 45, 60}[g.rng.Intn(3)])
+}
+
+// overWindow: window functions over a partition of a relation's rows,
+// every row kept.
+func (g *viewGen) overWindow(q *queryBuilder, v *genRel) {
+	r := g.input()
+	p, x := g.col(r), g.col(r)
+	v.cols, v.joins = []string{"c0", "c1", "c2", "c3"}, r.joins
+	q.text("SELECT x.%s AS c0, x.%s AS c1, sum(x.%s) OVER (PARTITION BY x.%s) AS c2, count(*) OVER (PARTITION BY x.%s) AS c3 FROM ", p, x, x, p, p)
+	q.from(r)
+	q.text(" x%s", g.where("x", r))
+}
+
+// scalarSub: a count from another relation per row, by a correlated
+// scalar subquery.
+func (g *viewGen) scalarSub(q *queryBuilder, v *genRel) {
+	l, r := g.input(), g.input()
+	a := g.col(l)
+	v.cols, v.joins = []string{"c0", "c1"}, l.joins
+	q.text("SELECT x.%s AS c0, (SELECT count(*) FROM ", a)
+	q.from(r)
+	q.text(" y WHERE y.%s = x.%s) AS c1 FROM ", g.col(r), a)
+	q.from(l)
+	q.text(" x")
+}
+
+// rollup: counts by two columns, by the first, and in all.
+func (g *viewGen) rollup(q *queryBuilder, v *genRel) {
+	r := g.input()
+	a, b := g.col(r), g.col(r)
+	v.cols = []string{"c0", "c1", "c2"}
+	q.text("SELECT x.%s AS c0, x.%s AS c1, count(*) AS c2 FROM ", a, b)
+	q.from(r)
+	q.text(" x GROUP BY ROLLUP (x.%s, x.%s)", a, b)
 }
