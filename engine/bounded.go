@@ -332,9 +332,16 @@ func (q *query) runSource(ctx context.Context, src *plan.Source, prefix []plan.S
 // distinct combination of their values.
 func (q *query) subqueryEnv(ctx context.Context, c *plan.Chain, env *expr.Env) *expr.Env {
 	out := &expr.Env{Params: env.Params, Outer: env.Outer, Session: env.Session, Funcs: env.Funcs, Now: env.Now}
+	// A subquery reading a recursive query's work table, which changes
+	// from one run of the recursive step to the next, is never kept.
+	work := make([]bool, len(c.Subqueries))
+	for i := range c.Subqueries {
+		work[i] = readsWorkTable(c.Subqueries[i].Plan)
+	}
 	out.Subquery = func(i int, outer types.Row) ([]types.Value, error) {
 		sq := &c.Subqueries[i]
 		key, memo := q.memo.key(sq, outer)
+		memo = memo && !work[i]
 		if memo {
 			if vals, ok := q.memo.get(key); ok {
 				return vals, nil
@@ -397,10 +404,9 @@ const memoBytes = 32 << 20
 
 // key returns the memo key of sq's run for the outer row, and whether
 // its result may be kept: a correlated subquery's whose outer columns are
-// unknown may not, nor any subquery reading a recursive query's work
-// table, which changes from one run of the recursive step to the next.
+// unknown may not.
 func (m *subqueryMemo) key(sq *plan.Subquery, outer types.Row) (memoKey, bool) {
-	if (sq.Correlated && len(sq.Outer) == 0) || readsWorkTable(sq.Plan) {
+	if sq.Correlated && len(sq.Outer) == 0 {
 		return memoKey{}, false
 	}
 	if !sq.Correlated {
