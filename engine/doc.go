@@ -10,7 +10,10 @@
 // operators.Budget, which fails the query with 53200 past
 // Limits.MemoryBytes, and every loop asks the budget whether the query's
 // context has ended (cancel, statement_timeout, closed connection), so a
-// query stops within a batch or a few thousand row pairs.
+// query stops within a batch or a few thousand row pairs. Subquery
+// results are kept for the query (subqueryMemo): a correlated one's by
+// the values of the outer columns it reads (plan.Subquery.Outer), so it
+// runs once per distinct combination of them, not once per row.
 //
 // Continuous plans (a Topology of stages) run as pipelines over Kafka:
 // each stage has N consumer goroutines (Config.Consumers) in one consumer
@@ -24,7 +27,11 @@
 // rebalance aborts the epoch and it is redone; with exactly-once off,
 // offsets are committed after the epoch's output is acknowledged
 // (at-least-once). A stateless stage also ends its epoch after 50k input
-// rows, so the next stage sees a backlog in small steps. A stateful
+// rows, so the next stage sees a backlog in small steps. An epoch
+// processes every record of each poll, so a worker whose epoch ran past
+// half the transaction timeout polls fewer records from then on
+// (epochPace), lest a poll whose rows make much output outlive the
+// transaction and be tried again for ever. A stateful
 // stage's epoch also ships its state changes to the stage's compacted
 // state topic; a partition whose local state does not match the committed
 // offsets is rebuilt from that topic (restore.go). A stage may hold
