@@ -119,6 +119,8 @@ func (q *query) run(ctx context.Context, n plan.Node, env *expr.Env, emit operat
 		return q.runFuncRows(ctx, n, env, emit)
 	case *plan.Join:
 		return q.runJoin(ctx, n, env, emit)
+	case *plan.Apply:
+		return q.runApply(ctx, n, env, emit)
 	case *plan.SetOp:
 		return q.runSetOp(ctx, n, env, emit)
 	case *plan.Recursive:
@@ -344,7 +346,7 @@ func (q *query) subqueryEnv(ctx context.Context, c *plan.Chain, env *expr.Env) *
 		memo = memo && !work[i]
 		if memo {
 			if vals, ok := q.memo.get(key); ok {
-				return vals, nil
+				return vals.([]types.Value), nil
 			}
 		}
 		sub := &expr.Env{Params: env.Params, Outer: outer, Session: env.Session, Funcs: env.Funcs, Now: env.Now}
@@ -388,7 +390,7 @@ func (q *query) subqueryEnv(ctx context.Context, c *plan.Chain, env *expr.Env) *
 // without the memo), uncorrelated ones always (they run once anyway).
 type subqueryMemo struct {
 	mu    sync.Mutex
-	vals  map[memoKey][]types.Value
+	vals  map[memoKey]any // a subquery's first column ([]types.Value), a LATERAL one's rows ([]types.Row)
 	bytes int64
 }
 
@@ -429,7 +431,7 @@ func (m *subqueryMemo) key(sq *plan.Subquery, outer types.Row) (memoKey, bool) {
 	return memoKey{sq: sq, outer: string(buf)}, true
 }
 
-func (m *subqueryMemo) get(k memoKey) ([]types.Value, bool) {
+func (m *subqueryMemo) get(k memoKey) (any, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.vals[k]
@@ -438,14 +440,14 @@ func (m *subqueryMemo) get(k memoKey) ([]types.Value, bool) {
 
 // put keeps vals (charged bytes of the budget) under k and says whether
 // it did; always, when always is set.
-func (m *subqueryMemo) put(k memoKey, vals []types.Value, charged int64, always bool) bool {
+func (m *subqueryMemo) put(k memoKey, vals any, charged int64, always bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, dup := m.vals[k]; dup || (!always && m.bytes+charged > memoBytes) {
 		return false
 	}
 	if m.vals == nil {
-		m.vals = map[memoKey][]types.Value{}
+		m.vals = map[memoKey]any{}
 	}
 	m.vals[k] = vals
 	if !always {
@@ -472,6 +474,8 @@ func readsWorkTable(n plan.Node) bool {
 		return readsWorkTable(n.Left) || readsWorkTable(n.Right)
 	case *plan.Join:
 		return readsWorkTable(n.Left) || readsWorkTable(n.Right)
+	case *plan.Apply:
+		return readsWorkTable(n.Left) || readsWorkTable(n.Right.Plan)
 	case *plan.Recursive:
 		return readsWorkTable(n.Anchor) || readsWorkTable(n.Step)
 	}

@@ -108,6 +108,24 @@ type Join struct {
 
 func (*Join) node() {}
 
+// Apply is a LATERAL subquery joined to the FROM items before it: Right
+// runs for each row of Left, with that row as its outer row (its
+// expr.KOuter references; Right.Outer lists the columns they read, for
+// the memo of RunBounded), and each of its rows comes after the left
+// row's values. On, when set, is evaluated over the joined row. Kind is
+// "inner", or "left": a left row none of whose right rows passes On comes
+// once, with NULLs for the right side's RightWidth columns.
+type Apply struct {
+	Kind       string
+	Left       Node
+	Right      Subquery
+	On         *expr.Expr
+	LeftWidth  int
+	RightWidth int
+}
+
+func (*Apply) node() {}
+
 // Recursive is a WITH RECURSIVE query: Anchor's rows, then Step's, run
 // again and again, each run's WorkTable (the one of this ID) the rows the
 // run before it made, until a run makes none. Without All a row made

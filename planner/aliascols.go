@@ -124,7 +124,7 @@ func derivedColumnsFrom(cat Catalog, t sql.TableExpr) (sql.TableExpr, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(t.Columns) == 0 {
+		if len(t.Columns) == 0 || t.Lateral { // lateralAsJoins takes a LATERAL one's
 			if q == t.Query {
 				return t, nil
 			}

@@ -26,8 +26,9 @@ import (
 //     item) stays in WHERE;
 //   - a projection puts the columns back in FROM order.
 //
-// Lists with a function whose arguments read other items (LATERAL), or of
-// more than 64 items, keep the plain left-to-right cross joins.
+// Lists with a function whose arguments read other items, or a LATERAL
+// subquery, or of more than 64 items, keep the plain left-to-right cross
+// joins.
 func (b *builder) buildFromWhere(from []sql.TableExpr, where sql.Expr) (plan.Node, *scope, sql.Expr, error) {
 	if len(from) >= 2 && where != nil && lateralList(from) {
 		return b.filterBeforeFunctions(from, where)
@@ -144,9 +145,12 @@ func (b *builder) fromOrder(node plan.Node, sc *scope, order []int, scopes []*sc
 }
 
 // independentItems reports whether no FROM item is a function reading
-// another item's columns.
+// another item's columns, or a LATERAL subquery.
 func independentItems(from []sql.TableExpr) bool {
 	for _, t := range from {
+		if d, ok := t.(*sql.DerivedTable); ok && d.Lateral {
+			return false
+		}
 		if tf, ok := t.(*sql.TableFunc); ok {
 			for _, a := range tf.Args {
 				if hasColumn(a) {

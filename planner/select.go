@@ -347,6 +347,12 @@ func (b *builder) buildFromRest(node plan.Node, sc *scope, rest []sql.TableExpr)
 			}
 			continue
 		}
+		if d, ok := t.(*sql.DerivedTable); ok && d.Lateral {
+			if node, sc, err = b.lateralSubquery(node, sc, d, "inner", nil); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		if tf, ok := t.(*sql.TableFunc); ok {
 			rn, rs, err = b.buildTableFunc(tf)
 		} else {
@@ -379,20 +385,7 @@ func (b *builder) buildTable(t sql.TableExpr) (plan.Node, *scope, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		out := &scope{}
-		for _, c := range sc.cols {
-			if c.hidden {
-				continue
-			}
-			out.cols = append(out.cols, scopeCol{table: t.Alias, name: c.name, typ: c.typ, fields: c.fields, fieldTypes: c.fieldTypes})
-		}
-		if err := aliasColumns(t, len(out.cols), func(i int, name string) { out.cols[i].name = name }); err != nil {
-			return nil, nil, err
-		}
-		if len(out.cols) != len(sc.cols) {
-			node = dropHidden(node, sc)
-		}
-		return node, out, nil
+		return derivedScope(t, node, sc)
 	case *sql.Join:
 		return b.buildJoin(t)
 	case *sql.TableFunc:
@@ -401,6 +394,26 @@ func (b *builder) buildTable(t sql.TableExpr) (plan.Node, *scope, error) {
 		return b.buildWindowTVF(t)
 	}
 	return nil, nil, pgerror.NotSupported("FROM item %T", t)
+}
+
+// derivedScope is the scope of derived table t, whose query planned as
+// node with scope sc: its visible columns, qualified by t's alias and
+// named by its column list; node drops the hidden ones.
+func derivedScope(t *sql.DerivedTable, node plan.Node, sc *scope) (plan.Node, *scope, error) {
+	out := &scope{}
+	for _, c := range sc.cols {
+		if c.hidden {
+			continue
+		}
+		out.cols = append(out.cols, scopeCol{table: t.Alias, name: c.name, typ: c.typ, fields: c.fields, fieldTypes: c.fieldTypes})
+	}
+	if err := aliasColumns(t, len(out.cols), func(i int, name string) { out.cols[i].name = name }); err != nil {
+		return nil, nil, err
+	}
+	if len(out.cols) != len(sc.cols) {
+		node = dropHidden(node, sc)
+	}
+	return node, out, nil
 }
 
 // buildWindowTVF plans TUMBLE or HOP in a bounded query: the source's
@@ -568,6 +581,12 @@ func (b *builder) buildJoin(j *sql.Join) (plan.Node, *scope, error) {
 			return nil, nil, err
 		}
 		return b.lateralFunc(ln, ls, tf, outer)
+	}
+	if d, ok := j.Right.(*sql.DerivedTable); ok && d.Lateral {
+		if err := lateralSubqueryJoin(j); err != nil {
+			return nil, nil, err
+		}
+		return b.lateralSubquery(ln, ls, d, j.Kind, j.On)
 	}
 	rn, rs, err := b.buildTable(j.Right)
 	if err != nil {

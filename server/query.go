@@ -168,6 +168,12 @@ func explainNode(n plan.Node, depth int) []string {
 			line += " on " + n.On.String()
 		}
 		return append(append([]string{line}, explainNode(n.Left, depth+1)...), explainNode(n.Right, depth+1)...)
+	case *plan.Apply:
+		line := pad + n.Kind + " lateral join"
+		if n.On != nil {
+			line += " on " + n.On.String()
+		}
+		return append(append([]string{line}, explainNode(n.Left, depth+1)...), explainNode(n.Right.Plan, depth+1)...)
 	case *plan.SetOp:
 		line := pad + "intersect"
 		if n.Except {

@@ -335,6 +335,10 @@ type DerivedTable struct {
 	// the query's first visible columns, in order (a WITH query's column
 	// list, and a relation's, t AS x(a, b), come as such a table too).
 	Columns []string
+	// Lateral: LATERAL (SELECT …) AS alias, whose query may read the
+	// columns of the FROM items before it (as a correlated subquery
+	// reads its enclosing query's).
+	Lateral bool
 }
 
 // WorkTable is a recursive WITH query's reference to itself in its

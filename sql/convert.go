@@ -517,9 +517,6 @@ func (c *converter) join(j *tast.Join) (TableExpr, error) {
 }
 
 func (c *converter) tableSource(ts *tast.TableSource) (TableExpr, error) {
-	if ts.Lateral {
-		return nil, unsupported("LATERAL")
-	}
 	if len(ts.ColumnNames) > 0 {
 		return nil, unsupported("column aliases in FROM")
 	}
@@ -553,7 +550,7 @@ func (c *converter) tableSource(ts *tast.TableSource) (TableExpr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &DerivedTable{Query: q, Alias: alias, Columns: cols}, nil
+		return &DerivedTable{Query: q, Alias: alias, Columns: cols, Lateral: ts.Lateral}, nil
 	case *tast.Join:
 		return c.tableExpr(src)
 	}

@@ -60,7 +60,7 @@
 //	TUMBLE/HOP/SESSION(…) in FROM  __fvsql_tvf_N; arguments parsed separately
 //	[pg_catalog.]f(…) in FROM   the same for set-returning functions (TableFunc);
 //	                            WITH ORDINALITY and AS t(a, b) are taken out too
-//	LATERAL f(…)                f(…) (LATERAL subqueries are 0A000)
+//	LATERAL f(…)                f(…); LATERAL (subquery) stays (DerivedTable.Lateral)
 //	ARRAY[a, b]                 __fvsql_array(a, b)
 //	ARRAY(subquery)             __fvsql_array_sub((subquery))
 //	x[i], x[lo:hi], x[:hi]      __fvsql_subscript(x, i), __fvsql_slice(x, lo, hi),
@@ -109,7 +109,7 @@
 //
 //   - Multidimensional arrays (ARRAY[ARRAY[…]]), JSON operators other
 //     than -> ->> #> #>> (@>, ?, …),
-//     SIMILAR TO, NATURAL JOIN, LATERAL subqueries,
+//     SIMILAR TO, NATURAL JOIN,
 //     VALUES as a query, DEFAULT in VALUES,
 //     FOR UPDATE and INSERT … ON CONFLICT or RETURNING give 0A000
 //     (FeatureNotSupported).

@@ -533,6 +533,9 @@ func (f *formatter) table(t TableExpr) {
 		f.w(")")
 		f.alias(t.Alias)
 	case *DerivedTable:
+		if t.Lateral {
+			f.w("LATERAL ")
+		}
 		f.w("(")
 		f.query(t.Query)
 		f.w(")")

@@ -1675,13 +1675,16 @@ func (n *normalizer) fromSource(k int) bool {
 }
 
 // lateral drops LATERAL before a function in FROM (PostgreSQL's
-// functions in FROM see the items before them anyway); LATERAL
-// subqueries are not supported.
+// functions in FROM see the items before them anyway); before a
+// subquery it stays, for TiDB's grammar (DerivedTable.Lateral).
 func (n *normalizer) lateral(i, hi int) (int, bool, error) {
 	if n.frame().clause == "from" && (n.at(i+1, hi).kind == tIdent || n.at(i+1, hi).kind == tQIdent) {
 		return i + 1, true, nil // the function's own check follows
 	}
-	return 0, false, notSupportedAt(n.src, n.toks[i].pos, "LATERAL subqueries")
+	if n.frame().clause == "from" && n.at(i+1, hi).isOp("(") {
+		return 0, false, nil
+	}
+	return 0, false, notSupportedAt(n.src, n.toks[i].pos, "LATERAL here")
 }
 
 // arrayWord rewrites ARRAY[…] into __fvsql_array(…) and ARRAY(subquery)

@@ -1,0 +1,553 @@
+package planner
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+
+	"github.com/fvsql/fvsql/expr"
+	"github.com/fvsql/fvsql/operators"
+	"github.com/fvsql/fvsql/pgerror"
+	"github.com/fvsql/fvsql/plan"
+	"github.com/fvsql/fvsql/sql"
+	"github.com/fvsql/fvsql/types"
+)
+
+// LATERAL subqueries: FROM a, LATERAL (SELECT … WHERE x = a.k) t, and
+// [LEFT] JOIN LATERAL (…) t ON …. A bounded query runs the subquery for
+// each row of the items before it (plan.Apply), as PostgreSQL does; one
+// that reads none of them is a plain derived table, joined. A continuous
+// query's are rewritten into joins first (decorrelateLateral).
+
+// lateralSubqueryJoin checks the join a LATERAL subquery is the right
+// side of, for what the planner does not take.
+func lateralSubqueryJoin(j *sql.Join) error {
+	if len(j.Using) > 0 {
+		return pgerror.NotSupported("JOIN LATERAL … USING").WithHint("Write the condition with ON.")
+	}
+	return nil
+}
+
+// lateralSubquery plans LATERAL (query) t after the FROM items planned
+// as ln (scope ls), joined by kind on cond (nil: none).
+func (b *builder) lateralSubquery(ln plan.Node, ls *scope, t *sql.DerivedTable, kind string, cond sql.Expr) (plan.Node, *scope, error) {
+	child := &builder{cat: b.cat, params: b.params, outer: ls}
+	rn, sc, err := child.buildQuery(t.Query)
+	b.params = child.params
+	if err != nil {
+		return nil, nil, err
+	}
+	rn, rs, err := derivedScope(t, rn, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if kind == "" || kind == "cross" {
+		kind = "inner"
+	}
+	var conds []sql.Expr
+	if cond != nil && !isTrue(cond) {
+		conds = conjuncts(cond)
+	}
+	if !child.correlated {
+		return b.joinNode(kind, ln, ls, rn, rs, conds)
+	}
+	if kind != "inner" && kind != "left" {
+		// the subquery's rows depend on the left row: there are none
+		// for a right row alone
+		return nil, nil, pgerror.New(pgerror.InvalidColumnReference, "invalid reference to FROM-clause entry for table %q", ls.cols[child.outerCols[0]].table).
+			WithDetail("The combining JOIN type must be INNER or LEFT for a LATERAL reference.")
+	}
+	b.volatile = b.volatile || child.volatile
+	sq := plan.Subquery{Plan: rn, Correlated: true}
+	if !child.volatile { // a volatile one runs again for every row
+		sq.Outer = distinctInts(child.outerCols)
+	}
+	joined := &scope{cols: append(append([]scopeCol(nil), ls.cols...), rs.cols...)}
+	apply := &plan.Apply{Kind: kind, Left: ln, Right: sq, LeftWidth: len(ls.cols), RightWidth: len(rs.cols)}
+	if len(conds) > 0 {
+		ctx := &exprCtx{scope: joined, what: "JOIN", noAggs: true}
+		var on []*expr.Expr
+		for _, c := range conds {
+			x, err := b.build(ctx, c)
+			if err != nil {
+				return nil, nil, err
+			}
+			on = append(on, b.inferParam(x, types.Bool))
+		}
+		if apply.On, err = expr.And(on...); err != nil {
+			return nil, nil, err
+		}
+	}
+	return apply, joined, nil
+}
+
+// lateralPrefix begins the names of the columns the rewrite of a
+// LATERAL subquery adds: its keys (lateralPrefix+"k1", …), its items'
+// (lateralPrefix+"c1", …) and its row number.
+const lateralPrefix = "__fvsql_lat_"
+
+// lateralAsJoins rewrites the LATERAL subqueries in a continuous query's
+// FROM clause as joins, for the pipeline planners, which know joins,
+// groups and top-N but not a query run again per row. A subquery whose
+// references to the items before it are equalities of its WHERE clause
+// between one of its expressions and one of theirs is the same query
+// over every row, its rows put out with those expressions and joined on
+// them:
+//
+//	FROM c, LATERAL (SELECT amount FROM o WHERE o.cust = c.id AND amount > 5) x
+//	→ FROM c, (SELECT amount, o.cust AS k1 FROM o WHERE amount > 5) x WHERE x.k1 = c.id
+//
+// With GROUP BY the expressions are grouped by too (one row's groups are
+// those of its value); DISTINCT takes them in; ORDER BY … LIMIT n keeps
+// each value's first n rows (a row number over a partition by them); LEFT
+// JOIN LATERAL … ON cond is a left join on the equalities and cond. A
+// subquery reading none of the items before it is a plain derived table.
+// Anything else, an aggregate without GROUP BY among them (its one row
+// over no rows would need a row per left row), is 0A000 naming the
+// shape. A SELECT * or x.* over the subquery takes its own columns, not
+// the ones added.
+func lateralAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	if !hasLateralSubquery(sel.From) {
+		return sel, nil
+	}
+	full, err := (&builder{cat: cat}).fromScope(sel.From)
+	if err != nil {
+		return nil, err
+	}
+	out := *sel
+	if out.Items, err = expandStars(full, sel.Items); err != nil {
+		return nil, err
+	}
+	var pads []lateralPad
+	out.From = slices.Clone(sel.From)
+	for i := 0; i < len(out.From); i++ {
+		t := out.From[i]
+		d, ok := t.(*sql.DerivedTable)
+		if !ok || !d.Lateral {
+			if out.From[i], err = lateralInJoins(cat, t, &pads); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if i == 0 { // nothing before it to read
+			nd := *d
+			nd.Lateral = false
+			if out.From[i], err = derivedColumnsFrom(cat, &nd); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		left, err := (&builder{cat: cat}).fromScope(sel.From[:i])
+		if err != nil {
+			return nil, err
+		}
+		nd, on, empty, err := decorrelate(cat, left, d, false)
+		if err != nil {
+			return nil, err
+		}
+		if empty != nil {
+			// one row for every row before it: a LEFT JOIN of the one
+			// item before it
+			if i != 1 {
+				return nil, pgerror.NotSupported("a LATERAL subquery that aggregates without GROUP BY after more than one FROM item in a continuous query").
+					WithHint("Join the items before it in a subquery, or use JOIN … LEFT JOIN LATERAL (…) ON true.")
+			}
+			out.From = append([]sql.TableExpr{&sql.Join{Kind: "left", Left: out.From[0], Right: nd, On: on}}, out.From[2:]...)
+			pads = append(pads, lateralPad{d.Alias, empty})
+			i--
+			continue
+		}
+		out.From[i] = nd
+		if on != nil {
+			out.Where = andAll(append([]sql.Expr{on}, conjunctsOf(out.Where)...))
+		}
+	}
+	for _, p := range pads {
+		unqualified := func(name string) bool {
+			i, err := full.resolve("", name)
+			return err == nil && full.cols[i].table == p.alias
+		}
+		fix := func(e sql.Expr) sql.Expr { return padded(e, p.alias, p.empty, unqualified) }
+		out.Items = slices.Clone(out.Items)
+		for i, it := range out.Items {
+			if out.Items[i].Expr = fix(it.Expr); it.Alias == "" && out.Items[i].Expr != it.Expr {
+				out.Items[i].Alias = outputName(it) // x.n is still named n
+			}
+		}
+		out.Where, out.Having = fix(out.Where), fix(out.Having)
+		out.GroupBy = slices.Clone(out.GroupBy)
+		for i := range out.GroupBy {
+			out.GroupBy[i] = fix(out.GroupBy[i])
+		}
+		out.OrderBy = slices.Clone(out.OrderBy)
+		for i := range out.OrderBy {
+			out.OrderBy[i].Expr = fix(out.OrderBy[i].Expr)
+		}
+		for i := range out.From {
+			out.From[i] = joinConditions(out.From[i], fix)
+		}
+	}
+	return &out, nil
+}
+
+// lateralPad is a LATERAL subquery that aggregates without GROUP BY, its
+// alias and its columns' values over no rows (decorrelate).
+type lateralPad struct {
+	alias string
+	empty map[string]sql.Expr
+}
+
+// joinConditions returns t with fix applied to the ON conditions of its
+// joins.
+func joinConditions(t sql.TableExpr, fix func(sql.Expr) sql.Expr) sql.TableExpr {
+	j, ok := t.(*sql.Join)
+	if !ok {
+		return t
+	}
+	out := *j
+	out.Left, out.Right = joinConditions(j.Left, fix), joinConditions(j.Right, fix)
+	out.On = fix(j.On)
+	return &out
+}
+
+func conjunctsOf(e sql.Expr) []sql.Expr {
+	if e == nil {
+		return nil
+	}
+	return conjuncts(e)
+}
+
+// hasLateralSubquery says whether a FROM list holds a LATERAL subquery,
+// as an item or in a join.
+func hasLateralSubquery(from []sql.TableExpr) bool {
+	for _, t := range from {
+		switch t := t.(type) {
+		case *sql.DerivedTable:
+			if t.Lateral {
+				return true
+			}
+		case *sql.Join:
+			if hasLateralSubquery([]sql.TableExpr{t.Left, t.Right}) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lateralInJoins rewrites the LATERAL subqueries on the right of the
+// joins in t.
+func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad) (sql.TableExpr, error) {
+	j, ok := t.(*sql.Join)
+	if !ok || !hasLateralSubquery([]sql.TableExpr{j}) {
+		return t, nil
+	}
+	out := *j
+	var err error
+	if out.Left, err = lateralInJoins(cat, j.Left, pads); err != nil {
+		return nil, err
+	}
+	d, ok := j.Right.(*sql.DerivedTable)
+	if !ok || !d.Lateral {
+		if out.Right, err = lateralInJoins(cat, j.Right, pads); err != nil {
+			return nil, err
+		}
+		return &out, nil
+	}
+	if err := lateralSubqueryJoin(j); err != nil {
+		return nil, err
+	}
+	left, err := (&builder{cat: cat}).fromScope([]sql.TableExpr{j.Left})
+	if err != nil {
+		return nil, err
+	}
+	nd, on, empty, err := decorrelate(cat, left, d, j.Kind == "right" || j.Kind == "full")
+	if err != nil {
+		return nil, err
+	}
+	out.Right = nd
+	if empty != nil {
+		// one row for every left row: a LEFT JOIN on the equalities
+		if j.On != nil && !isTrue(j.On) {
+			return nil, pgerror.NotSupported("JOIN LATERAL … ON a condition over a subquery that aggregates without GROUP BY in a continuous query").
+				WithHint("Join ON true and filter in WHERE.")
+		}
+		out.Kind, out.On = "left", on
+		*pads = append(*pads, lateralPad{d.Alias, empty})
+		return &out, nil
+	}
+	if j.On != nil && !isTrue(j.On) {
+		on = andAll(append(conjunctsOf(on), j.On))
+	}
+	if on != nil {
+		out.On = on
+		if out.Kind == "cross" || out.Kind == "" {
+			out.Kind = "inner"
+		}
+	} else if out.Kind == "left" || out.Kind == "inner" {
+		out.On = &sql.Literal{Value: types.NewBool(true)}
+	}
+	return &out, nil
+}
+
+// decorrelate rewrites LATERAL subquery d, after FROM items of scope
+// left, as a derived table and the condition joining it to them (nil:
+// none, it reads none of them). noRefs: the join cannot take a reference
+// to the left (RIGHT or FULL JOIN).
+func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sql.TableExpr, sql.Expr, map[string]sql.Expr, error) {
+	plain := *d
+	plain.Lateral = false
+	// What it reads: planned as the bounded planner plans it.
+	child := &builder{cat: cat, outer: left}
+	if _, _, err := child.buildQuery(d.Query); err != nil {
+		return nil, nil, nil, err
+	}
+	if !child.correlated {
+		t, err := derivedColumnsFrom(cat, &plain)
+		return t, nil, nil, err
+	}
+	if noRefs {
+		return nil, nil, nil, pgerror.New(pgerror.InvalidColumnReference, "invalid reference to FROM-clause entry for table %q", left.cols[child.outerCols[0]].table).
+			WithDetail("The combining JOIN type must be INNER or LEFT for a LATERAL reference.")
+	}
+	refuse := func(what string) *pgerror.Error {
+		return pgerror.NotSupported("a LATERAL subquery %s in a continuous query", what).
+			WithHint("A continuous query's LATERAL subquery may read the FROM items before it only in equalities of its WHERE clause (WHERE o.customer = c.id), and may group, take DISTINCT or ORDER BY … LIMIT; its bounded SELECT runs any.")
+	}
+	q, ok := d.Query.(*sql.Select)
+	if !ok {
+		return nil, nil, nil, refuse("that is a UNION, INTERSECT or EXCEPT")
+	}
+	if len(q.DistinctOn) > 0 {
+		return nil, nil, nil, refuse("with DISTINCT ON")
+	}
+	if hasWindowCall(q) {
+		return nil, nil, nil, refuse("with window functions")
+	}
+	grouped := len(q.GroupBy) > 0
+	oneRow := !grouped && aggregates(q) // one row per left row, over no rows too
+	if oneRow && q.Having != nil {
+		return nil, nil, nil, refuse("that aggregates with HAVING and without GROUP BY")
+	}
+	limited := q.Limit != nil || q.Offset != nil
+	if oneRow && limited {
+		return nil, nil, nil, refuse("that aggregates without GROUP BY and has LIMIT or OFFSET")
+	}
+	if limited && len(q.OrderBy) == 0 {
+		return nil, nil, nil, refuse("with LIMIT but no ORDER BY (which rows it keeps is not defined)")
+	}
+	if limited && q.Distinct {
+		return nil, nil, nil, refuse("with DISTINCT and LIMIT")
+	}
+	_, inner, err := (&builder{cat: cat}).buildFrom(q.From)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// own says whether e reads the subquery's own columns only (true),
+	// the left items' only (false), or both or cannot be told (ok false).
+	own := func(e sql.Expr) (mine, ok bool) {
+		ins, outs := 0, 0
+		walkExpr(e, func(n sql.Expr) bool {
+			switch n := n.(type) {
+			case *sql.Subquery, *sql.Quantified:
+				ins, outs = 1, 1
+				return false
+			case *sql.In:
+				if n.Sub != nil {
+					ins, outs = 1, 1
+					return false
+				}
+			case *sql.ColumnRef:
+				if _, err := inner.resolve(n.Table, n.Name); err == nil {
+					ins++
+				} else if _, err := left.resolve(n.Table, n.Name); err == nil {
+					outs++
+				} else {
+					ins, outs = 1, 1
+				}
+			}
+			return true
+		})
+		return outs == 0, ins == 0 || outs == 0
+	}
+	var keys, outers, rest []sql.Expr
+	for _, w := range conjunctsOf(q.Where) {
+		if bin, isEq := w.(*sql.Binary); isEq && bin.Op == "=" {
+			lm, lok := own(bin.L)
+			rm, rok := own(bin.R)
+			if lok && rok && lm != rm && hasColumn(bin.L) && hasColumn(bin.R) {
+				k, o := bin.L, bin.R
+				if !lm {
+					k, o = o, k
+				}
+				keys = append(keys, k)
+				outers = append(outers, qualifyRefs(left, o))
+				continue
+			}
+		}
+		rest = append(rest, w)
+	}
+	if len(keys) == 0 {
+		return nil, nil, nil, refuse("that reads the items before it other than in equalities of its WHERE clause")
+	}
+	// the subquery's items, each named apart, and its columns' names
+	items, err := expandStars(inner, q.Items)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	names := make([]string, len(items))
+	for i, it := range items {
+		names[i] = outputName(it)
+		if i < len(d.Columns) {
+			names[i] = d.Columns[i]
+		}
+	}
+	body := &sql.Select{Distinct: q.Distinct, From: q.From, Where: andAll(rest), Having: q.Having}
+	for i, it := range items {
+		body.Items = append(body.Items, sql.SelectItem{Expr: it.Expr, Alias: lateralPrefix + "c" + strconv.Itoa(i+1)})
+	}
+	var on []sql.Expr
+	for i, k := range keys {
+		name := lateralPrefix + "k" + strconv.Itoa(i+1)
+		body.Items = append(body.Items, sql.SelectItem{Expr: k, Alias: name})
+		on = append(on, &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: d.Alias, Name: name}, R: outers[i]})
+	}
+	if grouped || oneRow {
+		body.GroupBy = append(slices.Clone(q.GroupBy), keys...)
+	}
+	var query sql.QueryExpr = body
+	if limited {
+		lim, err := lateralLimit(q)
+		if err != nil {
+			return nil, nil, nil, refuse(err.Error())
+		}
+		// ORDER BY terms naming an output column (by position or name)
+		// are that item's expression in the row number's window
+		order := make([]sql.OrderItem, len(q.OrderBy))
+		for i, o := range q.OrderBy {
+			order[i] = o
+			switch t := o.Expr.(type) {
+			case *sql.Literal:
+				if t.Value.K.IsInteger() && t.Value.I >= 1 && int(t.Value.I) <= len(items) {
+					order[i].Expr = items[t.Value.I-1].Expr
+				}
+			case *sql.ColumnRef:
+				if _, err := inner.resolve(t.Table, t.Name); t.Table == "" && err != nil {
+					for _, it := range items {
+						if it.Alias == t.Name {
+							order[i].Expr = it.Expr
+						}
+					}
+				}
+			}
+		}
+		rn := lateralPrefix + "rn"
+		body.Items = append(body.Items, sql.SelectItem{Expr: &sql.FuncCall{Name: "row_number", Over: &sql.WindowSpec{PartitionBy: keys, OrderBy: order}}, Alias: rn})
+		ranked := lateralPrefix + "ranked"
+		top := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: body, Alias: ranked}}}
+		ref := &sql.ColumnRef{Table: ranked, Name: rn}
+		top.Where = andAll([]sql.Expr{
+			&sql.Binary{Op: ">", L: ref, R: &sql.Literal{Value: types.NewInt8(lim.off)}},
+			&sql.Binary{Op: "<=", L: ref, R: &sql.Literal{Value: types.NewInt8(lim.off + lim.n)}},
+		})
+		for _, it := range body.Items[:len(body.Items)-1] {
+			top.Items = append(top.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: ranked, Name: it.Alias}, Alias: it.Alias})
+		}
+		query = top
+	}
+	// the subquery's columns under their names, then the keys
+	outer := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: query, Alias: lateralPrefix + "q"}}}
+	for i := range items {
+		outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralPrefix + "q", Name: lateralPrefix + "c" + strconv.Itoa(i+1)}, Alias: names[i]})
+	}
+	for i := range keys {
+		name := lateralPrefix + "k" + strconv.Itoa(i+1)
+		outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralPrefix + "q", Name: name}, Alias: name})
+	}
+	var empty map[string]sql.Expr
+	if oneRow {
+		// its value over no rows: count's 0, the other aggregates' NULL
+		empty = map[string]sql.Expr{}
+		for i, it := range items {
+			empty[names[i]] = overNoRows(it.Expr)
+		}
+	}
+	return &sql.DerivedTable{Query: outer, Alias: d.Alias}, andAll(on), empty, nil
+}
+
+// overNoRows is select item e of an aggregate without GROUP BY as it is
+// over no rows: each count 0, each other aggregate NULL.
+func overNoRows(e sql.Expr) sql.Expr {
+	return sql.Rewrite(e, func(n sql.Expr) (sql.Expr, bool) {
+		f, ok := n.(*sql.FuncCall)
+		if !ok || f.Over != nil || !operators.IsAggregate(f.Name) {
+			return nil, false
+		}
+		if countsRows(f.Name) {
+			return &sql.Literal{Value: types.NewInt8(0)}, true
+		}
+		return &sql.Literal{Value: types.NullValue}, true
+	})
+}
+
+// padded rewrites the references of e to the columns of LATERAL
+// subquery alias that aggregates without GROUP BY, joined by a LEFT JOIN:
+// a row it has no group for (its first key NULL) takes the column's value
+// over no rows. unqualified says whether an unqualified name is one of
+// its columns.
+func padded(e sql.Expr, alias string, empty map[string]sql.Expr, unqualified func(string) bool) sql.Expr {
+	return sql.Rewrite(e, func(n sql.Expr) (sql.Expr, bool) {
+		c, ok := n.(*sql.ColumnRef)
+		if !ok || empty[c.Name] == nil || !(c.Table == alias || c.Table == "" && unqualified(c.Name)) {
+			return nil, false
+		}
+		ref := &sql.ColumnRef{Table: alias, Name: c.Name}
+		missing := &sql.IsNull{X: &sql.ColumnRef{Table: alias, Name: lateralPrefix + "k1"}}
+		return &sql.Case{Whens: []sql.When{{Cond: missing, Result: empty[c.Name]}}, Else: ref}, true
+	})
+}
+
+// lateralLimit reads the constant LIMIT and OFFSET of a LATERAL
+// subquery (no LIMIT: every row after the offset).
+func lateralLimit(q *sql.Select) (struct{ n, off int64 }, error) {
+	var l struct{ n, off int64 }
+	l.n = 1 << 62
+	num := func(e sql.Expr) (int64, bool) {
+		lit, ok := e.(*sql.Literal)
+		return lit.Value.I, ok && lit.Value.K.IsInteger() && lit.Value.I >= 0
+	}
+	if q.Limit != nil {
+		n, ok := num(q.Limit)
+		if !ok {
+			return l, errors.New("with a LIMIT other than a number")
+		}
+		l.n = n
+	}
+	if q.Offset != nil {
+		n, ok := num(q.Offset)
+		if !ok {
+			return l, errors.New("with an OFFSET other than a number")
+		}
+		l.off = n
+	}
+	return l, nil
+}
+
+// qualifyRefs qualifies the unqualified column references of e with the
+// FROM item of sc that has them, so that they keep their meaning in a
+// query that also has the subquery's columns.
+func qualifyRefs(sc *scope, e sql.Expr) sql.Expr {
+	return sql.Rewrite(e, func(n sql.Expr) (sql.Expr, bool) {
+		c, ok := n.(*sql.ColumnRef)
+		if !ok || c.Table != "" {
+			return nil, false
+		}
+		i, err := sc.resolve("", c.Name)
+		if err != nil || sc.cols[i].table == "" {
+			return nil, false
+		}
+		q := *c
+		q.Table = sc.cols[i].table
+		return &q, true
+	})
+}
