@@ -216,7 +216,7 @@ func (g *viewGen) view(name string) *genRel {
 	shapes := []func(*queryBuilder, *genRel){
 		g.filter, g.join, g.join, g.aggregate, g.aggregate, g.topN, g.orderLimit,
 		g.semi, g.union, g.distinct, g.aggregateJoin, g.threeWay, g.window,
-		g.overWindow, g.scalarSub, g.rollup,
+		g.overWindow, g.scalarSub, g.rollup, g.lateral,
 	}
 	shapes[g.rng.Intn(len(shapes))](q, v)
 	v.parts = q.parts
@@ -479,4 +479,40 @@ func (g *viewGen) rollup(q *queryBuilder, v *genRel) {
 	q.text("SELECT x.%s AS c0, x.%s AS c1, count(*) AS c2 FROM ", a, b)
 	q.from(r)
 	q.text(" x GROUP BY ROLLUP (x.%s, x.%s)", a, b)
+}
+
+// lateral: a LATERAL subquery per row of a relation, correlated by an
+// equality: another relation's first rows by an order, or its count and
+// sum (one row per row, over no rows too), or its rows' values, DISTINCT
+// or not; in a comma list, a CROSS JOIN or a LEFT JOIN … ON true.
+func (g *viewGen) lateral(q *queryBuilder, v *genRel) {
+	in := g.joinInputs(2)
+	l, r := in[0], in[1]
+	a, k := g.col(l), g.col(r)
+	v.joins = l.joins + r.joins + 1
+	join := []string{", LATERAL", " CROSS JOIN LATERAL", " LEFT JOIN LATERAL"}[g.rng.Intn(3)]
+	on := ""
+	if strings.HasPrefix(join, " LEFT") {
+		on = " ON true"
+	}
+	q.text("SELECT x.%s AS c0, t.* FROM ", a)
+	q.from(l)
+	q.text(" x%s (SELECT ", join)
+	switch g.rng.Intn(3) {
+	case 0:
+		v.cols = []string{"c0", "c1", "c2"}
+		q.text("y.%s AS c1, y.%s AS c2 FROM ", g.col(r), g.col(r))
+		q.from(r)
+		q.text(" y WHERE y.%s = x.%s ORDER BY %s LIMIT %d) t%s", k, a, order("y", r, g.col(r), g.rng.Intn(2) == 0), 1+g.rng.Intn(3), on)
+	case 1:
+		v.cols = []string{"c0", "c1", "c2"}
+		q.text("count(*) AS c1, sum(y.%s) AS c2 FROM ", g.col(r))
+		q.from(r)
+		q.text(" y WHERE y.%s = x.%s) t%s", k, a, on)
+	default:
+		v.cols = []string{"c0", "c1"}
+		q.text("%sy.%s AS c1 FROM ", []string{"", "DISTINCT "}[g.rng.Intn(2)], g.col(r))
+		q.from(r)
+		q.text(" y WHERE y.%s = x.%s%s) t%s", k, a, strings.Replace(g.where("y", r), " WHERE ", " AND ", 1), on)
+	}
 }
