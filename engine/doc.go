@@ -13,7 +13,9 @@
 // query stops within a batch or a few thousand row pairs. Subquery
 // results are kept for the query (subqueryMemo): a correlated one's by
 // the values of the outer columns it reads (plan.Subquery.Outer), so it
-// runs once per distinct combination of them, not once per row.
+// runs once per distinct combination of them, not once per row; a
+// LATERAL subquery's rows (plan.Apply, apply.go) likewise, by the values
+// of the left row's columns it reads.
 //
 // Continuous plans (a Topology of stages) run as pipelines over Kafka:
 // each stage has N consumer goroutines (Config.Consumers) in one consumer

@@ -6,7 +6,8 @@ import (
 )
 
 // derivedColumns rewrites each derived table with a column list in a
-// continuous query, (q) AS x(a, b) (a WITH query's column list and
+// continuous query (and each SELECT's LATERAL subqueries as joins,
+// lateralAsJoins, before its FROM is looked at), (q) AS x(a, b) (a WITH query's column list and
 // t AS x(a, b) come as such tables), into one whose select list names
 // q's columns anew:
 //
@@ -41,6 +42,12 @@ func derivedColumns(cat Catalog, q sql.QueryExpr) (sql.QueryExpr, error) {
 }
 
 func derivedColumnsSelect(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	// each SELECT's LATERAL subqueries first, wherever it is in the
+	// query: joins, whose derived tables the rest of this walk enters
+	sel, err := lateralAsJoins(cat, sel)
+	if err != nil {
+		return nil, err
+	}
 	changed := false
 	var firstErr error
 	from := make([]sql.TableExpr, len(sel.From))
