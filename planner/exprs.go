@@ -840,7 +840,7 @@ const errCorrelatedAboveGroups = "correlated subqueries above GROUP BY"
 // and the type of its (single) column. Columns it does not find in its
 // own FROM resolve against the enclosing scope, making it correlated.
 func (b *builder) subquery(c *exprCtx, q sql.QueryExpr) (int, types.Type, error) {
-	child := &builder{cat: b.cat, params: b.params, outer: c.scope}
+	child := &builder{cat: b.cat, params: b.params, outer: c.scope, applyLateral: b.applyLateral}
 	node, sc, err := child.buildQuery(q)
 	b.params = child.params
 	if err != nil {

@@ -31,7 +31,7 @@ func lateralSubqueryJoin(j *sql.Join) error {
 // lateralSubquery plans LATERAL (query) t after the FROM items planned
 // as ln (scope ls), joined by kind on cond (nil: none).
 func (b *builder) lateralSubquery(ln plan.Node, ls *scope, t *sql.DerivedTable, kind string, cond sql.Expr) (plan.Node, *scope, error) {
-	child := &builder{cat: b.cat, params: b.params, outer: ls}
+	child := &builder{cat: b.cat, params: b.params, outer: ls, applyLateral: b.applyLateral}
 	rn, sc, err := child.buildQuery(t.Query)
 	b.params = child.params
 	if err != nil {
@@ -107,11 +107,21 @@ const lateralPrefix = "__fvsql_lat_"
 // shape. A SELECT * or x.* over the subquery takes its own columns, not
 // the ones added.
 func lateralAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	return lateralRewrite(cat, sel, false)
+}
+
+// lateralRewrite is lateralAsJoins; with soft, for a bounded query, it
+// leaves the LATERAL subqueries it cannot rewrite as they are (to run per
+// row) instead of failing.
+func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error) {
 	if !hasLateralSubquery(sel.From) {
 		return sel, nil
 	}
 	full, err := (&builder{cat: cat}).fromScope(sel.From)
 	if err != nil {
+		if soft {
+			return sel, nil
+		}
 		return nil, err
 	}
 	out := *sel
@@ -124,9 +134,12 @@ func lateralAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		t := out.From[i]
 		d, ok := t.(*sql.DerivedTable)
 		if !ok || !d.Lateral {
-			if out.From[i], err = lateralInJoins(cat, t, &pads); err != nil {
+			if out.From[i], err = lateralInJoins(cat, t, &pads, soft); err != nil {
 				return nil, err
 			}
+			continue
+		}
+		if i == 0 && soft {
 			continue
 		}
 		if i == 0 { // nothing before it to read
@@ -143,11 +156,17 @@ func lateralAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		}
 		nd, on, empty, err := decorrelate(cat, left, d, false)
 		if err != nil {
+			if soft {
+				continue
+			}
 			return nil, err
 		}
 		if empty != nil {
 			// one row for every row before it: a LEFT JOIN of the one
 			// item before it
+			if i != 1 && soft {
+				continue
+			}
 			if i != 1 {
 				return nil, pgerror.NotSupported("a LATERAL subquery that aggregates without GROUP BY after more than one FROM item in a continuous query").
 					WithHint("Join the items before it in a subquery, or use JOIN … LEFT JOIN LATERAL (…) ON true.")
@@ -237,19 +256,19 @@ func hasLateralSubquery(from []sql.TableExpr) bool {
 
 // lateralInJoins rewrites the LATERAL subqueries on the right of the
 // joins in t.
-func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad) (sql.TableExpr, error) {
+func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad, soft bool) (sql.TableExpr, error) {
 	j, ok := t.(*sql.Join)
 	if !ok || !hasLateralSubquery([]sql.TableExpr{j}) {
 		return t, nil
 	}
 	out := *j
 	var err error
-	if out.Left, err = lateralInJoins(cat, j.Left, pads); err != nil {
+	if out.Left, err = lateralInJoins(cat, j.Left, pads, soft); err != nil {
 		return nil, err
 	}
 	d, ok := j.Right.(*sql.DerivedTable)
 	if !ok || !d.Lateral {
-		if out.Right, err = lateralInJoins(cat, j.Right, pads); err != nil {
+		if out.Right, err = lateralInJoins(cat, j.Right, pads, soft); err != nil {
 			return nil, err
 		}
 		return &out, nil
@@ -263,7 +282,13 @@ func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad) (sql.Table
 	}
 	nd, on, empty, err := decorrelate(cat, left, d, j.Kind == "right" || j.Kind == "full")
 	if err != nil {
+		if soft { // this one runs per row
+			return &out, nil
+		}
 		return nil, err
+	}
+	if empty != nil && j.On != nil && !isTrue(j.On) && soft {
+		return &out, nil
 	}
 	out.Right = nd
 	if empty != nil {

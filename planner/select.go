@@ -47,6 +47,10 @@ type builder struct {
 	// works are the recursive queries whose recursive term is being
 	// planned, innermost last (recursive.go).
 	works []workTable
+	// applyLateral: every LATERAL subquery runs per row (plan.Apply),
+	// none is rewritten as a join (lateralRewrite); for the tests that
+	// check one against the other.
+	applyLateral bool
 }
 
 // Query is a planned bounded query.
@@ -61,8 +65,11 @@ type Query struct {
 // PlanQuery plans a bounded SELECT. paramTypes are the types the client
 // declared for $1…$n (types.Unknown where it left them open).
 func PlanQuery(cat Catalog, q *sql.Query, paramTypes []types.Type) (*Query, error) {
+	return planBounded(&builder{cat: cat, params: append([]types.Type(nil), paramTypes...)}, q)
+}
+
+func planBounded(b *builder, q *sql.Query) (*Query, error) {
 	jsonAggregates(q.Body)
-	b := &builder{cat: cat, params: append([]types.Type(nil), paramTypes...)}
 	if q.Emit != sql.EmitDefault {
 		return nil, pgerror.New(pgerror.SyntaxError, "EMIT is only allowed in CREATE … AS queries")
 	}
@@ -724,6 +731,13 @@ func appendSteps(node plan.Node, steps ...plan.Step) plan.Node {
 
 // buildSelect plans one SELECT block.
 func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
+	if !b.applyLateral {
+		// joins where a view would join, rather than a run per row
+		var err error
+		if sel, err = lateralRewrite(b.cat, sel, true); err != nil {
+			return nil, nil, err
+		}
+	}
 	sel = windowGroupBy(sel)
 	if q, ok, err := groupingSetsAsUnion(b, sel); ok || err != nil {
 		if err != nil {
