@@ -112,10 +112,11 @@
 // in FROM that reads the items before it (LATERAL, lateral.go) is a
 // lateral step over their rows, in bounded queries and in streams; in a
 // continuous query every function in FROM is, even one that reads none
-// of them. A LATERAL subquery (lateralsub.go) is a plan.Apply in a
-// bounded query, run per row of the items before it; a continuous
-// query's, correlated by equalities, is first rewritten into a join with
-// the subquery's rows by those equalities' expressions (lateralAsJoins).
+// of them. A LATERAL subquery (lateralsub.go) correlated by equalities
+// is rewritten into a join with the subquery's rows by those equalities'
+// expressions (lateralRewrite), in bounded and continuous queries; a
+// bounded query runs any other as a plan.Apply, per row of the items
+// before it, and a continuous query refuses it.
 //
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table

@@ -14,10 +14,11 @@ import (
 )
 
 // LATERAL subqueries: FROM a, LATERAL (SELECT … WHERE x = a.k) t, and
-// [LEFT] JOIN LATERAL (…) t ON …. A bounded query runs the subquery for
-// each row of the items before it (plan.Apply), as PostgreSQL does; one
-// that reads none of them is a plain derived table, joined. A continuous
-// query's are rewritten into joins first (decorrelateLateral).
+// [LEFT] JOIN LATERAL (…) t ON …. Those correlated by equalities are
+// rewritten into joins (lateralRewrite), in every query; a bounded query
+// runs the others for each row of the items before it (plan.Apply), as
+// PostgreSQL does, and one that reads none of them is a plain derived
+// table, joined.
 
 // lateralSubqueryJoin checks the join a LATERAL subquery is the right
 // side of, for what the planner does not take.
