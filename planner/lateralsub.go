@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
@@ -84,7 +85,8 @@ func (b *builder) lateralSubquery(ln plan.Node, ls *scope, t *sql.DerivedTable, 
 
 // lateralPrefix begins the names of the columns the rewrite of a
 // LATERAL subquery adds: its keys (lateralPrefix+"k1", …), its items'
-// (lateralPrefix+"c1", …) and its row number.
+// (lateralPrefix+"c1", …), the columns its other conditions on the items
+// before it read (lateralPrefix+"e1", …) and its row number ("rn").
 const lateralPrefix = "__fvsql_lat_"
 
 // lateralAsJoins rewrites the LATERAL subqueries in a continuous query's
@@ -338,7 +340,7 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 	}
 	refuse := func(what string) *pgerror.Error {
 		return pgerror.NotSupported("a LATERAL subquery %s in a continuous query", what).
-			WithHint("A continuous query's LATERAL subquery may read the FROM items before it only in equalities of its WHERE clause (WHERE o.customer = c.id), and may group, take DISTINCT or ORDER BY … LIMIT; its bounded SELECT runs any.")
+			WithHint("A continuous query's LATERAL subquery may read the FROM items before it in the conditions of its WHERE clause only: in equalities (WHERE o.customer = c.id) when it groups, aggregates, takes DISTINCT or ORDER BY … LIMIT, in any condition otherwise. Its bounded SELECT runs any.")
 	}
 	q, ok := d.Query.(*sql.Select)
 	if !ok {
@@ -396,7 +398,29 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 		})
 		return outs == 0, ins == 0 || outs == 0
 	}
-	var keys, outers, rest []sql.Expr
+	// opaque: e holds a subquery, or a column neither side has
+	opaque := func(e sql.Expr) bool {
+		found := false
+		walkExpr(e, func(n sql.Expr) bool {
+			switch n := n.(type) {
+			case *sql.Subquery, *sql.Quantified:
+				found = true
+			case *sql.In:
+				found = found || n.Sub != nil
+			case *sql.ColumnRef:
+				_, ierr := inner.resolve(n.Table, n.Name)
+				_, oerr := left.resolve(n.Table, n.Name)
+				found = found || ierr != nil && oerr != nil
+			}
+			return !found
+		})
+		return found
+	}
+	// A plain subquery's other conditions on the items before it
+	// (lifted) are the join's: each of its own columns they read is one
+	// more of its columns.
+	spj := !grouped && !oneRow && !limited && !q.Distinct
+	var keys, outers, rest, lifted []sql.Expr
 	for _, w := range conjunctsOf(q.Where) {
 		if bin, isEq := w.(*sql.Binary); isEq && bin.Op == "=" {
 			lm, lok := own(bin.L)
@@ -411,9 +435,13 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 				continue
 			}
 		}
+		if mine, ok := own(w); spj && !(ok && mine) && !opaque(w) {
+			lifted = append(lifted, w)
+			continue
+		}
 		rest = append(rest, w)
 	}
-	if len(keys) == 0 {
+	if len(keys) == 0 && len(lifted) == 0 {
 		return nil, nil, nil, refuse("that reads the items before it other than in equalities of its WHERE clause")
 	}
 	// the subquery's items, each named apart, and its columns' names
@@ -437,6 +465,27 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 		name := lateralPrefix + "k" + strconv.Itoa(i+1)
 		body.Items = append(body.Items, sql.SelectItem{Expr: k, Alias: name})
 		on = append(on, &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: d.Alias, Name: name}, R: outers[i]})
+	}
+	exposed := map[string]string{} // an own column a lifted condition reads: its name in the subquery's rows
+	for _, w := range lifted {
+		on = append(on, sql.Rewrite(w, func(n sql.Expr) (sql.Expr, bool) {
+			c, ok := n.(*sql.ColumnRef)
+			if !ok {
+				return nil, false
+			}
+			i, err := inner.resolve(c.Table, c.Name)
+			if err != nil {
+				return qualifyRefs(left, c), true
+			}
+			key := inner.cols[i].table + "." + inner.cols[i].name
+			name, seen := exposed[key]
+			if !seen {
+				name = lateralPrefix + "e" + strconv.Itoa(len(exposed)+1)
+				exposed[key] = name
+				body.Items = append(body.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: inner.cols[i].table, Name: inner.cols[i].name}, Alias: name})
+			}
+			return &sql.ColumnRef{Table: d.Alias, Name: name}, true
+		}))
 	}
 	if grouped || oneRow {
 		body.GroupBy = append(slices.Clone(q.GroupBy), keys...)
@@ -486,9 +535,18 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 	for i := range items {
 		outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralPrefix + "q", Name: lateralPrefix + "c" + strconv.Itoa(i+1)}, Alias: names[i]})
 	}
-	for i := range keys {
-		name := lateralPrefix + "k" + strconv.Itoa(i+1)
-		outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralPrefix + "q", Name: name}, Alias: name})
+	for _, it := range body.Items[len(items):] {
+		if strings.HasPrefix(it.Alias, lateralPrefix+"k") || strings.HasPrefix(it.Alias, lateralPrefix+"e") {
+			outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralPrefix + "q", Name: it.Alias}, Alias: it.Alias})
+		}
+	}
+	// Whatever else reads the items before it (the select list, HAVING,
+	// a condition under OR with a subquery) cannot be joined on.
+	if _, _, err := (&builder{cat: cat}).buildQuery(outer); err != nil {
+		if code := pgerror.CodeOf(err); code == pgerror.UndefinedColumn || code == pgerror.UndefinedTable {
+			return nil, nil, nil, refuse("that reads the items before it other than in the conditions of its WHERE clause")
+		}
+		return nil, nil, nil, err
 	}
 	var empty map[string]sql.Expr
 	if oneRow {

@@ -513,6 +513,10 @@ func (g *viewGen) lateral(q *queryBuilder, v *genRel) {
 		v.cols = []string{"c0", "c1"}
 		q.text("%sy.%s AS c1 FROM ", []string{"", "DISTINCT "}[g.rng.Intn(2)], g.col(r))
 		q.from(r)
-		q.text(" y WHERE y.%s = x.%s%s) t%s", k, a, strings.Replace(g.where("y", r), " WHERE ", " AND ", 1), on)
+		cond := strings.Replace(g.where("y", r), " WHERE ", " AND ", 1)
+		if g.rng.Intn(2) == 0 { // a condition other than an equality, the join's too
+			cond += fmt.Sprintf(" AND y.%s <= x.%s", g.col(r), g.col(l))
+		}
+		q.text(" y WHERE y.%s = x.%s%s) t%s", k, a, cond, on)
 	}
 }
