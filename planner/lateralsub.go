@@ -102,13 +102,17 @@ const lateralPrefix = "__fvsql_lat_"
 //
 // With GROUP BY the expressions are grouped by too (one row's groups are
 // those of its value); DISTINCT takes them in; ORDER BY … LIMIT n keeps
-// each value's first n rows (a row number over a partition by them); LEFT
-// JOIN LATERAL … ON cond is a left join on the equalities and cond. A
-// subquery reading none of the items before it is a plain derived table.
-// Anything else, an aggregate without GROUP BY among them (its one row
-// over no rows would need a row per left row), is 0A000 naming the
-// shape. A SELECT * or x.* over the subquery takes its own columns, not
-// the ones added.
+// each value's first n rows (a row number over a partition by them); an
+// aggregate without GROUP BY, one row for every left row, is a LEFT JOIN
+// with its groups by them, where a left row without one takes each
+// column's value over no rows (count 0, the others NULL: lateralPad).
+// A subquery of rows only (no grouping, DISTINCT or LIMIT) may read the
+// items before it in any condition of its WHERE, which becomes the
+// join's, over the columns of its own it reads. LEFT JOIN LATERAL … ON
+// cond is a left join on those conditions and cond. A subquery reading
+// none of the items before it is a plain derived table. Anything else is
+// 0A000 naming the shape. A SELECT * or x.* over the subquery takes its
+// own columns, not the ones added.
 func lateralAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	return lateralRewrite(cat, sel, false)
 }
