@@ -107,9 +107,12 @@ func lateralQuery(rng *rand.Rand) (string, bool) {
 	dir := []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"}[rng.Intn(4)]
 	var sub string
 	oneRow := false
-	switch rng.Intn(7) {
+	switch rng.Intn(8) {
 	case 0:
 		sub = "SELECT y.b AS v, y.c AS w FROM r y WHERE " + corr
+		must = true
+	case 7: // a column computed from the row too
+		sub = "SELECT y.b + x.a AS v, coalesce(y.c, x.k) AS w FROM r y WHERE " + corr
 		must = true
 	case 1:
 		sub = "SELECT DISTINCT y.b AS v, y.c % 2 AS w FROM r y WHERE " + corr

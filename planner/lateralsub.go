@@ -85,8 +85,9 @@ func (b *builder) lateralSubquery(ln plan.Node, ls *scope, t *sql.DerivedTable, 
 
 // lateralPrefix begins the names of the columns the rewrite of a
 // LATERAL subquery adds: its keys (lateralPrefix+"k1", …), its items'
-// (lateralPrefix+"c1", …), the columns its other conditions on the items
-// before it read (lateralPrefix+"e1", …) and its row number ("rn").
+// (lateralPrefix+"c1", …), the columns its other conditions and its
+// computed columns read (lateralPrefix+"e1", …), a marker of its rows
+// ("m", when it has computed columns) and its row number ("rn").
 const lateralPrefix = "__fvsql_lat_"
 
 // lateralAsJoins rewrites the LATERAL subqueries in a continuous query's
@@ -161,14 +162,14 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 		if err != nil {
 			return nil, err
 		}
-		nd, on, empty, err := decorrelate(cat, left, d, false)
+		nd, on, pad, err := decorrelate(cat, left, d, false)
 		if err != nil {
 			if soft {
 				continue
 			}
 			return nil, err
 		}
-		if empty != nil {
+		if pad != nil && pad.oneRow {
 			// one row for every row before it: a LEFT JOIN of the one
 			// item before it
 			if i != 1 && soft {
@@ -179,9 +180,12 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 					WithHint("Join the items before it in a subquery, or use JOIN … LEFT JOIN LATERAL (…) ON true.")
 			}
 			out.From = append([]sql.TableExpr{&sql.Join{Kind: "left", Left: out.From[0], Right: nd, On: on}}, out.From[2:]...)
-			pads = append(pads, lateralPad{d.Alias, empty})
+			pads = append(pads, *pad)
 			i--
 			continue
+		}
+		if pad != nil {
+			pads = append(pads, *pad)
 		}
 		out.From[i] = nd
 		if on != nil {
@@ -193,7 +197,7 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 			i, err := full.resolve("", name)
 			return err == nil && full.cols[i].table == p.alias
 		}
-		fix := func(e sql.Expr) sql.Expr { return padded(e, p.alias, p.empty, unqualified) }
+		fix := func(e sql.Expr) sql.Expr { return p.substitute(e, unqualified) }
 		out.Items = slices.Clone(out.Items)
 		for i, it := range out.Items {
 			if out.Items[i].Expr = fix(it.Expr); it.Alias == "" && out.Items[i].Expr != it.Expr {
@@ -216,11 +220,29 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 	return &out, nil
 }
 
-// lateralPad is a LATERAL subquery that aggregates without GROUP BY, its
-// alias and its columns' values over no rows (decorrelate).
+// lateralPad is what the query around a rewritten LATERAL subquery
+// (alias) reads in place of some of its columns (decorrelate): a column
+// computed from the items before it, as its expression over them and the
+// subquery's columns; when it aggregates without GROUP BY (oneRow, a LEFT
+// JOIN), each column, or its value over no rows where the left row has no
+// group.
 type lateralPad struct {
-	alias string
-	empty map[string]sql.Expr
+	alias   string
+	replace map[string]sql.Expr
+	oneRow  bool
+}
+
+// substitute puts p's replacements in place of the references to its
+// columns in e; unqualified says whether an unqualified name is one of
+// them.
+func (p *lateralPad) substitute(e sql.Expr, unqualified func(string) bool) sql.Expr {
+	return sql.Rewrite(e, func(n sql.Expr) (sql.Expr, bool) {
+		c, ok := n.(*sql.ColumnRef)
+		if !ok || p.replace[c.Name] == nil || !(c.Table == p.alias || c.Table == "" && unqualified(c.Name)) {
+			return nil, false
+		}
+		return p.replace[c.Name], true
+	})
 }
 
 // joinConditions returns t with fix applied to the ON conditions of its
@@ -287,25 +309,28 @@ func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad, soft bool)
 	if err != nil {
 		return nil, err
 	}
-	nd, on, empty, err := decorrelate(cat, left, d, j.Kind == "right" || j.Kind == "full")
+	nd, on, pad, err := decorrelate(cat, left, d, j.Kind == "right" || j.Kind == "full")
 	if err != nil {
 		if soft { // this one runs per row
 			return &out, nil
 		}
 		return nil, err
 	}
-	if empty != nil && j.On != nil && !isTrue(j.On) && soft {
+	oneRow := pad != nil && pad.oneRow
+	if oneRow && j.On != nil && !isTrue(j.On) && soft {
 		return &out, nil
 	}
 	out.Right = nd
-	if empty != nil {
+	if pad != nil {
+		*pads = append(*pads, *pad)
+	}
+	if oneRow {
 		// one row for every left row: a LEFT JOIN on the equalities
 		if j.On != nil && !isTrue(j.On) {
 			return nil, pgerror.NotSupported("JOIN LATERAL … ON a condition over a subquery that aggregates without GROUP BY in a continuous query").
 				WithHint("Join ON true and filter in WHERE.")
 		}
 		out.Kind, out.On = "left", on
-		*pads = append(*pads, lateralPad{d.Alias, empty})
 		return &out, nil
 	}
 	if j.On != nil && !isTrue(j.On) {
@@ -326,7 +351,7 @@ func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad, soft bool)
 // left, as a derived table and the condition joining it to them (nil:
 // none, it reads none of them). noRefs: the join cannot take a reference
 // to the left (RIGHT or FULL JOIN).
-func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sql.TableExpr, sql.Expr, map[string]sql.Expr, error) {
+func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sql.TableExpr, sql.Expr, *lateralPad, error) {
 	plain := *d
 	plain.Lateral = false
 	// What it reads: planned as the bounded planner plans it.
@@ -470,9 +495,11 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 		body.Items = append(body.Items, sql.SelectItem{Expr: k, Alias: name})
 		on = append(on, &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: d.Alias, Name: name}, R: outers[i]})
 	}
-	exposed := map[string]string{} // an own column a lifted condition reads: its name in the subquery's rows
-	for _, w := range lifted {
-		on = append(on, sql.Rewrite(w, func(n sql.Expr) (sql.Expr, bool) {
+	// outside rewrites an expression over both sides for the query
+	// around: each own column it reads becomes one of the rows' columns
+	exposed := map[string]string{} // an own column: its name in the subquery's rows
+	outside := func(e sql.Expr) sql.Expr {
+		return sql.Rewrite(e, func(n sql.Expr) (sql.Expr, bool) {
 			c, ok := n.(*sql.ColumnRef)
 			if !ok {
 				return nil, false
@@ -489,7 +516,32 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 				body.Items = append(body.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: inner.cols[i].table, Name: inner.cols[i].name}, Alias: name})
 			}
 			return &sql.ColumnRef{Table: d.Alias, Name: name}, true
-		}))
+		})
+	}
+	for _, w := range lifted {
+		on = append(on, outside(w))
+	}
+	// A plain subquery's select list may read the items before it: those
+	// columns are computed by the query around (pad.replace).
+	var pad *lateralPad
+	computed := make([]bool, len(items))
+	for i, it := range items {
+		if mine, ok := own(it.Expr); spj && !(ok && mine) && !opaque(it.Expr) && !anyAggregate([]sql.SelectItem{it}) {
+			if pad == nil {
+				pad = &lateralPad{alias: d.Alias, replace: map[string]sql.Expr{}}
+			}
+			if pad.replace[names[i]] != nil {
+				return nil, nil, nil, refuse("whose columns share a name")
+			}
+			computed[i] = true
+			// NULL in a LEFT JOIN's row without a partner, as the column is
+			padded := &sql.IsNull{X: &sql.ColumnRef{Table: d.Alias, Name: lateralPrefix + "m"}}
+			pad.replace[names[i]] = &sql.Case{Whens: []sql.When{{Cond: padded, Result: &sql.Literal{Value: types.NullValue}}}, Else: outside(it.Expr)}
+			body.Items[i].Expr = &sql.Literal{Value: types.NullValue} // not read
+		}
+	}
+	if pad != nil { // every row's marker, NULL in a LEFT JOIN's padding
+		body.Items = append(body.Items, sql.SelectItem{Expr: &sql.Literal{Value: types.NewBool(true)}, Alias: lateralPrefix + "m"})
 	}
 	if grouped || oneRow {
 		body.GroupBy = append(slices.Clone(q.GroupBy), keys...)
@@ -537,10 +589,12 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 	// the subquery's columns under their names, then the keys
 	outer := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: query, Alias: lateralPrefix + "q"}}}
 	for i := range items {
-		outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralPrefix + "q", Name: lateralPrefix + "c" + strconv.Itoa(i+1)}, Alias: names[i]})
+		if !computed[i] { // a computed one is not a column: a reference left to it fails
+			outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralPrefix + "q", Name: lateralPrefix + "c" + strconv.Itoa(i+1)}, Alias: names[i]})
+		}
 	}
 	for _, it := range body.Items[len(items):] {
-		if strings.HasPrefix(it.Alias, lateralPrefix+"k") || strings.HasPrefix(it.Alias, lateralPrefix+"e") {
+		if strings.HasPrefix(it.Alias, lateralPrefix+"k") || strings.HasPrefix(it.Alias, lateralPrefix+"e") || it.Alias == lateralPrefix+"m" {
 			outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralPrefix + "q", Name: it.Alias}, Alias: it.Alias})
 		}
 	}
@@ -552,15 +606,17 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 		}
 		return nil, nil, nil, err
 	}
-	var empty map[string]sql.Expr
 	if oneRow {
-		// its value over no rows: count's 0, the other aggregates' NULL
-		empty = map[string]sql.Expr{}
+		// a column, or where the left row has no group (its first key
+		// NULL), its value over no rows: count's 0, the other aggregates'
+		// NULL
+		pad = &lateralPad{alias: d.Alias, replace: map[string]sql.Expr{}, oneRow: true}
+		missing := &sql.IsNull{X: &sql.ColumnRef{Table: d.Alias, Name: lateralPrefix + "k1"}}
 		for i, it := range items {
-			empty[names[i]] = overNoRows(it.Expr)
+			pad.replace[names[i]] = &sql.Case{Whens: []sql.When{{Cond: missing, Result: overNoRows(it.Expr)}}, Else: &sql.ColumnRef{Table: d.Alias, Name: names[i]}}
 		}
 	}
-	return &sql.DerivedTable{Query: outer, Alias: d.Alias}, andAll(on), empty, nil
+	return &sql.DerivedTable{Query: outer, Alias: d.Alias}, andAll(on), pad, nil
 }
 
 // overNoRows is select item e of an aggregate without GROUP BY as it is
@@ -575,23 +631,6 @@ func overNoRows(e sql.Expr) sql.Expr {
 			return &sql.Literal{Value: types.NewInt8(0)}, true
 		}
 		return &sql.Literal{Value: types.NullValue}, true
-	})
-}
-
-// padded rewrites the references of e to the columns of LATERAL
-// subquery alias that aggregates without GROUP BY, joined by a LEFT JOIN:
-// a row it has no group for (its first key NULL) takes the column's value
-// over no rows. unqualified says whether an unqualified name is one of
-// its columns.
-func padded(e sql.Expr, alias string, empty map[string]sql.Expr, unqualified func(string) bool) sql.Expr {
-	return sql.Rewrite(e, func(n sql.Expr) (sql.Expr, bool) {
-		c, ok := n.(*sql.ColumnRef)
-		if !ok || empty[c.Name] == nil || !(c.Table == alias || c.Table == "" && unqualified(c.Name)) {
-			return nil, false
-		}
-		ref := &sql.ColumnRef{Table: alias, Name: c.Name}
-		missing := &sql.IsNull{X: &sql.ColumnRef{Table: alias, Name: lateralPrefix + "k1"}}
-		return &sql.Case{Whens: []sql.When{{Cond: missing, Result: empty[c.Name]}}, Else: ref}, true
 	})
 }
 

@@ -511,7 +511,14 @@ func (g *viewGen) lateral(q *queryBuilder, v *genRel) {
 		q.text(" y WHERE y.%s = x.%s) t%s", k, a, on)
 	default:
 		v.cols = []string{"c0", "c1"}
-		q.text("%sy.%s AS c1 FROM ", []string{"", "DISTINCT "}[g.rng.Intn(2)], g.col(r))
+		item := "y." + g.col(r)
+		switch g.rng.Intn(3) {
+		case 0:
+			item = "DISTINCT " + item
+		case 1: // computed from the row too
+			item = fmt.Sprintf("coalesce(y.%s, 0) + x.%s", g.col(r), g.col(l))
+		}
+		q.text("%s AS c1 FROM ", item)
 		q.from(r)
 		cond := strings.Replace(g.where("y", r), " WHERE ", " AND ", 1)
 		if g.rng.Intn(2) == 0 { // a condition other than an equality, the join's too
