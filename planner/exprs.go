@@ -144,8 +144,12 @@ func (b *builder) buildExpr(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 		return b.paramRef(e.N)
 	case *sql.ColumnRef:
 		if c.aggs != nil {
-			// Not a GROUP BY term: is it a column of the input at all?
+			// Not a GROUP BY term: is it a column of the input at all? Or
+			// of the enclosing query's row, one value for every group?
 			if _, err := c.scope.resolve(e.Table, e.Name); err != nil {
+				if x, ok := b.outerRef(e, err); ok {
+					return x, nil
+				}
 				return nil, err
 			}
 			return nil, pgerror.New(pgerror.GroupingError,
@@ -158,15 +162,8 @@ func (b *builder) buildExpr(c *exprCtx, e sql.Expr) (*expr.Expr, error) {
 			}
 		}
 		if err != nil {
-			if b.outer != nil {
-				if code := pgerror.CodeOf(err); code == pgerror.UndefinedColumn || code == pgerror.UndefinedTable {
-					if j, oerr := b.outer.resolve(e.Table, e.Name); oerr == nil {
-						b.correlated = true
-						b.outerCols = append(b.outerCols, j)
-						oc := b.outer.cols[j]
-						return expr.Outer(j, oc.typ, oc.name), nil
-					}
-				}
+			if x, ok := b.outerRef(e, err); ok {
+				return x, nil
 			}
 			if e.Pos > 0 {
 				err = pgerror.WithPosition(err, e.Pos)
@@ -823,6 +820,26 @@ func hasAggregate(e sql.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// outerRef resolves column reference e, which the query's own columns
+// do not have (err), against the enclosing query's row: a correlated
+// subquery's outer reference.
+func (b *builder) outerRef(e *sql.ColumnRef, err error) (*expr.Expr, bool) {
+	if b.outer == nil {
+		return nil, false
+	}
+	if code := pgerror.CodeOf(err); code != pgerror.UndefinedColumn && code != pgerror.UndefinedTable {
+		return nil, false
+	}
+	j, oerr := b.outer.resolve(e.Table, e.Name)
+	if oerr != nil {
+		return nil, false
+	}
+	b.correlated = true
+	b.outerCols = append(b.outerCols, j)
+	oc := b.outer.cols[j]
+	return expr.Outer(j, oc.typ, oc.name), true
 }
 
 // distinctInts returns xs sorted, each once.

@@ -218,3 +218,26 @@ func hasApply(n plan.Node) bool {
 	}
 	return false
 }
+
+// TestOuterReferenceInAggregates checks that a correlated subquery that
+// aggregates may read the enclosing row outside its aggregates, one
+// value for every group, as PostgreSQL allows (it was 42P01).
+func TestOuterReferenceInAggregates(t *testing.T) {
+	db := newTestDB(t)
+	for _, c := range []struct{ sql, want string }{
+		{`SELECT sym, (SELECT count(*) + t.qty FROM trades u WHERE u.sym = t.sym) FROM trades t ORDER BY sym`,
+			"ACME | 101\nINIT | 6\nZED | 8"},
+		{`SELECT t.sym, x.n FROM trades t, LATERAL (SELECT max(u.qty) * 2 - t.qty AS n FROM trades u WHERE u.qty >= t.qty) x ORDER BY 1`,
+			"ACME | 100\nINIT | 195\nZED | 193"},
+		{`SELECT t.sym, x.k, x.n FROM trades t, LATERAL (SELECT u.sym = t.sym AS k, count(*) + t.qty AS n FROM trades u GROUP BY u.sym HAVING u.sym >= t.sym) x ORDER BY 1, 2`,
+			"ACME | f | 101\nACME | f | 101\nACME | t | 101\nINIT | f | 6\nINIT | t | 6\nZED | t | 8"},
+	} {
+		got, err := db.query(t, c.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sql, err)
+		}
+		if got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.sql, got, c.want)
+		}
+	}
+}
