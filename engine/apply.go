@@ -75,34 +75,19 @@ func (q *query) runApply(ctx context.Context, a *plan.Apply, env *expr.Env, emit
 
 // lateralRows returns the rows of a's subquery for the left row: from
 // the memo when it ran for the same values of the columns it reads.
-// They stay charged to the query's budget while the memo keeps them.
 func (q *query) lateralRows(ctx context.Context, a *plan.Apply, env *expr.Env, left types.Row, work bool) ([]types.Row, error) {
-	key, memo := q.memo.key(&a.Right, left)
-	memo = memo && !work
-	if memo {
-		if rows, ok := q.memo.get(key); ok {
-			return rows.([]types.Row), nil
-		}
-	}
-	sub := &expr.Env{Params: env.Params, Outer: left, Session: env.Session, Funcs: env.Funcs, Now: env.Now}
-	var rows []types.Row
-	var charged int64
-	err := q.run(ctx, a.Right.Plan, sub, func(b *operators.Batch) error {
-		var n int64
-		for _, r := range b.Rows {
-			n += operators.RowBytes(r)
-		}
-		charged += n
-		if err := q.budget.Grow(n); err != nil {
-			return err
-		}
-		for _, r := range b.Rows {
-			rows = append(rows, append(types.Row(nil), r...))
-		}
-		return nil
-	})
-	if err != nil || !memo || !q.memo.put(key, rows, charged, !a.Right.Correlated) {
-		q.budget.Release(charged)
-	}
-	return rows, err
+	return runKept(ctx, q, &a.Right, work, env, left,
+		func(b *operators.Batch) int64 {
+			var n int64
+			for _, r := range b.Rows {
+				n += operators.RowBytes(r)
+			}
+			return n
+		},
+		func(rows []types.Row, b *operators.Batch) []types.Row {
+			for _, r := range b.Rows {
+				rows = append(rows, append(types.Row(nil), r...))
+			}
+			return rows
+		})
 }

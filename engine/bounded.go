@@ -341,46 +341,61 @@ func (q *query) subqueryEnv(ctx context.Context, c *plan.Chain, env *expr.Env) *
 		work[i] = readsWorkTable(c.Subqueries[i].Plan)
 	}
 	out.Subquery = func(i int, outer types.Row) ([]types.Value, error) {
-		sq := &c.Subqueries[i]
-		key, memo := q.memo.key(sq, outer)
-		memo = memo && !work[i]
-		if memo {
-			if vals, ok := q.memo.get(key); ok {
-				return vals.([]types.Value), nil
-			}
-		}
-		sub := &expr.Env{Params: env.Params, Outer: outer, Session: env.Session, Funcs: env.Funcs, Now: env.Now}
-		var vals []types.Value
-		var charged int64
-		err := q.run(ctx, sq.Plan, sub, func(b *operators.Batch) error {
-			n := int64(len(b.Rows)) * 48
-			for _, row := range b.Rows {
-				if len(row) > 0 {
-					n += int64(len(row[0].S))
+		return runKept(ctx, q, &c.Subqueries[i], work[i], env, outer,
+			func(b *operators.Batch) int64 {
+				n := int64(len(b.Rows)) * 48
+				for _, row := range b.Rows {
+					if len(row) > 0 {
+						n += int64(len(row[0].S))
+					}
 				}
-			}
-			charged += n
-			if err := q.budget.Grow(n); err != nil {
-				return err
-			}
-			for _, row := range b.Rows {
-				if len(row) > 0 {
-					vals = append(vals, row[0])
-				} else {
-					vals = append(vals, types.NullValue)
+				return n
+			},
+			func(vals []types.Value, b *operators.Batch) []types.Value {
+				for _, row := range b.Rows {
+					if len(row) > 0 {
+						vals = append(vals, row[0])
+					} else {
+						vals = append(vals, types.NullValue)
+					}
 				}
-			}
-			return nil
-		})
-		if err != nil || !memo || !q.memo.put(key, vals, charged, !sq.Correlated) {
-			q.budget.Release(charged) // dropped when the row is done
-		}
-		if err != nil {
-			return nil, err
-		}
-		return vals, nil
+				return vals
+			})
 	}
 	return out
+}
+
+// runKept runs subquery sq for the outer row and returns its result, or
+// the result the memo kept of a run for the same outer values: add
+// gathers it batch by batch, each batch's size charged to the query's
+// budget first, and kept charged while the memo keeps the result. work:
+// sq reads a recursive query's work table, which changes from one run
+// of the recursive step to the next, so its result is never kept.
+func runKept[T any](ctx context.Context, q *query, sq *plan.Subquery, work bool, env *expr.Env, outer types.Row,
+	size func(*operators.Batch) int64, add func(T, *operators.Batch) T) (T, error) {
+	key, memo := q.memo.key(sq, outer)
+	memo = memo && !work
+	if memo {
+		if kept, ok := q.memo.get(key); ok {
+			return kept.(T), nil
+		}
+	}
+	sub := &expr.Env{Params: env.Params, Outer: outer, Session: env.Session, Funcs: env.Funcs, Now: env.Now}
+	var res T
+	var charged int64
+	err := q.run(ctx, sq.Plan, sub, func(b *operators.Batch) error {
+		n := size(b)
+		charged += n
+		if err := q.budget.Grow(n); err != nil {
+			return err
+		}
+		res = add(res, b)
+		return nil
+	})
+	if err != nil || !memo || !q.memo.put(key, res, charged, !sq.Correlated) {
+		q.budget.Release(charged) // dropped when the row is done
+	}
+	return res, err
 }
 
 // subqueryMemo keeps subquery results for the rest of a bounded query,
