@@ -6,10 +6,10 @@ import (
 )
 
 // derivedColumns rewrites each derived table with a column list in a
-// continuous query (and each SELECT's LATERAL subqueries as joins,
-// lateralAsJoins, before its FROM is looked at), (q) AS x(a, b) (a WITH query's column list and
+// continuous query, (q) AS x(a, b) (a WITH query's column list and
 // t AS x(a, b) come as such tables), into one whose select list names
-// q's columns anew:
+// q's columns anew (and, first, each SELECT's LATERAL subqueries as
+// joins: lateralAsJoins):
 //
 //	(q) AS x(a, b) → (SELECT x.c1 AS a, x.c2 AS b, x.c3 FROM (q) AS x) AS x
 //

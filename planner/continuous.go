@@ -135,9 +135,6 @@ func planQuery(cat Catalog, ca *sql.CreateAs) (*Continuous, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sel, err = lateralAsJoins(cat, sel); err != nil {
-		return nil, err
-	}
 	var layers map[*sql.DerivedTable]bool
 	if ca.Kind == sql.KindMaterializedView {
 		var err error
