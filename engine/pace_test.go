@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -46,5 +47,30 @@ func TestEpochPace(t *testing.T) {
 	}
 	if tries > 14 {
 		t.Errorf("%d quick epochs to grow back to the batch size", tries)
+	}
+}
+
+// TestSettleContext: an epoch's wait for its records' acknowledgements
+// ends settleGrace after its pipeline stops (the epoch then aborts and
+// is read again), not the full 30 s a running pipeline gives it.
+func TestSettleContext(t *testing.T) {
+	pctx, stop := context.WithCancel(context.Background())
+	w := &worker{p: &pipeline{ctx: pctx}}
+	ctx, cancel := w.settleContext()
+	defer cancel()
+	select {
+	case <-ctx.Done():
+		t.Fatal("the wait ended while the pipeline runs")
+	case <-time.After(200 * time.Millisecond):
+	}
+	stopped := time.Now()
+	stop()
+	select {
+	case <-ctx.Done():
+		if took := time.Since(stopped); took < settleGrace {
+			t.Errorf("the wait ended %s after the stop, before its grace of %s", took, settleGrace)
+		}
+	case <-time.After(settleGrace + 15*time.Second):
+		t.Fatalf("the wait went on %s after the pipeline stopped", settleGrace+15*time.Second)
 	}
 }

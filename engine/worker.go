@@ -615,7 +615,9 @@ func (w *worker) runTransactional() error {
 			workErr = w.endEpoch()
 		}
 		if workErr == nil {
-			workErr = settle(sess.Client(), ep)
+			ctx, cancel := w.settleContext()
+			workErr = settle(ctx, sess.Client(), ep)
+			cancel()
 		}
 		shutdown := w.p.ctx.Err() != nil
 		endCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -653,15 +655,31 @@ func (w *worker) runTransactional() error {
 // brokers took: a record that failed only then (a broker's refusal comes
 // back after the send) was left out of a committed epoch, lost and
 // counted as emitted, instead of aborting it so that the next attempt
-// reports it (oversize.go).
-func settle(cl *kgo.Client, ep *epoch) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// reports it (oversize.go). ctx bounds the wait (settleContext).
+func settle(ctx context.Context, cl *kgo.Client, ep *epoch) error {
 	if err := cl.Flush(ctx); err != nil {
 		return fmt.Errorf("engine: flush the epoch's records: %w", err)
 	}
 	ep.pending.Wait()
 	return nil
+}
+
+// settleGrace is how long an epoch's records may still take to be
+// acknowledged once the pipeline stops. Past it the epoch aborts, and the
+// next run of the stage reads its input again, so that a slow broker
+// cannot hold a shutdown past the supervisor's patience (a process is
+// usually given 30 s after SIGTERM).
+const settleGrace = 5 * time.Second
+
+// settleContext bounds settle: 30 s, or settleGrace once the pipeline
+// stops, whichever ends first.
+func (w *worker) settleContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	stop := context.AfterFunc(w.p.ctx, func() { time.AfterFunc(settleGrace, cancel) })
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // runAtLeastOnce: output is flushed, then offsets are committed; a
