@@ -26,7 +26,9 @@
 // epoch is one checkpoint interval: with exactly-once on, an epoch's
 // output records, poison-row reports and input offsets are written in ONE
 // Kafka transaction (franz-go's GroupTransactSession), so a crash or a
-// rebalance aborts the epoch and it is redone; with exactly-once off,
+// rebalance aborts the epoch and it is redone (a stop commits it, unless
+// its records are still unacknowledged settleGrace after the stop: then
+// it aborts too, settleContext); with exactly-once off,
 // offsets are committed after the epoch's output is acknowledged
 // (at-least-once). A stateless stage also ends its epoch after 50k input
 // rows, so the next stage sees a backlog in small steps. An epoch
