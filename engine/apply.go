@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 
 	"github.com/fvsql/fvsql/expr"
 	"github.com/fvsql/fvsql/operators"
@@ -31,19 +32,21 @@ func (q *query) runApply(ctx context.Context, a *plan.Apply, env *expr.Env, emit
 		out = nil
 		return emit(b)
 	}
+	// pair holds a candidate row while ON is tested; only a match is
+	// copied out
+	pair := make(types.Row, a.LeftWidth+a.RightWidth)
 	err := q.run(ctx, a.Left, env, func(b *operators.Batch) error {
 		for _, left := range b.Rows {
 			rows, err := q.lateralRows(ctx, a, env, left, work)
 			if err != nil {
 				return err
 			}
+			copy(pair, left[:a.LeftWidth])
 			matched := false
 			for _, r := range rows {
-				row := make(types.Row, a.LeftWidth+a.RightWidth)
-				copy(row, left[:a.LeftWidth])
-				copy(row[a.LeftWidth:], r)
+				clear(pair[a.LeftWidth+copy(pair[a.LeftWidth:], r):])
 				if on != nil {
-					ok, err := on(row)
+					ok, err := on(pair)
 					if err != nil {
 						return err
 					}
@@ -52,7 +55,7 @@ func (q *query) runApply(ctx context.Context, a *plan.Apply, env *expr.Env, emit
 					}
 				}
 				matched = true
-				out = append(out, row)
+				out = append(out, slices.Clone(pair))
 			}
 			if !matched && a.Kind == "left" {
 				row := make(types.Row, a.LeftWidth+a.RightWidth) // NULLs on the right

@@ -555,32 +555,23 @@ func distinctAsSubquery(sel *sql.Select) *sql.Select {
 // OFFSET, _rn > m AND _rn <= m + n), whose number is the view's hidden
 // _position.
 func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
+	n, off, err := constantLimits(cat, sel)
 	switch {
-	case sel.Limit == nil:
+	case err != nil:
+		return nil, err
+	case n < 0 && off == 0:
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "ORDER BY without LIMIT in a materialized view").
 			WithDetail("A view's rows have no order.").WithHint("ORDER BY when you query the view.")
+	case n < 0:
+		return nil, pgerror.NotSupported("OFFSET without LIMIT in a materialized view")
 	case len(sel.OrderBy) == 0:
 		return nil, pgerror.New(pgerror.FeatureNotSupported, "LIMIT without ORDER BY in a materialized view").
 			WithDetail("Which rows it keeps would depend on the order they arrive in.")
 	case aggregates(sel) || sel.Distinct:
 		return nil, pgerror.NotSupported("ORDER BY … LIMIT over an aggregation or DISTINCT in a materialized view")
 	}
-	lit, ok := sel.Limit.(*sql.Literal)
-	if !ok || !lit.Value.K.IsInteger() {
-		return nil, pgerror.New(pgerror.FeatureNotSupported, "a materialized view's LIMIT must be an integer constant")
-	}
 	const rn = "_rn"
-	var where sql.Expr = &sql.Binary{Op: "<=", L: &sql.ColumnRef{Name: rn}, R: lit}
-	if sel.Offset != nil {
-		// OFFSET m LIMIT n: the ranks m+1 … m+n
-		off, ok := sel.Offset.(*sql.Literal)
-		if !ok || !off.Value.K.IsInteger() || off.Value.I < 0 {
-			return nil, pgerror.New(pgerror.FeatureNotSupported, "a materialized view's OFFSET must be a non-negative integer constant")
-		}
-		where = &sql.Binary{Op: "and",
-			L: &sql.Binary{Op: ">", L: &sql.ColumnRef{Name: rn}, R: off},
-			R: &sql.Binary{Op: "<=", L: &sql.ColumnRef{Name: rn}, R: &sql.Literal{Value: types.NewInt8(off.Value.I + lit.Value.I)}}}
-	}
+	where := rankRange(&sql.ColumnRef{Name: rn}, n, off)
 	t, ok := singleTable(sel)
 	if !ok {
 		if len(sel.From) == 1 {
@@ -615,6 +606,34 @@ func limitAsTopN(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 		From:  []sql.TableExpr{&sql.DerivedTable{Query: inner, Alias: alias}},
 		Where: where,
 	}, nil
+}
+
+// constantLimits reads a continuous query's LIMIT and OFFSET as the
+// bounded planner does (constant expressions; LIMIT ALL or NULL is no
+// limit, n < 0; a negative one is 2201W), but they must be known at
+// CREATE: a parameter is refused.
+func constantLimits(cat Catalog, sel *sql.Select) (n, off int64, err error) {
+	l, err := (&builder{cat: cat}).limitOffset(sel.Limit, sel.Offset)
+	if err != nil {
+		return 0, 0, err
+	}
+	if l.limX != nil || l.offX != nil {
+		return 0, 0, pgerror.New(pgerror.FeatureNotSupported, "a continuous query's LIMIT and OFFSET must be constants")
+	}
+	return l.lim, l.off, nil
+}
+
+// rankRange is the condition that keeps the ranks OFFSET off LIMIT n
+// keeps: off < rank <= off + n (n < 0: no upper end).
+func rankRange(rank sql.Expr, n, off int64) sql.Expr {
+	var conds []sql.Expr
+	if off > 0 {
+		conds = append(conds, &sql.Binary{Op: ">", L: rank, R: &sql.Literal{Value: types.NewInt8(off)}})
+	}
+	if n >= 0 {
+		conds = append(conds, &sql.Binary{Op: "<=", L: rank, R: &sql.Literal{Value: types.NewInt8(off + n)}})
+	}
+	return andAll(conds)
 }
 
 // orderTerms reads ORDER BY terms as expressions over the FROM clause:

@@ -122,7 +122,13 @@ func lateralQuery(rng *rand.Rand) (string, bool) {
 			sub += " HAVING count(*) > 1"
 		}
 	case 3:
-		sub = fmt.Sprintf("SELECT y.b AS v, y.c AS w FROM r y WHERE %s ORDER BY y.b%s, y.c LIMIT %d", corr, dir, 1+rng.Intn(3))
+		// ORDER BY columns, output positions, or an output name that an
+		// input column has too (the output's wins, as in PostgreSQL)
+		sub = fmt.Sprintf([]string{
+			"SELECT y.b AS v, y.c AS w FROM r y WHERE %s ORDER BY y.b%s, y.c LIMIT %d",
+			"SELECT y.c AS v, y.b AS w FROM r y WHERE %s ORDER BY 2%s, 1 LIMIT %d",
+			"SELECT y.c AS v, y.b AS w, y.c AS b FROM r y WHERE %s ORDER BY b%s, w LIMIT %d",
+		}[rng.Intn(3)], corr, dir, 1+rng.Intn(3))
 		if rng.Intn(3) == 0 {
 			sub += fmt.Sprintf(" OFFSET %d", rng.Intn(3))
 		}

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,7 +188,7 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 		}
 		out.From[i] = nd
 		if on != nil {
-			out.Where = andAll(append([]sql.Expr{on}, conjunctsOf(out.Where)...))
+			out.Where = andAll(append([]sql.Expr{on}, conjuncts(out.Where)...))
 		}
 	}
 	for _, p := range pads {
@@ -256,13 +255,6 @@ func joinConditions(t sql.TableExpr, fix func(sql.Expr) sql.Expr) sql.TableExpr 
 	out.Left, out.Right = joinConditions(j.Left, fix), joinConditions(j.Right, fix)
 	out.On = fix(j.On)
 	return &out
-}
-
-func conjunctsOf(e sql.Expr) []sql.Expr {
-	if e == nil {
-		return nil
-	}
-	return conjuncts(e)
 }
 
 // hasLateralSubquery says whether a FROM list holds a LATERAL subquery,
@@ -334,7 +326,7 @@ func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad, soft bool)
 		return &out, nil
 	}
 	if j.On != nil && !isTrue(j.On) {
-		on = andAll(append(conjunctsOf(on), j.On))
+		on = andAll(append(conjuncts(on), j.On))
 	}
 	if on != nil {
 		out.On = on
@@ -450,7 +442,7 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 	// more of its columns.
 	spj := !grouped && !oneRow && !limited && !q.Distinct
 	var keys, outers, rest, lifted []sql.Expr
-	for _, w := range conjunctsOf(q.Where) {
+	for _, w := range conjuncts(q.Where) {
 		if bin, isEq := w.(*sql.Binary); isEq && bin.Op == "=" {
 			lm, lok := own(bin.L)
 			rm, rok := own(bin.R)
@@ -548,39 +540,22 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 	}
 	var query sql.QueryExpr = body
 	if limited {
-		lim, err := lateralLimit(q)
+		n, off, err := constantLimits(cat, q)
 		if err != nil {
-			return nil, nil, nil, refuse(err.Error())
+			return nil, nil, nil, err
 		}
 		// ORDER BY terms naming an output column (by position or name)
 		// are that item's expression in the row number's window
-		order := make([]sql.OrderItem, len(q.OrderBy))
-		for i, o := range q.OrderBy {
-			order[i] = o
-			switch t := o.Expr.(type) {
-			case *sql.Literal:
-				if t.Value.K.IsInteger() && t.Value.I >= 1 && int(t.Value.I) <= len(items) {
-					order[i].Expr = items[t.Value.I-1].Expr
-				}
-			case *sql.ColumnRef:
-				if _, err := inner.resolve(t.Table, t.Name); t.Table == "" && err != nil {
-					for _, it := range items {
-						if it.Alias == t.Name {
-							order[i].Expr = it.Expr
-						}
-					}
-				}
-			}
+		order, err := orderTerms(items, q.OrderBy)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		rn := lateralPrefix + "rn"
 		body.Items = append(body.Items, sql.SelectItem{Expr: &sql.FuncCall{Name: "row_number", Over: &sql.WindowSpec{PartitionBy: keys, OrderBy: order}}, Alias: rn})
 		ranked := lateralPrefix + "ranked"
 		top := &sql.Select{From: []sql.TableExpr{&sql.DerivedTable{Query: body, Alias: ranked}}}
 		ref := &sql.ColumnRef{Table: ranked, Name: rn}
-		top.Where = andAll([]sql.Expr{
-			&sql.Binary{Op: ">", L: ref, R: &sql.Literal{Value: types.NewInt8(lim.off)}},
-			&sql.Binary{Op: "<=", L: ref, R: &sql.Literal{Value: types.NewInt8(lim.off + lim.n)}},
-		})
+		top.Where = rankRange(ref, n, off)
 		for _, it := range body.Items[:len(body.Items)-1] {
 			top.Items = append(top.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: ranked, Name: it.Alias}, Alias: it.Alias})
 		}
@@ -632,32 +607,6 @@ func overNoRows(e sql.Expr) sql.Expr {
 		}
 		return &sql.Literal{Value: types.NullValue}, true
 	})
-}
-
-// lateralLimit reads the constant LIMIT and OFFSET of a LATERAL
-// subquery (no LIMIT: every row after the offset).
-func lateralLimit(q *sql.Select) (struct{ n, off int64 }, error) {
-	var l struct{ n, off int64 }
-	l.n = 1 << 62
-	num := func(e sql.Expr) (int64, bool) {
-		lit, ok := e.(*sql.Literal)
-		return lit.Value.I, ok && lit.Value.K.IsInteger() && lit.Value.I >= 0
-	}
-	if q.Limit != nil {
-		n, ok := num(q.Limit)
-		if !ok {
-			return l, errors.New("with a LIMIT other than a number")
-		}
-		l.n = n
-	}
-	if q.Offset != nil {
-		n, ok := num(q.Offset)
-		if !ok {
-			return l, errors.New("with an OFFSET other than a number")
-		}
-		l.off = n
-	}
-	return l, nil
 }
 
 // qualifyRefs qualifies the unqualified column references of e with the

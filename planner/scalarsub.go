@@ -246,9 +246,6 @@ func correlated(cat Catalog, s *sql.Subquery) (*correlation, bool) {
 	}
 	c := &correlation{sel: inner, agg: agg, count: countsRows(agg.Name)}
 	for _, w := range conjuncts(inner.Where) {
-		if w == nil {
-			continue
-		}
 		if mine, ok := own(w); ok && mine {
 			c.where = append(c.where, w)
 			continue

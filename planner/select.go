@@ -686,6 +686,9 @@ func side(e *expr.Expr, leftWidth int) int {
 }
 
 func conjuncts(e sql.Expr) []sql.Expr {
+	if e == nil {
+		return nil
+	}
 	if bin, ok := e.(*sql.Binary); ok && bin.Op == "and" {
 		return append(conjuncts(bin.L), conjuncts(bin.R)...)
 	}
