@@ -114,9 +114,11 @@
 // continuous query every function in FROM is, even one that reads none
 // of them. A LATERAL subquery (lateralsub.go) correlated by equalities
 // is rewritten into a join with the subquery's rows by those equalities'
-// expressions (lateralRewrite), in bounded and continuous queries; a
-// bounded query runs any other as a plan.Apply, per row of the items
-// before it, and a continuous query refuses it.
+// expressions (lateralRewrite), in bounded and continuous queries, and
+// one that reads them otherwise is the same join over its domain, the
+// distinct values of the columns it reads (lateralDomain); a bounded
+// query runs any other as a plan.Apply, per row of the items before it,
+// and a continuous query refuses it.
 //
 // Plans are plain data without goroutines. Name resolution works on
 // scopes (the columns visible at a point of the query, with their table

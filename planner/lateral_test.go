@@ -27,11 +27,13 @@ var (
 // into joins (lateralRewrite, which bounded queries use where it applies
 // and views always) against running each subquery per row of the items
 // before it (plan.Apply), as PostgreSQL does: random subqueries
-// correlated by equalities (their rows, DISTINCT, groups with HAVING,
-// first rows by an order with OFFSET, an aggregate's one row over no
-// rows too, ranked groups), joined by comma, CROSS JOIN, [LEFT] JOIN …
-// ON, over random rows with NULLs in every column, must give the same
-// rows both ways. A failure prints the query and the rows.
+// correlated by equalities or other comparisons (their rows, DISTINCT,
+// groups with HAVING, first rows by an order with OFFSET, an aggregate's
+// one row over no rows too, ranked groups, columns computed from the
+// row: the last ones over the subquery's domain), joined by comma, CROSS
+// JOIN, [LEFT] JOIN … ON, over random rows with NULLs in every column,
+// must give the same rows both ways. A failure prints the query and the
+// rows.
 func TestLateralRewriteDifferential(t *testing.T) {
 	cat := newCatalog(t)
 	for i, r := range []*catalog.Relation{
@@ -97,17 +99,21 @@ func TestLateralRewriteDifferential(t *testing.T) {
 // with columns v and w, and says whether the rewrite must take it (a
 // correlation by equalities, or any for a subquery of rows only).
 func lateralQuery(rng *rand.Rand) (string, bool) {
-	ci := rng.Intn(7)
+	ci := rng.Intn(8)
 	corr := []string{"y.k = x.k", "y.k = x.a", "y.k = x.k AND y.c = x.a", "x.a = y.b + 1",
-		"y.k = x.k AND y.b < x.a", "y.b <= x.a", "y.c + x.k > 3"}[ci]
-	must := ci < 4
+		"y.k = x.k AND y.b < x.a", "y.b <= x.a", "y.c + x.k > 3",
+		"y.k = x.k AND y.b <= coalesce(x.a, 2)"}[ci]
+	// every correlation but the last leaves no rows where a left column
+	// it reads is NULL: the rewrite must take it, over its domain when
+	// not by equalities
+	must := ci != 7
 	if rng.Intn(3) == 0 {
 		corr += fmt.Sprintf(" AND y.b > %d", rng.Intn(4))
 	}
 	dir := []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"}[rng.Intn(4)]
 	var sub string
 	oneRow := false
-	switch rng.Intn(8) {
+	switch rng.Intn(10) {
 	case 0:
 		sub = "SELECT y.b AS v, y.c AS w FROM r y WHERE " + corr
 		must = true
@@ -138,6 +144,12 @@ func lateralQuery(rng *rand.Rand) (string, bool) {
 	case 5:
 		sub = "SELECT max(y.c) AS v, coalesce(sum(y.b), 0) + count(y.c) AS w FROM r y WHERE " + corr
 		oneRow = true
+	case 8, 9: // groups, or an aggregate's one row, computed from the row too
+		sub = "SELECT y.b AS v, count(*) + x.a - x.k AS w FROM r y WHERE " + corr + " GROUP BY y.b"
+		if oneRow = rng.Intn(2) == 0; oneRow {
+			sub = "SELECT count(*) + x.a AS v, max(y.c) - x.k AS w FROM r y WHERE " + corr
+		}
+		must = ci == 2 || ci == 4 // both columns compared in WHERE
 	default:
 		sub = fmt.Sprintf("SELECT y.b AS v, count(*) AS w FROM r y WHERE %s GROUP BY y.b ORDER BY count(*) DESC, y.b%s LIMIT 2", corr, dir)
 	}

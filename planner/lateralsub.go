@@ -86,7 +86,8 @@ func (b *builder) lateralSubquery(ln plan.Node, ls *scope, t *sql.DerivedTable, 
 // LATERAL subquery adds: its keys (lateralPrefix+"k1", …), its items'
 // (lateralPrefix+"c1", …), the columns its other conditions and its
 // computed columns read (lateralPrefix+"e1", …), a marker of its rows
-// ("m", when it has computed columns) and its row number ("rn").
+// ("m", when it has computed columns), its row number ("rn"), and its
+// domain's columns ("d1", …, in a derived table domainAlias).
 const lateralPrefix = "__fvsql_lat_"
 
 // lateralAsJoins rewrites the LATERAL subqueries in a continuous query's
@@ -108,10 +109,13 @@ const lateralPrefix = "__fvsql_lat_"
 // column's value over no rows (count 0, the others NULL: lateralPad).
 // A subquery of rows only (no grouping, DISTINCT or LIMIT) may read the
 // items before it in any condition of its WHERE, which becomes the
-// join's, over the columns of its own it reads. LEFT JOIN LATERAL … ON
-// cond is a left join on those conditions and cond. A subquery reading
-// none of the items before it is a plain derived table. Anything else is
-// 0A000 naming the shape. A SELECT * or x.* over the subquery takes its
+// join's, over the columns of its own it reads. One that groups,
+// aggregates, takes DISTINCT or a LIMIT and reads them otherwise (in a
+// condition other than an equality, in its select list) runs over the
+// distinct values of the columns it reads (its domain, lateralDomain),
+// and is joined on those. LEFT JOIN LATERAL … ON cond is a left join on
+// those conditions and cond. A subquery reading none of the items before
+// it is a plain derived table. Anything else is 0A000 naming the shape. A SELECT * or x.* over the subquery takes its
 // own columns, not the ones added.
 func lateralAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	return lateralRewrite(cat, sel, false)
@@ -161,7 +165,7 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 		if err != nil {
 			return nil, err
 		}
-		nd, on, pad, err := decorrelate(cat, left, d, false)
+		nd, on, pad, err := decorrelate(cat, left, sel.From[:i], d, false)
 		if err != nil {
 			if soft {
 				continue
@@ -301,7 +305,7 @@ func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad, soft bool)
 	if err != nil {
 		return nil, err
 	}
-	nd, on, pad, err := decorrelate(cat, left, d, j.Kind == "right" || j.Kind == "full")
+	nd, on, pad, err := decorrelate(cat, left, []sql.TableExpr{j.Left}, d, j.Kind == "right" || j.Kind == "full")
 	if err != nil {
 		if soft { // this one runs per row
 			return &out, nil
@@ -339,19 +343,23 @@ func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad, soft bool)
 	return &out, nil
 }
 
-// decorrelate rewrites LATERAL subquery d, after FROM items of scope
-// left, as a derived table and the condition joining it to them (nil:
-// none, it reads none of them). noRefs: the join cannot take a reference
-// to the left (RIGHT or FULL JOIN).
-func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sql.TableExpr, sql.Expr, *lateralPad, error) {
+// decorrelate rewrites LATERAL subquery d, after FROM items leftFrom of
+// scope left, as a derived table and the condition joining it to them
+// (nil: none, it reads none of them). noRefs: the join cannot take a
+// reference to the left (RIGHT or FULL JOIN). What reads the left other
+// than through equalities it tries once more over the subquery's domain
+// (lateralDomain; leftFrom nil: not again).
+func decorrelate(cat Catalog, left *scope, leftFrom []sql.TableExpr, d *sql.DerivedTable, noRefs bool) (sql.TableExpr, sql.Expr, *lateralPad, error) {
 	plain := *d
 	plain.Lateral = false
-	// What it reads: planned as the bounded planner plans it.
+	// What it reads: planned as the bounded planner plans it. (Over its
+	// domain, leftFrom nil, it reads the domain's columns alone where
+	// the left's were, which a grouped query need not group by.)
 	child := &builder{cat: cat, outer: left}
-	if _, _, err := child.buildQuery(d.Query); err != nil {
+	if _, _, err := child.buildQuery(d.Query); err != nil && leftFrom != nil {
 		return nil, nil, nil, err
 	}
-	if !child.correlated {
+	if !child.correlated && leftFrom != nil {
 		t, err := derivedColumnsFrom(cat, &plain)
 		return t, nil, nil, err
 	}
@@ -361,7 +369,7 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 	}
 	refuse := func(what string) *pgerror.Error {
 		return pgerror.NotSupported("a LATERAL subquery %s in a continuous query", what).
-			WithHint("A continuous query's LATERAL subquery may read the FROM items before it in the conditions of its WHERE clause only: in equalities (WHERE o.customer = c.id) when it groups, aggregates, takes DISTINCT or ORDER BY … LIMIT, in any condition otherwise. Its bounded SELECT runs any.")
+			WithHint("A continuous query's LATERAL subquery may read a column of the FROM items before it in the conditions of its WHERE clause, and, when a comparison there reads that column (WHERE o.customer = c.id, o.amount > c.limit), in its select list, HAVING and ORDER BY too. Its bounded SELECT runs any.")
 	}
 	q, ok := d.Query.(*sql.Select)
 	if !ok {
@@ -391,6 +399,29 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 	_, inner, err := (&builder{cat: cat}).buildFrom(q.From)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	// viaDomain decorrelates the subquery over its domain, or refuses it
+	viaDomain := func(what string) (sql.TableExpr, sql.Expr, *lateralPad, error) {
+		nd, back, ok := lateralDomain(left, inner, child.outerCols, leftFrom, d, q)
+		if !ok {
+			return nil, nil, nil, refuse(what)
+		}
+		t, on, pad, err := decorrelate(cat, left, nil, nd, noRefs)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if pad != nil && pad.oneRow { // over no rows: the left row's values
+			for k, e := range pad.replace {
+				pad.replace[k] = sql.Rewrite(e, func(n sql.Expr) (sql.Expr, bool) {
+					c, isCol := n.(*sql.ColumnRef)
+					if !isCol || c.Table != domainAlias || back[c.Name] == nil {
+						return nil, false
+					}
+					return back[c.Name], true
+				})
+			}
+		}
+		return t, on, pad, nil
 	}
 	// own says whether e reads the subquery's own columns only (true),
 	// the left items' only (false), or both or cannot be told (ok false).
@@ -463,7 +494,7 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 		rest = append(rest, w)
 	}
 	if len(keys) == 0 && len(lifted) == 0 {
-		return nil, nil, nil, refuse("that reads the items before it other than in equalities of its WHERE clause")
+		return viaDomain("that reads the items before it other than in equalities of its WHERE clause")
 	}
 	// the subquery's items, each named apart, and its columns' names
 	items, err := expandStars(inner, q.Items)
@@ -577,7 +608,7 @@ func decorrelate(cat Catalog, left *scope, d *sql.DerivedTable, noRefs bool) (sq
 	// a condition under OR with a subquery) cannot be joined on.
 	if _, _, err := (&builder{cat: cat}).buildQuery(outer); err != nil {
 		if code := pgerror.CodeOf(err); code == pgerror.UndefinedColumn || code == pgerror.UndefinedTable {
-			return nil, nil, nil, refuse("that reads the items before it other than in the conditions of its WHERE clause")
+			return viaDomain("that reads the items before it other than in the conditions of its WHERE clause")
 		}
 		return nil, nil, nil, err
 	}
@@ -626,4 +657,153 @@ func qualifyRefs(sc *scope, e sql.Expr) sql.Expr {
 		q.Table = sc.cols[i].table
 		return &q, true
 	})
+}
+
+// domainAlias names a LATERAL subquery's domain (lateralDomain), whose
+// columns are lateralPrefix+"d1", ….
+const domainAlias = lateralPrefix + "dom"
+
+// lateralDomain rewrites a LATERAL subquery q that reads columns of the
+// items before it (scope left, FROM items leftFrom) in ways a join cannot
+// take (a condition other than an equality in a subquery that groups,
+// takes DISTINCT or a LIMIT; a column read in its select list too) as one
+// that reads them through equalities only: q runs over its domain, the
+// distinct values of those columns over the items before it,
+//
+//	LATERAL (SELECT DISTINCT y.v FROM y WHERE y.k = x.k AND y.t <= x.t)
+//	→ LATERAL (SELECT DISTINCT y.v FROM y, (SELECT DISTINCT x.k AS d1,
+//	    x.t AS d2 FROM <items before it>) dom
+//	    WHERE y.k = dom.d1 AND y.t <= dom.d2 AND dom.d1 = x.k AND dom.d2 = x.t)
+//
+// which decorrelate then joins on dom.d1 and dom.d2. It is exact only
+// when a NULL in any of those columns leaves q's WHERE no rows, as it
+// leaves the rewritten one none (its equalities fail): so each column
+// must be read by a comparison of q's WHERE whose operands are columns,
+// constants and arithmetic. back maps each domain column to the left
+// column it stands for, for what the query around computes from it.
+// ok is false where it does not apply.
+func lateralDomain(left, inner *scope, outerCols []int, leftFrom []sql.TableExpr, d *sql.DerivedTable, q *sql.Select) (_ *sql.DerivedTable, back map[string]sql.Expr, ok bool) {
+	if len(leftFrom) == 0 || len(outerCols) == 0 {
+		return nil, nil, false
+	}
+	// outerOf is the left column a reference reads, or -1 (its own, or
+	// neither's)
+	outerOf := func(c *sql.ColumnRef) int {
+		if _, err := inner.resolve(c.Table, c.Name); err == nil {
+			return -1
+		}
+		i, err := left.resolve(c.Table, c.Name)
+		if err != nil {
+			return -1
+		}
+		return i
+	}
+	exprs := []sql.Expr{q.Where, q.Having}
+	exprs = append(exprs, q.GroupBy...)
+	for _, it := range q.Items {
+		exprs = append(exprs, it.Expr)
+	}
+	for _, o := range q.OrderBy {
+		exprs = append(exprs, o.Expr)
+	}
+	if slices.ContainsFunc(exprs, hasSubqueryIn) {
+		return nil, nil, false
+	}
+	// the left columns a NULL in which leaves no rows
+	rejects := map[int]bool{}
+	var strict func(e sql.Expr) bool
+	strict = func(e sql.Expr) bool {
+		switch e := e.(type) {
+		case *sql.ColumnRef, *sql.Literal:
+			return true
+		case *sql.Unary:
+			return e.Op == "-" && strict(e.X)
+		case *sql.Binary:
+			switch e.Op {
+			case "+", "-", "*", "/", "%":
+				return strict(e.L) && strict(e.R)
+			}
+		}
+		return false
+	}
+	for _, w := range conjuncts(q.Where) {
+		bin, isBin := w.(*sql.Binary)
+		if !isBin || !slices.Contains([]string{"=", "<>", "!=", "<", "<=", ">", ">="}, bin.Op) || !strict(bin.L) || !strict(bin.R) {
+			continue
+		}
+		walkExpr(w, func(n sql.Expr) bool {
+			if c, isCol := n.(*sql.ColumnRef); isCol {
+				if i := outerOf(c); i >= 0 {
+					rejects[i] = true
+				}
+			}
+			return true
+		})
+	}
+	cols := distinctInts(outerCols)
+	dom := &sql.Select{Distinct: true, From: leftFrom}
+	name := map[int]string{} // left column → its domain column
+	back = map[string]sql.Expr{}
+	var eqs []sql.Expr
+	for n, i := range cols {
+		if !rejects[i] {
+			return nil, nil, false
+		}
+		c := left.cols[i]
+		ref := &sql.ColumnRef{Table: c.table, Name: c.name}
+		name[i] = lateralPrefix + "d" + strconv.Itoa(n+1)
+		dom.Items = append(dom.Items, sql.SelectItem{Expr: ref, Alias: name[i]})
+		back[name[i]] = ref
+		eqs = append(eqs, &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: domainAlias, Name: name[i]}, R: ref})
+	}
+	// every reference to the left reads the domain instead
+	toDomain := func(e sql.Expr) sql.Expr {
+		return sql.Rewrite(e, func(n sql.Expr) (sql.Expr, bool) {
+			c, isCol := n.(*sql.ColumnRef)
+			if !isCol {
+				return nil, false
+			}
+			i := outerOf(c)
+			if i < 0 || name[i] == "" {
+				return nil, false
+			}
+			return &sql.ColumnRef{Table: domainAlias, Name: name[i]}, true
+		})
+	}
+	items, err := expandStars(inner, q.Items) // the domain's columns are not the subquery's
+	if err != nil {
+		return nil, nil, false
+	}
+	out := *q
+	out.Items = slices.Clone(items)
+	for i, it := range out.Items {
+		if out.Items[i].Expr = toDomain(it.Expr); it.Alias == "" {
+			out.Items[i].Alias = outputName(it)
+		}
+	}
+	outputs := map[string]bool{}
+	for _, it := range out.Items {
+		outputs[it.Alias] = true
+	}
+	// a bare name in GROUP BY or ORDER BY may name an output column
+	byTerm := func(e sql.Expr) sql.Expr {
+		if c, isCol := e.(*sql.ColumnRef); isCol && c.Table == "" && outputs[c.Name] {
+			return e
+		}
+		return toDomain(e)
+	}
+	out.GroupBy = slices.Clone(q.GroupBy)
+	for i, g := range out.GroupBy {
+		out.GroupBy[i] = byTerm(g)
+	}
+	out.OrderBy = slices.Clone(q.OrderBy)
+	for i, o := range out.OrderBy {
+		out.OrderBy[i].Expr = byTerm(o.Expr)
+	}
+	out.Having = toDomain(q.Having)
+	out.Where = andAll(append(conjuncts(toDomain(q.Where)), eqs...))
+	out.From = append(slices.Clone(q.From), &sql.DerivedTable{Query: dom, Alias: domainAlias})
+	nd := *d
+	nd.Query = &out
+	return &nd, back, true
 }

@@ -484,7 +484,9 @@ func (g *viewGen) rollup(q *queryBuilder, v *genRel) {
 // lateral: a LATERAL subquery per row of a relation, correlated by an
 // equality: another relation's first rows by an order, or its count and
 // sum (one row per row, over no rows too), or its rows' values, DISTINCT
-// or not; in a comma list, a CROSS JOIN or a LEFT JOIN … ON true.
+// or not; the count, the sum and the values under a condition other than
+// an equality too, the count plus a column of the row; in a comma list,
+// a CROSS JOIN or a LEFT JOIN … ON true.
 func (g *viewGen) lateral(q *queryBuilder, v *genRel) {
 	in := g.joinInputs(2)
 	l, r := in[0], in[1]
@@ -505,10 +507,19 @@ func (g *viewGen) lateral(q *queryBuilder, v *genRel) {
 		q.from(r)
 		q.text(" y WHERE y.%s = x.%s ORDER BY %s LIMIT %d) t%s", k, a, order("y", r, g.col(r), g.rng.Intn(2) == 0), 1+g.rng.Intn(3), on)
 	case 1:
+		// over the subquery's domain when it reads the row in its select
+		// list or in a condition other than an equality
 		v.cols = []string{"c0", "c1", "c2"}
-		q.text("count(*) AS c1, sum(y.%s) AS c2 FROM ", g.col(r))
+		plus, cond := "", ""
+		if g.rng.Intn(2) == 0 {
+			plus = " + x." + a
+		}
+		if g.rng.Intn(2) == 0 {
+			cond = fmt.Sprintf(" AND y.%s <= x.%s", g.col(r), g.col(l))
+		}
+		q.text("count(*)%s AS c1, sum(y.%s) AS c2 FROM ", plus, g.col(r))
 		q.from(r)
-		q.text(" y WHERE y.%s = x.%s) t%s", k, a, on)
+		q.text(" y WHERE y.%s = x.%s%s) t%s", k, a, cond, on)
 	default:
 		v.cols = []string{"c0", "c1"}
 		item := "y." + g.col(r)
@@ -521,9 +532,9 @@ func (g *viewGen) lateral(q *queryBuilder, v *genRel) {
 		q.text("%s AS c1 FROM ", item)
 		q.from(r)
 		cond := strings.Replace(g.where("y", r), " WHERE ", " AND ", 1)
-		// a condition other than an equality, the join's too (not under
-		// DISTINCT: a continuous query refuses that, README)
-		if !strings.HasPrefix(item, "DISTINCT") && g.rng.Intn(2) == 0 {
+		// a condition other than an equality: the join's, or under
+		// DISTINCT over the subquery's domain
+		if g.rng.Intn(2) == 0 {
 			cond += fmt.Sprintf(" AND y.%s <= x.%s", g.col(r), g.col(l))
 		}
 		q.text(" y WHERE y.%s = x.%s%s) t%s", k, a, cond, on)
