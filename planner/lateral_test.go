@@ -113,7 +113,7 @@ func lateralQuery(rng *rand.Rand) (string, bool) {
 	dir := []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"}[rng.Intn(4)]
 	var sub string
 	oneRow := false
-	switch rng.Intn(10) {
+	switch rng.Intn(11) {
 	case 0:
 		sub = "SELECT y.b AS v, y.c AS w FROM r y WHERE " + corr
 		must = true
@@ -149,7 +149,12 @@ func lateralQuery(rng *rand.Rand) (string, bool) {
 		if oneRow = rng.Intn(2) == 0; oneRow {
 			sub = "SELECT count(*) + x.a AS v, max(y.c) - x.k AS w FROM r y WHERE " + corr
 		}
-		must = ci == 2 || ci == 4 // both columns compared in WHERE
+	case 10: // an aggregate of the row's column: over the domain, which needs it compared
+		sub = "SELECT y.c AS v, sum(y.b + x.a) AS w FROM r y WHERE " + corr + " GROUP BY y.c"
+		if oneRow = rng.Intn(2) == 0; oneRow {
+			sub = "SELECT count(*) AS v, sum(y.b + x.a) AS w FROM r y WHERE " + corr
+		}
+		must = ci >= 1 && ci <= 5
 	default:
 		sub = fmt.Sprintf("SELECT y.b AS v, count(*) AS w FROM r y WHERE %s GROUP BY y.b ORDER BY count(*) DESC, y.b%s LIMIT 2", corr, dir)
 	}

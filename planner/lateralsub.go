@@ -109,14 +109,17 @@ const lateralPrefix = "__fvsql_lat_"
 // column's value over no rows (count 0, the others NULL: lateralPad).
 // A subquery of rows only (no grouping, DISTINCT or LIMIT) may read the
 // items before it in any condition of its WHERE, which becomes the
-// join's, over the columns of its own it reads. One that groups,
-// aggregates, takes DISTINCT or a LIMIT and reads them otherwise (in a
-// condition other than an equality, in its select list) runs over the
-// distinct values of the columns it reads (its domain, lateralDomain),
-// and is joined on those. LEFT JOIN LATERAL … ON cond is a left join on
-// those conditions and cond. A subquery reading none of the items before
-// it is a plain derived table. Anything else is 0A000 naming the shape. A SELECT * or x.* over the subquery takes its
-// own columns, not the ones added.
+// join's, over the columns of its own it reads; its select list, and
+// that of one that groups or aggregates outside its aggregates, may read
+// them too: the query around computes those columns, over the
+// subquery's columns and aggregates. One that groups, aggregates, takes
+// DISTINCT or a LIMIT and reads them otherwise (in a condition other
+// than an equality, in an aggregate) runs over the distinct values of
+// the columns it reads (its domain, lateralDomain), and is joined on
+// those. LEFT JOIN LATERAL … ON cond is a left join on those conditions
+// and cond. A subquery reading none of the items before it is a plain
+// derived table. Anything else is 0A000 naming the shape. A SELECT * or
+// x.* over the subquery takes its own columns, not the ones added.
 func lateralAsJoins(cat Catalog, sel *sql.Select) (*sql.Select, error) {
 	return lateralRewrite(cat, sel, false)
 }
@@ -519,10 +522,18 @@ func decorrelate(cat Catalog, left *scope, leftFrom []sql.TableExpr, d *sql.Deri
 		on = append(on, &sql.Binary{Op: "=", L: &sql.ColumnRef{Table: d.Alias, Name: name}, R: outers[i]})
 	}
 	// outside rewrites an expression over both sides for the query
-	// around: each own column it reads becomes one of the rows' columns
+	// around: each own column it reads, and each aggregate, becomes one
+	// of the rows' columns
 	exposed := map[string]string{} // an own column: its name in the subquery's rows
+	aggs := 0                      // the aggregates exposed, lateralPrefix+"a1", …
 	outside := func(e sql.Expr) sql.Expr {
 		return sql.Rewrite(e, func(n sql.Expr) (sql.Expr, bool) {
+			if f, isAgg := n.(*sql.FuncCall); isAgg && f.Over == nil && operators.IsAggregate(f.Name) {
+				aggs++
+				name := lateralPrefix + "a" + strconv.Itoa(aggs)
+				body.Items = append(body.Items, sql.SelectItem{Expr: f, Alias: name})
+				return &sql.ColumnRef{Table: d.Alias, Name: name}, true
+			}
 			c, ok := n.(*sql.ColumnRef)
 			if !ok {
 				return nil, false
@@ -544,12 +555,32 @@ func decorrelate(cat Catalog, left *scope, leftFrom []sql.TableExpr, d *sql.Deri
 	for _, w := range lifted {
 		on = append(on, outside(w))
 	}
-	// A plain subquery's select list may read the items before it: those
-	// columns are computed by the query around (pad.replace).
+	// A plain subquery's select list may read the items before it, and a
+	// grouped one's or an aggregate's outside its aggregates: those
+	// columns are computed by the query around (pad.replace), over the
+	// rows' columns and aggregates.
 	var pad *lateralPad
 	computed := make([]bool, len(items))
+	computedAs := make([]sql.Expr, len(items)) // a computed column's expression for the query around
+	// aggsOwn: e's aggregates read none of the items before it
+	aggsOwn := func(e sql.Expr) bool {
+		ok := true
+		walkExpr(e, func(n sql.Expr) bool {
+			if f, isAgg := n.(*sql.FuncCall); isAgg && f.Over == nil && operators.IsAggregate(f.Name) {
+				mine, known := own(f)
+				ok = ok && mine && known
+				return false
+			}
+			return true
+		})
+		return ok
+	}
 	for i, it := range items {
-		if mine, ok := own(it.Expr); spj && !(ok && mine) && !opaque(it.Expr) && !anyAggregate([]sql.SelectItem{it}) {
+		mine, ok := own(it.Expr)
+		if ok && mine || opaque(it.Expr) {
+			continue
+		}
+		if spj && !anyAggregate([]sql.SelectItem{it}) || (grouped || oneRow) && !q.Distinct && !limited && aggsOwn(it.Expr) {
 			if pad == nil {
 				pad = &lateralPad{alias: d.Alias, replace: map[string]sql.Expr{}}
 			}
@@ -557,9 +588,10 @@ func decorrelate(cat Catalog, left *scope, leftFrom []sql.TableExpr, d *sql.Deri
 				return nil, nil, nil, refuse("whose columns share a name")
 			}
 			computed[i] = true
+			computedAs[i] = outside(it.Expr)
 			// NULL in a LEFT JOIN's row without a partner, as the column is
 			padded := &sql.IsNull{X: &sql.ColumnRef{Table: d.Alias, Name: lateralPrefix + "m"}}
-			pad.replace[names[i]] = &sql.Case{Whens: []sql.When{{Cond: padded, Result: &sql.Literal{Value: types.NullValue}}}, Else: outside(it.Expr)}
+			pad.replace[names[i]] = &sql.Case{Whens: []sql.When{{Cond: padded, Result: &sql.Literal{Value: types.NullValue}}}, Else: computedAs[i]}
 			body.Items[i].Expr = &sql.Literal{Value: types.NullValue} // not read
 		}
 	}
@@ -600,7 +632,8 @@ func decorrelate(cat Catalog, left *scope, leftFrom []sql.TableExpr, d *sql.Deri
 		}
 	}
 	for _, it := range body.Items[len(items):] {
-		if strings.HasPrefix(it.Alias, lateralPrefix+"k") || strings.HasPrefix(it.Alias, lateralPrefix+"e") || it.Alias == lateralPrefix+"m" {
+		if strings.HasPrefix(it.Alias, lateralPrefix+"k") || strings.HasPrefix(it.Alias, lateralPrefix+"e") ||
+			strings.HasPrefix(it.Alias, lateralPrefix+"a") || it.Alias == lateralPrefix+"m" {
 			outer.Items = append(outer.Items, sql.SelectItem{Expr: &sql.ColumnRef{Table: lateralPrefix + "q", Name: it.Alias}, Alias: it.Alias})
 		}
 	}
@@ -619,7 +652,11 @@ func decorrelate(cat Catalog, left *scope, leftFrom []sql.TableExpr, d *sql.Deri
 		pad = &lateralPad{alias: d.Alias, replace: map[string]sql.Expr{}, oneRow: true}
 		missing := &sql.IsNull{X: &sql.ColumnRef{Table: d.Alias, Name: lateralPrefix + "k1"}}
 		for i, it := range items {
-			pad.replace[names[i]] = &sql.Case{Whens: []sql.When{{Cond: missing, Result: overNoRows(it.Expr)}}, Else: &sql.ColumnRef{Table: d.Alias, Name: names[i]}}
+			value := sql.Expr(&sql.ColumnRef{Table: d.Alias, Name: names[i]})
+			if computed[i] {
+				value = computedAs[i]
+			}
+			pad.replace[names[i]] = &sql.Case{Whens: []sql.When{{Cond: missing, Result: qualifyRefs(left, overNoRows(it.Expr))}}, Else: value}
 		}
 	}
 	return &sql.DerivedTable{Query: outer, Alias: d.Alias}, andAll(on), pad, nil
@@ -698,13 +735,13 @@ func lateralDomain(left, inner *scope, outerCols []int, leftFrom []sql.TableExpr
 		}
 		return i
 	}
-	exprs := []sql.Expr{q.Where, q.Having}
-	exprs = append(exprs, q.GroupBy...)
+	clauses := append([]sql.Expr{q.Where, q.Having}, q.GroupBy...)
+	for _, o := range q.OrderBy {
+		clauses = append(clauses, o.Expr)
+	}
+	exprs := slices.Clone(clauses)
 	for _, it := range q.Items {
 		exprs = append(exprs, it.Expr)
-	}
-	for _, o := range q.OrderBy {
-		exprs = append(exprs, o.Expr)
 	}
 	if slices.ContainsFunc(exprs, hasSubqueryIn) {
 		return nil, nil, false
@@ -718,6 +755,8 @@ func lateralDomain(left, inner *scope, outerCols []int, leftFrom []sql.TableExpr
 			return true
 		case *sql.Unary:
 			return e.Op == "-" && strict(e.X)
+		case *sql.Cast:
+			return strict(e.X)
 		case *sql.Binary:
 			switch e.Op {
 			case "+", "-", "*", "/", "%":
@@ -740,7 +779,47 @@ func lateralDomain(left, inner *scope, outerCols []int, leftFrom []sql.TableExpr
 			return true
 		})
 	}
-	cols := distinctInts(outerCols)
+	// A column a grouped subquery or an aggregate reads in its select
+	// list outside its aggregates only is computed by the query around
+	// (decorrelate), not one of the domain's.
+	outside := map[int]bool{}
+	if (len(q.GroupBy) > 0 || aggregates(q)) && !q.Distinct && q.Limit == nil && q.Offset == nil {
+		for _, i := range outerCols {
+			outside[i] = true
+		}
+		var inside func(e sql.Expr, agg bool)
+		inside = func(e sql.Expr, agg bool) {
+			walkExpr(e, func(n sql.Expr) bool {
+				switch n := n.(type) {
+				case *sql.FuncCall:
+					if !agg && n.Over == nil && operators.IsAggregate(n.Name) {
+						inside(n, true)
+						return false
+					}
+				case *sql.ColumnRef:
+					if i := outerOf(n); i >= 0 && agg {
+						outside[i] = false
+					}
+				}
+				return true
+			})
+		}
+		for _, e := range clauses {
+			inside(e, true)
+		}
+		for _, it := range q.Items {
+			inside(it.Expr, false)
+		}
+	}
+	var cols []int
+	for _, i := range distinctInts(outerCols) {
+		if !outside[i] {
+			cols = append(cols, i)
+		}
+	}
+	if len(cols) == 0 {
+		return nil, nil, false
+	}
 	dom := &sql.Select{Distinct: true, From: leftFrom}
 	name := map[int]string{} // left column → its domain column
 	back = map[string]sql.Expr{}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/fvsql/fvsql/catalog"
@@ -55,6 +56,7 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 	inSelect := false // rewriting the select list, not WHERE
 	rewrite := func(s *sql.Subquery) (sql.Expr, bool) {
 		alias := "_sq" + strconv.Itoa(len(joined)+1)
+		lateral := false
 		var on sql.Expr = &sql.Literal{Value: types.NewBool(true)}
 		var inner *sql.Select
 		var value sql.Expr = &sql.ColumnRef{Table: alias, Name: "_v"}
@@ -72,10 +74,12 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 			if count {
 				value = &sql.FuncCall{Name: "coalesce", Args: []sql.Expr{value, &sql.Literal{Value: types.NewInt8(0)}}}
 			}
+		} else if in, ok := aggregateRow(s); ok && (!(inSelect && grouped) || readsGroupsOnly(cat, sel, s)) {
+			inner, lateral = in, true
 		} else {
 			return nil, false
 		}
-		joined = append(joined, &sql.Join{Kind: "left", Right: &sql.DerivedTable{Query: inner, Alias: alias}, On: on})
+		joined = append(joined, &sql.Join{Kind: "left", Right: &sql.DerivedTable{Query: inner, Alias: alias, Lateral: lateral}, On: on})
 		keys = append(keys, value)
 		return value, true
 	}
@@ -113,7 +117,131 @@ func scalarsAsJoins(cat Catalog, sel *sql.Select) *sql.Select {
 		// the select list's values are one more group term each
 		out.GroupBy = append(append([]sql.Expr(nil), sel.GroupBy...), keys[fromWhere:]...)
 	}
+	if hasLateralSubquery(out.From) {
+		j, err := lateralAsJoins(cat, &out)
+		if err != nil {
+			return sel // left for the planner to refuse, as a scalar subquery
+		}
+		return j
+	}
 	return &out
+}
+
+// readsGroupsOnly says whether a scalar subquery in grouped query sel's
+// select list is correlated, reads only columns sel groups by, and none in
+// an aggregate (which would be sel's aggregate): its value is then one
+// per group, one more GROUP BY term.
+func readsGroupsOnly(cat Catalog, sel *sql.Select, s *sql.Subquery) bool {
+	sc, err := (&builder{cat: cat}).fromScope(sel.From)
+	if err != nil {
+		return false
+	}
+	child := &builder{cat: cat, outer: sc}
+	if _, _, err := child.buildQuery(s.Query); err != nil || !child.correlated {
+		return false
+	}
+	for _, i := range distinctInts(child.outerCols) {
+		grouped := false
+		for _, g := range sel.GroupBy {
+			if c, ok := g.(*sql.ColumnRef); ok {
+				j, err := sc.resolve(c.Table, c.Name)
+				grouped = grouped || err == nil && j == i
+			}
+		}
+		if !grouped {
+			return false
+		}
+	}
+	// an aggregate over a name the query around has (qualified by it, or
+	// not: conservative) might be its aggregate
+	q := s.Query.(*sql.Select)
+	exprs := []sql.Expr{q.Having}
+	for _, it := range q.Items {
+		exprs = append(exprs, it.Expr)
+	}
+	inAggregate := false
+	for _, e := range exprs {
+		walkExpr(e, func(n sql.Expr) bool {
+			if f, ok := n.(*sql.FuncCall); ok && f.Over == nil && operators.IsAggregate(f.Name) {
+				walkExpr(f, func(m sql.Expr) bool {
+					if c, ok := m.(*sql.ColumnRef); ok {
+						if _, err := sc.resolve(c.Table, c.Name); err == nil {
+							inAggregate = true
+						}
+					}
+					return !inAggregate
+				})
+				return false
+			}
+			return !inAggregate
+		})
+	}
+	return !inAggregate
+}
+
+// groupScalarsAsLaterals rewrites a bounded grouped query's correlated
+// scalar subqueries in its select list that are an aggregate's one row
+// and read only columns it groups by (readsGroupsOnly) as the LEFT JOIN
+// LATERAL … ON true with that row, the value one more GROUP BY term, as
+// a view plans them (scalarsAsJoins): the bounded planner cannot run a
+// correlated subquery over the groups.
+//
+//	SELECT k, count(*), (SELECT max(o.k) FROM o WHERE o.k < t.k) FROM t GROUP BY k
+//	→ SELECT k, count(*), s1._v FROM t LEFT JOIN LATERAL
+//	    (SELECT max(o.k) AS _v FROM o WHERE o.k < t.k) s1 ON true GROUP BY k, s1._v
+func groupScalarsAsLaterals(cat Catalog, sel *sql.Select) *sql.Select {
+	if len(sel.GroupBy) == 0 || len(sel.From) != 1 {
+		return sel
+	}
+	out := *sel
+	out.Items = slices.Clone(sel.Items)
+	from := sel.From[0]
+	n := 0
+	for i, it := range sel.Items {
+		x := mapScalars(it.Expr, func(s *sql.Subquery) (sql.Expr, bool) {
+			in, ok := aggregateRow(s)
+			if !ok || !readsGroupsOnly(cat, sel, s) {
+				return nil, false
+			}
+			n++
+			alias := lateralPrefix + "s" + strconv.Itoa(n)
+			from = &sql.Join{Kind: "left", Left: from, Right: &sql.DerivedTable{Query: in, Alias: alias, Lateral: true},
+				On: &sql.Literal{Value: types.NewBool(true)}}
+			v := &sql.ColumnRef{Table: alias, Name: "_v"}
+			out.GroupBy = append(slices.Clone(out.GroupBy), v)
+			return v, true
+		})
+		if x != it.Expr && it.Alias == "" {
+			out.Items[i].Alias = columnName(it.Expr) // the name the subquery gave the column
+		}
+		out.Items[i].Expr = x
+	}
+	if n == 0 {
+		return sel
+	}
+	out.From = []sql.TableExpr{from}
+	return &out
+}
+
+// aggregateRow is a correlated scalar subquery that is one row by its
+// shape (one item over an aggregate without GROUP BY, and no LIMIT) as
+// the LATERAL subquery that is its one row, its value the column _v: a
+// LEFT JOIN LATERAL … ON true with it is the scalar subquery's value for
+// each row, which lateralAsJoins rewrites as a join (over the
+// subquery's domain where it reads the outer row otherwise than by
+// equalities: (SELECT count(*) + t.qty FROM u WHERE u.ts < t.ts)).
+func aggregateRow(s *sql.Subquery) (*sql.Select, bool) {
+	q, ok := s.Query.(*sql.Select)
+	if !ok || s.Exists || s.Array || len(q.Items) != 1 || len(q.GroupBy) > 0 || !anyAggregate(q.Items) ||
+		len(q.From) == 0 || q.Limit != nil || q.Offset != nil {
+		return nil, false
+	}
+	if _, star := q.Items[0].Expr.(*sql.Star); star {
+		return nil, false
+	}
+	out := *q
+	out.Items = []sql.SelectItem{{Expr: q.Items[0].Expr, Alias: "_v"}}
+	return &out, true
 }
 
 // groupedBy says whether each outer expression a correlated subquery
@@ -142,12 +270,8 @@ func groupedBy(outer, groupBy []sql.Expr) bool {
 // nothing of the outer query: an aggregate without GROUP BY that the
 // bounded planner plans on its own.
 func oneRow(cat Catalog, s *sql.Subquery) bool {
-	inner, ok := s.Query.(*sql.Select)
-	if !ok || s.Exists || s.Array || len(inner.Items) != 1 || len(inner.GroupBy) > 0 || !anyAggregate(inner.Items) ||
-		len(inner.From) == 0 || inner.Limit != nil || inner.Offset != nil {
-		return false
-	}
-	if _, ok := inner.Items[0].Expr.(*sql.Star); ok {
+	inner, ok := aggregateRow(s)
+	if !ok {
 		return false
 	}
 	_, _, err := (&builder{cat: cat}).buildSelect(inner)

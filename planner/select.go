@@ -734,6 +734,7 @@ func appendSteps(node plan.Node, steps ...plan.Step) plan.Node {
 
 // buildSelect plans one SELECT block.
 func (b *builder) buildSelect(sel *sql.Select) (plan.Node, *scope, error) {
+	sel = groupScalarsAsLaterals(b.cat, sel)
 	if !b.applyLateral {
 		// joins where a view would join, rather than a run per row
 		var err error

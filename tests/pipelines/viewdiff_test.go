@@ -459,16 +459,38 @@ func (g *viewGen) overWindow(q *queryBuilder, v *genRel) {
 }
 
 // scalarSub: a count from another relation per row, by a correlated
-// scalar subquery.
+// scalar subquery: by an equality, or a comparison too, plus a column of
+// the row (the last two as a LEFT JOIN LATERAL over the subquery's
+// domain); or per group, reading the GROUP BY column.
 func (g *viewGen) scalarSub(q *queryBuilder, v *genRel) {
 	l, r := g.input(), g.input()
 	a := g.col(l)
 	v.cols, v.joins = []string{"c0", "c1"}, l.joins
-	q.text("SELECT x.%s AS c0, (SELECT count(*) FROM ", a)
+	plus, cond := "", ""
+	if g.rng.Intn(2) == 0 {
+		plus = " * 10 + x." + g.col(l)
+	}
+	if g.rng.Intn(2) == 0 {
+		cond = fmt.Sprintf(" AND y.%s < x.%s", g.col(r), g.col(l))
+	}
+	grouped := g.rng.Intn(3) == 0 // the subquery reads the groups' column only
+	if grouped {
+		if plus != "" {
+			plus = " * 10 + x." + a
+		}
+		cond = ""
+		if g.rng.Intn(2) == 0 {
+			cond = fmt.Sprintf(" AND y.%s < x.%s", g.col(r), a)
+		}
+	}
+	q.text("SELECT x.%s AS c0, (SELECT count(*)%s FROM ", a, plus)
 	q.from(r)
-	q.text(" y WHERE y.%s = x.%s) AS c1 FROM ", g.col(r), a)
+	q.text(" y WHERE y.%s = x.%s%s) AS c1 FROM ", g.col(r), a, cond)
 	q.from(l)
 	q.text(" x")
+	if grouped {
+		q.text(" GROUP BY x.%s", a)
+	}
 }
 
 // rollup: counts by two columns, by the first, and in all.
