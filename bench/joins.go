@@ -15,7 +15,7 @@ type JoinsConfig struct {
 	Auctions   int64    // rows of the auctions stream (default 1.9M: with the persons, q3's 2M input rows)
 	Persons    int64    // rows of the persons stream (default 100k), also the bids' distinct bidders
 	Partitions int      // of every stream (default 4)
-	Variants   []string // q3, q4, q4-left, q4-nested, q4-key, q9, lateral, lateral-agg, 3-way, union, rollup (default all)
+	Variants   []string // q3, q4, q4-left, q4-nested, q4-key, q9, lateral, lateral-agg, lateral-domain, 3-way, union, rollup (default all)
 	// CatchupTimeout bounds one variant's catch-up (default 5m).
 	CatchupTimeout time.Duration
 }
@@ -100,6 +100,8 @@ var joinsVariants = map[string]joinsVariant{
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT a.id, x.bidder, x.price FROM %[3]s a, LATERAL (SELECT b.bidder, b.price FROM %[4]s b WHERE b.auction = a.id ORDER BY b.price DESC, b.bidder LIMIT 1) x"},
 	"lateral-agg": {name: "lateral-agg", rel: "jlag", shape: "count and sum per person by a LATERAL subquery (0 for none)", inputs: []string{"bids", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.id, x.n, x.total FROM %[2]s p, LATERAL (SELECT count(*) AS n, sum(b.price) AS total FROM %[4]s b WHERE b.bidder = p.id) x"},
+	"lateral-domain": {name: "lateral-domain", rel: "jldm", shape: "count and sum per person of bids over a bound from the person (a LATERAL subquery over its domain)", inputs: []string{"bids", "persons"},
+		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.id, x.n, x.total FROM %[2]s p, LATERAL (SELECT count(*) AS n, sum(b.price) AS total FROM %[4]s b WHERE b.bidder = p.id AND b.price > p.id %% 1000) x"},
 	"3-way": {name: "3-way", rel: "j3w", shape: "aggregate over a three-way join", inputs: []string{"bids", "auctions", "persons"},
 		sql: "CREATE MATERIALIZED VIEW %[1]s AS SELECT p.state, count(*) AS n, sum(b.price) AS total FROM %[4]s b JOIN %[3]s a ON b.auction = a.id JOIN %[2]s p ON a.seller = p.id GROUP BY p.state"},
 }
@@ -120,11 +122,11 @@ func Joins(ctx context.Context, o Options, c JoinsConfig) error {
 	orDefault(&c.Auctions, 1_900_000)
 	orDefault(&c.Persons, 100_000)
 	orDefault(&c.Partitions, 4)
-	orDefaults(&c.Variants, "q3", "q4", "q4-left", "q4-nested", "q4-key", "q9", "lateral", "lateral-agg", "3-way", "union", "rollup")
+	orDefaults(&c.Variants, "q3", "q4", "q4-left", "q4-nested", "q4-key", "q9", "lateral", "lateral-agg", "lateral-domain", "3-way", "union", "rollup")
 	orDefault(&c.CatchupTimeout, 5*time.Minute)
 	for _, v := range c.Variants {
 		if _, ok := joinsVariants[v]; !ok {
-			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, q4-nested, q4-key, q9, lateral, lateral-agg, 3-way, union, rollup)", v)
+			return fmt.Errorf("unknown variant %q (want q3, q4, q4-left, q4-nested, q4-key, q9, lateral, lateral-agg, lateral-domain, 3-way, union, rollup)", v)
 		}
 	}
 	h, ctx, err := openHarness(ctx, o, false)
@@ -281,6 +283,15 @@ func (h *harness) measureJoin(ctx context.Context, jv joinsVariant, in int64, na
 		var n, sum int64
 		for i := int64(0); i < bg.N; i++ {
 			if b := bg.Bidder(i); b >= 0 && b < pg.N {
+				n, sum = n+1, sum+bg.Price(i)
+			}
+		}
+		q, exp = "SELECT count(*), sum(n), sum(total) FROM "+jv.rel, []int64{pg.N, n, sum}
+	case "lateral-domain":
+		// a row per person; the bids over the person's bound
+		var n, sum int64
+		for i := int64(0); i < bg.N; i++ {
+			if b := bg.Bidder(i); b >= 0 && b < pg.N && bg.Price(i) > b%1000 {
 				n, sum = n+1, sum+bg.Price(i)
 			}
 		}

@@ -146,7 +146,7 @@ func run(args []string) error {
 		auctions = fs.Int64("auctions", 1_900_000, "rows of the auctions stream (q3)")
 		keys = fs.Int64("persons", 100_000, "rows of the persons stream, also the bids' distinct bidders")
 		partitions = fs.Int("partitions", 4, "partitions of every stream")
-		variants = fs.String("variants", "q3,q4,q4-left,q4-nested,q4-key,q9,lateral,lateral-agg,3-way,union,rollup", "q3 (join view), q4 (aggregate over a join), q4-left (over a LEFT JOIN), q4-nested (aggregate over an aggregate over a join), q4-key (aggregate over a join grouped by its key: one stage), q9 (top-1 per auction over a join), lateral (q9's answer by a LATERAL subquery), lateral-agg (count and sum of each person's bids by a LATERAL subquery), 3-way (aggregate over bids, auctions and persons), union (q4 UNION ALL a global aggregate of the bids), rollup (GROUP BY ROLLUP over the q4 join)")
+		variants = fs.String("variants", "q3,q4,q4-left,q4-nested,q4-key,q9,lateral,lateral-agg,lateral-domain,3-way,union,rollup", "q3 (join view), q4 (aggregate over a join), q4-left (over a LEFT JOIN), q4-nested (aggregate over an aggregate over a join), q4-key (aggregate over a join grouped by its key: one stage), q9 (top-1 per auction over a join), lateral (q9's answer by a LATERAL subquery), lateral-agg (count and sum of each person's bids by a LATERAL subquery), lateral-domain (the same over a bound from the person: a LATERAL subquery over its domain), 3-way (aggregate over bids, auctions and persons), union (q4 UNION ALL a global aggregate of the bids), rollup (GROUP BY ROLLUP over the q4 join)")
 		catchup = fs.Duration("catchup-timeout", 5*time.Minute, "bound of one variant's catch-up")
 	case "pull":
 		rowsOne = fs.Int64("rows", 1_000_000, "rows of the input stream")
