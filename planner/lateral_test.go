@@ -169,6 +169,9 @@ func lateralQuery(rng *rand.Rand) (string, bool) {
 		must = false
 	}
 	from := left + fmt.Sprintf(j, sub)
+	if rng.Intn(6) == 0 { // a second LATERAL subquery, reading the first
+		from += fmt.Sprintf(", LATERAL (SELECT count(*) AS n2, max(z.b) - t.w AS m2 FROM r z WHERE z.k = t.%s) u", []string{"v", "w"}[rng.Intn(2)])
+	}
 	switch rng.Intn(4) {
 	case 0:
 		return "SELECT * FROM " + from, must

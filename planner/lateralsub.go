@@ -105,8 +105,9 @@ const lateralPrefix = "__fvsql_lat_"
 // those of its value); DISTINCT takes them in; ORDER BY … LIMIT n keeps
 // each value's first n rows (a row number over a partition by them); an
 // aggregate without GROUP BY, one row for every left row, is a LEFT JOIN
-// with its groups by them, where a left row without one takes each
-// column's value over no rows (count 0, the others NULL: lateralPad).
+// with its groups by them (of the items before it joined into one first:
+// foldItems), where a left row without one takes each column's value
+// over no rows (count 0, the others NULL: lateralPad).
 // A subquery of rows only (no grouping, DISTINCT or LIMIT) may read the
 // items before it in any condition of its WHERE, which becomes the
 // join's, over the columns of its own it reads; its select list, and
@@ -143,6 +144,7 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 		return nil, err
 	}
 	var pads []lateralPad
+	folded := 0 // items of sel.From folded into out.From[0], a LEFT JOIN each
 	out.From = slices.Clone(sel.From)
 	for i := 0; i < len(out.From); i++ {
 		t := out.From[i]
@@ -164,11 +166,19 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 			}
 			continue
 		}
-		left, err := (&builder{cat: cat}).fromScope(sel.From[:i])
+		before := sel.From[:i+folded] // the items before it, as written
+		left, err := (&builder{cat: cat}).fromScope(before)
 		if err != nil {
 			return nil, err
 		}
-		nd, on, pad, err := decorrelate(cat, left, sel.From[:i], d, false)
+		// the query's conditions on the items before it narrow the domain
+		var leftWhere []sql.Expr
+		for _, c := range conjuncts(sel.Where) {
+			if !hasSubqueryIn(c) && readsOnly(left, c) {
+				leftWhere = append(leftWhere, c)
+			}
+		}
+		nd, on, pad, err := decorrelate(cat, left, before, andAll(leftWhere), d, false)
 		if err != nil {
 			if soft {
 				continue
@@ -177,17 +187,25 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 		}
 		if pad != nil && pad.oneRow {
 			// one row for every row before it: a LEFT JOIN of the one
-			// item before it
-			if i != 1 && soft {
-				continue
-			}
+			// item before it, the items before it joined into one first
 			if i != 1 {
-				return nil, pgerror.NotSupported("a LATERAL subquery that aggregates without GROUP BY after more than one FROM item in a continuous query").
-					WithHint("Join the items before it in a subquery, or use JOIN … LEFT JOIN LATERAL (…) ON true.")
+				fold, where, ok := foldItems(cat, out.From[:i], out.Where)
+				if !ok && soft {
+					continue
+				}
+				if !ok {
+					return nil, pgerror.NotSupported("a LATERAL subquery that aggregates without GROUP BY after more than one FROM item in a continuous query").
+						WithHint("Join the items before it in a subquery, or use JOIN … LEFT JOIN LATERAL (…) ON true.")
+				}
+				out.From = append([]sql.TableExpr{fold}, out.From[i:]...)
+				out.Where = where
+				folded += i - 1
+				i = 1
 			}
 			out.From = append([]sql.TableExpr{&sql.Join{Kind: "left", Left: out.From[0], Right: nd, On: on}}, out.From[2:]...)
 			pads = append(pads, *pad)
 			i--
+			folded++
 			continue
 		}
 		if pad != nil {
@@ -198,7 +216,10 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 			out.Where = andAll(append([]sql.Expr{on}, conjuncts(out.Where)...))
 		}
 	}
-	for _, p := range pads {
+	// the last first: a later subquery's columns computed after the join
+	// may read an earlier one's, which the earlier one's pad then takes
+	for k := len(pads) - 1; k >= 0; k-- {
+		p := pads[k]
 		unqualified := func(name string) bool {
 			i, err := full.resolve("", name)
 			return err == nil && full.cols[i].table == p.alias
@@ -224,6 +245,56 @@ func lateralRewrite(cat Catalog, sel *sql.Select, soft bool) (*sql.Select, error
 		}
 	}
 	return &out, nil
+}
+
+// foldItems joins FROM items into one, left to right, each join ON the
+// conjuncts of where that its items are the first to read (a cross join
+// without any), and returns it with the conjuncts left. ok is false when
+// the items cannot be planned.
+func foldItems(cat Catalog, items []sql.TableExpr, where sql.Expr) (_ sql.TableExpr, rest sql.Expr, ok bool) {
+	conds := conjuncts(where)
+	placed := make([]bool, len(conds))
+	fold := items[0]
+	for k := 1; k < len(items); k++ {
+		sc, err := (&builder{cat: cat}).fromScope(items[:k+1])
+		if err != nil {
+			return nil, nil, false
+		}
+		var on []sql.Expr
+		for ci, c := range conds {
+			if placed[ci] || hasSubqueryIn(c) {
+				continue
+			}
+			if readsOnly(sc, c) {
+				on, placed[ci] = append(on, c), true
+			}
+		}
+		j := &sql.Join{Kind: "cross", Left: fold, Right: items[k]}
+		if len(on) > 0 {
+			j.Kind, j.On = "inner", andAll(on)
+		}
+		fold = j
+	}
+	var left []sql.Expr
+	for ci, c := range conds {
+		if !placed[ci] {
+			left = append(left, c)
+		}
+	}
+	return fold, andAll(left), true
+}
+
+// readsOnly says whether every column e reads is one of sc's.
+func readsOnly(sc *scope, e sql.Expr) bool {
+	reads := true
+	walkExpr(e, func(n sql.Expr) bool {
+		if col, isCol := n.(*sql.ColumnRef); isCol {
+			_, err := sc.resolve(col.Table, col.Name)
+			reads = reads && err == nil
+		}
+		return reads
+	})
+	return reads
 }
 
 // lateralPad is what the query around a rewritten LATERAL subquery
@@ -308,7 +379,7 @@ func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad, soft bool)
 	if err != nil {
 		return nil, err
 	}
-	nd, on, pad, err := decorrelate(cat, left, []sql.TableExpr{j.Left}, d, j.Kind == "right" || j.Kind == "full")
+	nd, on, pad, err := decorrelate(cat, left, []sql.TableExpr{j.Left}, nil, d, j.Kind == "right" || j.Kind == "full")
 	if err != nil {
 		if soft { // this one runs per row
 			return &out, nil
@@ -352,7 +423,7 @@ func lateralInJoins(cat Catalog, t sql.TableExpr, pads *[]lateralPad, soft bool)
 // reference to the left (RIGHT or FULL JOIN). What reads the left other
 // than through equalities it tries once more over the subquery's domain
 // (lateralDomain; leftFrom nil: not again).
-func decorrelate(cat Catalog, left *scope, leftFrom []sql.TableExpr, d *sql.DerivedTable, noRefs bool) (sql.TableExpr, sql.Expr, *lateralPad, error) {
+func decorrelate(cat Catalog, left *scope, leftFrom []sql.TableExpr, leftWhere sql.Expr, d *sql.DerivedTable, noRefs bool) (sql.TableExpr, sql.Expr, *lateralPad, error) {
 	plain := *d
 	plain.Lateral = false
 	// What it reads: planned as the bounded planner plans it. (Over its
@@ -405,11 +476,11 @@ func decorrelate(cat Catalog, left *scope, leftFrom []sql.TableExpr, d *sql.Deri
 	}
 	// viaDomain decorrelates the subquery over its domain, or refuses it
 	viaDomain := func(what string) (sql.TableExpr, sql.Expr, *lateralPad, error) {
-		nd, back, ok := lateralDomain(left, inner, child.outerCols, leftFrom, d, q)
+		nd, back, ok := lateralDomain(left, inner, child.outerCols, leftFrom, leftWhere, d, q)
 		if !ok {
 			return nil, nil, nil, refuse(what)
 		}
-		t, on, pad, err := decorrelate(cat, left, nil, nd, noRefs)
+		t, on, pad, err := decorrelate(cat, left, nil, nil, nd, noRefs)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -705,7 +776,8 @@ const domainAlias = lateralPrefix + "dom"
 // take (a condition other than an equality in a subquery that groups,
 // takes DISTINCT or a LIMIT; a column read in its select list too) as one
 // that reads them through equalities only: q runs over its domain, the
-// distinct values of those columns over the items before it,
+// distinct values of those columns over the items before it (filtered
+// by leftWhere, the query's conditions on them alone),
 //
 //	LATERAL (SELECT DISTINCT y.v FROM y WHERE y.k = x.k AND y.t <= x.t)
 //	→ LATERAL (SELECT DISTINCT y.v FROM y, (SELECT DISTINCT x.k AS d1,
@@ -719,7 +791,7 @@ const domainAlias = lateralPrefix + "dom"
 // constants and arithmetic. back maps each domain column to the left
 // column it stands for, for what the query around computes from it.
 // ok is false where it does not apply.
-func lateralDomain(left, inner *scope, outerCols []int, leftFrom []sql.TableExpr, d *sql.DerivedTable, q *sql.Select) (_ *sql.DerivedTable, back map[string]sql.Expr, ok bool) {
+func lateralDomain(left, inner *scope, outerCols []int, leftFrom []sql.TableExpr, leftWhere sql.Expr, d *sql.DerivedTable, q *sql.Select) (_ *sql.DerivedTable, back map[string]sql.Expr, ok bool) {
 	if len(leftFrom) == 0 || len(outerCols) == 0 {
 		return nil, nil, false
 	}
@@ -820,7 +892,7 @@ func lateralDomain(left, inner *scope, outerCols []int, leftFrom []sql.TableExpr
 	if len(cols) == 0 {
 		return nil, nil, false
 	}
-	dom := &sql.Select{Distinct: true, From: leftFrom}
+	dom := &sql.Select{Distinct: true, From: leftFrom, Where: leftWhere}
 	name := map[int]string{} // left column → its domain column
 	back = map[string]sql.Expr{}
 	var eqs []sql.Expr
